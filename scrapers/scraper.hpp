@@ -30,17 +30,17 @@ struct headline {
 // What a scraper knows about its site: the defaults the service uses unless the config
 // overrides them. Render options left empty take the service-wide defaults.
 struct site_info {
-  std::string name;         // stable id, [a-z0-9_-]+, used in config and query strings
-  std::string display_name; // shown to people, e.g. "CNN"
-  std::string url;          // the front page to render
-  std::string colour;       // CSS colour of the site's boxes, e.g. "#cc0000"
+  std::string name;                      // stable id, [a-z0-9_-]+, used in config and query strings
+  std::string display_name;              // shown to people, e.g. "CNN"
+  std::string url;                       // the front page to render
+  std::string colour;                    // CSS colour of the site's boxes, e.g. "#cc0000"
   std::optional<double> wait_seconds;    // renderer wait after the load event
   std::optional<double> timeout_seconds; // whole-render deadline
   std::optional<std::string> renderer;   // "splash", "direct", ...
 };
 
 class scraper {
-public:
+ public:
   virtual ~scraper() = default;
 
   virtual const site_info& site() const = 0;

@@ -1,0 +1,411 @@
+#include "scrapers/dom.hpp"
+
+#include <gumbo.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+namespace newsdesk::scrapers::dom {
+namespace {
+
+// Every block Gumbo allocates carries this header and sits in a doubly linked list owned by
+// the document. Freeing the list in a loop replaces gumbo_destroy_output, which recurses once
+// per nesting level and overflows a thread's stack on deeply nested pages. The header is two
+// pointers (16 bytes on 64-bit), which keeps malloc's alignment for the block behind it.
+struct alignas(std::max_align_t) block_header {
+  block_header* prev;
+  block_header* next;
+};
+
+struct block_list {
+  block_header head{&head, &head};
+
+  block_list() = default;
+  block_list(const block_list&) = delete;
+  block_list& operator=(const block_list&) = delete;
+  ~block_list() {
+    block_header* b = head.next;
+    while (b != &head) {
+      block_header* next = b->next;
+      std::free(b);
+      b = next;
+    }
+  }
+};
+
+void* tracked_allocate(void* userdata, std::size_t size) {
+  auto* list = static_cast<block_list*>(userdata);
+  auto* b = static_cast<block_header*>(std::malloc(sizeof(block_header) + size));
+  if (b == nullptr) {
+    // Gumbo dereferences whatever we return and cannot unwind C++ exceptions.
+    std::abort();
+  }
+  b->prev = &list->head;
+  b->next = list->head.next;
+  list->head.next->prev = b;
+  list->head.next = b;
+  return b + 1;
+}
+
+void tracked_deallocate(void* /*userdata*/, void* ptr) {
+  if (ptr == nullptr) {
+    return;
+  }
+  block_header* b = static_cast<block_header*>(ptr) - 1;
+  b->prev->next = b->next;
+  b->next->prev = b->prev;
+  std::free(b);
+}
+
+const GumboNode* as_gumbo(const void* raw) {
+  return static_cast<const GumboNode*>(raw);
+}
+
+const GumboVector* children_of(const GumboNode* n) {
+  if (n == nullptr) {
+    return nullptr;
+  }
+  switch (n->type) {
+  case GUMBO_NODE_DOCUMENT:
+    return &n->v.document.children;
+  case GUMBO_NODE_ELEMENT:
+  case GUMBO_NODE_TEMPLATE:
+    return &n->v.element.children;
+  default:
+    return nullptr;
+  }
+}
+
+const GumboElement* element_of(const GumboNode* n) {
+  if (n == nullptr || (n->type != GUMBO_NODE_ELEMENT && n->type != GUMBO_NODE_TEMPLATE)) {
+    return nullptr;
+  }
+  return &n->v.element;
+}
+
+const GumboNode* child_at(const GumboNode* n, std::size_t index) {
+  const GumboVector* kids = children_of(n);
+  if (kids == nullptr || index >= kids->length) {
+    return nullptr;
+  }
+  return static_cast<const GumboNode*>(kids->data[index]);
+}
+
+bool is_element_type(const GumboNode* n) {
+  return n != nullptr && (n->type == GUMBO_NODE_ELEMENT || n->type == GUMBO_NODE_TEMPLATE);
+}
+
+char ascii_lower(char c) {
+  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (ascii_lower(a[i]) != ascii_lower(b[i])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool is_ascii_whitespace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r';
+}
+
+// The tag name as written in the source ("<my-widget a=b>" -> "my-widget"), for tags Gumbo has
+// no enum value for. Parsed here rather than with gumbo_tag_from_original_text, which asserts
+// on the shapes it accepts.
+std::string_view source_tag_name(const GumboElement& e) {
+  std::string_view source(e.original_tag.data == nullptr ? "" : e.original_tag.data,
+                          e.original_tag.length);
+  if (source.size() < 2 || source.front() != '<') {
+    return {};
+  }
+  source.remove_prefix(1);
+  std::size_t end = 0;
+  while (end < source.size() && !is_ascii_whitespace(source[end]) && source[end] != '/' &&
+         source[end] != '>') {
+    ++end;
+  }
+  return source.substr(0, end);
+}
+
+std::string_view raw_tag_name(const GumboElement& e) {
+  if (e.tag != GUMBO_TAG_UNKNOWN) {
+    return gumbo_normalized_tagname(e.tag);
+  }
+  return source_tag_name(e);
+}
+
+// Next node after `n` in document order within the subtree of `root`, or null.
+const GumboNode* next_in_order(const GumboNode* root, const GumboNode* n) {
+  if (const GumboNode* first = child_at(n, 0)) {
+    return first;
+  }
+  while (n != nullptr && n != root) {
+    const GumboNode* parent = n->parent;
+    if (const GumboNode* sibling = child_at(parent, n->index_within_parent + 1)) {
+      return sibling;
+    }
+    n = parent;
+  }
+  return nullptr;
+}
+
+} // namespace
+
+bool node::is_document() const {
+  return raw_ != nullptr && as_gumbo(raw_)->type == GUMBO_NODE_DOCUMENT;
+}
+
+bool node::is_element() const {
+  return is_element_type(as_gumbo(raw_));
+}
+
+bool node::is_text() const {
+  if (raw_ == nullptr) {
+    return false;
+  }
+  auto type = as_gumbo(raw_)->type;
+  return type == GUMBO_NODE_TEXT || type == GUMBO_NODE_WHITESPACE || type == GUMBO_NODE_CDATA;
+}
+
+bool node::is_comment() const {
+  return raw_ != nullptr && as_gumbo(raw_)->type == GUMBO_NODE_COMMENT;
+}
+
+std::string node::tag_name() const {
+  const GumboElement* e = element_of(as_gumbo(raw_));
+  if (e == nullptr) {
+    return {};
+  }
+  std::string name(raw_tag_name(*e));
+  for (char& c : name) {
+    c = ascii_lower(c);
+  }
+  return name;
+}
+
+bool node::has_tag(std::string_view name) const {
+  const GumboElement* e = element_of(as_gumbo(raw_));
+  return e != nullptr && !name.empty() && iequals(raw_tag_name(*e), name);
+}
+
+std::optional<std::string_view> node::attr(std::string_view name) const {
+  const GumboElement* e = element_of(as_gumbo(raw_));
+  if (e == nullptr) {
+    return std::nullopt;
+  }
+  for (unsigned i = 0; i < e->attributes.length; ++i) {
+    const auto* a = static_cast<const GumboAttribute*>(e->attributes.data[i]);
+    if (iequals(a->name, name)) {
+      return std::string_view(a->value);
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<attribute> node::attributes() const {
+  std::vector<attribute> out;
+  const GumboElement* e = element_of(as_gumbo(raw_));
+  if (e == nullptr) {
+    return out;
+  }
+  out.reserve(e->attributes.length);
+  for (unsigned i = 0; i < e->attributes.length; ++i) {
+    const auto* a = static_cast<const GumboAttribute*>(e->attributes.data[i]);
+    out.push_back({a->name, a->value});
+  }
+  return out;
+}
+
+bool node::has_class(std::string_view name) const {
+  if (name.empty()) {
+    return false;
+  }
+  std::optional<std::string_view> list = attr("class");
+  if (!list) {
+    return false;
+  }
+  std::string_view rest = *list;
+  while (!rest.empty()) {
+    std::size_t start = 0;
+    while (start < rest.size() && is_ascii_whitespace(rest[start])) {
+      ++start;
+    }
+    std::size_t end = start;
+    while (end < rest.size() && !is_ascii_whitespace(rest[end])) {
+      ++end;
+    }
+    if (rest.substr(start, end - start) == name) {
+      return true;
+    }
+    rest.remove_prefix(end);
+  }
+  return false;
+}
+
+std::string_view node::raw_text() const {
+  if (!is_text()) {
+    return {};
+  }
+  const char* t = as_gumbo(raw_)->v.text.text;
+  return t == nullptr ? std::string_view() : std::string_view(t);
+}
+
+std::string node::text() const {
+  std::string out;
+  // Set when whitespace was seen since the last character written, so a run spanning
+  // several text nodes ("a <b> b</b>") still becomes a single space.
+  bool pending_space = false;
+  auto append = [&](std::string_view chunk) {
+    for (char c : chunk) {
+      if (is_ascii_whitespace(c)) {
+        pending_space = true;
+        continue;
+      }
+      if (pending_space && !out.empty()) {
+        out.push_back(' ');
+      }
+      pending_space = false;
+      out.push_back(c);
+    }
+  };
+  if (is_text()) {
+    append(raw_text());
+    return out;
+  }
+  for (node n : descendants()) {
+    if (n.is_text()) {
+      append(n.raw_text());
+    }
+  }
+  return out;
+}
+
+node node::parent() const {
+  if (raw_ == nullptr) {
+    return {};
+  }
+  return node(as_gumbo(raw_)->parent);
+}
+
+std::size_t node::child_count() const {
+  const GumboVector* kids = children_of(as_gumbo(raw_));
+  return kids == nullptr ? 0 : kids->length;
+}
+
+node node::child(std::size_t index) const {
+  return node(child_at(as_gumbo(raw_), index));
+}
+
+node node::previous_sibling() const {
+  const GumboNode* n = as_gumbo(raw_);
+  if (n == nullptr || n->parent == nullptr || n->index_within_parent == 0) {
+    return {};
+  }
+  return node(child_at(n->parent, n->index_within_parent - 1));
+}
+
+node node::next_sibling() const {
+  const GumboNode* n = as_gumbo(raw_);
+  if (n == nullptr || n->parent == nullptr) {
+    return {};
+  }
+  return node(child_at(n->parent, n->index_within_parent + 1));
+}
+
+node node::previous_element_sibling() const {
+  node n = previous_sibling();
+  while (n && !n.is_element()) {
+    n = n.previous_sibling();
+  }
+  return n;
+}
+
+node node::next_element_sibling() const {
+  node n = next_sibling();
+  while (n && !n.is_element()) {
+    n = n.next_sibling();
+  }
+  return n;
+}
+
+node node::first_element_child() const {
+  node n = child(0);
+  while (n && !n.is_element()) {
+    n = n.next_sibling();
+  }
+  return n;
+}
+
+node::descendant_range::iterator& node::descendant_range::iterator::operator++() {
+  const auto* root = as_gumbo(root_.raw());
+  const auto* n = next_in_order(root, as_gumbo(current_.raw()));
+  while (elements_only_ && n != nullptr && !is_element_type(n)) {
+    n = next_in_order(root, n);
+  }
+  current_ = node(n);
+  return *this;
+}
+
+node::descendant_range::iterator node::descendant_range::begin() const {
+  iterator it(root_, root_, elements_only_);
+  if (!root_) {
+    return end();
+  }
+  return ++it;
+}
+
+struct document::state {
+  // Declared first so it is destroyed last: the tree's blocks live in it.
+  block_list blocks;
+  // Gumbo keeps pointers into the input (original tag text), so the document owns a copy.
+  std::string source;
+  GumboOutput* output = nullptr;
+};
+
+document document::parse(std::string_view html) {
+  auto s = std::make_unique<state>();
+  s->source.assign(html.data(), html.size());
+  GumboOptions options = kGumboDefaultOptions;
+  options.allocator = &tracked_allocate;
+  options.deallocator = &tracked_deallocate;
+  options.userdata = &s->blocks;
+  // Parse errors are only diagnostics; recording them costs time and memory on broken pages.
+  options.max_errors = 0;
+  s->output = gumbo_parse_with_options(&options, s->source.data(), s->source.size());
+  return document(std::move(s));
+}
+
+document::document(std::unique_ptr<state> s)
+    : state_(std::move(s)) {}
+document::document(document&&) noexcept = default;
+document& document::operator=(document&&) noexcept = default;
+// No gumbo_destroy_output: ~block_list frees every block iteratively (see block_header).
+document::~document() = default;
+
+node document::root() const {
+  return node(state_->output->document);
+}
+
+node document::html() const {
+  return node(state_->output->root);
+}
+
+std::optional<std::string_view> document::base_href() const {
+  for (node n : root().descendant_elements()) {
+    if (n.has_tag("base")) {
+      if (auto href = n.attr("href")) {
+        return href;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+} // namespace newsdesk::scrapers::dom
