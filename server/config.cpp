@@ -1,0 +1,389 @@
+#include "server/config.hpp"
+
+#include "scrapers/registry.hpp"
+#include "scrapers/scraper.hpp"
+#include "scrapers/url.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace newsdesk::server {
+
+using json = nlohmann::json;
+
+namespace {
+
+[[noreturn]] void fail(std::string_view where, std::string_view what) {
+  throw config_error(std::string(where) + ": " + std::string(what));
+}
+
+void reject_unknown_keys(const json& object, std::string_view where,
+                         std::initializer_list<std::string_view> known) {
+  for (const auto& [key, value] : object.items())
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      std::string list;
+      for (auto k : known)
+        list += (list.empty() ? "" : ", ") + std::string(k);
+      fail(std::string(where) + "." + key, "unknown key (known: " + list + ")");
+    }
+}
+
+template <class T> const char* type_name() {
+  if constexpr (std::is_same_v<T, bool>)
+    return "true or false";
+  else if constexpr (std::is_same_v<T, std::string>)
+    return "a string";
+  else
+    return "a number";
+}
+
+// Reads object[key] into out when present, naming the key on a type mismatch.
+template <class T> bool read(const json& object, const char* key, T& out, std::string_view where) {
+  auto it = object.find(key);
+  if (it == object.end())
+    return false;
+  bool fits = false;
+  if constexpr (std::is_same_v<T, bool>)
+    fits = it->is_boolean();
+  else if constexpr (std::is_same_v<T, std::string>)
+    fits = it->is_string();
+  else if constexpr (std::is_integral_v<T>)
+    fits = it->is_number_integer() || it->is_number_unsigned();
+  else
+    fits = it->is_number();
+  if (!fits)
+    fail(std::string(where) + "." + key, std::string("expected ") + type_name<T>() + ", got " + it->dump());
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    auto value = it->get<long long>();
+    if (value < 0 || static_cast<unsigned long long>(value) > std::numeric_limits<T>::max())
+      fail(std::string(where) + "." + key, "out of range: " + it->dump());
+    out = static_cast<T>(value);
+  } else {
+    it->get_to(out);
+  }
+  return true;
+}
+
+double parse_number(std::string_view where, std::string_view text) {
+  double value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size())
+    fail(where, "expected a number, got '" + std::string(text) + "'");
+  return value;
+}
+
+unsigned long parse_unsigned(std::string_view where, std::string_view text, unsigned long max) {
+  unsigned long value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size() || value > max)
+    fail(where, "expected a whole number from 0 to " + std::to_string(max) + ", got '" + std::string(text) + "'");
+  return value;
+}
+
+bool is_hex_colour(std::string_view c) {
+  if (c.size() != 4 && c.size() != 7)
+    return false;
+  return c[0] == '#' && std::all_of(c.begin() + 1, c.end(), [](char ch) { return std::isxdigit(static_cast<unsigned char>(ch)); });
+}
+
+void check_renderer(std::string_view where, const std::string& name) {
+  if (name != "splash" && name != "direct")
+    fail(where, "unknown renderer '" + name + "' (known: splash, direct)");
+}
+
+void validate(config& cfg) {
+  if (cfg.threads > 256)
+    fail("threads", "at most 256");
+  if (!cfg.renderer.empty())
+    check_renderer("renderer", cfg.renderer);
+  if (!cfg.splash_url.empty() && !scrapers::url::is_http_url(cfg.splash_url))
+    fail("splash_url", "expected an http:// or https:// URL, got '" + cfg.splash_url + "'");
+  if (!(cfg.default_timeout > 0) || cfg.default_timeout > 3600)
+    fail("timeout", "expected seconds in (0, 3600]");
+  if (!(cfg.default_wait >= 0) || cfg.default_wait >= cfg.default_timeout)
+    fail("wait", "expected seconds >= 0 and below the timeout");
+  if (!(cfg.splash_max_timeout > 0))
+    fail("splash_max_timeout", "expected seconds > 0");
+  if (cfg.http.max_connections == 0)
+    fail("http.max_connections", "must be at least 1");
+}
+
+void apply_http_json(http_server_limits& limits, const json& j) {
+  const std::string_view where = "http";
+  if (!j.is_object())
+    fail(where, "expected an object");
+  reject_unknown_keys(j, where, {"max_header_bytes", "max_body_bytes", "read_timeout", "write_timeout", "max_connections"});
+  read(j, "max_header_bytes", limits.max_header_bytes, where);
+  read(j, "max_body_bytes", limits.max_body_bytes, where);
+  double seconds = 0;
+  if (read(j, "read_timeout", seconds, where))
+    limits.read_timeout = std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+  if (read(j, "write_timeout", seconds, where))
+    limits.write_timeout = std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+  read(j, "max_connections", limits.max_connections, where);
+}
+
+} // namespace
+
+void apply_config_json(config& cfg, std::string_view text, std::string_view origin) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    fail(origin, std::string("not valid JSON: ") + e.what());
+  }
+  const std::string where = std::string(origin);
+  if (!j.is_object())
+    fail(where, "expected a JSON object at the top level");
+  reject_unknown_keys(j, where,
+                      {"address", "port", "threads", "templates_dir", "static_dir", "log_level", "renderer",
+                       "splash_url", "splash_max_timeout", "wait", "timeout", "tls_verify", "http", "sites",
+                       "broker"});
+  read(j, "address", cfg.address, where);
+  read(j, "port", cfg.port, where);
+  read(j, "threads", cfg.threads, where);
+  std::string text_value;
+  if (read(j, "templates_dir", text_value, where))
+    cfg.templates_dir = text_value;
+  if (read(j, "static_dir", text_value, where))
+    cfg.static_dir = text_value;
+  if (read(j, "log_level", text_value, where)) {
+    try {
+      cfg.level = parse_log_level(text_value);
+    } catch (const std::invalid_argument& e) {
+      fail(where + ".log_level", e.what());
+    }
+  }
+  read(j, "renderer", cfg.renderer, where);
+  read(j, "splash_url", cfg.splash_url, where);
+  read(j, "splash_max_timeout", cfg.splash_max_timeout, where);
+  read(j, "wait", cfg.default_wait, where);
+  read(j, "timeout", cfg.default_timeout, where);
+  read(j, "tls_verify", cfg.tls_verify, where);
+  if (j.contains("http"))
+    apply_http_json(cfg.http, j["http"]);
+  if (j.contains("sites")) {
+    if (!j["sites"].is_array())
+      fail(where + ".sites", "expected an array of site names or objects");
+    cfg.sites = std::make_shared<const json>(j["sites"]);
+  }
+  if (j.contains("broker")) {
+    const auto& b = j["broker"];
+    if (b.is_boolean()) {
+      cfg.broker_enabled = b.get<bool>();
+    } else if (b.is_object()) {
+      json copy = b;
+      if (copy.contains("enabled")) {
+        if (!copy["enabled"].is_boolean())
+          fail(where + ".broker.enabled", "expected true or false");
+        cfg.broker_enabled = copy["enabled"].get<bool>();
+        copy.erase("enabled");
+      }
+      cfg.broker = std::make_shared<const json>(std::move(copy));
+    } else {
+      fail(where + ".broker", "expected an object or false");
+    }
+  }
+}
+
+config load_config(const std::vector<std::string>& args,
+                   const std::function<const char*(const char*)>& getenv, bool& help) {
+  config cfg;
+  help = false;
+
+  // Flags first into a table, so the config file they name is read before anything else.
+  std::vector<std::pair<std::string, std::string>> flags;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      help = true;
+      continue;
+    }
+    if (arg.rfind("--", 0) != 0)
+      fail(arg, "unexpected argument (see --help)");
+    auto eq = arg.find('=');
+    if (eq != std::string::npos) {
+      flags.emplace_back(arg.substr(2, eq - 2), arg.substr(eq + 1));
+    } else {
+      if (i + 1 >= args.size())
+        fail(arg, "needs a value");
+      flags.emplace_back(arg.substr(2), args[++i]);
+    }
+  }
+
+  std::string config_path;
+  if (const char* env = getenv("NEWSDESK_CONFIG"); env && *env)
+    config_path = env;
+  for (const auto& [name, value] : flags)
+    if (name == "config")
+      config_path = value;
+  if (!config_path.empty()) {
+    std::ifstream in(config_path, std::ios::binary);
+    if (!in)
+      fail(config_path, "cannot open the config file");
+    std::ostringstream text;
+    text << in.rdbuf();
+    apply_config_json(cfg, text.str(), config_path);
+  }
+
+  // Environment, then flags: the same settings under two spellings.
+  auto set = [&](const std::string& key, const std::string& value, const std::string& where) {
+    if (key == "address")
+      cfg.address = value;
+    else if (key == "port")
+      cfg.port = static_cast<unsigned short>(parse_unsigned(where, value, 65535));
+    else if (key == "threads")
+      cfg.threads = static_cast<unsigned>(parse_unsigned(where, value, 256));
+    else if (key == "templates")
+      cfg.templates_dir = value;
+    else if (key == "static")
+      cfg.static_dir = value;
+    else if (key == "renderer")
+      cfg.renderer = value;
+    else if (key == "splash-url")
+      cfg.splash_url = value;
+    else if (key == "wait")
+      cfg.default_wait = parse_number(where, value);
+    else if (key == "timeout")
+      cfg.default_timeout = parse_number(where, value);
+    else if (key == "log-level") {
+      try {
+        cfg.level = parse_log_level(value);
+      } catch (const std::invalid_argument& e) {
+        fail(where, e.what());
+      }
+    } else if (key == "config") {
+      // read above
+    } else
+      fail(where, "unknown option (see --help)");
+  };
+  const std::pair<const char*, const char*> env_names[] = {
+      {"NEWSDESK_ADDRESS", "address"},   {"NEWSDESK_PORT", "port"},       {"NEWSDESK_THREADS", "threads"},
+      {"NEWSDESK_TEMPLATES", "templates"}, {"NEWSDESK_STATIC", "static"},  {"NEWSDESK_RENDERER", "renderer"},
+      {"SPLASH_URL", "splash-url"},      {"NEWSDESK_LOG_LEVEL", "log-level"}};
+  for (const auto& [env, key] : env_names)
+    if (const char* value = getenv(env); value && *value)
+      set(key, value, env);
+  for (const auto& [name, value] : flags)
+    set(name, value, "--" + name);
+
+  validate(cfg);
+  return cfg;
+}
+
+std::vector<site_config> resolve_sites(const config& cfg, const scrapers::registry& registry) {
+  std::string default_renderer = cfg.renderer;
+  if (default_renderer.empty())
+    default_renderer = cfg.splash_url.empty() ? "direct" : "splash";
+
+  json entries = json::array();
+  if (cfg.sites) {
+    entries = *cfg.sites;
+  } else {
+    for (const auto* s : registry.all())
+      entries.push_back(s->site().name);
+  }
+
+  std::vector<site_config> sites;
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const std::string where = "sites[" + std::to_string(i) + "]";
+    json entry = entries[i].is_string() ? json{{"scraper", entries[i]}} : entries[i];
+    if (!entry.is_object())
+      fail(where, "expected a scraper name or an object");
+    reject_unknown_keys(entry, where,
+                        {"scraper", "name", "display_name", "url", "colour", "renderer", "wait", "timeout", "enabled"});
+    std::string scraper_name;
+    if (!read(entry, "scraper", scraper_name, where))
+      fail(where, "missing \"scraper\"");
+    bool enabled = true;
+    read(entry, "enabled", enabled, where);
+    const auto* scraper = registry.find(scraper_name);
+    if (!scraper) {
+      std::string known;
+      for (const auto* s : registry.all())
+        known += (known.empty() ? "" : ", ") + s->site().name;
+      fail(where + ".scraper", "no scraper named '" + scraper_name + "' (registered: " + known + ")");
+    }
+    if (!enabled)
+      continue;
+    const auto& info = scraper->site();
+    site_config site;
+    site.scraper = scraper;
+    site.name = info.name;
+    site.display_name = info.display_name;
+    site.url = info.url;
+    site.colour = info.colour;
+    site.renderer = info.renderer.value_or(default_renderer);
+    double wait = info.wait_seconds.value_or(cfg.default_wait);
+    double timeout = info.timeout_seconds.value_or(cfg.default_timeout);
+    read(entry, "name", site.name, where);
+    read(entry, "display_name", site.display_name, where);
+    read(entry, "url", site.url, where);
+    read(entry, "colour", site.colour, where);
+    read(entry, "renderer", site.renderer, where);
+    read(entry, "wait", wait, where);
+    read(entry, "timeout", timeout, where);
+
+    if (site.name.empty() || !std::all_of(site.name.begin(), site.name.end(), [](char c) {
+          return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+        }))
+      fail(where + ".name", "expected [a-z0-9_-]+, got '" + site.name + "'");
+    if (!names.insert(site.name).second)
+      fail(where + ".name", "duplicate site name '" + site.name + "'");
+    if (site.display_name.empty())
+      site.display_name = site.name;
+    if (!scrapers::url::is_http_url(site.url))
+      fail(where + ".url", "expected an http:// or https:// URL, got '" + site.url + "'");
+    if (!is_hex_colour(site.colour))
+      fail(where + ".colour", "expected #rgb or #rrggbb, got '" + site.colour + "'");
+    check_renderer(where + ".renderer", site.renderer);
+    if (!(timeout > 0) || timeout > 3600)
+      fail(where + ".timeout", "expected seconds in (0, 3600]");
+    if (!(wait >= 0) || wait >= timeout)
+      fail(where + ".wait", "expected seconds >= 0 and below the timeout");
+    if (site.renderer == "splash") {
+      if (cfg.splash_url.empty())
+        fail(where + ".renderer", "site '" + site.name + "' uses Splash but no splash_url or SPLASH_URL is set");
+      if (timeout > cfg.splash_max_timeout)
+        fail(where + ".timeout", "Splash refuses timeouts above its --max-timeout (" +
+                                     std::to_string(cfg.splash_max_timeout) + " s)");
+    }
+    site.wait = std::chrono::milliseconds(static_cast<long long>(wait * 1000));
+    site.timeout = std::chrono::milliseconds(static_cast<long long>(timeout * 1000));
+    sites.push_back(std::move(site));
+  }
+  return sites;
+}
+
+std::string usage() {
+  return R"(usage: newsdesk [options]
+
+Serves /news: the current headlines of the configured sites on one page.
+
+options (each also settable in the JSON config file; flags win over environment, which wins
+over the file):
+  --config FILE       JSON config file                  env NEWSDESK_CONFIG
+  --address ADDR      listen address (127.0.0.1)         env NEWSDESK_ADDRESS
+  --port N            listen port (8080; 0 = any free)   env NEWSDESK_PORT
+  --threads N         network threads (0 = one per core) env NEWSDESK_THREADS
+  --templates DIR     folder holding news.html (templates) env NEWSDESK_TEMPLATES
+  --static DIR        folder served under /static (static)  env NEWSDESK_STATIC
+  --renderer NAME     splash or direct (splash when a Splash URL is set, else direct)
+                                                         env NEWSDESK_RENDERER
+  --splash-url URL    Splash's address, e.g. http://splash:8050   env SPLASH_URL
+  --wait S            default seconds to wait after page load (0.5)
+  --timeout S         default seconds for a whole render (30)
+  --log-level LEVEL   debug, info, warn or error (info)  env NEWSDESK_LOG_LEVEL
+  --help              this text
+
+See config.example.json for every key of the config file.
+)";
+}
+
+} // namespace newsdesk::server

@@ -1,0 +1,85 @@
+// newsdesk's configuration: defaults, then a JSON file, then environment variables, then
+// command-line flags, each overriding the one before. Anything wrong (unknown key, bad type,
+// value out of range, unknown scraper) stops startup with a config_error naming the key.
+#pragma once
+
+#include "server/http_server.hpp"
+#include "server/log.hpp"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace newsdesk::scrapers {
+class registry;
+class scraper;
+} // namespace newsdesk::scrapers
+
+namespace newsdesk::server {
+
+struct config_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// One site as configured: a scraper plus how and where to fetch it.
+struct site_config {
+  std::string name; // unique on the page; defaults to the scraper's name
+  const scrapers::scraper* scraper = nullptr;
+  std::string display_name;
+  std::string url;
+  std::string colour; // "#rgb" or "#rrggbb"
+  std::string renderer;
+  std::chrono::milliseconds wait{};
+  std::chrono::milliseconds timeout{};
+};
+
+struct config {
+  std::string address = "127.0.0.1";
+  unsigned short port = 8080;
+  unsigned threads = 0; // 0: one per core
+  std::filesystem::path templates_dir = "templates";
+  std::filesystem::path static_dir = "static";
+  log_level level = log_level::info;
+
+  // Renderer for sites that do not name one: "splash" or "direct". Empty: splash when a
+  // Splash URL is configured, else direct.
+  std::string renderer;
+  std::string splash_url;            // e.g. "http://splash:8050"
+  double splash_max_timeout = 90;    // Splash's --max-timeout: larger timeouts get a 400
+  double default_wait = 0.5;         // seconds after the load event
+  double default_timeout = 30;       // seconds for a whole render
+  bool tls_verify = true;            // direct renderer: check certificates
+
+  http_server_limits http;
+
+  // The "sites" entries as given (strings or objects); absent: every registered scraper.
+  std::shared_ptr<const nlohmann::json> sites;
+  // The "broker" object as given, for the broker's own parser; absent: its defaults.
+  std::shared_ptr<const nlohmann::json> broker;
+  bool broker_enabled = true;
+};
+
+// Reads argv (after the program name and any subcommand), the environment through `getenv`,
+// and the config file named by --config or NEWSDESK_CONFIG. Throws config_error.
+// Sets `help` when --help was given (the caller prints usage()).
+config load_config(const std::vector<std::string>& args,
+                   const std::function<const char*(const char*)>& getenv, bool& help);
+
+// Parses a config file's JSON text over `base`. `origin` names the file in messages.
+void apply_config_json(config& base, std::string_view text, std::string_view origin);
+
+// The sites to show, in config order, each bound to a registered scraper. Throws config_error
+// for unknown scrapers, duplicate names and bad values.
+std::vector<site_config> resolve_sites(const config& cfg, const scrapers::registry& registry);
+
+// The --help text.
+std::string usage();
+
+} // namespace newsdesk::server

@@ -1,0 +1,256 @@
+#include "server/http_server.hpp"
+
+#include "server/log.hpp"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <atomic>
+#include <optional>
+#include <stdexcept>
+
+namespace newsdesk::server {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using error_code = boost::system::error_code;
+
+struct http_server::state {
+  state(net::io_context& ioc_, request_handler h, http_server_limits l)
+      : ioc(ioc_), handler(std::move(h)), limits(l), acceptor(net::make_strand(ioc_)),
+        retry_timer(acceptor.get_executor()) {}
+
+  net::io_context& ioc;
+  request_handler handler;
+  http_server_limits limits;
+  tcp::acceptor acceptor;
+  net::steady_timer retry_timer;
+  std::chrono::milliseconds backoff{0};
+  std::atomic<bool> stopping{false};
+  std::atomic<std::size_t> connections{0};
+};
+
+namespace {
+
+void fail(error_code ec, const char* step) {
+  log(log_level::debug, std::string("msg=\"http ") + step + " failed\" error=\"" + ec.message() + "\"");
+}
+
+// One client connection. Its lifetime is the chain of pending operations.
+class session : public std::enable_shared_from_this<session> {
+public:
+  session(tcp::socket&& socket, std::shared_ptr<http_server::state> st)
+      : stream_(std::move(socket)), state_(std::move(st)) {
+    ++state_->connections;
+  }
+  ~session() { --state_->connections; }
+
+  void run() {
+    net::dispatch(stream_.get_executor(), beast::bind_front_handler(&session::do_read, shared_from_this()));
+  }
+
+private:
+  void do_read() {
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(state_->limits.max_header_bytes));
+    parser_->body_limit(state_->limits.max_body_bytes);
+    stream_.expires_after(state_->limits.read_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     beast::bind_front_handler(&session::on_read, shared_from_this()));
+  }
+
+  void on_read(error_code ec, std::size_t) {
+    if (ec == http::error::end_of_stream || ec == net::error::operation_aborted ||
+        ec == beast::error::timeout || ec == net::error::connection_reset || ec == net::error::eof)
+      return do_close();
+    if (ec == http::error::header_limit)
+      return send_error(431);
+    if (ec == http::error::body_limit)
+      return send_error(413);
+    if (ec.category() == make_error_code(http::error::bad_target).category() || ec == http::error::partial_message)
+      return send_error(400);
+    if (ec)
+      return fail(ec, "read");
+
+    auto& msg = parser_->get();
+    keep_alive_ = msg.keep_alive();
+    version_ = msg.version();
+    head_ = msg.method() == http::verb::head;
+
+    http_request req;
+    req.method = std::string(msg.method_string());
+    req.target = std::string(msg.target());
+    for (const auto& field : msg)
+      req.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+    req.body = std::move(msg.body());
+
+    // The handler may answer from any thread; writing happens back on this strand.
+    auto self = shared_from_this();
+    state_->handler(std::move(req), [self](http_response res) {
+      net::post(self->stream_.get_executor(),
+                [self, res = std::move(res)]() mutable { self->do_write(std::move(res)); });
+    });
+  }
+
+  void send_error(unsigned status) {
+    keep_alive_ = false;
+    head_ = false;
+    version_ = 11;
+    do_write(text_response(status));
+  }
+
+  void do_write(http_response res) {
+    if (state_->stopping)
+      keep_alive_ = false;
+    stream_.expires_after(state_->limits.write_timeout);
+    if (head_) {
+      auto msg = std::make_shared<http::response<http::empty_body>>(
+          static_cast<http::status>(res.status), version_);
+      fill_headers(*msg, res);
+      msg->content_length(res.body.size());
+      write_message(std::move(msg));
+    } else {
+      auto msg = std::make_shared<http::response<http::string_body>>(
+          static_cast<http::status>(res.status), version_);
+      fill_headers(*msg, res);
+      msg->body() = std::move(res.body);
+      msg->prepare_payload();
+      write_message(std::move(msg));
+    }
+  }
+
+  template <class Message> void fill_headers(Message& msg, const http_response& res) {
+    msg.set(http::field::server, "newsdesk");
+    if (!res.content_type.empty())
+      msg.set(http::field::content_type, res.content_type);
+    for (const auto& [name, value] : res.headers)
+      msg.insert(name, value);
+    msg.keep_alive(keep_alive_);
+  }
+
+  template <class Message> void write_message(std::shared_ptr<Message> msg) {
+    http::async_write(stream_, *msg,
+                      [self = shared_from_this(), msg](error_code ec, std::size_t n) {
+                        self->on_write(ec, n);
+                      });
+  }
+
+  void on_write(error_code ec, std::size_t) {
+    if (ec == net::error::operation_aborted || ec == beast::error::timeout ||
+        ec == net::error::broken_pipe || ec == net::error::connection_reset)
+      return;
+    if (ec)
+      return fail(ec, "write");
+    if (!keep_alive_)
+      return do_close();
+    do_read();
+  }
+
+  void do_close() {
+    error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::shared_ptr<http_server::state> state_;
+  bool keep_alive_ = false;
+  bool head_ = false;
+  unsigned version_ = 11;
+};
+
+void do_accept(const std::shared_ptr<http_server::state>& st);
+
+void on_accept(const std::shared_ptr<http_server::state>& st, error_code ec, tcp::socket socket) {
+  if (ec == net::error::operation_aborted || !st->acceptor.is_open())
+    return;
+  if (ec) {
+    // Out of descriptors (EMFILE/ENFILE) or a transient network error: wait and retry, with
+    // back-off, so the loop neither spins nor dies.
+    st->backoff = std::min(std::max(st->backoff * 2, std::chrono::milliseconds{10}),
+                           std::chrono::milliseconds{1000});
+    log_warn("msg=\"accept failed, retrying\" error=\"" + ec.message() + "\" retry_ms=" +
+             std::to_string(st->backoff.count()));
+    st->retry_timer.expires_after(st->backoff);
+    st->retry_timer.async_wait([st](error_code wait_ec) {
+      if (!wait_ec)
+        do_accept(st);
+    });
+    return;
+  }
+  st->backoff = std::chrono::milliseconds{0};
+  if (st->connections.load() >= st->limits.max_connections) {
+    log_warn("msg=\"connection limit reached, closing new connection\"");
+    error_code ignored;
+    socket.close(ignored);
+  } else {
+    std::make_shared<session>(std::move(socket), st)->run();
+  }
+  do_accept(st);
+}
+
+void do_accept(const std::shared_ptr<http_server::state>& st) {
+  st->acceptor.async_accept(net::make_strand(st->ioc), [st](error_code ec, tcp::socket socket) {
+    on_accept(st, ec, std::move(socket));
+  });
+}
+
+} // namespace
+
+http_server::http_server(net::io_context& ioc, request_handler handler, http_server_limits limits)
+    : state_(std::make_shared<state>(ioc, std::move(handler), limits)) {}
+
+http_server::~http_server() { stop(); }
+
+void http_server::listen(const std::string& address, unsigned short port) {
+  auto where = address + ":" + std::to_string(port);
+  error_code ec;
+  auto ip = net::ip::make_address(address, ec);
+  if (ec)
+    throw std::runtime_error("cannot listen on " + where + ": '" + address + "' is not an IP address");
+  tcp::endpoint endpoint{ip, port};
+  auto& acc = state_->acceptor;
+  acc.open(endpoint.protocol(), ec);
+  if (!ec)
+    acc.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec)
+    acc.bind(endpoint, ec);
+  if (!ec)
+    acc.listen(net::socket_base::max_listen_connections, ec);
+  if (!ec)
+    return;
+  error_code ignored;
+  acc.close(ignored);
+  throw std::runtime_error("cannot listen on " + where + ": " + ec.message());
+}
+
+unsigned short http_server::port() const {
+  error_code ec;
+  return state_->acceptor.local_endpoint(ec).port();
+}
+
+void http_server::start() {
+  net::dispatch(state_->acceptor.get_executor(), [st = state_] { do_accept(st); });
+}
+
+void http_server::stop() {
+  state_->stopping = true;
+  net::dispatch(state_->acceptor.get_executor(), [st = state_] {
+    error_code ignored;
+    st->acceptor.close(ignored);
+    st->retry_timer.cancel();
+  });
+}
+
+std::size_t http_server::open_connections() const { return state_->connections.load(); }
+
+} // namespace newsdesk::server

@@ -1,0 +1,62 @@
+// Async HTTP/1.1 server (Boost.Beast): keep-alive, per-connection strands, deadlines, size
+// limits and HEAD. Routing is not its business: every parsed request goes to one handler.
+//
+// Threads: the server runs on the io_context it is given, which any number of threads may run.
+// Each connection lives on its own strand; the handler is called on that strand and may answer
+// from any thread.
+#pragma once
+
+#include "server/http_message.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace newsdesk::server {
+
+struct http_server_limits {
+  // Request line + headers. Browsers send 1-4 KiB; 16 KiB leaves room for big cookies while
+  // refusing header floods (answered 431).
+  std::size_t max_header_bytes = 16 * 1024;
+  // Request bodies. No route takes uploads; 64 KiB is plenty for a form or JSON (413 beyond).
+  std::size_t max_body_bytes = 64 * 1024;
+  // Deadline for a whole request to arrive, including idle time on a kept-alive connection.
+  // Cuts off slowloris-style clients that trickle headers.
+  std::chrono::milliseconds read_timeout{30'000};
+  // Deadline for writing one response; a client that stops reading is dropped.
+  std::chrono::milliseconds write_timeout{30'000};
+  // Open connections at once; more are accepted and closed at once so the process keeps
+  // file descriptors for the ones it serves.
+  std::size_t max_connections = 10'000;
+};
+
+class http_server {
+public:
+  http_server(boost::asio::io_context& ioc, request_handler handler, http_server_limits limits = {});
+  ~http_server();
+  http_server(const http_server&) = delete;
+  http_server& operator=(const http_server&) = delete;
+
+  // Binds and listens. Throws std::runtime_error naming the address on failure.
+  void listen(const std::string& address, unsigned short port);
+  // The bound port (useful after listening on port 0).
+  unsigned short port() const;
+  // Starts accepting connections.
+  void start();
+  // Closes the listener; responses written from now on carry "Connection: close" so kept-alive
+  // clients finish their current request and leave. Safe from any thread.
+  void stop();
+  std::size_t open_connections() const;
+
+  struct state; // defined in http_server.cpp; shared with the sessions it serves
+
+private:
+  std::shared_ptr<state> state_;
+};
+
+} // namespace newsdesk::server

@@ -1,0 +1,19 @@
+// One line per event on stderr: "2026-11-22T08:55:06.123Z level=warn msg=..." (logfmt-like).
+// Thread-safe: each line is written with a single call.
+#pragma once
+
+#include <string_view>
+
+namespace newsdesk::server {
+
+enum class log_level { debug, info, warn, error };
+
+void set_log_level(log_level level);
+log_level parse_log_level(std::string_view name); // throws std::invalid_argument naming it
+void log(log_level level, std::string_view message);
+
+inline void log_info(std::string_view m) { log(log_level::info, m); }
+inline void log_warn(std::string_view m) { log(log_level::warn, m); }
+inline void log_error(std::string_view m) { log(log_level::error, m); }
+
+} // namespace newsdesk::server

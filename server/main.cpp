@@ -1,0 +1,127 @@
+// newsdesk: serves /news, the current headlines of the configured sites on one page.
+#include "scrapers/registry.hpp"
+#include "server/app.hpp"
+#include "server/config.hpp"
+#include "server/direct_renderer.hpp"
+#include "server/http_client.hpp"
+#include "server/http_server.hpp"
+#include "server/log.hpp"
+#include "server/news_page.hpp"
+#include "server/news_service.hpp"
+#include "server/splash_renderer.hpp"
+#include "server/static_files.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+namespace net = boost::asio;
+using namespace newsdesk;
+using namespace newsdesk::server;
+
+namespace {
+
+// How long shutdown waits for in-flight requests (a /news may be waiting on a slow render).
+constexpr std::chrono::seconds shutdown_deadline{10};
+
+void wait_for_connections(net::steady_timer& timer, http_server& http,
+                          std::chrono::steady_clock::time_point deadline, net::io_context& ioc) {
+  if (http.open_connections() == 0 || std::chrono::steady_clock::now() >= deadline) {
+    if (http.open_connections() > 0)
+      log_warn("msg=\"shutdown deadline passed, closing open connections\" open=" +
+               std::to_string(http.open_connections()));
+    ioc.stop();
+    return;
+  }
+  timer.expires_after(std::chrono::milliseconds(50));
+  timer.async_wait([&, deadline](boost::system::error_code ec) {
+    if (!ec)
+      wait_for_connections(timer, http, deadline, ioc);
+  });
+}
+
+int run(const std::vector<std::string>& args) {
+  bool help = false;
+  auto cfg = load_config(args, [](const char* name) { return std::getenv(name); }, help);
+  if (help) {
+    std::cout << usage();
+    return 0;
+  }
+  set_log_level(cfg.level);
+
+  scrapers::registry registry;
+  scrapers::register_builtin_scrapers(registry);
+  auto sites = resolve_sites(cfg, registry);
+  auto page = news_page::load(cfg.templates_dir);
+  static_files files(cfg.static_dir);
+
+  unsigned threads = cfg.threads ? cfg.threads : std::max(1u, std::thread::hardware_concurrency());
+  net::io_context ioc(static_cast<int>(threads));
+  net::thread_pool parse_pool(threads);
+
+  http_client client(ioc, tls_options{cfg.tls_verify, {}});
+  direct_renderer direct(client);
+  std::unique_ptr<splash_renderer> splash;
+  std::map<std::string, renderer*> renderers{{"direct", &direct}};
+  if (!cfg.splash_url.empty()) {
+    splash = std::make_unique<splash_renderer>(client, cfg.splash_url);
+    renderers["splash"] = splash.get();
+  }
+  news_service news(sites, renderers, parse_pool);
+  app routes(news, page, files);
+
+  http_server http(ioc, [&routes](http_request req, responder res) { routes.handle(std::move(req), std::move(res)); },
+                   cfg.http);
+  http.listen(cfg.address, cfg.port);
+  http.start();
+
+  std::string site_list;
+  for (const auto& s : sites)
+    site_list += (site_list.empty() ? "" : ",") + s.name + "(" + s.renderer + ")";
+  log_info("msg=\"newsdesk started\" address=" + cfg.address + " port=" + std::to_string(http.port()) +
+           " threads=" + std::to_string(threads) + " sites=" + site_list);
+  // Tests and scripts read this line to learn the port (it may have been 0).
+  std::printf("listening on http://%s:%u\n", cfg.address.c_str(), static_cast<unsigned>(http.port()));
+  std::fflush(stdout);
+
+  net::signal_set signals(ioc, SIGINT, SIGTERM);
+  net::steady_timer drain_timer(ioc);
+  signals.async_wait([&](boost::system::error_code ec, int signal) {
+    if (ec)
+      return;
+    log_info("msg=\"shutting down\" signal=" + std::to_string(signal));
+    http.stop();
+    wait_for_connections(drain_timer, http, std::chrono::steady_clock::now() + shutdown_deadline, ioc);
+  });
+
+  std::vector<std::thread> pool;
+  for (unsigned i = 1; i < threads; ++i)
+    pool.emplace_back([&ioc] { ioc.run(); });
+  ioc.run();
+  for (auto& t : pool)
+    t.join();
+  parse_pool.join();
+  log_info("msg=\"newsdesk stopped\"");
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    return run(args);
+  } catch (const config_error& e) {
+    std::cerr << "newsdesk: configuration error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "newsdesk: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,45 @@
+// A renderer turns a site's URL into the HTML its scraper reads: through Splash (JavaScript
+// run), or fetched directly (no JavaScript). Failures come back as short, human-readable
+// notices for the page ("Splash timed out after 30 s"), never as exceptions.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace newsdesk::server {
+
+struct render_request {
+  std::string url;
+  std::chrono::milliseconds wait{500};     // after the load event, for scripts to fill the page
+  std::chrono::milliseconds timeout{30'000}; // the whole render
+};
+
+// Kinds of failure, for logs and (later) metrics; `message` is what people read.
+enum class render_failure { none, unreachable, timeout, rejected, upstream, empty, too_large };
+
+struct render_result {
+  render_failure failure = render_failure::none;
+  std::string message; // set when failure != none, e.g. "Splash timed out after 30 s"
+  std::string html;    // the rendered (or fetched) page, UTF-8 from Splash
+  std::string url;     // the page's final URL (after redirects): the base for its links
+  std::chrono::milliseconds elapsed{0};
+
+  bool ok() const { return failure == render_failure::none; }
+};
+
+std::string_view to_string(render_failure f);
+
+class renderer {
+public:
+  virtual ~renderer() = default;
+  virtual std::string_view name() const = 0; // "splash", "direct"
+  // Starts a render; `done` runs exactly once, on some io_context thread.
+  virtual void render(render_request request, std::function<void(render_result)> done) = 0;
+};
+
+// Formats seconds for notices: 30 -> "30", 2.5 -> "2.5".
+std::string format_seconds(double seconds);
+
+} // namespace newsdesk::server
