@@ -6,9 +6,10 @@
 //   2015-2021  h3.cd__headline > a[href] > span.cd__headline-text
 //   2022-      a.container__link[href] ... span.container__headline-text
 // hrefs are usually relative ("/2025/04/15/europe/.../index.html") but absolute ones to any
-// cnn.com host are accepted too. Video pages ("/videos/....cnn") count: they are headlines on
-// the page. The raw (unrendered) page since about 2018 has no headline markup at all, as the
-// headlines are filled in by JavaScript, hence the Splash renderer.
+// cnn.com host, or to CNN's link shortener cnn.it (used for promoted items), are accepted too.
+// Video pages ("/videos/....cnn") count: they are headlines on the page. The raw (unrendered) page
+// since about 2018 has no headline markup at all, as the headlines are filled in by JavaScript,
+// hence the Splash renderer.
 #include "scrapers/dom.hpp"
 #include "scrapers/headlines.hpp"
 #include "scrapers/scraper.hpp"
@@ -59,7 +60,8 @@ class cnn_scraper final : public scraper {
         continue;
       }
       std::optional<url::http_parts> parts = url::split_http_url(*target);
-      if (!parts || !url::host_within(parts->host, "cnn.com")) {
+      if (!parts ||
+          !(url::host_within(parts->host, "cnn.com") || url::host_within(parts->host, "cnn.it"))) {
         continue;
       }
       // The "ribbon" at the top of the 2025 page is a trending bar: short topic labels

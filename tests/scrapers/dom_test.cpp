@@ -1,0 +1,247 @@
+#include "scrapers/dom.hpp"
+
+#include "test_files.hpp"
+
+#include <doctest/doctest.h>
+
+#include <pthread.h>
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dom = newsdesk::scrapers::dom;
+
+namespace {
+
+dom::node first(const dom::document& doc, std::string_view tag) {
+  for (dom::node n : doc.root().descendant_elements()) {
+    if (n.has_tag(tag)) {
+      return n;
+    }
+  }
+  return {};
+}
+
+// Runs `work` on a thread with a deliberately small stack, so recursion over a deep tree
+// would crash here even where the main thread's 8 MB stack would survive it.
+void run_with_small_stack(std::function<void()> work) {
+  constexpr std::size_t stack_bytes = 256 * 1024;
+  pthread_attr_t attr;
+  REQUIRE(pthread_attr_init(&attr) == 0);
+  REQUIRE(pthread_attr_setstacksize(&attr, stack_bytes) == 0);
+  pthread_t thread;
+  auto entry = [](void* arg) -> void* {
+    (*static_cast<std::function<void()>*>(arg))();
+    return nullptr;
+  };
+  REQUIRE(pthread_create(&thread, &attr, entry, &work) == 0);
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+}
+
+std::string nested(std::string_view tag, std::size_t depth) {
+  std::string html;
+  html.reserve(depth * (2 * tag.size() + 5) + 16);
+  for (std::size_t i = 0; i < depth; ++i) {
+    html += '<';
+    html += tag;
+    html += '>';
+  }
+  html += "deep";
+  for (std::size_t i = 0; i < depth; ++i) {
+    html += "</";
+    html += tag;
+    html += '>';
+  }
+  return html;
+}
+
+// Parses `depth` nested `tag`s, walks them all and destroys the tree on a small stack.
+void check_deep_nesting(std::string_view tag, std::size_t depth) {
+  std::string html = nested(tag, depth);
+  std::size_t elements = 0;
+  std::size_t max_depth = 0;
+  std::string text;
+  run_with_small_stack([&] {
+    auto doc = dom::document::parse(html);
+    for (dom::node n : doc.root().descendant_elements()) {
+      if (n.has_tag(tag)) {
+        ++elements;
+      }
+    }
+    dom::node innermost = first(doc, tag);
+    while (innermost.first_element_child()) {
+      innermost = innermost.first_element_child();
+    }
+    for (dom::node n = innermost; n; n = n.parent()) {
+      ++max_depth;
+    }
+    text = doc.root().text();
+    (void)doc.base_href();
+  });
+  CHECK(elements == depth);
+  CHECK(max_depth == depth + 3); // the nested elements, then body, html and the document
+  CHECK(text == "deep");
+}
+
+} // namespace
+
+TEST_CASE("tag names are lowercase, for known and unknown tags") {
+  auto doc = dom::document::parse("<DIV><Span>x</Span><My-Widget data-x=1>y</My-Widget>"
+                                  "<svg><foreignObject></foreignObject></svg></DIV>");
+  CHECK(first(doc, "div").tag_name() == "div");
+  CHECK(first(doc, "span").tag_name() == "span");
+  dom::node widget = first(doc, "my-widget");
+  REQUIRE(widget);
+  CHECK(widget.tag_name() == "my-widget");
+  CHECK(widget.has_tag("MY-WIDGET"));
+  CHECK(first(doc, "svg").tag_name() == "svg");
+  CHECK(doc.root().tag_name().empty());
+  CHECK_FALSE(doc.root().has_tag(""));
+}
+
+TEST_CASE("the parser builds the HTML5 tree: html, head and body always exist") {
+  auto doc = dom::document::parse("hello");
+  CHECK(doc.root().is_document());
+  CHECK(doc.html().has_tag("html"));
+  CHECK(doc.html().parent() == doc.root());
+  CHECK_FALSE(doc.root().parent());
+  CHECK(doc.html().first_element_child().has_tag("head"));
+  CHECK(doc.html().first_element_child().next_element_sibling().has_tag("body"));
+}
+
+TEST_CASE("attributes are found by name, case-insensitively, with empty values for bare ones") {
+  auto doc = dom::document::parse("<a HREF='/x' data-Id=\"7\" hidden id=top>t</a>");
+  dom::node a = first(doc, "a");
+  CHECK(a.attr("href") == "/x");
+  CHECK(a.attr("HREF") == "/x");
+  CHECK(a.attr("data-id") == "7");
+  CHECK(a.attr("hidden") == "");
+  CHECK_FALSE(a.attr("title").has_value());
+  CHECK(a.id() == "top");
+  auto all = a.attributes();
+  REQUIRE(all.size() == 4);
+  CHECK(all[0].name == "href");
+  CHECK(all[3].value == "top");
+  CHECK_FALSE(doc.root().attr("href").has_value());
+}
+
+TEST_CASE("has_class matches whole whitespace-separated class names only") {
+  auto doc = dom::document::parse(
+      "<span class=' container__headline-text\tbig\nred  '>x</span><p>no class</p>");
+  dom::node span = first(doc, "span");
+  CHECK(span.has_class("container__headline-text"));
+  CHECK(span.has_class("big"));
+  CHECK(span.has_class("red"));
+  CHECK_FALSE(span.has_class("container"));
+  CHECK_FALSE(span.has_class("Big"));
+  CHECK_FALSE(span.has_class(""));
+  CHECK_FALSE(first(doc, "p").has_class("no"));
+}
+
+TEST_CASE("text collapses whitespace across nested elements and decodes entities") {
+  auto doc = dom::document::parse("<h3> <a href=x>\n  <span>Breaking:</span>\t<b>big</b>"
+                                  "<i>news</i> &amp; more&nbsp;here <!-- not text --> </a></h3>");
+  CHECK(first(doc, "h3").text() == "Breaking: bignews & more\xc2\xa0here");
+  CHECK(first(doc, "span").child(0).is_text());
+  CHECK(first(doc, "span").child(0).raw_text() == "Breaking:");
+  CHECK(first(doc, "span").child(0).text() == "Breaking:");
+}
+
+TEST_CASE("children and siblings are in document order, of every kind") {
+  auto doc = dom::document::parse("<ul id=l><li>a</li> <!--c--><li>b</li>text</ul>");
+  dom::node ul = first(doc, "ul");
+  std::vector<std::string> kinds;
+  for (dom::node n : ul.children()) {
+    kinds.push_back(n.is_element() ? n.tag_name() : n.is_comment() ? "#comment" : "#text");
+  }
+  CHECK(kinds == std::vector<std::string>{"li", "#text", "#comment", "li", "#text"});
+  CHECK(ul.child_count() == 5);
+  CHECK_FALSE(ul.child(5));
+  dom::node li = ul.first_element_child();
+  CHECK(li.next_element_sibling().text() == "b");
+  CHECK(li.next_element_sibling().previous_element_sibling() == li);
+  CHECK_FALSE(li.previous_sibling());
+  CHECK_FALSE(li.next_element_sibling().next_element_sibling());
+  CHECK(li.parent() == ul);
+}
+
+TEST_CASE("descendants come in document order and exclude the node itself") {
+  auto doc = dom::document::parse("<div id=r><p id=1><b id=2></b></p><p id=3></p></div><p id=4>");
+  dom::node r = first(doc, "div");
+  std::vector<std::string> ids;
+  for (dom::node n : r.descendant_elements()) {
+    ids.emplace_back(*n.id());
+  }
+  CHECK(ids == std::vector<std::string>{"1", "2", "3"});
+  CHECK(first(doc, "b").descendants().begin() == first(doc, "b").descendants().end());
+}
+
+TEST_CASE("a null node answers every query with nothing") {
+  dom::node n;
+  CHECK_FALSE(n);
+  CHECK_FALSE(n.is_element());
+  CHECK(n.tag_name().empty());
+  CHECK_FALSE(n.attr("x").has_value());
+  CHECK(n.text().empty());
+  CHECK_FALSE(n.parent());
+  CHECK(n.child_count() == 0);
+  CHECK(n.children().empty());
+  CHECK(n.descendants().begin() == n.descendants().end());
+}
+
+TEST_CASE("base_href is the first <base> with an href, in tree order") {
+  CHECK(dom::document::parse("<head><base target=_top><base href=' /m/ '><base href=/n/>")
+            .base_href() == " /m/ ");
+  CHECK_FALSE(dom::document::parse("<p>none</p>").base_href().has_value());
+}
+
+TEST_CASE("nodes stay valid after the document is moved") {
+  auto doc = dom::document::parse("<p class=x>kept</p>");
+  dom::node p = first(doc, "p");
+  dom::document moved = std::move(doc);
+  CHECK(p.text() == "kept");
+  CHECK(first(moved, "p") == p);
+}
+
+TEST_CASE("any bytes parse: NULs, invalid UTF-8 and truncated markup") {
+  std::string bytes("<p>a\0b\xff\xc3<", 11);
+  auto doc = dom::document::parse(bytes);
+  CHECK(first(doc, "p"));
+  CHECK(doc.root().text().find('a') != std::string::npos);
+  CHECK(dom::document::parse("").html().has_tag("html"));
+}
+
+TEST_CASE("100,000 nested spans parse, walk and free on a 256 KiB stack") {
+  check_deep_nesting("span", 100'000);
+}
+
+// Gumbo's tree builder is quadratic in <div> nesting (each <div> scans the open elements for
+// a <p>), so this takes ~20 s; skip it with -tse=slow.
+TEST_CASE("100,000 nested divs parse, walk and free on a 256 KiB stack" *
+          doctest::test_suite("slow") * doctest::timeout(300)) {
+  check_deep_nesting("div", 100'000);
+}
+
+TEST_CASE("parent links and child indexes agree on every node of a real page") {
+  auto page = newsdesk::scrapers::testing::shared_page("cnn-2025-home-rendered.html");
+  if (!page) {
+    MESSAGE("skipped: cnn-2025-home-rendered.html not found in " NEWSDESK_SHARED_PAGES);
+    return;
+  }
+  auto doc = dom::document::parse(*page);
+  std::size_t checked = 0;
+  for (dom::node n : doc.root().descendants()) {
+    dom::node p = n.parent();
+    bool found = false;
+    for (dom::node c : p.children()) {
+      found = found || c == n;
+    }
+    REQUIRE(found);
+    ++checked;
+  }
+  CHECK(checked > 5'000);
+}

@@ -1,0 +1,113 @@
+#include "scrapers/headlines.hpp"
+
+#include "scrapers/dom.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+using newsdesk::scrapers::collapse_whitespace;
+using newsdesk::scrapers::headline;
+using newsdesk::scrapers::headline_collector;
+using newsdesk::scrapers::max_headlines_per_site;
+namespace dom = newsdesk::scrapers::dom;
+
+namespace {
+
+const dom::document& empty_page() {
+  static const dom::document page = dom::document::parse("<p>no base here</p>");
+  return page;
+}
+
+} // namespace
+
+TEST_CASE("collapse_whitespace joins runs of ASCII whitespace and trims the ends") {
+  CHECK(collapse_whitespace("  Aid convoy\n\t reaches \r\f Gaza  ") == "Aid convoy reaches Gaza");
+  CHECK(collapse_whitespace(" \n\t ").empty());
+  CHECK(collapse_whitespace("").empty());
+  CHECK(collapse_whitespace("one") == "one");
+  // A non-breaking space is content.
+  CHECK(collapse_whitespace("a\xc2\xa0 b") == "a\xc2\xa0 b");
+}
+
+TEST_CASE("the collector collapses whitespace in titles and resolves hrefs against the page") {
+  headline_collector c("site", "https://news.test/world/index.html", empty_page());
+  CHECK(c.add("  Big\n   story ", "../2024/big.html"));
+  REQUIRE(c.size() == 1);
+  CHECK(c.headlines()[0] == headline{"Big story", "https://news.test/2024/big.html", "site"});
+}
+
+TEST_CASE("the collector drops empty and whitespace-only titles") {
+  headline_collector c("site", "https://news.test/", empty_page());
+  CHECK_FALSE(c.add("", "/a"));
+  CHECK_FALSE(c.add(" \n ", "/a"));
+  // A dropped empty title does not claim the URL for later links.
+  CHECK(c.add("Story A", "/a"));
+  CHECK(c.size() == 1);
+}
+
+TEST_CASE("the collector keeps only http and https links") {
+  headline_collector c("site", "https://news.test/", empty_page());
+  CHECK_FALSE(c.add("x", "javascript:alert(1)"));
+  CHECK_FALSE(c.add("x", " JavaScript:alert(1)"));
+  CHECK_FALSE(c.add("x", "data:text/html,<b>hi</b>"));
+  CHECK_FALSE(c.add("x", "mailto:desk@news.test"));
+  CHECK_FALSE(c.add("x", "ftp://news.test/file"));
+  CHECK_FALSE(c.add("x", "http:relative-without-host"));
+  CHECK(c.add("plain", "http://other.test/a"));
+  CHECK(c.add("secure", "HTTPS://other.test/b"));
+  CHECK(c.size() == 2);
+}
+
+TEST_CASE("the collector keeps the first of duplicate URLs and the order of the rest") {
+  headline_collector c("site", "https://news.test/", empty_page());
+  CHECK(c.add("First", "/a"));
+  CHECK(c.add("Second", "/b"));
+  CHECK_FALSE(c.add("First again, spelled differently", "https://news.test/a"));
+  CHECK(c.add("Third", "/c"));
+  auto got = c.take();
+  REQUIRE(got.size() == 3);
+  CHECK(got[0].title == "First");
+  CHECK(got[1].title == "Second");
+  CHECK(got[2].title == "Third");
+  CHECK(c.size() == 0);
+}
+
+TEST_CASE("the collector drops hrefs that do not resolve") {
+  headline_collector c("site", "https://news.test/", empty_page());
+  CHECK_FALSE(c.add("x", "http://[broken"));
+  headline_collector no_base("site", "not a url", empty_page());
+  CHECK_FALSE(no_base.add("x", "/relative"));
+  CHECK(no_base.add("x", "https://news.test/absolute"));
+}
+
+TEST_CASE("the collector resolves against <base href>, itself relative to the page URL") {
+  auto page = dom::document::parse(
+      "<html><head><base href='/mirror/'><base href='https://ignored.test/'></head>"
+      "<body><a href='story.html'>x</a></body></html>");
+  headline_collector c("site", "https://news.test/world/", page);
+  CHECK(c.resolve("story.html") == "https://news.test/mirror/story.html");
+  CHECK(c.add("Story", "story.html"));
+  CHECK(c.headlines()[0].url == "https://news.test/mirror/story.html");
+}
+
+TEST_CASE("the collector ignores a <base href> that does not resolve") {
+  auto page = dom::document::parse("<head><base href='http://[bad'></head>");
+  headline_collector c("site", "https://news.test/world/", page);
+  CHECK(c.resolve("a") == "https://news.test/world/a");
+}
+
+TEST_CASE("titles are kept as literal text, markup-looking or not") {
+  headline_collector c("site", "https://news.test/", empty_page());
+  CHECK(c.add("<script>alert(1)</script>", "/x"));
+  CHECK(c.headlines()[0].title == "<script>alert(1)</script>");
+}
+
+TEST_CASE("the collector stops at max_headlines_per_site") {
+  headline_collector c("site", "https://news.test/", empty_page());
+  for (std::size_t i = 0; i < max_headlines_per_site; ++i) {
+    REQUIRE(c.add("t", "/" + std::to_string(i)));
+  }
+  CHECK_FALSE(c.add("one too many", "/last"));
+  CHECK(c.size() == max_headlines_per_site);
+}
