@@ -1,0 +1,89 @@
+#pragma once
+// Settings of the embedded pub/sub broker.
+//
+// Every limit says what it protects against and why its default is what it is. The struct
+// round-trips through JSON so the server's config file can embed it as "broker": {...};
+// from_json rejects unknown keys with a std::invalid_argument naming the key, and keys that
+// are absent keep their defaults.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace newsdesk::broker {
+
+/// What happens to a message when a /topic subscriber's outbound queue is full.
+enum class slow_consumer_policy {
+  /// The message is dropped for that subscriber only (counted as drops.queue_full); the
+  /// subscriber stays connected until it exceeds hard_limit_bytes or write_deadline.
+  drop_newest,
+  /// The subscriber is disconnected as soon as a message does not fit in its queue.
+  disconnect,
+};
+
+struct config {
+  /// The embedding server starts the broker only when this is true.
+  bool enabled = true;
+  /// Loopback by default: the protocol has no authentication.
+  std::string address = "127.0.0.1";
+  /// 0 picks a free port (tests); local_endpoint() tells which.
+  std::uint16_t port = 25000;
+
+  /// Largest data frame accepted. A bigger length prefix closes the connection before any
+  /// allocation: it is the guard against a client (or garbage) asking for 4 GiB. 1 MiB is far
+  /// above a headline and far below what would hurt when many publishers send at once.
+  std::size_t max_frame_bytes = 1024 * 1024;
+  /// Longest channel name. Names are table keys that live as long as the channel; 256 bytes
+  /// is generous for "/topic/..." paths and keeps garbage from becoming huge keys.
+  std::size_t max_channel_name = 256;
+  /// Connections above this are accepted and closed at once (counted). It bounds file
+  /// descriptors and memory; 16384 leaves room under a typical 20000 RLIMIT_NOFILE.
+  std::size_t max_connections = 16384;
+
+  /// Soft bounds of each subscriber's outbound queue. A message that does not fit is dropped
+  /// for that subscriber (or a /queue message goes to the next subscriber). 16 MiB absorbs a
+  /// burst of 100,000 small messages on a fast reader; Redis's pub/sub client limit is 32 MiB.
+  std::size_t queue_max_messages = 262144;
+  std::size_t queue_max_bytes = 16 * 1024 * 1024;
+  slow_consumer_policy slow_consumer = slow_consumer_policy::drop_newest;
+  /// Hard limit: when the bytes a subscriber owes (queued plus dropped since its queue was
+  /// last empty) exceed this, it is hopelessly behind and is disconnected. 0 disables it.
+  std::size_t hard_limit_bytes = 64 * 1024 * 1024;
+  /// A subscriber with pending output that makes no write progress for this long is
+  /// disconnected: it protects queue memory from a peer that stopped reading. 0 disables it.
+  std::chrono::milliseconds write_deadline{10000};
+
+  /// Per-/queue-channel backlog for messages no subscriber can take. While it is full the
+  /// broker stops reading from the publisher (TCP backpressure); in-process publishes that
+  /// do not fit are dropped and counted.
+  std::size_t backlog_max_messages = 100000;
+  std::size_t backlog_max_bytes = 16 * 1024 * 1024;
+
+  /// A connection that has sent part of a frame and nothing more for this long is closed: it
+  /// protects against peers that vanish without a FIN. 0 disables it.
+  std::chrono::milliseconds partial_frame_timeout{30000};
+  /// Graceful shutdown delivers queued messages to live subscribers for at most this long.
+  std::chrono::milliseconds shutdown_deadline{5000};
+  /// Bytes read from a socket per read call; many frames are decoded per read. The broker
+  /// keeps one such buffer for all connections, so idle connections hold no read buffer.
+  std::size_t read_chunk_bytes = 128 * 1024;
+  /// SO_SNDBUF of each connection; 0 keeps the kernel's autotuning (up to tcp_wmem, 4 MiB on
+  /// Linux). A small value makes the queue limits above, not kernel memory, bound what a stuck
+  /// subscriber costs.
+  std::size_t send_buffer_bytes = 0;
+};
+
+void to_json(nlohmann::json& j, const config& c);
+/// Throws std::invalid_argument naming the key on unknown keys or values of the wrong type.
+void from_json(const nlohmann::json& j, config& c);
+
+/// Reads a JSON file holding a broker config object; the message names the file on failure.
+config load_config_file(const std::string& path);
+
+/// Parses "ADDR:PORT" (or "[v6]:PORT") into c.address/c.port; throws std::invalid_argument.
+void apply_listen_spec(config& c, const std::string& spec);
+
+} // namespace newsdesk::broker

@@ -1,0 +1,43 @@
+#include "broker/stats.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace newsdesk::broker {
+
+void to_json(nlohmann::json& j, const stats_snapshot& s) {
+  const auto& d = s.drops;
+  const auto& x = s.disconnects;
+  j = nlohmann::json{{"connections_current", s.connections_current},
+                     {"connections_total", s.connections_total},
+                     {"connections_rejected", s.connections_rejected},
+                     {"channels_current", s.channels_current},
+                     {"subscribers_current", s.subscribers_current},
+                     {"messages_in", s.messages_in},
+                     {"deliveries", s.deliveries},
+                     {"bytes_in", s.bytes_in},
+                     {"bytes_out", s.bytes_out},
+                     {"queued_bytes", s.queued_bytes},
+                     {"backlog_messages", s.backlog_messages},
+                     {"backlog_bytes", s.backlog_bytes},
+                     {"publishers_paused", s.publishers_paused},
+                     {"drops",
+                      {{"no_subscriber", d.no_subscriber},
+                       {"queue_full", d.queue_full},
+                       {"backlog_full", d.backlog_full},
+                       {"disconnected", d.disconnected},
+                       {"shutdown", d.shutdown}}},
+                     {"disconnects",
+                      {{"client_closed", x.client_closed},
+                       {"done", x.done},
+                       {"truncated_frame", x.truncated_frame},
+                       {"frame_too_large", x.frame_too_large},
+                       {"channel_name_too_long", x.channel_name_too_long},
+                       {"slow_consumer", x.slow_consumer},
+                       {"hard_limit", x.hard_limit},
+                       {"write_timeout", x.write_timeout},
+                       {"partial_frame_timeout", x.partial_frame_timeout},
+                       {"io_error", x.io_error},
+                       {"shutdown", x.shutdown}}}};
+}
+
+} // namespace newsdesk::broker

@@ -1,0 +1,56 @@
+#pragma once
+// Counters of the broker, read with server::stats() from any thread.
+//
+// Counters only grow; gauges (the *_current and backlog/queue figures) go up and down. They
+// are updated once per batch of messages, not per message, so reading them is cheap and the
+// hot path pays a handful of relaxed atomic adds per read chunk.
+
+#include <cstdint>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace newsdesk::broker {
+
+struct drop_counts {
+  std::uint64_t no_subscriber = 0; ///< /topic message published where nobody listens
+  std::uint64_t queue_full = 0;    ///< a subscriber's queue had no room (drop_newest policy)
+  std::uint64_t backlog_full = 0;  ///< in-process /queue publish with a full backlog
+  std::uint64_t disconnected = 0;  ///< still queued for a subscriber when it was closed
+  std::uint64_t shutdown = 0;      ///< in-process publish after shutdown began
+};
+
+struct disconnect_counts {
+  std::uint64_t client_closed = 0;         ///< EOF or reset between frames
+  std::uint64_t done = 0;                  ///< zero-length channel frame: flushed, then closed
+  std::uint64_t truncated_frame = 0;       ///< EOF or reset in the middle of a frame
+  std::uint64_t frame_too_large = 0;       ///< length prefix above max_frame_bytes
+  std::uint64_t channel_name_too_long = 0; ///< channel frame above max_channel_name
+  std::uint64_t slow_consumer = 0;         ///< queue full under the disconnect policy
+  std::uint64_t hard_limit = 0;            ///< owed bytes above hard_limit_bytes
+  std::uint64_t write_timeout = 0;         ///< no write progress within write_deadline
+  std::uint64_t partial_frame_timeout = 0; ///< half a frame and then silence
+  std::uint64_t io_error = 0;              ///< other socket errors
+  std::uint64_t shutdown = 0;              ///< closed by graceful shutdown
+};
+
+struct stats_snapshot {
+  std::uint64_t connections_current = 0;
+  std::uint64_t connections_total = 0;
+  std::uint64_t connections_rejected = 0; ///< over max_connections
+  std::uint64_t channels_current = 0;
+  std::uint64_t subscribers_current = 0;
+  std::uint64_t messages_in = 0; ///< messages published (network and in-process)
+  std::uint64_t deliveries = 0;  ///< message copies queued to a subscriber
+  std::uint64_t bytes_in = 0;
+  std::uint64_t bytes_out = 0;
+  std::uint64_t queued_bytes = 0;     ///< bytes waiting in all subscriber queues
+  std::uint64_t backlog_messages = 0; ///< messages waiting in all /queue backlogs
+  std::uint64_t backlog_bytes = 0;
+  std::uint64_t publishers_paused = 0; ///< publishers not read because a backlog is full
+  drop_counts drops;
+  disconnect_counts disconnects;
+};
+
+void to_json(nlohmann::json& j, const stats_snapshot& s);
+
+} // namespace newsdesk::broker

@@ -1,0 +1,500 @@
+// Integration tests of broker::server over real sockets on 127.0.0.1:0.
+
+#include <doctest/doctest.h>
+
+#include <sys/resource.h>
+
+#include <atomic>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "support.hpp"
+
+using namespace newsdesk::broker;
+using namespace newsdesk::broker::test;
+
+namespace {
+
+std::string msg(int i) {
+  return "m" + std::to_string(i);
+}
+
+int num(const std::string& s) {
+  return std::stoi(s.substr(1));
+}
+
+// Publishes `count` messages m0..m{count-1} to `channel` in one write.
+void publish_many(client& pub, std::string_view channel, int count, std::size_t pad = 0) {
+  std::string out;
+  for (int i = 0; i < count; ++i) {
+    append_frame(out, channel);
+    std::string m = msg(i);
+    if (pad > m.size())
+      m.append(pad - m.size(), '.');
+    append_frame(out, m);
+  }
+  pub.send_raw(out);
+}
+
+std::string strip(std::string s) {
+  const auto dot = s.find('.');
+  return dot == std::string::npos ? s : s.substr(0, dot);
+}
+
+} // namespace
+
+TEST_CASE("every subscriber of a /topic channel gets every message, the publisher too") {
+  running_broker b;
+  std::vector<std::unique_ptr<client>> subs;
+  for (int i = 0; i < 3; ++i) {
+    subs.push_back(std::make_unique<client>(b.port()));
+    subs.back()->send_frame("/topic/news");
+  }
+  client pub(b.port());
+  pub.send_frame("/topic/news");
+  REQUIRE(b.wait_subscribers(4));
+  publish_many(pub, "/topic/news", 200);
+  for (auto* c : {subs[0].get(), subs[1].get(), subs[2].get(), &pub})
+    for (int i = 0; i < 200; ++i) {
+      const auto m = c->read_frame();
+      REQUIRE(m);
+      REQUIRE(*m == msg(i));
+    }
+  CHECK(b.stats().messages_in == 200);
+  CHECK(b.stats().deliveries == 800);
+}
+
+TEST_CASE("a channel name without /topic or /queue fans out like /topic") {
+  running_broker b;
+  client a(b.port()), c(b.port()), pub(b.port());
+  a.send_frame("chat");
+  c.send_frame("chat");
+  pub.send_frame("/null");
+  REQUIRE(b.wait_subscribers(3));
+  publish_many(pub, "chat", 10);
+  for (int i = 0; i < 10; ++i) {
+    CHECK(a.read_frame() == msg(i));
+    CHECK(c.read_frame() == msg(i));
+  }
+}
+
+TEST_CASE("a /queue channel hands out messages round-robin: each of N gets every Nth") {
+  for (int n = 2; n <= 4; ++n) {
+    CAPTURE(n);
+    running_broker b;
+    const std::string channel = "/queue/jobs" + std::to_string(n);
+    std::vector<std::unique_ptr<client>> subs;
+    for (int i = 0; i < n; ++i) {
+      subs.push_back(std::make_unique<client>(b.port()));
+      subs.back()->send_frame(channel);
+      REQUIRE(b.wait_subscribers(static_cast<std::uint64_t>(i + 1))); // fixes the turn order
+    }
+    client pub(b.port());
+    pub.send_frame("/null");
+    const int total = 30 * n;
+    publish_many(pub, channel, total);
+    for (int s = 0; s < n; ++s)
+      for (int k = s; k < total; k += n) {
+        const auto m = subs[static_cast<std::size_t>(s)]->read_frame();
+        REQUIRE(m);
+        CHECK(*m == msg(k));
+      }
+    for (auto& s : subs)
+      CHECK_FALSE(s->read_frame(50ms)); // nothing extra: no duplicates
+  }
+}
+
+TEST_CASE("a /queue message with no subscriber waits in the backlog for a late subscriber") {
+  running_broker b;
+  client pub(b.port());
+  pub.send_frame("/null");
+  publish_many(pub, "/queue/late", 50);
+  REQUIRE(wait_until([&] { return b.stats().backlog_messages == 50; }));
+  CHECK(b.stats().channels_current == 2);
+  client late(b.port());
+  late.send_frame("/queue/late");
+  for (int i = 0; i < 50; ++i)
+    REQUIRE(late.read_frame() == msg(i));
+  CHECK(wait_until([&] { return b.stats().backlog_messages == 0; }));
+  CHECK(b.stats().drops.backlog_full == 0);
+}
+
+TEST_CASE("a full /queue backlog stops reading the publisher until a subscriber drains it") {
+  auto cfg = test_config();
+  cfg.backlog_max_messages = 100;
+  running_broker b(cfg);
+  client pub(b.port());
+  pub.send_frame("/null");
+  publish_many(pub, "/queue/bp", 3000, 100);
+  REQUIRE(wait_until([&] { return b.stats().publishers_paused == 1; }));
+  std::this_thread::sleep_for(100ms);
+  const auto s = b.stats();
+  CHECK(s.backlog_messages == 100);
+  CHECK(s.messages_in == 100); // the rest is held back, not dropped
+  client sub(b.port());
+  sub.send_frame("/queue/bp");
+  for (int i = 0; i < 3000; ++i) {
+    const auto m = sub.read_frame();
+    REQUIRE(m);
+    REQUIRE(strip(*m) == msg(i));
+  }
+  const auto e = b.stats();
+  CHECK(e.messages_in == 3000);
+  CHECK(e.publishers_paused == 0);
+  CHECK(e.drops.backlog_full == 0);
+}
+
+TEST_CASE("a /topic message with no subscriber is dropped and counted") {
+  running_broker b;
+  client pub(b.port());
+  pub.send_frame("/null");
+  publish_many(pub, "/topic/nobody", 7);
+  REQUIRE(wait_until([&] { return b.stats().drops.no_subscriber == 7; }));
+  CHECK(b.stats().channels_current == 1); // only /null; nothing kept for /topic/nobody
+}
+
+TEST_CASE("a subscriber that never reads does not slow others: they get everything") {
+  auto cfg = test_config();
+  cfg.queue_max_bytes = 512 * 1024;
+  cfg.queue_max_messages = 10000;
+  cfg.hard_limit_bytes = 0;
+  running_broker b(cfg);
+  client stuck(b.port(), 4096);
+  stuck.send_frame("/topic/t");
+  client fast(b.port());
+  fast.send_frame("/topic/t");
+  client pub(b.port());
+  pub.send_frame("/null");
+  REQUIRE(b.wait_subscribers(3));
+  // The publisher runs one batch ahead of the fast reader, so only the stuck queue overflows.
+  const int total = 30000;
+  const int batch = 1000;
+  std::atomic<int> read_count{0};
+  std::thread reader([&] {
+    for (int i = 0; i < total; ++i) {
+      const auto m = fast.read_frame();
+      REQUIRE(m);
+      REQUIRE(strip(*m) == msg(i));
+      read_count = i + 1;
+    }
+  });
+  for (int start = 0; start < total; start += batch) {
+    REQUIRE(wait_until([&] { return read_count >= start - batch; }));
+    std::string out;
+    for (int i = start; i < start + batch; ++i) {
+      append_frame(out, "/topic/t");
+      append_frame(out, msg(i) + std::string(100, '.'));
+    }
+    pub.send_raw(out);
+  }
+  reader.join();
+  const auto s = b.stats();
+  CHECK(s.drops.queue_full > 0);
+  CHECK(s.messages_in == static_cast<std::uint64_t>(total));
+  CHECK(s.queued_bytes <= cfg.queue_max_bytes + 64 * 1024);
+}
+
+TEST_CASE("a subscriber owing more than the hard limit is disconnected") {
+  auto cfg = test_config();
+  cfg.queue_max_bytes = 64 * 1024;
+  cfg.hard_limit_bytes = 512 * 1024;
+  running_broker b(cfg);
+  client stuck(b.port(), 4096);
+  stuck.send_frame("/topic/h");
+  client pub(b.port());
+  pub.send_frame("/null");
+  REQUIRE(b.wait_subscribers(2));
+  publish_many(pub, "/topic/h", 20000, 100);
+  REQUIRE(wait_until([&] { return b.stats().disconnects.hard_limit == 1; }));
+  CHECK(stuck.wait_closed());
+  CHECK(b.stats().subscribers_current == 1);
+}
+
+TEST_CASE("a subscriber making no write progress within the write deadline is disconnected") {
+  auto cfg = test_config();
+  cfg.hard_limit_bytes = 0;
+  cfg.write_deadline = 300ms;
+  running_broker b(cfg);
+  client stuck(b.port(), 4096);
+  stuck.send_frame("/topic/w");
+  client pub(b.port());
+  pub.send_frame("/null");
+  REQUIRE(b.wait_subscribers(2));
+  publish_many(pub, "/topic/w", 20000, 200);
+  REQUIRE(wait_until([&] { return b.stats().disconnects.write_timeout == 1; }, 5000ms));
+  CHECK(b.stats().queued_bytes == 0);
+}
+
+TEST_CASE("the disconnect policy closes a subscriber as soon as its queue is full") {
+  auto cfg = test_config();
+  cfg.slow_consumer = slow_consumer_policy::disconnect;
+  cfg.queue_max_messages = 10;
+  running_broker b(cfg);
+  client stuck(b.port(), 4096);
+  stuck.send_frame("/topic/d");
+  client pub(b.port());
+  pub.send_frame("/null");
+  REQUIRE(b.wait_subscribers(2));
+  publish_many(pub, "/topic/d", 5000, 200);
+  REQUIRE(wait_until([&] { return b.stats().disconnects.slow_consumer == 1; }));
+  CHECK(stuck.wait_closed());
+}
+
+TEST_CASE("a /queue message skips a subscriber whose queue is full and goes to the next") {
+  auto cfg = test_config();
+  cfg.queue_max_messages = 20;
+  running_broker b(cfg);
+  client stuck(b.port(), 4096);
+  stuck.send_frame("/queue/q");
+  REQUIRE(b.wait_subscribers(1));
+  client live(b.port());
+  live.send_frame("/queue/q");
+  REQUIRE(b.wait_subscribers(2));
+  client pub(b.port());
+  pub.send_frame("/null");
+  const int total = 5000;
+  publish_many(pub, "/queue/q", total, 200);
+  std::vector<int> got_live, got_stuck;
+  while (auto m = live.read_frame(300ms))
+    got_live.push_back(num(strip(*m)));
+  while (auto m = stuck.read_frame(300ms))
+    got_stuck.push_back(num(strip(*m)));
+  CHECK(got_live.size() + got_stuck.size() == static_cast<std::size_t>(total));
+  CHECK(got_stuck.size() < static_cast<std::size_t>(total / 4)); // far from alternating
+  CHECK(std::is_sorted(got_live.begin(), got_live.end()));
+  CHECK(std::is_sorted(got_stuck.begin(), got_stuck.end()));
+  std::set<int> all(got_live.begin(), got_live.end());
+  all.insert(got_stuck.begin(), got_stuck.end());
+  CHECK(all.size() == static_cast<std::size_t>(total));
+}
+
+TEST_CASE("an oversized length prefix closes that connection only") {
+  running_broker b;
+  client good(b.port());
+  good.send_frame("/topic/ok");
+  client bad(b.port());
+  bad.send_raw(std::string("\xff\xff\xff\xff", 4)); // 4 GiB announced as the first frame
+  CHECK(bad.wait_closed());
+  client bad2(b.port());
+  bad2.send_frame("/topic/ok");
+  std::string big(4, '\0');
+  write_length(big.data(), 2 * 1024 * 1024); // data frame of 2 MiB > 1 MiB limit
+  std::string out;
+  append_frame(out, "/topic/ok");
+  bad2.send_raw(out + big + "xyz");
+  CHECK(bad2.wait_closed());
+  CHECK(b.stats().disconnects.frame_too_large == 2);
+  client pub(b.port());
+  pub.send_frame("/null");
+  REQUIRE(b.wait_subscribers(2));
+  pub.publish("/topic/ok", "still here");
+  CHECK(good.read_frame() == "still here");
+}
+
+TEST_CASE("a channel name above the limit closes the connection") {
+  auto cfg = test_config();
+  cfg.max_channel_name = 16;
+  running_broker b(cfg);
+  client c(b.port());
+  c.send_frame(std::string(17, 'x'));
+  CHECK(c.wait_closed());
+  client p(b.port());
+  p.send_frame("/null");
+  p.publish(std::string(40, 'y'), "data");
+  CHECK(p.wait_closed());
+  CHECK(b.stats().disconnects.channel_name_too_long == 2);
+}
+
+TEST_CASE("garbage bytes close only the connection that sent them") {
+  running_broker b;
+  client good(b.port());
+  good.send_frame("/topic/g");
+  std::mt19937 rng(42);
+  for (int round = 0; round < 20; ++round) {
+    client junk(b.port());
+    std::string bytes(512, '\0');
+    for (auto& ch : bytes)
+      ch = static_cast<char>(rng());
+    bytes[0] = '\x7f'; // make the first length certainly too large
+    junk.send_raw(bytes);
+    CHECK(junk.wait_closed());
+  }
+  client pub(b.port());
+  pub.send_frame("/null");
+  REQUIRE(b.wait_subscribers(2));
+  pub.publish("/topic/g", "fine");
+  CHECK(good.read_frame() == "fine");
+  CHECK(b.stats().connections_current == 2);
+}
+
+TEST_CASE("a client vanishing mid-frame closes only its connection") {
+  running_broker b;
+  client good(b.port());
+  good.send_frame("/topic/v");
+  {
+    client half(b.port());
+    half.send_raw(std::string("\0\0\0\x64/top", 8)); // 100-byte name, 4 bytes sent
+  }
+  {
+    client half(b.port());
+    half.send_frame("/null");
+    std::string out;
+    append_frame(out, "/topic/v");
+    half.send_raw(out + std::string("\0\0\0\x20partial", 11)); // data frame cut short
+    half.abort();
+  }
+  REQUIRE(wait_until([&] { return b.stats().disconnects.truncated_frame == 2; }));
+  client pub(b.port());
+  pub.send_frame("/null");
+  REQUIRE(b.wait_subscribers(2));
+  pub.publish("/topic/v", "after");
+  CHECK(good.read_frame() == "after"); // the half message was never delivered
+}
+
+TEST_CASE("a half-sent frame followed by silence is closed after the partial-frame timeout") {
+  auto cfg = test_config();
+  cfg.partial_frame_timeout = 200ms;
+  running_broker b(cfg);
+  client c(b.port());
+  c.send_raw(std::string("\0\0\0\x10/to", 7));
+  CHECK(c.wait_closed(3000ms));
+  CHECK(b.stats().disconnects.partial_frame_timeout == 1);
+}
+
+TEST_CASE("a zero-length channel frame makes the broker flush what it owes, then close") {
+  running_broker b;
+  client c(b.port());
+  c.send_frame("/topic/self");
+  std::string out;
+  for (int i = 0; i < 100; ++i) {
+    append_frame(out, "/topic/self");
+    append_frame(out, msg(i));
+  }
+  append_frame(out, "");
+  c.send_raw(out);
+  for (int i = 0; i < 100; ++i)
+    REQUIRE(c.read_frame() == msg(i));
+  CHECK(c.wait_closed());
+  CHECK(b.stats().disconnects.done == 1);
+  CHECK(wait_until([&] { return b.stats().channels_current == 0; }));
+}
+
+TEST_CASE("graceful shutdown delivers what is queued to a live subscriber, then closes") {
+  running_broker b;
+  client slow(b.port(), 8192);
+  slow.send_frame("/topic/s");
+  client pub(b.port());
+  pub.send_frame("/null");
+  REQUIRE(b.wait_subscribers(2));
+  const int total = 3000;
+  publish_many(pub, "/topic/s", total, 1000);
+  REQUIRE(wait_until([&] { return b.stats().messages_in == total; }));
+  REQUIRE(b.stats().queued_bytes > 0); // the kernel buffers are full, the rest is queued
+  bool finished = false;
+  std::thread stopper([&] { finished = b.shutdown(5000ms); });
+  for (int i = 0; i < total; ++i) {
+    const auto m = slow.read_frame();
+    REQUIRE(m);
+    REQUIRE(strip(*m) == msg(i));
+  }
+  CHECK(slow.wait_closed());
+  stopper.join();
+  CHECK(finished);
+  CHECK(b.stats().connections_current == 0);
+  CHECK(b.stats().drops.disconnected == 0);
+}
+
+TEST_CASE("graceful shutdown gives up on a subscriber that never reads at the deadline") {
+  auto cfg = test_config();
+  cfg.shutdown_deadline = 300ms;
+  running_broker b(cfg);
+  client stuck(b.port(), 4096);
+  stuck.send_frame("/topic/x");
+  client pub(b.port());
+  pub.send_frame("/null");
+  REQUIRE(b.wait_subscribers(2));
+  publish_many(pub, "/topic/x", 2000, 1000);
+  REQUIRE(wait_until([&] { return b.stats().queued_bytes > 0; }));
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(b.shutdown(3000ms));
+  CHECK(std::chrono::steady_clock::now() - t0 < 2000ms);
+  CHECK(b.stats().disconnects.shutdown == 2);
+  CHECK(b.stats().connections_current == 0);
+}
+
+TEST_CASE("messages published in-process reach network subscribers; stats are JSON") {
+  running_broker b;
+  client c(b.port());
+  c.send_frame("/topic/headlines");
+  REQUIRE(b.wait_subscribers(1));
+  std::thread other([&] { b.srv().publish("/topic/headlines", "from another thread"); });
+  other.join();
+  CHECK(c.read_frame() == "from another thread");
+  const nlohmann::json j = b.stats();
+  CHECK(j.at("messages_in") == 1);
+  CHECK(j.at("deliveries") == 1);
+  CHECK(j.at("subscribers_current") == 1);
+}
+
+TEST_CASE("connections above max_connections are closed and counted") {
+  auto cfg = test_config();
+  cfg.max_connections = 5;
+  running_broker b(cfg);
+  std::vector<std::unique_ptr<client>> cs;
+  for (int i = 0; i < 5; ++i)
+    cs.push_back(std::make_unique<client>(b.port()));
+  REQUIRE(wait_until([&] { return b.stats().connections_current == 5; }));
+  client extra(b.port());
+  CHECK(extra.wait_closed());
+  CHECK(b.stats().connections_rejected == 1);
+}
+
+TEST_CASE("listen reports an address in use as an error") {
+  running_broker b;
+  auto cfg = test_config();
+  cfg.port = b.port();
+  boost::asio::io_context ioc;
+  server second(ioc, cfg);
+  boost::system::error_code ec;
+  second.listen(ec);
+  CHECK(ec);
+  server third(ioc, cfg);
+  CHECK_THROWS_AS(third.listen(), std::system_error);
+}
+
+TEST_CASE("thousands of concurrent connections each receive a fan-out message") {
+  constexpr int n = 3000;
+  rlimit rl{};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  const rlim_t want = 2 * n + 200;
+  if (rl.rlim_cur < want) {
+    rl.rlim_cur = std::min<rlim_t>(want, rl.rlim_max);
+    setrlimit(RLIMIT_NOFILE, &rl);
+    getrlimit(RLIMIT_NOFILE, &rl);
+  }
+  if (rl.rlim_cur < want) {
+    MESSAGE("skipped: RLIMIT_NOFILE is " << rl.rlim_cur << ", need " << want);
+    return;
+  }
+  running_broker b(test_config(), 2);
+  std::vector<std::unique_ptr<client>> cs;
+  cs.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    cs.push_back(std::make_unique<client>(b.port()));
+    cs.back()->send_frame("/topic/many");
+  }
+  REQUIRE(b.wait_subscribers(n, 10000ms));
+  b.srv().publish("/topic/many", "hello all");
+  int got = 0;
+  for (auto& c : cs)
+    got += c->read_frame() == std::optional<std::string>("hello all") ? 1 : 0;
+  CHECK(got == n);
+  cs.clear();
+  CHECK(wait_until([&] { return b.stats().connections_current == 0; }, 10000ms));
+  CHECK(b.stats().channels_current == 0);
+}

@@ -1,0 +1,89 @@
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "broker/config.hpp"
+
+using namespace newsdesk::broker;
+
+TEST_CASE("the defaults are safe: loopback, port 25000, 1 MiB frames, bounded queues") {
+  const config c;
+  CHECK(c.enabled);
+  CHECK(c.address == "127.0.0.1");
+  CHECK(c.port == 25000);
+  CHECK(c.max_frame_bytes == 1024 * 1024);
+  CHECK(c.queue_max_bytes > 0);
+  CHECK(c.queue_max_messages > 0);
+  CHECK(c.backlog_max_messages > 0);
+  CHECK(c.max_connections > 0);
+}
+
+TEST_CASE("a config round-trips through JSON") {
+  config c;
+  c.port = 1234;
+  c.max_channel_name = 99;
+  c.slow_consumer = slow_consumer_policy::disconnect;
+  c.write_deadline = std::chrono::milliseconds(777);
+  const nlohmann::json j = c;
+  CHECK(j.at("slow_consumer") == "disconnect");
+  const config back = j.get<config>();
+  CHECK(back.port == 1234);
+  CHECK(back.max_channel_name == 99);
+  CHECK(back.slow_consumer == slow_consumer_policy::disconnect);
+  CHECK(back.write_deadline.count() == 777);
+}
+
+TEST_CASE("absent keys keep their defaults") {
+  const auto c = nlohmann::json::parse(R"({"port": 0})").get<config>();
+  CHECK(c.port == 0);
+  CHECK(c.max_frame_bytes == config{}.max_frame_bytes);
+}
+
+TEST_CASE("an unknown key is rejected with a message naming it") {
+  try {
+    (void)nlohmann::json::parse(R"({"prot": 1})").get<config>();
+    FAIL("no exception");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()).find("\"prot\"") != std::string::npos);
+  }
+}
+
+TEST_CASE("a value of the wrong type is rejected with a message naming the key") {
+  try {
+    (void)nlohmann::json::parse(R"({"max_connections": "many"})").get<config>();
+    FAIL("no exception");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()).find("max_connections") != std::string::npos);
+  }
+  CHECK_THROWS_AS((void)nlohmann::json::parse(R"({"slow_consumer": "block"})").get<config>(),
+                  std::invalid_argument);
+}
+
+TEST_CASE("a config file that does not parse names the file") {
+  const std::string path = "broker_config_test.json";
+  std::ofstream(path) << "{ not json";
+  try {
+    (void)load_config_file(path);
+    FAIL("no exception");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()).find(path) != std::string::npos);
+  }
+  std::remove(path.c_str());
+}
+
+TEST_CASE("--listen takes ADDR:PORT and rejects anything else") {
+  config c;
+  apply_listen_spec(c, "127.0.0.2:0");
+  CHECK(c.address == "127.0.0.2");
+  CHECK(c.port == 0);
+  apply_listen_spec(c, "[::1]:900");
+  CHECK(c.address == "::1");
+  CHECK(c.port == 900);
+  CHECK_THROWS_AS(apply_listen_spec(c, "localhost"), std::invalid_argument);
+  CHECK_THROWS_AS(apply_listen_spec(c, "1.2.3.4:70000"), std::invalid_argument);
+  CHECK_THROWS_AS(apply_listen_spec(c, "1.2.3.4:12x"), std::invalid_argument);
+}

@@ -1,0 +1,111 @@
+// The standalone newsdesk-broker binary: port 0, the "listening on" line, SIGTERM shutdown.
+
+#include <doctest/doctest.h>
+
+#include <csignal>
+#include <cstdio>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include "support.hpp"
+
+using namespace newsdesk::broker::test;
+
+namespace {
+
+struct child {
+  pid_t pid = -1;
+  FILE* out = nullptr;
+  ~child() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+    if (out)
+      std::fclose(out);
+  }
+};
+
+// Waits for the child to exit; its exit status, or -1 on timeout.
+int wait_exit(child& c, std::chrono::milliseconds timeout) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    int status = 0;
+    if (::waitpid(c.pid, &status, WNOHANG) == c.pid) {
+      c.pid = -1;
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  return -1;
+}
+
+void spawn(child& c, std::vector<std::string> args) {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  c.pid = ::fork();
+  REQUIRE(c.pid >= 0);
+  if (c.pid == 0) {
+    ::dup2(fds[1], 1);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    std::vector<char*> argv;
+    std::string bin = NEWSDESK_BROKER_BIN;
+    argv.push_back(bin.data());
+    for (auto& a : args)
+      argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(bin.c_str(), argv.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  c.out = ::fdopen(fds[0], "r");
+}
+
+} // namespace
+
+TEST_CASE("newsdesk-broker prints its port, serves clients and stops on SIGTERM") {
+  child c;
+  spawn(c, {"--listen", "127.0.0.1:0"});
+  char line[256] = {};
+  REQUIRE(std::fgets(line, sizeof line, c.out) != nullptr);
+  const std::string l = line;
+  REQUIRE(l.rfind("listening on 127.0.0.1:", 0) == 0);
+  const auto port = static_cast<std::uint16_t>(std::stoi(l.substr(l.rfind(':') + 1)));
+  REQUIRE(port != 0);
+
+  client sub(port);
+  sub.send_frame("/topic/a");
+  client pub(port);
+  pub.send_frame("/null");
+  // No stats over the wire: retry until the subscription is registered.
+  std::optional<std::string> got;
+  for (int i = 0; i < 100 && !got; ++i) {
+    pub.publish("/topic/a", "ping");
+    got = sub.read_frame(50ms);
+  }
+  CHECK(got == "ping");
+
+  ::kill(c.pid, SIGTERM);
+  CHECK(wait_exit(c, 5000ms) == 0);
+  CHECK(sub.wait_closed());
+}
+
+TEST_CASE("newsdesk-broker exits non-zero with a message when it cannot listen") {
+  running_broker b;
+  child c;
+  spawn(c, {"--listen", "127.0.0.1:" + std::to_string(b.port())});
+  CHECK(wait_exit(c, 5000ms) == 2);
+}
+
+TEST_CASE("newsdesk-broker rejects a config file with an unknown key") {
+  const std::string path = "broker_main_test.json";
+  std::ofstream(path) << R"({"no_such_key": 1})";
+  child c;
+  spawn(c, {"--config", path});
+  CHECK(wait_exit(c, 5000ms) == 1);
+  std::remove(path.c_str());
+}
