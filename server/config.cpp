@@ -277,9 +277,17 @@ config load_config(const std::vector<std::string>& args,
 }
 
 std::vector<site_config> resolve_sites(const config& cfg, const scrapers::registry& registry) {
-  std::string default_renderer = cfg.renderer;
-  if (default_renderer.empty())
-    default_renderer = cfg.splash_url.empty() ? "direct" : "splash";
+  // Which renderer a site uses, strongest first: its config entry; the operator's global
+  // "renderer"; the scraper's own hint when that renderer is available; Splash when configured,
+  // else direct.
+  const std::string automatic = cfg.splash_url.empty() ? "direct" : "splash";
+  auto default_renderer_for = [&](const scrapers::site_info& info) {
+    if (!cfg.renderer.empty())
+      return cfg.renderer;
+    if (info.renderer && (*info.renderer != "splash" || !cfg.splash_url.empty()))
+      return *info.renderer;
+    return automatic;
+  };
 
   json entries = json::array();
   if (cfg.sites) {
@@ -319,7 +327,7 @@ std::vector<site_config> resolve_sites(const config& cfg, const scrapers::regist
     site.display_name = info.display_name;
     site.url = info.url;
     site.colour = info.colour;
-    site.renderer = info.renderer.value_or(default_renderer);
+    site.renderer = default_renderer_for(info);
     double wait = info.wait_seconds.value_or(cfg.default_wait);
     double timeout = info.timeout_seconds.value_or(cfg.default_timeout);
     read(entry, "name", site.name, where);

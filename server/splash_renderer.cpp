@@ -24,10 +24,10 @@ std::string_view to_string(render_failure f) {
 
 std::string format_seconds(double seconds) {
   char buf[32];
-  if (std::fabs(seconds - std::round(seconds)) < 0.05)
+  if (std::fabs(seconds - std::round(seconds)) < 0.005)
     std::snprintf(buf, sizeof buf, "%.0f", seconds);
   else
-    std::snprintf(buf, sizeof buf, "%.1f", seconds);
+    std::snprintf(buf, sizeof buf, "%.3g", seconds);
   return buf;
 }
 
@@ -167,7 +167,7 @@ splash_renderer::splash_renderer(http_client& client, std::string splash_url)
 
 void splash_renderer::render(render_request request, std::function<void(render_result)> done) {
   http_fetch_options options;
-  options.timeout = request.timeout + grace;
+  options.timeout = request.timeout + grace_for(request.timeout);
   auto url = splash_render_url(base_, request);
   client_.get(url, std::move(options),
               [this, request = std::move(request), done = std::move(done)](http_fetch_result answer) {
@@ -179,7 +179,7 @@ void splash_renderer::render(render_request request, std::function<void(render_r
                 case fetch_failure::timeout:
                   result = failure(render_failure::timeout,
                                    "Splash did not answer within " +
-                                       format_seconds(seconds(request.timeout + grace)) + " s");
+                                       format_seconds(seconds(request.timeout + grace_for(request.timeout))) + " s");
                   break;
                 case fetch_failure::too_large:
                   result = failure(render_failure::too_large, "page too large: " + answer.error);

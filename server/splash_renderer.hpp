@@ -20,9 +20,12 @@ public:
   std::string_view name() const override { return "splash"; }
   void render(render_request request, std::function<void(render_result)> done) override;
 
-  // Splash answers 504 itself when `timeout` passes; our own deadline waits this much longer
-  // so a hung Splash (or network) is still cut off.
-  static constexpr std::chrono::milliseconds grace{5'000};
+  // Splash answers 504 itself when `timeout` passes; our own deadline waits a little longer
+  // (1 s plus a tenth of the timeout, for queueing and transfer) so a hung Splash or network
+  // is still cut off.
+  static constexpr std::chrono::milliseconds grace_for(std::chrono::milliseconds timeout) {
+    return std::chrono::milliseconds{1'000} + timeout / 10;
+  }
 
 private:
   http_client& client_;

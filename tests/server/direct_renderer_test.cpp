@@ -1,0 +1,77 @@
+#include "server/direct_renderer.hpp"
+#include "server/http_client.hpp"
+#include "tests/support/splash_standin.hpp"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <doctest/doctest.h>
+
+#include <future>
+#include <thread>
+
+using namespace newsdesk::server;
+using namespace newsdesk::testing;
+using namespace std::chrono_literals;
+
+namespace {
+// An io_context on its own thread with a client and a direct renderer.
+struct rig {
+  boost::asio::io_context ioc;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{ioc.get_executor()};
+  http_client client{ioc};
+  direct_renderer direct{client};
+  std::thread thread{[this] { ioc.run(); }};
+  ~rig() {
+    work.reset();
+    thread.join();
+  }
+  render_result render(const std::string& url, std::chrono::milliseconds timeout = 5s) {
+    std::promise<render_result> p;
+    direct.render({url, 0ms, timeout}, [&](render_result r) { p.set_value(std::move(r)); });
+    return p.get_future().get();
+  }
+};
+} // namespace
+
+TEST_CASE("direct: a page is fetched and its final URL is the base for links") {
+  splash_standin origin;
+  origin.set_origin("page", "<html><body>hello</body></html>");
+  origin.set_origin_redirect("step1", origin.base_url() + "/origin/step2", 302);
+  origin.set_origin_redirect("step2", "page", 307); // relative Location
+  rig r;
+  auto result = r.render(origin.base_url() + "/origin/step1");
+  REQUIRE(result.ok());
+  CHECK(result.html == "<html><body>hello</body></html>");
+  CHECK(result.url == origin.base_url() + "/origin/page");
+}
+
+TEST_CASE("direct: redirect loops, error statuses and bad targets become notices") {
+  splash_standin origin;
+  origin.set_origin_redirect("loop", "/origin/loop");
+  origin.set_origin_redirect("nowhere", "javascript:alert(1)");
+  rig r;
+  CHECK(r.render(origin.base_url() + "/origin/loop").message == "too many redirects (more than 5)");
+  CHECK(r.render(origin.base_url() + "/origin/nowhere").message == "site redirected to a non-http(s) address");
+  CHECK(r.render(origin.base_url() + "/origin/missing").message == "site answered HTTP 404");
+  CHECK(r.render("ftp://example.test/").failure == render_failure::rejected);
+}
+
+TEST_CASE("direct: a server that accepts but never answers hits the deadline") {
+  splash_standin standin; // render.html of an unknown hang target: use a hang page via Splash path
+  standin.set("http://hang.test/", standin_page::hang());
+  rig r;
+  auto url = standin.base_url() + "/render.html?url=http%3A%2F%2Fhang.test%2F";
+  auto started = std::chrono::steady_clock::now();
+  auto result = r.render(url, 300ms);
+  auto took = std::chrono::steady_clock::now() - started;
+  CHECK(result.failure == render_failure::timeout);
+  CHECK(took < 2s);
+}
+
+TEST_CASE("direct: connection refused is reported as unreachable") {
+  rig r;
+  auto result = r.render("http://127.0.0.1:1/");
+  CHECK(result.failure == render_failure::unreachable);
+  CHECK(result.message.find("Connection refused") != std::string::npos);
+}

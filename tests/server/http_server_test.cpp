@@ -1,0 +1,171 @@
+#include "server/http_server.hpp"
+#include "tests/support/http_get.hpp"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <doctest/doctest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <thread>
+
+using namespace newsdesk::server;
+using namespace newsdesk::testing;
+using namespace std::chrono_literals;
+
+namespace {
+// A server on 127.0.0.1:0 run by two threads; the handler echoes method, target and body.
+struct echo_server {
+  boost::asio::io_context ioc;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{ioc.get_executor()};
+  http_server server;
+  std::vector<std::thread> threads;
+
+  explicit echo_server(http_server_limits limits = {})
+      : server(ioc,
+               [](http_request req, responder respond) {
+                 if (req.path() == "/later") {
+                   // Answer from another thread, as /news does after its renders.
+                   std::thread([respond] {
+                     std::this_thread::sleep_for(50ms);
+                     respond(text_response(200, "later"));
+                   }).detach();
+                   return;
+                 }
+                 http_response res;
+                 res.content_type = "text/plain; charset=utf-8";
+                 res.body = req.method + " " + req.target + " " + req.body;
+                 respond(std::move(res));
+               },
+               limits) {
+    server.listen("127.0.0.1", 0);
+    server.start();
+    for (int i = 0; i < 2; ++i)
+      threads.emplace_back([this] { ioc.run(); });
+  }
+  ~echo_server() {
+    server.stop();
+    work.reset();
+    ioc.stop();
+    for (auto& t : threads)
+      t.join();
+  }
+  unsigned short port() const { return server.port(); }
+};
+
+int connect_raw(unsigned short port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  return fd;
+}
+
+// True when the server closes the connection within `within`.
+bool closed_within(int fd, std::chrono::milliseconds within) {
+  auto deadline = std::chrono::steady_clock::now() + within;
+  char buf[4096];
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 50) > 0 && ::recv(fd, buf, sizeof buf, 0) <= 0)
+      return true;
+  }
+  return false;
+}
+} // namespace
+
+TEST_CASE("keep-alive: several requests on one connection, answered in order") {
+  echo_server s;
+  auto raw = raw_exchange(s.port(),
+                          "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"
+                          "GET /b HTTP/1.1\r\nHost: x\r\n\r\n"
+                          "GET /c HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  auto answers = parse_answers(raw);
+  REQUIRE(answers.size() == 3);
+  CHECK(answers[0].body == "GET /a ");
+  CHECK(answers[1].body == "GET /b ");
+  CHECK(answers[2].body == "GET /c ");
+  CHECK(answers[2].header("Connection") == "close");
+}
+
+TEST_CASE("HEAD gets the headers and Content-Length of the GET, without a body") {
+  echo_server s;
+  auto head = send_request(s.port(), "HEAD", "/x");
+  CHECK(head.status == 200);
+  CHECK(head.header("Content-Length") == std::to_string(std::string("HEAD /x ").size()));
+  CHECK(head.body.empty());
+}
+
+TEST_CASE("a handler may answer later from another thread") {
+  echo_server s;
+  auto a = http_get(s.port(), "/later");
+  CHECK(a.status == 200);
+  CHECK(a.body == "200 later\n");
+}
+
+TEST_CASE("oversized headers get 431, oversized bodies 413, garbage 400; each closes") {
+  http_server_limits limits;
+  limits.max_header_bytes = 1024;
+  limits.max_body_bytes = 100;
+  echo_server s(limits);
+  auto big_header = raw_exchange(s.port(), "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(4000, 'a') + "\r\n\r\n");
+  CHECK(big_header.rfind("HTTP/1.1 431", 0) == 0);
+  auto big_body = raw_exchange(s.port(), "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n" + std::string(1000, 'b'));
+  CHECK(big_body.rfind("HTTP/1.1 413", 0) == 0);
+  auto garbage = raw_exchange(s.port(), "\x01\x02 not http at all\r\n\r\n");
+  CHECK(garbage.rfind("HTTP/1.1 400", 0) == 0);
+  auto bad_length = raw_exchange(s.port(), "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n");
+  CHECK(bad_length.rfind("HTTP/1.1 400", 0) == 0);
+  // The server still serves others.
+  CHECK(http_get(s.port(), "/ok").status == 200);
+}
+
+TEST_CASE("a client trickling its headers is cut off at the read deadline") {
+  http_server_limits limits;
+  limits.read_timeout = 300ms;
+  echo_server s(limits);
+  int fd = connect_raw(s.port());
+  ::send(fd, "GET / HTTP/1.1\r\nHost", 20, MSG_NOSIGNAL);
+  auto started = std::chrono::steady_clock::now();
+  CHECK(closed_within(fd, 2s));
+  CHECK(std::chrono::steady_clock::now() - started < 1500ms);
+  ::close(fd);
+  CHECK(http_get(s.port(), "/still-serving").status == 200);
+}
+
+TEST_CASE("connections over the cap are closed at once while existing ones keep working") {
+  http_server_limits limits;
+  limits.max_connections = 2;
+  echo_server s(limits);
+  int a = connect_raw(s.port());
+  int b = connect_raw(s.port());
+  std::this_thread::sleep_for(100ms);
+  int c = connect_raw(s.port());
+  CHECK(closed_within(c, 1s));
+  ::close(c);
+  const std::string request = "GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  ::send(a, request.data(), request.size(), MSG_NOSIGNAL);
+  char buf[256];
+  auto n = ::recv(a, buf, sizeof buf, 0);
+  CHECK(n > 0);
+  CHECK(std::string(buf, 12) == "HTTP/1.1 200");
+  ::close(a);
+  ::close(b);
+}
+
+TEST_CASE("listening on a port in use throws a message naming the address") {
+  echo_server s;
+  boost::asio::io_context ioc;
+  http_server other(ioc, [](http_request, responder) {});
+  CHECK_THROWS_WITH_AS(other.listen("127.0.0.1", s.port()),
+                       doctest::Contains(("cannot listen on 127.0.0.1:" + std::to_string(s.port())).c_str()),
+                       std::runtime_error);
+  CHECK_THROWS_WITH_AS(other.listen("not-an-ip", 80), doctest::Contains("not an IP address"), std::runtime_error);
+}

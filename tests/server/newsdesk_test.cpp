@@ -1,0 +1,329 @@
+// End-to-end: the real newsdesk binary, a Splash stand-in, real sockets.
+#include "tests/support/child_process.hpp"
+#include "tests/support/http_get.hpp"
+#include "tests/support/splash_standin.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <signal.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace newsdesk::testing;
+using namespace std::chrono_literals;
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string source_dir = NEWSDESK_SOURCE_DIR;
+const std::string shared_pages = NEWSDESK_SHARED_PAGES;
+
+std::string fixture(const std::string& name, bool& found) { return read_file(shared_pages + "/" + name, &found); }
+
+// CNN's 2015 markup, written here so the test does not depend on a third-party page.
+std::string cnn_page(const std::vector<std::pair<std::string, std::string>>& stories) {
+  std::string html = "<html><head><title>CNN</title></head><body>";
+  for (const auto& [href, title] : stories)
+    html += "<article><h3 class=\"cd__headline\"><a href=\"" + href + "\"><span class=\"cd__headline-text\">" + title +
+            "</span></a></h3></article>";
+  return html + "</body></html>";
+}
+
+struct temp_dir {
+  fs::path path;
+  temp_dir() {
+    char tmpl[] = "/tmp/newsdesk-test-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(path / name, std::ios::binary) << text;
+    return (path / name).string();
+  }
+};
+
+// A running newsdesk with a config written for the test.
+struct newsdesk_process {
+  temp_dir dir;
+  std::unique_ptr<child_process> process;
+  unsigned short port = 0;
+
+  explicit newsdesk_process(const json& config, std::vector<std::string> extra_args = {}) {
+    auto config_path = dir.write("config.json", config.dump(2));
+    std::vector<std::string> args{"--config", config_path, "--port", "0", "--templates", source_dir + "/templates",
+                                  "--static", source_dir + "/static"};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    process = std::make_unique<child_process>(NEWSDESK_BINARY, args, std::vector<std::string>{"SPLASH_URL="},
+                                              (dir.path / "stderr.log").string());
+    port = wait_for_port(*process);
+  }
+  std::string log() const { return read_file((dir.path / "stderr.log").string()); }
+};
+
+json site(const std::string& name, const std::string& scraper, const std::string& url, json extra = json::object()) {
+  json s = {{"name", name}, {"scraper", scraper}, {"url", url}};
+  s.update(extra);
+  return s;
+}
+
+std::size_t count(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size()))
+    ++n;
+  return n;
+}
+
+} // namespace
+
+TEST_CASE("three sites each delayed 500 ms give a /news in well under a second, with every headline") {
+  splash_standin splash;
+  splash.set("https://one.cnn.com/", standin_page::page(cnn_page({{"/2015/11/17/world/a/index.html", "First story of one"},
+                                            {"/2015/11/17/world/b/index.html", "Second story of one"}}),
+                                  500ms));
+  splash.set("https://two.cnn.com/", standin_page::page(cnn_page({{"/2015/11/17/us/c/index.html", "Story from two"}}), 500ms));
+  splash.set("https://three.cnn.com/", standin_page::page(cnn_page({{"https://edition.cnn.com/x.html", "Absolute link from three"}}), 500ms));
+  newsdesk_process nd(json{{"splash_url", splash.base_url()},
+                       {"sites",
+                        {site("one", "cnn", "https://one.cnn.com/", {{"display_name", "One"}, {"colour", "#cc0000"}}),
+                         site("two", "cnn", "https://two.cnn.com/", {{"display_name", "Two"}, {"colour", "#004488"}}),
+                         site("three", "cnn", "https://three.cnn.com/", {{"display_name", "Three"}, {"colour", "#ffcc00"}})}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+
+  auto page = http_get(nd.port, "/news");
+  CHECK(page.status == 200);
+  CHECK(page.header("Content-Type") == "text/html; charset=utf-8");
+  CHECK(page.elapsed >= 500ms);
+  CHECK(page.elapsed < 1000ms); // concurrent: about the slowest site, never the sum (1.5 s)
+  CHECK(count(page.body, "<li class=\"headline") == 4);
+  CHECK(page.body.find("href=\"https://one.cnn.com/2015/11/17/world/a/index.html\"") != std::string::npos);
+  CHECK(page.body.find("href=\"https://edition.cnn.com/x.html\"") != std::string::npos);
+  CHECK(page.body.find("rel=\"noopener noreferrer\"") != std::string::npos);
+  // Sorted by title: "Absolute..." < "First..." < "Second..." < "Story...".
+  auto a = page.body.find("Absolute link from three"), f = page.body.find("First story of one"),
+       s = page.body.find("Second story of one"), t = page.body.find("Story from two");
+  CHECK((a < f && f < s && s < t && t != std::string::npos));
+  // Each site has its own colour class.
+  CHECK(page.body.find(".site-two { --site-bg: #004488;") != std::string::npos);
+  CHECK(splash.renders("https://one.cnn.com/") == 1);
+
+  auto data = http_get(nd.port, "/news.json");
+  CHECK(data.status == 200);
+  CHECK(data.header("Content-Type") == "application/json");
+  auto j = json::parse(data.body);
+  CHECK(j.at("headlines").size() == 4);
+  CHECK(j.at("sites").size() == 3);
+  CHECK(j.at("sites")[0].at("name") == "one");
+  CHECK(j.at("sites")[0].at("ok") == true);
+  CHECK(j.at("sites")[0].at("headline_count") == 2);
+  CHECK(j.at("headlines")[0].at("title") == "Absolute link from three");
+  CHECK(j.at("headlines")[0].at("site") == "three");
+
+  CHECK(nd.process->stop(SIGTERM) == 0);
+}
+
+TEST_CASE("one site answering 504 still gives a 200 page with the others and a notice for it") {
+  splash_standin splash;
+  splash.set("https://ok.cnn.com/", standin_page::page(cnn_page({{"/a/index.html", "Still here"}})));
+  splash.set("https://slow.cnn.com/", standin_page::error(504));
+  newsdesk_process nd(json{{"splash_url", splash.base_url()},
+                       {"timeout", 30},
+                       {"sites",
+                        {site("ok", "cnn", "https://ok.cnn.com/"),
+                         site("slow", "cnn", "https://slow.cnn.com/", {{"display_name", "CNN"}})}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  auto page = http_get(nd.port, "/news");
+  CHECK(page.status == 200);
+  CHECK(page.body.find("Still here") != std::string::npos);
+  CHECK(page.body.find("CNN: Splash timed out after 30 s") != std::string::npos);
+  auto j = json::parse(http_get(nd.port, "/news.json").body);
+  CHECK(j.at("sites")[1].at("ok") == false);
+  CHECK(j.at("sites")[1].at("error") == "Splash timed out after 30 s");
+}
+
+TEST_CASE("every Splash failure mode becomes a per-site notice while the page still renders") {
+  splash_standin splash;
+  splash.set("https://good.cnn.com/", standin_page::page(cnn_page({{"/g/index.html", "Good news"}})));
+  splash.set("http://bad-option.test/", standin_page::error(400));
+  splash.set("http://refused.test/", standin_page::error(502));
+  splash.set("http://hang.test/", standin_page::hang());
+  splash.set("http://nothing.test/", standin_page::page("<html><head></head><body></body></html>"));
+  splash.set("http://no-headlines.test/", standin_page::page("<html><body><p>Just text</p></body></html>"));
+  newsdesk_process nd(json{{"splash_url", splash.base_url()},
+                       {"sites",
+                        {site("good", "cnn", "https://good.cnn.com/"),
+                         site("badoption", "cnn", "http://bad-option.test/"),
+                         site("refused", "cnn", "http://refused.test/"),
+                         site("hang", "cnn", "http://hang.test/", {{"timeout", 1}, {"wait", 0}}),
+                         site("nothing", "cnn", "http://nothing.test/"),
+                         site("noheadlines", "cnn", "http://no-headlines.test/"),
+                         site("dns", "cnn", "http://unknown-host.test/")}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  auto page = http_get(nd.port, "/news");
+  REQUIRE(page.status == 200);
+  CHECK(page.body.find("Good news") != std::string::npos);
+  auto j = json::parse(http_get(nd.port, "/news.json").body);
+  std::map<std::string, std::string> errors;
+  for (const auto& s : j.at("sites"))
+    errors[s.at("name")] = s.at("error").is_null() ? "" : s.at("error").get<std::string>();
+  CHECK(errors["good"] == "");
+  CHECK(errors["badoption"] == "Splash rejected the request: bad value for 'wait'");
+  CHECK(errors["refused"] == "Splash could not load the page: Connection refused");
+  CHECK(errors["hang"].rfind("Splash did not answer within", 0) == 0);
+  CHECK(errors["nothing"] == "Splash returned an empty page (is the site's URL right?)");
+  CHECK(errors["noheadlines"] == "no headlines found on the page (the site's markup may have changed)");
+  CHECK(errors["dns"] == "Splash could not load the page: Host http://unknown-host.test/ not found");
+}
+
+TEST_CASE("Splash that cannot be reached gives a notice per site, not an error page") {
+  // A port that was just free: nothing listens there.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  auto dead = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+
+  newsdesk_process nd(json{{"splash_url", dead}, {"sites", {site("one", "cnn", "https://one.cnn.com/", {{"display_name", "CNN"}})}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  auto page = http_get(nd.port, "/news");
+  CHECK(page.status == 200);
+  CHECK(page.body.find("CNN: cannot reach Splash at " + dead) != std::string::npos);
+}
+
+TEST_CASE("scraped markup is shown as text and unsafe links never reach the page") {
+  splash_standin splash;
+  splash.set("https://evil.cnn.com/",
+             standin_page::page(cnn_page({{"/x/index.html", "&lt;script&gt;alert(1)&lt;/script&gt;"},
+                        {"javascript:alert(2)", "Click me"},
+                        {"data:text/html,hi", "Data link"},
+                        {"/y/index.html&quot; onmouseover=&quot;alert(3)", "Quote breaker"}})));
+  newsdesk_process nd(json{{"splash_url", splash.base_url()}, {"sites", {site("evil", "cnn", "https://evil.cnn.com/")}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  auto page = http_get(nd.port, "/news");
+  REQUIRE(page.status == 200);
+  CHECK(page.body.find("&lt;script&gt;alert(1)&lt;/script&gt;") != std::string::npos);
+  CHECK(page.body.find("<script>alert(1)") == std::string::npos);
+  CHECK(page.body.find("javascript:") == std::string::npos);
+  CHECK(page.body.find("data:text") == std::string::npos);
+  CHECK(page.body.find("onmouseover=\"") == std::string::npos);
+  CHECK(page.header("Content-Security-Policy").find("script-src 'self'") != std::string::npos);
+}
+
+TEST_CASE("the direct renderer fetches pages itself and follows redirects") {
+  splash_standin origin;
+  origin.set_origin("front", cnn_page({{"https://edition.cnn.com/2015/a/index.html", "Fetched directly"}}));
+  origin.set_origin_redirect("moved", "/origin/front", 301);
+  newsdesk_process nd(json{{"renderer", "direct"},
+                       {"sites", {site("moved", "cnn", origin.base_url() + "/origin/moved")}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  auto j = json::parse(http_get(nd.port, "/news.json").body);
+  REQUIRE(j.at("headlines").size() == 1);
+  CHECK(j.at("headlines")[0].at("title") == "Fetched directly");
+  CHECK(j.at("headlines")[0].at("url") == "https://edition.cnn.com/2015/a/index.html");
+  CHECK(j.at("sites")[0].at("renderer") == "direct");
+}
+
+TEST_CASE("routes: redirect, health, static files, HEAD, 404 and 405") {
+  newsdesk_process nd(json{{"renderer", "direct"}, {"sites", json::array()}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+
+  auto root = http_get(nd.port, "/");
+  CHECK(root.status == 302);
+  CHECK(root.header("Location") == "/news");
+
+  auto health = http_get(nd.port, "/healthz");
+  CHECK(health.status == 200);
+  CHECK(json::parse(health.body).at("status") == "ok");
+
+  auto css = http_get(nd.port, "/static/news.css");
+  CHECK(css.status == 200);
+  CHECK(css.header("Content-Type") == "text/css; charset=utf-8");
+  CHECK(css.header("Cache-Control").find("max-age") != std::string::npos);
+  REQUIRE(!css.header("ETag").empty());
+  auto again = send_request(nd.port, "GET", "/static/news.css", {{"If-None-Match", css.header("ETag")}});
+  CHECK(again.status == 304);
+  CHECK(again.body.empty());
+
+  for (auto bad : {"/static/../CMakeLists.txt", "/static/%2e%2e/CMakeLists.txt", "/static/%2E%2E%2FCMakeLists.txt",
+                   "/static/..%2fCMakeLists.txt", "/static/.hidden", "/static/", "/static//etc/passwd", "/static/%00"})
+    CHECK_MESSAGE(http_get(nd.port, bad).status == 404, bad);
+
+  auto head = send_request(nd.port, "HEAD", "/news");
+  CHECK(head.status == 200);
+  CHECK(std::stoul(head.header("Content-Length")) > 100);
+  CHECK(head.body.empty());
+
+  auto post = send_request(nd.port, "POST", "/news");
+  CHECK(post.status == 405);
+  CHECK(post.header("Allow") == "GET, HEAD");
+  CHECK(http_get(nd.port, "/nope").status == 404);
+
+  auto empty = http_get(nd.port, "/news");
+  CHECK(empty.status == 200);
+  CHECK(empty.body.find("No headlines right now") != std::string::npos);
+  CHECK(nd.process->stop(SIGTERM) == 0);
+}
+
+TEST_CASE("startup fails with a message naming the problem") {
+  temp_dir dir;
+  SUBCASE("unknown config key") {
+    auto path = dir.write("bad.json", R"({"port": 8080, "colour_scheme": "dark"})");
+    child_process p(NEWSDESK_BINARY, {"--config", path}, {}, (dir.path / "err").string());
+    CHECK(p.wait_exit() == 2);
+    CHECK(read_file((dir.path / "err").string()).find("colour_scheme: unknown key") != std::string::npos);
+  }
+  SUBCASE("unknown scraper") {
+    auto path = dir.write("bad.json", R"({"renderer": "direct", "sites": ["cnn", "nosuchsite"]})");
+    child_process p(NEWSDESK_BINARY, {"--config", path}, {}, (dir.path / "err").string());
+    CHECK(p.wait_exit() == 2);
+    CHECK(read_file((dir.path / "err").string()).find("no scraper named 'nosuchsite'") != std::string::npos);
+  }
+  SUBCASE("missing template") {
+    child_process p(NEWSDESK_BINARY, {"--renderer", "direct", "--templates", dir.path.string()}, {},
+                    (dir.path / "err").string());
+    CHECK(p.wait_exit() == 1);
+    CHECK(read_file((dir.path / "err").string()).find("news.html") != std::string::npos);
+  }
+  SUBCASE("port already in use") {
+    newsdesk_process first(json{{"renderer", "direct"}, {"sites", json::array()}});
+    REQUIRE(first.port != 0);
+    child_process p(NEWSDESK_BINARY,
+                    {"--renderer", "direct", "--port", std::to_string(first.port), "--templates",
+                     source_dir + "/templates", "--static", source_dir + "/static"},
+                    {}, (dir.path / "err").string());
+    CHECK(p.wait_exit() == 1);
+    CHECK(read_file((dir.path / "err").string()).find("cannot listen on 127.0.0.1:" + std::to_string(first.port)) !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("the built-in CNN scraper reads a real saved CNN page served through Splash") {
+  bool found = false;
+  auto html = fixture("cnn-2015-edition.html", found);
+  if (!found) {
+    MESSAGE("skipped: " << shared_pages << "/cnn-2015-edition.html is absent");
+    return;
+  }
+  splash_standin splash;
+  splash.set("https://edition.cnn.com/", standin_page::page(html));
+  newsdesk_process nd(json{{"splash_url", splash.base_url()}, {"sites", {site("cnn", "cnn", "https://edition.cnn.com/")}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  auto j = json::parse(http_get(nd.port, "/news.json").body);
+  CHECK(j.at("sites")[0].at("headline_count") == 18);
+  bool seen = false;
+  for (const auto& h : j.at("headlines"))
+    seen = seen || h.at("title") == "PARIS ATTACKS: Everything we know so far";
+  CHECK(seen);
+}

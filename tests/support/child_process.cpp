@@ -1,0 +1,125 @@
+#include "tests/support/child_process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace newsdesk::testing {
+
+using clock_type = std::chrono::steady_clock;
+
+child_process::child_process(const std::string& program, const std::vector<std::string>& args,
+                             const std::vector<std::string>& env, const std::string& stderr_path) {
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0)
+    throw std::runtime_error("pipe failed");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
+  if (!stderr_path.empty())
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+  std::vector<std::string> argv_store{program};
+  argv_store.insert(argv_store.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_store)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  std::vector<std::string> env_store;
+  for (char** e = environ; *e; ++e)
+    env_store.emplace_back(*e);
+  env_store.insert(env_store.end(), env.begin(), env.end());
+  std::vector<char*> envp;
+  for (auto& e : env_store)
+    envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(pipe_fds[1]);
+  if (rc != 0) {
+    ::close(pipe_fds[0]);
+    throw std::runtime_error("cannot start " + program + ": " + std::strerror(rc));
+  }
+  pid_ = pid;
+  stdout_fd_ = pipe_fds[0];
+}
+
+child_process::~child_process() {
+  if (!exit_code_ && pid_ > 0)
+    stop(SIGKILL, std::chrono::seconds(5));
+  if (stdout_fd_ >= 0)
+    ::close(stdout_fd_);
+}
+
+std::optional<std::string> child_process::wait_for_line(const std::string& prefix, std::chrono::milliseconds timeout) {
+  auto deadline = clock_type::now() + timeout;
+  for (;;) {
+    for (auto nl = buffer_.find('\n'); nl != std::string::npos; nl = buffer_.find('\n')) {
+      std::string line = buffer_.substr(0, nl);
+      buffer_.erase(0, nl + 1);
+      if (line.rfind(prefix, 0) == 0)
+        return line.substr(prefix.size());
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now()).count();
+    if (left <= 0)
+      return std::nullopt;
+    pollfd p{stdout_fd_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left)) <= 0)
+      return std::nullopt;
+    char buf[4096];
+    auto n = ::read(stdout_fd_, buf, sizeof buf);
+    if (n <= 0)
+      return std::nullopt;
+    buffer_.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+std::optional<int> child_process::wait_exit(std::chrono::milliseconds timeout) {
+  if (exit_code_)
+    return exit_code_;
+  auto deadline = clock_type::now() + timeout;
+  for (;;) {
+    int status = 0;
+    auto r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      return exit_code_;
+    }
+    if (clock_type::now() >= deadline)
+      return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+std::optional<int> child_process::stop(int signal, std::chrono::milliseconds timeout) {
+  if (exit_code_)
+    return exit_code_;
+  ::kill(pid_, signal);
+  if (auto code = wait_exit(timeout))
+    return code;
+  ::kill(pid_, SIGKILL);
+  wait_exit(std::chrono::seconds(5));
+  return std::nullopt;
+}
+
+unsigned short wait_for_port(child_process& p) {
+  auto rest = p.wait_for_line("listening on http://");
+  if (!rest)
+    return 0;
+  auto colon = rest->rfind(':');
+  return colon == std::string::npos ? 0 : static_cast<unsigned short>(std::stoi(rest->substr(colon + 1)));
+}
+
+} // namespace newsdesk::testing

@@ -1,0 +1,43 @@
+// Starts a program (the real newsdesk binary) with a pipe on its stdout, for tests that drive
+// it over sockets. The destructor kills it if the test did not stop it.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace newsdesk::testing {
+
+class child_process {
+public:
+  // Starts `program` with `args`; `env` entries ("NAME=value") are added to the environment.
+  // stderr goes to `stderr_path` (a file tests can read) when given.
+  child_process(const std::string& program, const std::vector<std::string>& args,
+                const std::vector<std::string>& env = {}, const std::string& stderr_path = {});
+  ~child_process();
+  child_process(const child_process&) = delete;
+  child_process& operator=(const child_process&) = delete;
+
+  // The next stdout line starting with `prefix` (without it), or nullopt on exit/deadline.
+  std::optional<std::string> wait_for_line(const std::string& prefix,
+                                           std::chrono::milliseconds timeout = std::chrono::seconds(20));
+  // Sends `signal` and waits for the exit; returns the exit code (128+N when killed by N),
+  // or nullopt when it did not exit in time (it is then killed).
+  std::optional<int> stop(int signal, std::chrono::milliseconds timeout = std::chrono::seconds(20));
+  // Waits for the process to exit by itself.
+  std::optional<int> wait_exit(std::chrono::milliseconds timeout = std::chrono::seconds(20));
+
+  int pid() const { return pid_; }
+
+private:
+  int pid_ = -1;
+  int stdout_fd_ = -1;
+  std::string buffer_;
+  std::optional<int> exit_code_;
+};
+
+// Starts newsdesk on 127.0.0.1 port 0 and returns the port it reports (0 if it did not start).
+unsigned short wait_for_port(child_process& p);
+
+} // namespace newsdesk::testing

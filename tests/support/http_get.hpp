@@ -1,0 +1,40 @@
+// A deliberately plain blocking HTTP/1.1 client for tests: raw POSIX sockets, so it shares no
+// code with the server under test. Every call has a deadline.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace newsdesk::testing {
+
+struct http_answer {
+  int status = 0; // 0: no answer (connection failed, timed out or closed early)
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  std::chrono::milliseconds elapsed{0};
+
+  // First header of that name (case-insensitive), or "".
+  std::string header(const std::string& name) const;
+};
+
+// Sends one request on a new connection ("Connection: close") and reads the whole answer.
+http_answer send_request(unsigned short port, const std::string& method, const std::string& target,
+                         const std::vector<std::pair<std::string, std::string>>& headers = {},
+                         std::chrono::milliseconds timeout = std::chrono::seconds(20));
+
+inline http_answer http_get(unsigned short port, const std::string& target) {
+  return send_request(port, "GET", target);
+}
+
+// Sends raw bytes and returns everything the server sends back until it closes or the
+// deadline passes.
+std::string raw_exchange(unsigned short port, const std::string& bytes,
+                         std::chrono::milliseconds timeout = std::chrono::seconds(5));
+
+// Parses the answers found in `raw` (for keep-alive tests): each needs a Content-Length.
+std::vector<http_answer> parse_answers(const std::string& raw);
+
+} // namespace newsdesk::testing

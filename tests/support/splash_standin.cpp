@@ -1,0 +1,266 @@
+#include "tests/support/splash_standin.hpp"
+
+#include "server/http_server.hpp"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+namespace newsdesk::testing {
+
+namespace net = boost::asio;
+using server::http_request;
+using server::http_response;
+using server::responder;
+using json = nlohmann::json;
+
+std::string read_file(const std::string& path, bool* found) {
+  std::ifstream in(path, std::ios::binary);
+  if (found)
+    *found = static_cast<bool>(in);
+  if (!in)
+    return {};
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+namespace {
+
+std::string decode(std::string_view in) {
+  std::string out;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == '+') {
+      out += ' ';
+    } else if (in[i] == '%' && i + 2 < in.size()) {
+      int value = 0;
+      std::from_chars(in.data() + i + 1, in.data() + i + 3, value, 16);
+      out += static_cast<char>(value);
+      i += 2;
+    } else {
+      out += in[i];
+    }
+  }
+  return out;
+}
+
+std::map<std::string, std::string> parse_query(std::string_view query) {
+  std::map<std::string, std::string> params;
+  while (!query.empty()) {
+    auto amp = query.find('&');
+    auto pair = query.substr(0, amp);
+    auto eq = pair.find('=');
+    params[decode(pair.substr(0, eq))] = eq == std::string_view::npos ? "" : decode(pair.substr(eq + 1));
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+  }
+  return params;
+}
+
+http_response json_error(unsigned status, const json& body) {
+  http_response res;
+  res.status = status;
+  res.content_type = "application/json";
+  res.body = body.dump();
+  return res;
+}
+
+http_response bad_option(const std::string& argument, const std::string& type, const std::string& description) {
+  return json_error(400, {{"error", 400},
+                          {"type", "BadOption"},
+                          {"description", "Incorrect HTTP API arguments"},
+                          {"info", {{"type", type}, {"argument", argument}, {"description", description}}}});
+}
+
+std::optional<double> number(const std::map<std::string, std::string>& params, const char* key, double fallback) {
+  auto it = params.find(key);
+  if (it == params.end())
+    return fallback;
+  double v = 0;
+  auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+  if (ec != std::errc{} || end != it->second.data() + it->second.size() || v < 0)
+    return std::nullopt;
+  return v;
+}
+
+} // namespace
+
+struct splash_standin::impl {
+  net::io_context ioc;
+  net::executor_work_guard<net::io_context::executor_type> work{ioc.get_executor()};
+  server::http_server http;
+  std::thread thread;
+
+  mutable std::mutex mutex;
+  std::map<std::string, standin_page> pages;
+  std::map<std::string, std::size_t> counts;
+  std::map<std::string, std::string> origin_pages;
+  std::map<std::string, std::pair<std::string, unsigned>> origin_redirects;
+  std::vector<responder> hung; // held until shutdown: a render that never finishes
+
+  impl() : http(ioc, [this](http_request req, responder res) { handle(std::move(req), std::move(res)); }) {
+    http.listen("127.0.0.1", 0);
+    http.start();
+    thread = std::thread([this] { ioc.run(); });
+  }
+
+  ~impl() {
+    http.stop();
+    work.reset();
+    ioc.stop();
+    thread.join();
+  }
+
+  void answer_later(std::chrono::milliseconds delay, http_response res, responder respond) {
+    if (delay.count() == 0)
+      return respond(std::move(res));
+    auto timer = std::make_shared<net::steady_timer>(ioc, delay);
+    timer->async_wait([timer, res = std::move(res), respond = std::move(respond)](boost::system::error_code) mutable {
+      respond(std::move(res));
+    });
+  }
+
+  void handle(http_request req, responder respond) {
+    auto path = std::string(req.path());
+    if (path == "/_ping")
+      return respond(json_error(200, {{"status", "ok"}, {"maxrss", 123456789}}));
+    if (path.rfind("/origin/", 0) == 0)
+      return serve_origin(path.substr(8), std::move(respond));
+    if (path != "/render.html") {
+      http_response res;
+      res.status = 404;
+      res.content_type = "text/html";
+      res.body = "<html><head><title>404 - No Such Resource</title></head><body><h1>No Such Resource</h1></body></html>";
+      return respond(std::move(res));
+    }
+
+    auto params = parse_query(req.query());
+    auto timeout = number(params, "timeout", 30);
+    if (!timeout)
+      return respond(bad_option("timeout", "bad_argument", "a non-negative number is required"));
+    if (*timeout > max_timeout)
+      return respond(bad_option("timeout", "bad_argument", "Maximum allowed timeout is 90.0"));
+    auto wait = number(params, "wait", 0);
+    if (!wait)
+      return respond(bad_option("wait", "bad_argument", "a non-negative number is required"));
+    if (*wait > *timeout)
+      return respond(bad_option("wait", "bad_argument", "wait time is larger than timeout"));
+    auto url_it = params.find("url");
+    if (url_it == params.end())
+      return respond(bad_option("url", "argument_required", "Required argument is missing: url"));
+    const auto& url = url_it->second;
+
+    standin_page page;
+    bool known = false;
+    {
+      std::lock_guard lock(mutex);
+      ++counts[url];
+      if (auto it = pages.find(url); it != pages.end()) {
+        page = it->second;
+        known = true;
+      }
+    }
+    if (url.find("://") == std::string::npos) {
+      // Splash's trap: an empty, garbage or scheme-less URL is a 200 with an empty page.
+      http_response res;
+      res.content_type = "text/html; charset=utf-8";
+      res.body = "<html><head></head><body></body></html>";
+      return respond(std::move(res));
+    }
+    if (!known)
+      return respond(json_error(502, {{"error", 502},
+                                      {"type", "RenderError"},
+                                      {"description", "Error rendering page"},
+                                      {"info", {{"type", "Network"}, {"code", 3}, {"text", "Host " + url + " not found"}, {"url", url}}}}));
+
+    switch (page.what) {
+    case standin_page::kind::hang: {
+      std::lock_guard lock(mutex);
+      hung.push_back(std::move(respond));
+      return;
+    }
+    case standin_page::kind::page: {
+      http_response res;
+      res.content_type = "text/html; charset=utf-8";
+      res.body = page.html;
+      return answer_later(page.delay, std::move(res), std::move(respond));
+    }
+    case standin_page::kind::splash_error:
+      break;
+    }
+    http_response res;
+    switch (page.status) {
+    case 400:
+      res = bad_option("wait", "bad_argument", "wait time is larger than timeout");
+      break;
+    case 502:
+      res = json_error(502, {{"error", 502},
+                             {"type", "RenderError"},
+                             {"description", "Error rendering page"},
+                             {"info", {{"type", "Network"}, {"code", 1}, {"text", "Connection refused"}, {"url", url}}}});
+      break;
+    case 504:
+      res = json_error(504, {{"error", 504},
+                             {"type", "GlobalTimeoutError"},
+                             {"description", "Timeout exceeded rendering page"},
+                             {"info", {{"timeout", *timeout}, {"remaining", -0.002}}}});
+      break;
+    default:
+      res = json_error(page.status, {{"error", page.status}, {"type", "CancelledError"}, {"description", "cancelled"}});
+    }
+    answer_later(page.delay, std::move(res), std::move(respond));
+  }
+
+  void serve_origin(const std::string& name, responder respond) {
+    std::lock_guard lock(mutex);
+    if (auto it = origin_redirects.find(name); it != origin_redirects.end()) {
+      http_response res;
+      res.status = it->second.second;
+      res.with_header("Location", it->second.first);
+      return respond(std::move(res));
+    }
+    if (auto it = origin_pages.find(name); it != origin_pages.end()) {
+      http_response res;
+      res.content_type = "text/html; charset=utf-8";
+      res.body = it->second;
+      return respond(std::move(res));
+    }
+    respond(server::text_response(404));
+  }
+};
+
+splash_standin::splash_standin() : impl_(std::make_unique<impl>()) {}
+splash_standin::~splash_standin() = default;
+
+unsigned short splash_standin::port() const { return impl_->http.port(); }
+std::string splash_standin::base_url() const { return "http://127.0.0.1:" + std::to_string(port()); }
+
+void splash_standin::set(const std::string& target_url, standin_page page) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->pages[target_url] = std::move(page);
+}
+
+void splash_standin::set_origin(const std::string& name, std::string html) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->origin_pages[name] = std::move(html);
+}
+
+void splash_standin::set_origin_redirect(const std::string& name, std::string location, unsigned status) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->origin_redirects[name] = {std::move(location), status};
+}
+
+std::size_t splash_standin::renders(const std::string& target_url) const {
+  std::lock_guard lock(impl_->mutex);
+  auto it = impl_->counts.find(target_url);
+  return it == impl_->counts.end() ? 0 : it->second;
+}
+
+} // namespace newsdesk::testing
