@@ -1,0 +1,642 @@
+// Load generator for the newsdesk broker and for redis-server's pub/sub, on 127.0.0.1 only.
+//
+//   broker_loadgen --proto newsdesk|redis --port P --mode topic|queue|idle|stuck
+//                  [--subs N] [--messages M] [--payload BYTES] [--rate MSG_PER_S]
+//                  [--conns N] [--server-pid PID] [--window W]
+//
+// topic: 1 publisher, N subscribers of one channel (/topic/bench; Redis: SUBSCRIBE/PUBLISH).
+// queue: 1 publisher, N consumers of one queue (/queue/bench; Redis: LPUSH, and each consumer
+//        keeps W pipelined BRPOPs outstanding, the closest Redis equivalent).
+// idle:  N idle subscriber connections; prints the server's RSS growth per connection.
+// stuck: one subscriber that never reads while M messages are published; prints server RSS.
+//
+// Each payload carries a sequence number and a send timestamp (CLOCK_MONOTONIC ns, shared by
+// processes on one machine). Throughput is deliveries *received* per second; latency is
+// receive time minus send time. Before measuring, probe messages are sent until every
+// subscriber has seen one, so the run starts with all subscriptions in place.
+// Prints one line beginning with RESULT, as key=value pairs.
+
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio.hpp>
+
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using boost::system::error_code;
+
+namespace {
+
+constexpr std::uint64_t probe_seq = ~std::uint64_t{0};
+
+std::uint64_t now_ns() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
+}
+
+struct options {
+  std::string proto = "newsdesk";
+  std::uint16_t port = 0;
+  std::string mode = "topic";
+  int subs = 10;
+  std::uint64_t messages = 100000;
+  std::size_t payload = 100;
+  std::uint64_t rate = 0; // 0: as fast as possible
+  int conns = 10000;
+  int server_pid = 0;
+  int window = 64;
+};
+
+long rss_kib(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmRSS:", 0) == 0)
+      return std::stol(line.substr(6));
+  return -1;
+}
+
+void put_u64(char* p, std::uint64_t v) {
+  std::memcpy(p, &v, 8);
+}
+std::uint64_t get_u64(const char* p) {
+  std::uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+std::uint32_t get_be32(const char* p) {
+  const auto* u = reinterpret_cast<const unsigned char*>(p);
+  return (std::uint32_t{u[0]} << 24) | (std::uint32_t{u[1]} << 16) | (std::uint32_t{u[2]} << 8) |
+         std::uint32_t{u[3]};
+}
+void append_be32(std::string& out, std::uint32_t n) {
+  const char h[4] = {static_cast<char>(n >> 24), static_cast<char>(n >> 16),
+                     static_cast<char>(n >> 8), static_cast<char>(n)};
+  out.append(h, 4);
+}
+void append_frame(std::string& out, std::string_view s) {
+  append_be32(out, static_cast<std::uint32_t>(s.size()));
+  out.append(s);
+}
+void append_bulk(std::string& out, std::string_view s) {
+  out += '$';
+  out += std::to_string(s.size());
+  out += "\r\n";
+  out.append(s);
+  out += "\r\n";
+}
+std::string resp_command(std::initializer_list<std::string_view> parts) {
+  std::string out = "*" + std::to_string(parts.size()) + "\r\n";
+  for (auto p : parts)
+    append_bulk(out, p);
+  return out;
+}
+
+// Parses one RESP value at [p, end) that is an array (of bulk strings / integers) or a single
+// integer. Returns bytes consumed, 0 if incomplete. `last` is the array's last bulk string.
+std::size_t parse_resp(const char* p, const char* end, std::string_view& first,
+                       std::string_view& last) {
+  const char* start = p;
+  auto line = [&](const char*& q) -> const char* { // returns pointer to '\r' or nullptr
+    const void* r = std::memchr(q, '\r', static_cast<std::size_t>(end - q));
+    if (!r || static_cast<const char*>(r) + 1 >= end)
+      return nullptr;
+    return static_cast<const char*>(r);
+  };
+  if (p >= end)
+    return 0;
+  if (*p == ':' || *p == '+' || *p == '-') {
+    const char* cr = line(p);
+    if (!cr)
+      return 0;
+    first = last = {};
+    return static_cast<std::size_t>(cr + 2 - start);
+  }
+  if (*p != '*')
+    throw std::runtime_error("unexpected RESP byte");
+  const char* cr = line(p);
+  if (!cr)
+    return 0;
+  const long n = std::strtol(p + 1, nullptr, 10);
+  p = cr + 2;
+  first = last = {};
+  for (long i = 0; i < n; ++i) {
+    if (p >= end)
+      return 0;
+    const char type = *p;
+    cr = line(p);
+    if (!cr)
+      return 0;
+    if (type == ':') {
+      p = cr + 2;
+      continue;
+    }
+    const long len = std::strtol(p + 1, nullptr, 10);
+    p = cr + 2;
+    if (len < 0)
+      continue;
+    if (end - p < len + 2)
+      return 0;
+    std::string_view v(p, static_cast<std::size_t>(len));
+    if (i == 0)
+      first = v;
+    last = v;
+    p += len + 2;
+  }
+  return static_cast<std::size_t>(p - start);
+}
+
+struct shared_state {
+  options opt;
+  net::io_context* ioc = nullptr;
+  tcp::endpoint ep;
+  bool redis = false;
+  bool queue = false;
+  std::string channel;
+  int ready = 0;
+  bool started = false;
+  bool publishing_done = false;
+  std::uint64_t t_start = 0;
+  std::uint64_t t_last = 0;
+  std::uint64_t received = 0;
+  std::uint64_t dups = 0;
+  std::uint64_t reorders = 0;
+  int subs_done = 0;
+  std::vector<std::uint8_t> seen_queue;
+  std::vector<std::uint32_t> lat_us;
+  bool finished = false;
+};
+
+class subscriber : public std::enable_shared_from_this<subscriber> {
+ public:
+  subscriber(shared_state& st, int rcvbuf = 0)
+      : st_(st)
+      , sock_(*st.ioc)
+      , rcvbuf_(rcvbuf) {
+    if (!st_.queue && st_.opt.mode == "topic")
+      seen_.assign(st_.opt.messages, 0);
+  }
+
+  void start(bool read = true) {
+    sock_.open(tcp::v4());
+    if (rcvbuf_ > 0)
+      sock_.set_option(net::socket_base::receive_buffer_size(rcvbuf_));
+    sock_.async_connect(st_.ep, [self = shared_from_this(), read](const error_code& ec) {
+      if (ec)
+        throw std::runtime_error("connect: " + ec.message());
+      self->sock_.set_option(tcp::no_delay(true));
+      std::string hello;
+      if (!self->st_.redis) {
+        append_frame(hello, self->st_.channel);
+      } else if (!self->st_.queue) {
+        hello = resp_command({"SUBSCRIBE", self->st_.channel});
+      } else {
+        for (int i = 0; i < self->st_.opt.window; ++i)
+          hello += resp_command({"BRPOP", self->st_.channel, "0"});
+      }
+      net::write(self->sock_, net::buffer(hello));
+      self->connected = true;
+      if (read)
+        self->do_read();
+    });
+  }
+
+  bool connected = false;
+  int native_fd() { return sock_.native_handle(); }
+
+ private:
+  void do_read() {
+    if (buf_.empty())
+      buf_.resize(256 * 1024);
+    sock_.async_read_some(net::buffer(buf_.data() + have_, buf_.size() - have_),
+                          [self = shared_from_this()](const error_code& ec, std::size_t n) {
+                            if (ec)
+                              return;
+                            self->on_read(n);
+                          });
+  }
+
+  void on_read(std::size_t n) {
+    have_ += n;
+    const char* p = buf_.data();
+    const char* end = p + have_;
+    std::size_t popped = 0;
+    if (!st_.redis) {
+      while (end - p >= 4) {
+        const std::uint32_t len = get_be32(p);
+        if (static_cast<std::size_t>(end - p) < 4 + len)
+          break;
+        on_payload(p + 4, len);
+        p += 4 + len;
+      }
+    } else {
+      for (;;) {
+        std::string_view first, last;
+        const std::size_t used = parse_resp(p, end, first, last);
+        if (used == 0)
+          break;
+        p += used;
+        if (first == "message" || (st_.queue && !first.empty())) {
+          on_payload(last.data(), last.size());
+          ++popped;
+        }
+      }
+    }
+    const std::size_t rest = static_cast<std::size_t>(end - p);
+    std::memmove(buf_.data(), p, rest);
+    have_ = rest;
+    if (rest == buf_.size())
+      buf_.resize(buf_.size() * 2);
+    if (popped > 0 && st_.queue && !st_.finished) {
+      std::string more;
+      for (std::size_t i = 0; i < popped; ++i)
+        more += resp_command({"BRPOP", st_.channel, "0"});
+      net::write(sock_, net::buffer(more));
+    }
+    if (!st_.finished)
+      do_read();
+  }
+
+  void on_payload(const char* p, std::size_t n) {
+    if (n < 16)
+      return;
+    const std::uint64_t seq = get_u64(p);
+    if (seq == probe_seq) {
+      if (!ready_) {
+        ready_ = true;
+        ++st_.ready;
+      }
+      return;
+    }
+    const std::uint64_t t = now_ns();
+    st_.t_last = t;
+    ++st_.received;
+    ++received_;
+    const std::uint64_t sent = get_u64(p + 8);
+    if (t > sent)
+      st_.lat_us.push_back(static_cast<std::uint32_t>((t - sent) / 1000));
+    if (seq >= st_.opt.messages)
+      return;
+    if (last_ >= 0 && static_cast<std::int64_t>(seq) < last_)
+      ++st_.reorders;
+    last_ = std::max<std::int64_t>(last_, static_cast<std::int64_t>(seq));
+    auto& seen = st_.queue ? st_.seen_queue : seen_;
+    if (seen[seq])
+      ++st_.dups;
+    seen[seq] = 1;
+    if (!st_.queue && received_ == st_.opt.messages)
+      ++st_.subs_done;
+  }
+
+  shared_state& st_;
+  tcp::socket sock_;
+  std::vector<char> buf_;
+  std::size_t have_ = 0;
+  int rcvbuf_;
+  bool ready_ = false;
+  std::uint64_t received_ = 0;
+  std::int64_t last_ = -1;
+  std::vector<std::uint8_t> seen_;
+};
+
+class publisher : public std::enable_shared_from_this<publisher> {
+ public:
+  explicit publisher(shared_state& st)
+      : st_(st)
+      , sock_(*st.ioc)
+      , timer_(*st.ioc)
+      , payload_(st.opt.payload, 'x') {}
+
+  void start() {
+    sock_.connect(st_.ep);
+    sock_.set_option(tcp::no_delay(true));
+    if (!st_.redis) {
+      std::string hello;
+      append_frame(hello, "/null");
+      net::write(sock_, net::buffer(hello));
+    }
+    drain();
+    probe();
+  }
+
+ private:
+  void drain() { // replies to PUBLISH/LPUSH, or nothing
+    sock_.async_read_some(net::buffer(sink_),
+                          [self = shared_from_this()](const error_code& ec, std::size_t) {
+                            if (!ec)
+                              self->drain();
+                          });
+  }
+
+  void append_message(std::string& out, std::uint64_t seq, std::uint64_t ts) {
+    put_u64(payload_.data(), seq);
+    put_u64(payload_.data() + 8, ts);
+    if (!st_.redis) {
+      append_frame(out, st_.channel);
+      append_frame(out, payload_);
+    } else {
+      out += "*3\r\n";
+      append_bulk(out, st_.queue ? "LPUSH" : "PUBLISH");
+      append_bulk(out, st_.channel);
+      append_bulk(out, payload_);
+    }
+  }
+
+  void probe() {
+    if (st_.ready >= st_.opt.subs) {
+      // Let the probes drain before measuring.
+      timer_.expires_after(std::chrono::milliseconds(100));
+      timer_.async_wait([self = shared_from_this()](const error_code&) { self->begin(); });
+      return;
+    }
+    std::string out;
+    for (int i = 0; i < (st_.queue ? st_.opt.subs : 1); ++i)
+      append_message(out, probe_seq, now_ns());
+    net::write(sock_, net::buffer(out));
+    timer_.expires_after(std::chrono::milliseconds(20));
+    timer_.async_wait([self = shared_from_this()](const error_code&) { self->probe(); });
+  }
+
+  void begin() {
+    st_.started = true;
+    st_.t_start = now_ns();
+    if (st_.opt.rate == 0)
+      send_burst();
+    else
+      tick();
+  }
+
+  void send_burst() {
+    if (next_ >= st_.opt.messages) {
+      st_.publishing_done = true;
+      return;
+    }
+    out_.clear();
+    const std::uint64_t ts = now_ns();
+    for (int i = 0; i < 512 && next_ < st_.opt.messages; ++i)
+      append_message(out_, next_++, ts);
+    net::async_write(sock_, net::buffer(out_),
+                     [self = shared_from_this()](const error_code& ec, std::size_t) {
+                       if (!ec)
+                         self->send_burst();
+                     });
+  }
+
+  // Fixed rate: every millisecond, send what is due by now.
+  void tick() {
+    const std::uint64_t elapsed = now_ns() - st_.t_start;
+    const std::uint64_t due =
+        std::min<std::uint64_t>(st_.opt.messages, elapsed * st_.opt.rate / 1000000000ULL + 1);
+    if (!writing_ && next_ < due) {
+      out_.clear();
+      while (next_ < due)
+        append_message(out_, next_++, now_ns());
+      writing_ = true;
+      net::async_write(
+          sock_, net::buffer(out_),
+          [self = shared_from_this()](const error_code&, std::size_t) { self->writing_ = false; });
+    }
+    if (next_ >= st_.opt.messages) {
+      st_.publishing_done = true;
+      return;
+    }
+    ++ticks_;
+    timer_.expires_at(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(st_.t_start) +
+                                                            std::chrono::milliseconds(ticks_)));
+    timer_.async_wait([self = shared_from_this()](const error_code&) { self->tick(); });
+  }
+
+  shared_state& st_;
+  tcp::socket sock_;
+  net::steady_timer timer_;
+  std::string payload_;
+  std::string out_;
+  std::array<char, 65536> sink_{};
+  std::uint64_t next_ = 0;
+  std::uint64_t ticks_ = 0;
+  bool writing_ = false;
+};
+
+std::uint32_t percentile(std::vector<std::uint32_t>& v, double q) {
+  if (v.empty())
+    return 0;
+  const auto k = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return v[k];
+}
+
+void raise_nofile() {
+  rlimit rl{};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  rl.rlim_cur = rl.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+int run_flow(shared_state& st) {
+  std::vector<std::shared_ptr<subscriber>> subs;
+  for (int i = 0; i < st.opt.subs; ++i) {
+    subs.push_back(std::make_shared<subscriber>(st));
+    subs.back()->start();
+  }
+  auto pub = std::make_shared<publisher>(st);
+  pub->start();
+  net::steady_timer watch(*st.ioc);
+  std::uint64_t last_received = 0;
+  auto last_progress = std::chrono::steady_clock::now();
+  std::function<void()> check = [&] {
+    const std::uint64_t expected = st.queue ? st.opt.messages : st.opt.messages * st.opt.subs;
+    if (st.received != last_received) {
+      last_received = st.received;
+      last_progress = std::chrono::steady_clock::now();
+    }
+    const bool complete = st.started && st.received >= expected;
+    const bool stalled = st.publishing_done &&
+                         std::chrono::steady_clock::now() - last_progress > std::chrono::seconds(3);
+    if (complete || stalled) {
+      st.finished = true;
+      st.ioc->stop();
+      return;
+    }
+    watch.expires_after(std::chrono::milliseconds(complete ? 0 : 1));
+    watch.async_wait([&](const error_code&) { check(); });
+  };
+  check();
+  st.ioc->run();
+
+  const std::uint64_t expected = st.queue ? st.opt.messages : st.opt.messages * st.opt.subs;
+  const double secs = static_cast<double>(st.t_last - st.t_start) / 1e9;
+  std::uint64_t unique = 0;
+  if (st.queue)
+    unique = static_cast<std::uint64_t>(std::count(st.seen_queue.begin(), st.seen_queue.end(), 1));
+  else
+    unique = st.received - st.dups;
+  std::cout << "RESULT proto=" << st.opt.proto << " mode=" << st.opt.mode << " subs=" << st.opt.subs
+            << " messages=" << st.opt.messages << " rate=" << st.opt.rate
+            << " deliveries=" << st.received << " seconds=" << secs << " deliveries_per_s="
+            << static_cast<std::uint64_t>(secs > 0 ? static_cast<double>(st.received) / secs : 0)
+            << " p50_us=" << percentile(st.lat_us, 0.50)
+            << " p99_us=" << percentile(st.lat_us, 0.99)
+            << " lost=" << (expected > unique ? expected - unique : 0) << " dup=" << st.dups
+            << " reorder=" << st.reorders << std::endl;
+  return 0;
+}
+
+int run_idle(shared_state& st) {
+  raise_nofile();
+  const long before = st.opt.server_pid ? rss_kib(st.opt.server_pid) : -1;
+  std::vector<std::shared_ptr<subscriber>> subs;
+  // Connect in waves so the listen backlog never overflows.
+  for (int i = 0; i < st.opt.conns; i += 500) {
+    for (int j = i; j < std::min(st.opt.conns, i + 500); ++j) {
+      subs.push_back(std::make_shared<subscriber>(st));
+      subs.back()->start(false);
+    }
+    st.ioc->restart();
+    while (!std::all_of(subs.begin() + i, subs.end(), [](auto& s) { return s->connected; }))
+      st.ioc->run_one();
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const long after = st.opt.server_pid ? rss_kib(st.opt.server_pid) : -1;
+  std::cout << "RESULT proto=" << st.opt.proto << " mode=idle conns=" << st.opt.conns
+            << " rss_before_kib=" << before << " rss_after_kib=" << after
+            << " bytes_per_conn=" << (after - before) * 1024 / st.opt.conns << std::endl;
+  return 0;
+}
+
+int run_stuck(shared_state& st) {
+  const long before = st.opt.server_pid ? rss_kib(st.opt.server_pid) : -1;
+  auto stuck = std::make_shared<subscriber>(st, 4096);
+  stuck->start(false);
+  while (!stuck->connected)
+    st.ioc->run_one();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  tcp::socket pub(*st.ioc);
+  pub.connect(st.ep);
+  std::string out;
+  if (!st.redis)
+    append_frame(out, "/null");
+  std::string payload(st.opt.payload, 'x');
+  long peak = 0;
+  std::array<char, 65536> sink{};
+  for (std::uint64_t i = 0; i < st.opt.messages;) {
+    for (int k = 0; k < 1000 && i < st.opt.messages; ++k, ++i) {
+      put_u64(payload.data(), i);
+      if (!st.redis) {
+        append_frame(out, st.channel);
+        append_frame(out, payload);
+      } else {
+        out += "*3\r\n";
+        append_bulk(out, "PUBLISH");
+        append_bulk(out, st.channel);
+        append_bulk(out, payload);
+      }
+    }
+    net::write(pub, net::buffer(out));
+    out.clear();
+    error_code ec;
+    pub.non_blocking(true);
+    while (pub.read_some(net::buffer(sink), ec) > 0) {
+    }
+    pub.non_blocking(false);
+    if (i % 100000 == 0 && st.opt.server_pid)
+      peak = std::max(peak, rss_kib(st.opt.server_pid));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const long after = st.opt.server_pid ? rss_kib(st.opt.server_pid) : -1;
+  peak = std::max(peak, after);
+  // Did the server disconnect the stuck subscriber? Read what it has until EOF or 3 s.
+  const int fd = stuck->native_fd();
+  bool closed = false;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (!closed && std::chrono::steady_clock::now() < end) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) > 0) {
+      const auto n = ::recv(fd, sink.data(), sink.size(), 0);
+      closed = n <= 0;
+    }
+  }
+  std::cout << "RESULT proto=" << st.opt.proto << " mode=stuck messages=" << st.opt.messages
+            << " rss_before_kib=" << before << " rss_peak_kib=" << peak
+            << " rss_after_kib=" << after << " stuck_disconnected=" << (closed ? 1 : 0)
+            << std::endl;
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  options opt;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i];
+    const std::string v = argv[i + 1];
+    if (k == "--proto")
+      opt.proto = v;
+    else if (k == "--port")
+      opt.port = static_cast<std::uint16_t>(std::stoi(v));
+    else if (k == "--mode")
+      opt.mode = v;
+    else if (k == "--subs")
+      opt.subs = std::stoi(v);
+    else if (k == "--messages")
+      opt.messages = std::stoull(v);
+    else if (k == "--payload")
+      opt.payload = std::max<std::size_t>(16, std::stoull(v));
+    else if (k == "--rate")
+      opt.rate = std::stoull(v);
+    else if (k == "--conns")
+      opt.conns = std::stoi(v);
+    else if (k == "--server-pid")
+      opt.server_pid = std::stoi(v);
+    else if (k == "--window")
+      opt.window = std::stoi(v);
+    else {
+      std::cerr << "unknown option " << k << '\n';
+      return 1;
+    }
+  }
+  if (opt.port == 0) {
+    std::cerr << "--port is required\n";
+    return 1;
+  }
+  net::io_context ioc(1);
+  shared_state st;
+  st.opt = opt;
+  st.ioc = &ioc;
+  st.ep = tcp::endpoint(net::ip::address_v4::loopback(), opt.port);
+  st.redis = opt.proto == "redis";
+  st.queue = opt.mode == "queue";
+  const bool topic_like = !st.queue;
+  st.channel = st.queue ? "/queue/bench" : (opt.mode == "idle" ? "/topic/idle" : "/topic/bench");
+  if (opt.mode == "stuck")
+    st.channel = "/topic/stuck";
+  (void)topic_like;
+  if (st.queue)
+    st.seen_queue.assign(opt.messages, 0);
+  st.lat_us.reserve(static_cast<std::size_t>(opt.messages) * static_cast<std::size_t>(opt.subs));
+  try {
+    if (opt.mode == "topic" || opt.mode == "queue")
+      return run_flow(st);
+    if (opt.mode == "idle")
+      return run_idle(st);
+    if (opt.mode == "stuck")
+      return run_stuck(st);
+  } catch (const std::exception& e) {
+    std::cerr << "broker_loadgen: " << e.what() << '\n';
+    return 1;
+  }
+  std::cerr << "unknown mode " << opt.mode << '\n';
+  return 1;
+}
