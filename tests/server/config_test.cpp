@@ -4,7 +4,9 @@
 
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <map>
+#include <sstream>
 
 using namespace newsdesk::server;
 
@@ -58,28 +60,44 @@ TEST_CASE("defaults, then environment, then flags") {
 TEST_CASE("bad flags and environment values name themselves") {
   fake_env env;
   bool help = false;
-  CHECK_THROWS_WITH_AS(load_config({"--port", "70000"}, env.fn(), help), doctest::Contains("--port"), config_error);
-  CHECK_THROWS_WITH_AS(load_config({"--colour"}, env.fn(), help), doctest::Contains("--colour"), config_error);
-  CHECK_THROWS_WITH_AS(load_config({"--frobnicate", "1"}, env.fn(), help), doctest::Contains("--frobnicate: unknown option"), config_error);
-  CHECK_THROWS_WITH_AS(load_config({"stray"}, env.fn(), help), doctest::Contains("stray"), config_error);
+  CHECK_THROWS_WITH_AS(load_config({"--port", "70000"}, env.fn(), help),
+                       doctest::Contains("--port"), config_error);
+  CHECK_THROWS_WITH_AS(load_config({"--colour"}, env.fn(), help), doctest::Contains("--colour"),
+                       config_error);
+  CHECK_THROWS_WITH_AS(load_config({"--frobnicate", "1"}, env.fn(), help),
+                       doctest::Contains("--frobnicate: unknown option"), config_error);
+  CHECK_THROWS_WITH_AS(load_config({"stray"}, env.fn(), help), doctest::Contains("stray"),
+                       config_error);
   env.vars = {{"NEWSDESK_PORT", "eighty"}};
-  CHECK_THROWS_WITH_AS(load_config({}, env.fn(), help), doctest::Contains("NEWSDESK_PORT"), config_error);
+  CHECK_THROWS_WITH_AS(load_config({}, env.fn(), help), doctest::Contains("NEWSDESK_PORT"),
+                       config_error);
   env.vars = {{"NEWSDESK_RENDERER", "phantomjs"}};
-  CHECK_THROWS_WITH_AS(load_config({}, env.fn(), help), doctest::Contains("unknown renderer 'phantomjs'"), config_error);
+  CHECK_THROWS_WITH_AS(load_config({}, env.fn(), help),
+                       doctest::Contains("unknown renderer 'phantomjs'"), config_error);
   env.vars = {{"NEWSDESK_CONFIG", "/nonexistent/newsdesk.json"}};
-  CHECK_THROWS_WITH_AS(load_config({}, env.fn(), help), doctest::Contains("/nonexistent/newsdesk.json"), config_error);
+  CHECK_THROWS_WITH_AS(load_config({}, env.fn(), help),
+                       doctest::Contains("/nonexistent/newsdesk.json"), config_error);
 }
 
 TEST_CASE("the config file rejects unknown keys, wrong types and broken JSON, naming them") {
-  CHECK_THROWS_WITH_AS(from_json(R"({"prot": 80})"), doctest::Contains("test.json.prot: unknown key"), config_error);
-  CHECK_THROWS_WITH_AS(from_json(R"({"port": "80"})"), doctest::Contains("test.json.port: expected a number"), config_error);
-  CHECK_THROWS_WITH_AS(from_json(R"({"port": 99999})"), doctest::Contains("test.json.port: out of range"), config_error);
-  CHECK_THROWS_WITH_AS(from_json(R"({"port": -1})"), doctest::Contains("out of range"), config_error);
-  CHECK_THROWS_WITH_AS(from_json(R"({"http": {"max_body": 1}})"), doctest::Contains("http.max_body: unknown key"), config_error);
-  CHECK_THROWS_WITH_AS(from_json(R"({"port": 80,})"), doctest::Contains("not valid JSON"), config_error);
-  CHECK_THROWS_WITH_AS(from_json(R"([1,2])"), doctest::Contains("expected a JSON object"), config_error);
-  CHECK_THROWS_WITH_AS(from_json(R"({"sites": {"cnn": 1}})"), doctest::Contains("sites: expected an array"), config_error);
-  CHECK_THROWS_WITH_AS(from_json(R"({"log_level": "loud"})"), doctest::Contains("unknown log level 'loud'"), config_error);
+  CHECK_THROWS_WITH_AS(from_json(R"({"prot": 80})"),
+                       doctest::Contains("test.json.prot: unknown key"), config_error);
+  CHECK_THROWS_WITH_AS(from_json(R"({"port": "80"})"),
+                       doctest::Contains("test.json.port: expected a number"), config_error);
+  CHECK_THROWS_WITH_AS(from_json(R"({"port": 99999})"),
+                       doctest::Contains("test.json.port: out of range"), config_error);
+  CHECK_THROWS_WITH_AS(from_json(R"({"port": -1})"), doctest::Contains("out of range"),
+                       config_error);
+  CHECK_THROWS_WITH_AS(from_json(R"({"http": {"max_body": 1}})"),
+                       doctest::Contains("http.max_body: unknown key"), config_error);
+  CHECK_THROWS_WITH_AS(from_json(R"({"port": 80,})"), doctest::Contains("not valid JSON"),
+                       config_error);
+  CHECK_THROWS_WITH_AS(from_json(R"([1,2])"), doctest::Contains("expected a JSON object"),
+                       config_error);
+  CHECK_THROWS_WITH_AS(from_json(R"({"sites": {"cnn": 1}})"),
+                       doctest::Contains("sites: expected an array"), config_error);
+  CHECK_THROWS_WITH_AS(from_json(R"({"log_level": "loud"})"),
+                       doctest::Contains("unknown log level 'loud'"), config_error);
   auto cfg = from_json(R"({"http": {"max_connections": 5, "read_timeout": 1.5}, "broker": false})");
   CHECK(cfg.http.max_connections == 5);
   CHECK(cfg.http.read_timeout == std::chrono::milliseconds(1500));
@@ -115,16 +133,41 @@ TEST_CASE("site entries override the scraper's defaults and are validated") {
 
   auto fails = [](const std::string& text, const std::string& message) {
     auto c = from_json(text);
-    CHECK_THROWS_WITH_AS(resolve_sites(c, builtins()), doctest::Contains(message.c_str()), config_error);
+    CHECK_THROWS_WITH_AS(resolve_sites(c, builtins()), doctest::Contains(message.c_str()),
+                         config_error);
   };
   fails(R"({"sites": ["nope"]})", "sites[0].scraper: no scraper named 'nope'");
   fails(R"({"sites": ["cnn", "cnn"]})", "sites[1].name: duplicate site name 'cnn'");
-  fails(R"j({"sites": [{"scraper": "cnn", "colour": "red; background: url(x)"}]})j", "sites[0].colour");
+  fails(R"j({"sites": [{"scraper": "cnn", "colour": "red; background: url(x)"}]})j",
+        "sites[0].colour");
   fails(R"j({"sites": [{"scraper": "cnn", "url": "javascript:alert(1)"}]})j", "sites[0].url");
   fails(R"({"sites": [{"scraper": "cnn", "wait": 5, "timeout": 2}]})", "sites[0].wait");
   fails(R"({"sites": [{"scraper": "cnn", "renderer": "splash"}]})", "no splash_url or SPLASH_URL");
-  fails(R"({"splash_url": "http://s:8050", "sites": [{"scraper": "cnn", "timeout": 120}]})", "max-timeout");
+  fails(R"({"splash_url": "http://s:8050", "sites": [{"scraper": "cnn", "timeout": 120}]})",
+        "max-timeout");
   fails(R"({"sites": [{"scraper": "cnn", "name": "CNN!"}]})", "sites[0].name");
   fails(R"({"sites": [{"scraper": "cnn", "frequency": 3}]})", "sites[0].frequency: unknown key");
   fails(R"({"sites": [42]})", "sites[0]: expected a scraper name or an object");
+}
+
+TEST_CASE("config.example.json loads, and its values are the defaults") {
+  std::ifstream in(std::string(NEWSDESK_SOURCE_DIR) + "/config.example.json");
+  REQUIRE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  config cfg;
+  apply_config_json(cfg, text.str(), "config.example.json");
+  config defaults;
+  CHECK(cfg.address == defaults.address);
+  CHECK(cfg.port == defaults.port);
+  CHECK(cfg.threads == defaults.threads);
+  CHECK(cfg.default_wait == defaults.default_wait);
+  CHECK(cfg.default_timeout == defaults.default_timeout);
+  CHECK(cfg.splash_max_timeout == defaults.splash_max_timeout);
+  CHECK(cfg.http.max_header_bytes == defaults.http.max_header_bytes);
+  CHECK(cfg.http.max_body_bytes == defaults.http.max_body_bytes);
+  CHECK(cfg.http.read_timeout == defaults.http.read_timeout);
+  CHECK(cfg.http.write_timeout == defaults.http.write_timeout);
+  CHECK(cfg.http.max_connections == defaults.http.max_connections);
+  CHECK(resolve_sites(cfg, builtins()).size() == 2);
 }

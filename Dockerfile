@@ -1,0 +1,26 @@
+# newsdesk image: built with the same scripts the README and CI use (scripts/setup, scripts/build).
+FROM debian:bookworm AS build
+WORKDIR /src
+COPY scripts/setup scripts/setup
+RUN scripts/setup
+COPY . .
+RUN BUILD_TYPE=Release scripts/build build -DNEWSDESK_BUILD_TESTS=OFF -DNEWSDESK_BUILD_BENCH=OFF
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends \
+      libboost-url1.81.0 libgumbo1 liburiparser1 libssl3 ca-certificates curl \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin newsdesk
+COPY --from=build /src/build/server/newsdesk /usr/local/bin/newsdesk
+COPY templates /app/templates
+COPY static /app/static
+WORKDIR /app
+USER newsdesk
+ENV NEWSDESK_ADDRESS=0.0.0.0 \
+    NEWSDESK_PORT=8080 \
+    NEWSDESK_TEMPLATES=/app/templates \
+    NEWSDESK_STATIC=/app/static
+EXPOSE 8080
+HEALTHCHECK --interval=30s --timeout=3s --retries=3 CMD curl -fsS http://127.0.0.1:8080/healthz || exit 1
+ENTRYPOINT ["newsdesk"]
