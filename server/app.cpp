@@ -21,7 +21,8 @@ http_response page_response(std::string content_type, std::string body) {
 // Scraped markup never reaches the page, but if a template edit ever let it, the browser would
 // still refuse inline scripts and foreign resources.
 constexpr const char* content_security_policy =
-    "default-src 'none'; style-src 'self' 'unsafe-inline'; script-src 'self'; img-src 'self' data:; "
+    "default-src 'none'; style-src 'self' 'unsafe-inline'; script-src 'self'; img-src 'self' "
+    "data:; "
     "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 } // namespace
@@ -35,7 +36,8 @@ void app::handle(http_request request, responder respond) {
   const bool readable = request.method == "GET" || request.method == "HEAD";
 
   auto route_exists = [&] {
-    if (path == "/" || path == "/news" || path == "/news.json" || path == "/healthz" || path.rfind("/static/", 0) == 0)
+    if (path == "/" || path == "/news" || path == "/news.json" || path == "/healthz" ||
+        path.rfind("/static/", 0) == 0)
       return true;
     for (const auto& [p, body] : json_endpoints_)
       if (p == path)
@@ -58,19 +60,20 @@ void app::handle(http_request request, responder respond) {
       return respond(page_response("application/json", body()));
 
   const bool as_json = path == "/news.json";
-  news_.collect([this, as_json, respond = std::move(respond)](std::shared_ptr<const news_snapshot> snapshot) {
-    if (as_json)
-      return respond(page_response("application/json", news_json(*snapshot)));
-    try {
-      auto res = page_response("text/html; charset=utf-8", page_.render(*snapshot));
-      res.with_header("Content-Security-Policy", content_security_policy);
-      res.with_header("Referrer-Policy", "no-referrer");
-      respond(std::move(res));
-    } catch (const std::exception& e) {
-      log_error(std::string("msg=\"rendering the page failed\" error=\"") + e.what() + "\"");
-      respond(text_response(500));
-    }
-  });
+  news_.collect(
+      [this, as_json, respond = std::move(respond)](std::shared_ptr<const news_snapshot> snapshot) {
+        if (as_json)
+          return respond(page_response("application/json", news_json(*snapshot)));
+        try {
+          auto res = page_response("text/html; charset=utf-8", page_.render(*snapshot));
+          res.with_header("Content-Security-Policy", content_security_policy);
+          res.with_header("Referrer-Policy", "no-referrer");
+          respond(std::move(res));
+        } catch (const std::exception& e) {
+          log_error(std::string("msg=\"rendering the page failed\" error=\"") + e.what() + "\"");
+          respond(text_response(500));
+        }
+      });
 }
 
 } // namespace newsdesk::server

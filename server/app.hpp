@@ -19,16 +19,18 @@ class news_page;
 class static_files;
 
 class app {
-public:
+ public:
   app(news_service& news, const news_page& page, const static_files& files)
-      : news_(news), page_(page), files_(files) {}
+      : news_(news)
+      , page_(page)
+      , files_(files) {}
 
   // Adds GET `path` answering with JSON from `body` (for component status endpoints).
   void add_json_endpoint(std::string path, std::function<std::string()> body);
 
   void handle(http_request request, responder respond);
 
-private:
+ private:
   news_service& news_;
   const news_page& page_;
   const static_files& files_;

@@ -57,7 +57,8 @@ template <class T> bool read(const json& object, const char* key, T& out, std::s
   else
     fits = it->is_number();
   if (!fits)
-    fail(std::string(where) + "." + key, std::string("expected ") + type_name<T>() + ", got " + it->dump());
+    fail(std::string(where) + "." + key,
+         std::string("expected ") + type_name<T>() + ", got " + it->dump());
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
     auto value = it->get<long long>();
     if (value < 0 || static_cast<unsigned long long>(value) > std::numeric_limits<T>::max())
@@ -81,14 +82,17 @@ unsigned long parse_unsigned(std::string_view where, std::string_view text, unsi
   unsigned long value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc{} || end != text.data() + text.size() || value > max)
-    fail(where, "expected a whole number from 0 to " + std::to_string(max) + ", got '" + std::string(text) + "'");
+    fail(where, "expected a whole number from 0 to " + std::to_string(max) + ", got '" +
+                    std::string(text) + "'");
   return value;
 }
 
 bool is_hex_colour(std::string_view c) {
   if (c.size() != 4 && c.size() != 7)
     return false;
-  return c[0] == '#' && std::all_of(c.begin() + 1, c.end(), [](char ch) { return std::isxdigit(static_cast<unsigned char>(ch)); });
+  return c[0] == '#' && std::all_of(c.begin() + 1, c.end(), [](char ch) {
+           return std::isxdigit(static_cast<unsigned char>(ch));
+         });
 }
 
 void check_renderer(std::string_view where, const std::string& name) {
@@ -117,7 +121,9 @@ void apply_http_json(http_server_limits& limits, const json& j) {
   const std::string_view where = "http";
   if (!j.is_object())
     fail(where, "expected an object");
-  reject_unknown_keys(j, where, {"max_header_bytes", "max_body_bytes", "read_timeout", "write_timeout", "max_connections"});
+  reject_unknown_keys(
+      j, where,
+      {"max_header_bytes", "max_body_bytes", "read_timeout", "write_timeout", "max_connections"});
   read(j, "max_header_bytes", limits.max_header_bytes, where);
   read(j, "max_body_bytes", limits.max_body_bytes, where);
   double seconds = 0;
@@ -141,9 +147,9 @@ void apply_config_json(config& cfg, std::string_view text, std::string_view orig
   if (!j.is_object())
     fail(where, "expected a JSON object at the top level");
   reject_unknown_keys(j, where,
-                      {"address", "port", "threads", "templates_dir", "static_dir", "log_level", "renderer",
-                       "splash_url", "splash_max_timeout", "wait", "timeout", "tls_verify", "http", "sites",
-                       "broker"});
+                      {"address", "port", "threads", "templates_dir", "static_dir", "log_level",
+                       "renderer", "splash_url", "splash_max_timeout", "wait", "timeout",
+                       "tls_verify", "http", "sites", "broker"});
   read(j, "address", cfg.address, where);
   read(j, "port", cfg.port, where);
   read(j, "threads", cfg.threads, where);
@@ -263,9 +269,10 @@ config load_config(const std::vector<std::string>& args,
       fail(where, "unknown option (see --help)");
   };
   const std::pair<const char*, const char*> env_names[] = {
-      {"NEWSDESK_ADDRESS", "address"},   {"NEWSDESK_PORT", "port"},       {"NEWSDESK_THREADS", "threads"},
-      {"NEWSDESK_TEMPLATES", "templates"}, {"NEWSDESK_STATIC", "static"},  {"NEWSDESK_RENDERER", "renderer"},
-      {"SPLASH_URL", "splash-url"},      {"NEWSDESK_LOG_LEVEL", "log-level"}};
+      {"NEWSDESK_ADDRESS", "address"}, {"NEWSDESK_PORT", "port"},
+      {"NEWSDESK_THREADS", "threads"}, {"NEWSDESK_TEMPLATES", "templates"},
+      {"NEWSDESK_STATIC", "static"},   {"NEWSDESK_RENDERER", "renderer"},
+      {"SPLASH_URL", "splash-url"},    {"NEWSDESK_LOG_LEVEL", "log-level"}};
   for (const auto& [env, key] : env_names)
     if (const char* value = getenv(env); value && *value)
       set(key, value, env);
@@ -305,7 +312,8 @@ std::vector<site_config> resolve_sites(const config& cfg, const scrapers::regist
     if (!entry.is_object())
       fail(where, "expected a scraper name or an object");
     reject_unknown_keys(entry, where,
-                        {"scraper", "name", "display_name", "url", "colour", "renderer", "wait", "timeout", "enabled"});
+                        {"scraper", "name", "display_name", "url", "colour", "renderer", "wait",
+                         "timeout", "enabled"});
     std::string scraper_name;
     if (!read(entry, "scraper", scraper_name, where))
       fail(where, "missing \"scraper\"");
@@ -316,7 +324,8 @@ std::vector<site_config> resolve_sites(const config& cfg, const scrapers::regist
       std::string known;
       for (const auto* s : registry.all())
         known += (known.empty() ? "" : ", ") + s->site().name;
-      fail(where + ".scraper", "no scraper named '" + scraper_name + "' (registered: " + known + ")");
+      fail(where + ".scraper",
+           "no scraper named '" + scraper_name + "' (registered: " + known + ")");
     }
     if (!enabled)
       continue;
@@ -357,7 +366,8 @@ std::vector<site_config> resolve_sites(const config& cfg, const scrapers::regist
       fail(where + ".wait", "expected seconds >= 0 and below the timeout");
     if (site.renderer == "splash") {
       if (cfg.splash_url.empty())
-        fail(where + ".renderer", "site '" + site.name + "' uses Splash but no splash_url or SPLASH_URL is set");
+        fail(where + ".renderer",
+             "site '" + site.name + "' uses Splash but no splash_url or SPLASH_URL is set");
       if (timeout > cfg.splash_max_timeout)
         fail(where + ".timeout", "Splash refuses timeouts above its --max-timeout (" +
                                      std::to_string(cfg.splash_max_timeout) + " s)");

@@ -51,11 +51,11 @@ struct config {
   // Renderer for sites that do not name one: "splash" or "direct". Empty: splash when a
   // Splash URL is configured, else direct.
   std::string renderer;
-  std::string splash_url;            // e.g. "http://splash:8050"
-  double splash_max_timeout = 90;    // Splash's --max-timeout: larger timeouts get a 400
-  double default_wait = 0.5;         // seconds after the load event
-  double default_timeout = 30;       // seconds for a whole render
-  bool tls_verify = true;            // direct renderer: check certificates
+  std::string splash_url;         // e.g. "http://splash:8050"
+  double splash_max_timeout = 90; // Splash's --max-timeout: larger timeouts get a 400
+  double default_wait = 0.5;      // seconds after the load event
+  double default_timeout = 30;    // seconds for a whole render
+  bool tls_verify = true;         // direct renderer: check certificates
 
   http_server_limits http;
 

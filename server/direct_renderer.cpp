@@ -20,11 +20,14 @@ struct direct_fetch : std::enable_shared_from_this<direct_fetch> {
   int redirects = 0;
 
   direct_fetch(http_client& c, render_request r, std::function<void(render_result)> d)
-      : client(c), request(std::move(r)), done(std::move(d)),
-        deadline(clock_type::now() + request.timeout) {}
+      : client(c)
+      , request(std::move(r))
+      , done(std::move(d))
+      , deadline(clock_type::now() + request.timeout) {}
 
   void fetch(std::string url) {
-    auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
+    auto remaining =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
     if (remaining <= std::chrono::milliseconds{0})
       return finish_timeout();
     http_fetch_options options;
@@ -36,11 +39,16 @@ struct direct_fetch : std::enable_shared_from_this<direct_fetch> {
 
   void on_answer(const std::string& url, http_fetch_result answer) {
     switch (answer.failure) {
-    case fetch_failure::none: break;
-    case fetch_failure::timeout: return finish_timeout();
-    case fetch_failure::too_large: return finish(render_failure::too_large, "page too large: " + answer.error);
-    case fetch_failure::bad_url: return finish(render_failure::rejected, answer.error);
-    default: return finish(render_failure::unreachable, "cannot fetch " + url + ": " + answer.error);
+    case fetch_failure::none:
+      break;
+    case fetch_failure::timeout:
+      return finish_timeout();
+    case fetch_failure::too_large:
+      return finish(render_failure::too_large, "page too large: " + answer.error);
+    case fetch_failure::bad_url:
+      return finish(render_failure::rejected, answer.error);
+    default:
+      return finish(render_failure::unreachable, "cannot fetch " + url + ": " + answer.error);
     }
     if (answer.status >= 300 && answer.status < 400 && answer.status != 304) {
       auto location = answer.header("Location");
@@ -48,14 +56,16 @@ struct direct_fetch : std::enable_shared_from_this<direct_fetch> {
         return finish(render_failure::upstream, "site redirected without a Location");
       if (++redirects > direct_renderer::max_redirects)
         return finish(render_failure::upstream, "too many redirects (more than " +
-                                                    std::to_string(direct_renderer::max_redirects) + ")");
+                                                    std::to_string(direct_renderer::max_redirects) +
+                                                    ")");
       auto next = scrapers::url::resolve(url, location);
       if (!next || !scrapers::url::is_http_url(*next))
         return finish(render_failure::upstream, "site redirected to a non-http(s) address");
       return fetch(*next);
     }
     if (answer.status != 200)
-      return finish(render_failure::upstream, "site answered HTTP " + std::to_string(answer.status));
+      return finish(render_failure::upstream,
+                    "site answered HTTP " + std::to_string(answer.status));
     render_result ok;
     ok.html = std::move(answer.body);
     ok.url = url;
@@ -84,7 +94,8 @@ struct direct_fetch : std::enable_shared_from_this<direct_fetch> {
 
 void direct_renderer::render(render_request request, std::function<void(render_result)> done) {
   auto url = request.url;
-  std::make_shared<direct_fetch>(client_, std::move(request), std::move(done))->fetch(std::move(url));
+  std::make_shared<direct_fetch>(client_, std::move(request), std::move(done))
+      ->fetch(std::move(url));
 }
 
 } // namespace newsdesk::server

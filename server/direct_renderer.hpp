@@ -10,8 +10,9 @@ namespace newsdesk::server {
 class http_client;
 
 class direct_renderer final : public renderer {
-public:
-  explicit direct_renderer(http_client& client) : client_(client) {}
+ public:
+  explicit direct_renderer(http_client& client)
+      : client_(client) {}
 
   std::string_view name() const override { return "direct"; }
   void render(render_request request, std::function<void(render_result)> done) override;
@@ -20,7 +21,7 @@ public:
   // without giving up on a real chain.
   static constexpr int max_redirects = 5;
 
-private:
+ private:
   http_client& client_;
 };
 

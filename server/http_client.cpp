@@ -32,7 +32,8 @@ std::string http_fetch_result::header(std::string_view name) const {
 
 struct http_client::impl {
   impl(net::io_context& ioc_, const tls_options& tls)
-      : ioc(ioc_), tls_ctx(ssl::context::tls_client) {
+      : ioc(ioc_)
+      , tls_ctx(ssl::context::tls_client) {
     tls_ctx.set_default_verify_paths();
     if (!tls.ca_file.empty())
       tls_ctx.load_verify_file(tls.ca_file);
@@ -82,11 +83,16 @@ std::optional<target> split_url(const std::string& url) {
 // One request from resolve to the last body byte. Everything runs on one strand, so the
 // deadline timer and the I/O handlers never race.
 template <class Stream> class fetch_op : public std::enable_shared_from_this<fetch_op<Stream>> {
-public:
+ public:
   fetch_op(net::any_io_executor ex, Stream stream, target t, http_fetch_options opts,
            std::function<void(http_fetch_result)> done)
-      : resolver_(ex), stream_(std::move(stream)), timer_(ex), target_(std::move(t)),
-        options_(std::move(opts)), done_(std::move(done)), started_(clock_type::now()) {}
+      : resolver_(ex)
+      , stream_(std::move(stream))
+      , timer_(ex)
+      , target_(std::move(t))
+      , options_(std::move(opts))
+      , done_(std::move(done))
+      , started_(clock_type::now()) {}
 
   void run() {
     timer_.expires_after(options_.timeout);
@@ -98,11 +104,12 @@ public:
       error_code ignored;
       beast::get_lowest_layer(self->stream_).socket().close(ignored);
     });
-    resolver_.async_resolve(target_.host, target_.port,
-                            beast::bind_front_handler(&fetch_op::on_resolve, this->shared_from_this()));
+    resolver_.async_resolve(
+        target_.host, target_.port,
+        beast::bind_front_handler(&fetch_op::on_resolve, this->shared_from_this()));
   }
 
-private:
+ private:
   void on_resolve(error_code ec, tcp::resolver::results_type results) {
     if (ec)
       return fail(fetch_failure::resolve, ec, "cannot resolve " + target_.host);
@@ -116,8 +123,9 @@ private:
     if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
       do_write();
     } else {
-      stream_.async_handshake(ssl::stream_base::client,
-                              beast::bind_front_handler(&fetch_op::on_handshake, this->shared_from_this()));
+      stream_.async_handshake(
+          ssl::stream_base::client,
+          beast::bind_front_handler(&fetch_op::on_handshake, this->shared_from_this()));
     }
   }
 
@@ -133,7 +141,8 @@ private:
     request_.target(target_.path_and_query);
     request_.set(http::field::host, target_.host_header);
     request_.set(http::field::user_agent, "newsdesk/0.1");
-    request_.set(http::field::accept, "text/html,application/xhtml+xml,application/json;q=0.9,*/*;q=0.8");
+    request_.set(http::field::accept,
+                 "text/html,application/xhtml+xml,application/json;q=0.9,*/*;q=0.8");
     request_.set(http::field::connection, "close");
     for (const auto& [name, value] : options_.headers)
       request_.set(name, value);
@@ -154,7 +163,8 @@ private:
     if (ec == http::error::body_limit)
       return fail(fetch_failure::too_large, ec,
                   "response larger than " + std::to_string(options_.max_body_bytes) + " bytes");
-    if (ec && ec.category() == make_error_code(http::error::bad_target).category() && ec != http::error::end_of_stream)
+    if (ec && ec.category() == make_error_code(http::error::bad_target).category() &&
+        ec != http::error::end_of_stream)
       return fail(fetch_failure::protocol, ec, "malformed HTTP response");
     if (ec)
       return fail(fetch_failure::io, ec, "reading the response failed");
@@ -183,7 +193,8 @@ private:
     timer_.cancel();
     error_code ignored;
     beast::get_lowest_layer(stream_).socket().shutdown(tcp::socket::shutdown_both, ignored);
-    result.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - started_);
+    result.elapsed =
+        std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - started_);
     auto done = std::move(done_);
     done(std::move(result));
   }
@@ -222,8 +233,8 @@ void http_client::get(const std::string& url, http_fetch_options options,
     return;
   }
   if (!t->https) {
-    auto op = std::make_shared<fetch_op<beast::tcp_stream>>(ex, beast::tcp_stream(ex), std::move(*t),
-                                                            std::move(options), std::move(done));
+    auto op = std::make_shared<fetch_op<beast::tcp_stream>>(
+        ex, beast::tcp_stream(ex), std::move(*t), std::move(options), std::move(done));
     net::dispatch(ex, [op] { op->run(); });
     return;
   }

@@ -47,7 +47,7 @@ struct tls_options {
 };
 
 class http_client {
-public:
+ public:
   explicit http_client(boost::asio::io_context& ioc, const tls_options& tls = {});
   ~http_client();
   http_client(const http_client&) = delete;
@@ -56,7 +56,7 @@ public:
   void get(const std::string& url, http_fetch_options options,
            std::function<void(http_fetch_result)> done);
 
-private:
+ private:
   struct impl;
   std::unique_ptr<impl> impl_;
 };

@@ -32,25 +32,44 @@ std::optional<std::string_view> http_request::header(std::string_view name) cons
 
 std::string_view reason_phrase(unsigned status) {
   switch (status) {
-  case 200: return "OK";
-  case 204: return "No Content";
-  case 301: return "Moved Permanently";
-  case 302: return "Found";
-  case 304: return "Not Modified";
-  case 400: return "Bad Request";
-  case 403: return "Forbidden";
-  case 404: return "Not Found";
-  case 405: return "Method Not Allowed";
-  case 408: return "Request Timeout";
-  case 413: return "Payload Too Large";
-  case 414: return "URI Too Long";
-  case 429: return "Too Many Requests";
-  case 431: return "Request Header Fields Too Large";
-  case 500: return "Internal Server Error";
-  case 502: return "Bad Gateway";
-  case 503: return "Service Unavailable";
-  case 504: return "Gateway Timeout";
-  default: return "Unknown";
+  case 200:
+    return "OK";
+  case 204:
+    return "No Content";
+  case 301:
+    return "Moved Permanently";
+  case 302:
+    return "Found";
+  case 304:
+    return "Not Modified";
+  case 400:
+    return "Bad Request";
+  case 403:
+    return "Forbidden";
+  case 404:
+    return "Not Found";
+  case 405:
+    return "Method Not Allowed";
+  case 408:
+    return "Request Timeout";
+  case 413:
+    return "Payload Too Large";
+  case 414:
+    return "URI Too Long";
+  case 429:
+    return "Too Many Requests";
+  case 431:
+    return "Request Header Fields Too Large";
+  case 500:
+    return "Internal Server Error";
+  case 502:
+    return "Bad Gateway";
+  case 503:
+    return "Service Unavailable";
+  case 504:
+    return "Gateway Timeout";
+  default:
+    return "Unknown";
   }
 }
 
@@ -58,7 +77,8 @@ http_response text_response(unsigned status, std::string_view text) {
   http_response res;
   res.status = status;
   res.content_type = "text/plain; charset=utf-8";
-  res.body = std::to_string(status) + " " + std::string(text.empty() ? reason_phrase(status) : text) + "\n";
+  res.body = std::to_string(status) + " " +
+             std::string(text.empty() ? reason_phrase(status) : text) + "\n";
   return res;
 }
 

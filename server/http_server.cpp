@@ -25,8 +25,11 @@ using error_code = boost::system::error_code;
 
 struct http_server::state {
   state(net::io_context& ioc_, request_handler h, http_server_limits l)
-      : ioc(ioc_), handler(std::move(h)), limits(l), acceptor(net::make_strand(ioc_)),
-        retry_timer(acceptor.get_executor()) {}
+      : ioc(ioc_)
+      , handler(std::move(h))
+      , limits(l)
+      , acceptor(net::make_strand(ioc_))
+      , retry_timer(acceptor.get_executor()) {}
 
   net::io_context& ioc;
   request_handler handler;
@@ -41,23 +44,26 @@ struct http_server::state {
 namespace {
 
 void fail(error_code ec, const char* step) {
-  log(log_level::debug, std::string("msg=\"http ") + step + " failed\" error=\"" + ec.message() + "\"");
+  log(log_level::debug,
+      std::string("msg=\"http ") + step + " failed\" error=\"" + ec.message() + "\"");
 }
 
 // One client connection. Its lifetime is the chain of pending operations.
 class session : public std::enable_shared_from_this<session> {
-public:
+ public:
   session(tcp::socket&& socket, std::shared_ptr<http_server::state> st)
-      : stream_(std::move(socket)), state_(std::move(st)) {
+      : stream_(std::move(socket))
+      , state_(std::move(st)) {
     ++state_->connections;
   }
   ~session() { --state_->connections; }
 
   void run() {
-    net::dispatch(stream_.get_executor(), beast::bind_front_handler(&session::do_read, shared_from_this()));
+    net::dispatch(stream_.get_executor(),
+                  beast::bind_front_handler(&session::do_read, shared_from_this()));
   }
 
-private:
+ private:
   void do_read() {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(state_->limits.max_header_bytes));
@@ -75,7 +81,8 @@ private:
       return send_error(431);
     if (ec == http::error::body_limit)
       return send_error(413);
-    if (ec.category() == make_error_code(http::error::bad_target).category() || ec == http::error::partial_message)
+    if (ec.category() == make_error_code(http::error::bad_target).category() ||
+        ec == http::error::partial_message)
       return send_error(400);
     if (ec)
       return fail(ec, "read");
@@ -137,10 +144,9 @@ private:
   }
 
   template <class Message> void write_message(std::shared_ptr<Message> msg) {
-    http::async_write(stream_, *msg,
-                      [self = shared_from_this(), msg](error_code ec, std::size_t n) {
-                        self->on_write(ec, n);
-                      });
+    http::async_write(
+        stream_, *msg,
+        [self = shared_from_this(), msg](error_code ec, std::size_t n) { self->on_write(ec, n); });
   }
 
   void on_write(error_code ec, std::size_t) {
@@ -178,8 +184,8 @@ void on_accept(const std::shared_ptr<http_server::state>& st, error_code ec, tcp
     // back-off, so the loop neither spins nor dies.
     st->backoff = std::min(std::max(st->backoff * 2, std::chrono::milliseconds{10}),
                            std::chrono::milliseconds{1000});
-    log_warn("msg=\"accept failed, retrying\" error=\"" + ec.message() + "\" retry_ms=" +
-             std::to_string(st->backoff.count()));
+    log_warn("msg=\"accept failed, retrying\" error=\"" + ec.message() +
+             "\" retry_ms=" + std::to_string(st->backoff.count()));
     st->retry_timer.expires_after(st->backoff);
     st->retry_timer.async_wait([st](error_code wait_ec) {
       if (!wait_ec)
@@ -209,14 +215,17 @@ void do_accept(const std::shared_ptr<http_server::state>& st) {
 http_server::http_server(net::io_context& ioc, request_handler handler, http_server_limits limits)
     : state_(std::make_shared<state>(ioc, std::move(handler), limits)) {}
 
-http_server::~http_server() { stop(); }
+http_server::~http_server() {
+  stop();
+}
 
 void http_server::listen(const std::string& address, unsigned short port) {
   auto where = address + ":" + std::to_string(port);
   error_code ec;
   auto ip = net::ip::make_address(address, ec);
   if (ec)
-    throw std::runtime_error("cannot listen on " + where + ": '" + address + "' is not an IP address");
+    throw std::runtime_error("cannot listen on " + where + ": '" + address +
+                             "' is not an IP address");
   tcp::endpoint endpoint{ip, port};
   auto& acc = state_->acceptor;
   acc.open(endpoint.protocol(), ec);
@@ -251,6 +260,8 @@ void http_server::stop() {
   });
 }
 
-std::size_t http_server::open_connections() const { return state_->connections.load(); }
+std::size_t http_server::open_connections() const {
+  return state_->connections.load();
+}
 
 } // namespace newsdesk::server

@@ -36,8 +36,9 @@ struct http_server_limits {
 };
 
 class http_server {
-public:
-  http_server(boost::asio::io_context& ioc, request_handler handler, http_server_limits limits = {});
+ public:
+  http_server(boost::asio::io_context& ioc, request_handler handler,
+              http_server_limits limits = {});
   ~http_server();
   http_server(const http_server&) = delete;
   http_server& operator=(const http_server&) = delete;
@@ -55,7 +56,7 @@ public:
 
   struct state; // defined in http_server.cpp; shared with the sessions it serves
 
-private:
+ private:
   std::shared_ptr<state> state_;
 };
 

@@ -13,16 +13,22 @@ std::atomic<log_level> min_level{log_level::info};
 
 const char* level_name(log_level l) {
   switch (l) {
-  case log_level::debug: return "debug";
-  case log_level::info: return "info";
-  case log_level::warn: return "warn";
-  case log_level::error: return "error";
+  case log_level::debug:
+    return "debug";
+  case log_level::info:
+    return "info";
+  case log_level::warn:
+    return "warn";
+  case log_level::error:
+    return "error";
   }
   return "info";
 }
 } // namespace
 
-void set_log_level(log_level level) { min_level = level; }
+void set_log_level(log_level level) {
+  min_level = level;
+}
 
 log_level parse_log_level(std::string_view name) {
   for (auto l : {log_level::debug, log_level::info, log_level::warn, log_level::error})

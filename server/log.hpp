@@ -12,8 +12,14 @@ void set_log_level(log_level level);
 log_level parse_log_level(std::string_view name); // throws std::invalid_argument naming it
 void log(log_level level, std::string_view message);
 
-inline void log_info(std::string_view m) { log(log_level::info, m); }
-inline void log_warn(std::string_view m) { log(log_level::warn, m); }
-inline void log_error(std::string_view m) { log(log_level::error, m); }
+inline void log_info(std::string_view m) {
+  log(log_level::info, m);
+}
+inline void log_warn(std::string_view m) {
+  log(log_level::warn, m);
+}
+inline void log_error(std::string_view m) {
+  log(log_level::error, m);
+}
 
 } // namespace newsdesk::server

@@ -48,7 +48,8 @@ void wait_for_connections(net::steady_timer& timer, http_server& http,
 
 int run(const std::vector<std::string>& args) {
   bool help = false;
-  auto cfg = load_config(args, [](const char* name) { return std::getenv(name); }, help);
+  auto cfg = load_config(
+      args, [](const char* name) { return std::getenv(name); }, help);
   if (help) {
     std::cout << usage();
     return 0;
@@ -76,18 +77,22 @@ int run(const std::vector<std::string>& args) {
   news_service news(sites, renderers, parse_pool);
   app routes(news, page, files);
 
-  http_server http(ioc, [&routes](http_request req, responder res) { routes.handle(std::move(req), std::move(res)); },
-                   cfg.http);
+  http_server http(
+      ioc,
+      [&routes](http_request req, responder res) { routes.handle(std::move(req), std::move(res)); },
+      cfg.http);
   http.listen(cfg.address, cfg.port);
   http.start();
 
   std::string site_list;
   for (const auto& s : sites)
     site_list += (site_list.empty() ? "" : ",") + s.name + "(" + s.renderer + ")";
-  log_info("msg=\"newsdesk started\" address=" + cfg.address + " port=" + std::to_string(http.port()) +
-           " threads=" + std::to_string(threads) + " sites=" + site_list);
+  log_info("msg=\"newsdesk started\" address=" + cfg.address +
+           " port=" + std::to_string(http.port()) + " threads=" + std::to_string(threads) +
+           " sites=" + site_list);
   // Tests and scripts read this line to learn the port (it may have been 0).
-  std::printf("listening on http://%s:%u\n", cfg.address.c_str(), static_cast<unsigned>(http.port()));
+  std::printf("listening on http://%s:%u\n", cfg.address.c_str(),
+              static_cast<unsigned>(http.port()));
   std::fflush(stdout);
 
   net::signal_set signals(ioc, SIGINT, SIGTERM);
@@ -97,7 +102,8 @@ int run(const std::vector<std::string>& args) {
       return;
     log_info("msg=\"shutting down\" signal=" + std::to_string(signal));
     http.stop();
-    wait_for_connections(drain_timer, http, std::chrono::steady_clock::now() + shutdown_deadline, ioc);
+    wait_for_connections(drain_timer, http, std::chrono::steady_clock::now() + shutdown_deadline,
+                         ioc);
   });
 
   std::vector<std::thread> pool;

@@ -35,7 +35,9 @@ std::string millis_text(std::chrono::milliseconds ms) {
   return buf;
 }
 
-bool safe_link(const scrapers::headline& h) { return scrapers::url::is_http_url(h.url); }
+bool safe_link(const scrapers::headline& h) {
+  return scrapers::url::is_http_url(h.url);
+}
 
 } // namespace
 
@@ -60,10 +62,12 @@ std::string text_colour_for(std::string_view bg) {
 struct news_page::impl {
   mutable std::mutex mutex; // kainjow's render() is not const
   mutable mustache::mustache tmpl;
-  explicit impl(const std::string& text) : tmpl(text) {}
+  explicit impl(const std::string& text)
+      : tmpl(text) {}
 };
 
-news_page::news_page(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+news_page::news_page(std::unique_ptr<impl> p)
+    : impl_(std::move(p)) {}
 news_page::news_page(news_page&&) noexcept = default;
 news_page& news_page::operator=(news_page&&) noexcept = default;
 news_page::~news_page() = default;
@@ -72,13 +76,15 @@ news_page news_page::load(const std::filesystem::path& dir) {
   auto path = dir / "news.html";
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw std::runtime_error("cannot read template " + path.string() +
-                             " (set --templates or NEWSDESK_TEMPLATES to the folder holding news.html)");
+    throw std::runtime_error(
+        "cannot read template " + path.string() +
+        " (set --templates or NEWSDESK_TEMPLATES to the folder holding news.html)");
   std::ostringstream text;
   text << in.rdbuf();
   auto p = std::make_unique<impl>(text.str());
   if (!p->tmpl.is_valid())
-    throw std::runtime_error("template " + path.string() + " is not valid Mustache: " + p->tmpl.error_message());
+    throw std::runtime_error("template " + path.string() +
+                             " is not valid Mustache: " + p->tmpl.error_message());
   return news_page(std::move(p));
 }
 

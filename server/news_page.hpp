@@ -12,7 +12,7 @@
 namespace newsdesk::server {
 
 class news_page {
-public:
+ public:
   // Loads `dir`/news.html. Throws std::runtime_error naming the file when it is missing,
   // unreadable or not a valid Mustache template.
   static news_page load(const std::filesystem::path& dir);
@@ -24,7 +24,7 @@ public:
   // Thread-safe.
   std::string render(const news_snapshot& snapshot) const;
 
-private:
+ private:
   struct impl;
   explicit news_page(std::unique_ptr<impl> p);
   std::unique_ptr<impl> impl_;

@@ -18,7 +18,8 @@ struct news_service::collection {
   std::vector<site_report> reports;
   std::vector<std::vector<scrapers::headline>> headlines;
   std::size_t remaining = 0;
-  std::vector<std::function<void(std::shared_ptr<const news_snapshot>)>> waiters; // guarded by service mutex_
+  std::vector<std::function<void(std::shared_ptr<const news_snapshot>)>>
+      waiters; // guarded by service mutex_
   clock_type::time_point started = clock_type::now();
 };
 
@@ -48,9 +49,12 @@ void sort_headlines(std::vector<scrapers::headline>& headlines) {
   headlines = std::move(sorted);
 }
 
-news_service::news_service(std::vector<site_config> sites, std::map<std::string, renderer*> renderers,
+news_service::news_service(std::vector<site_config> sites,
+                           std::map<std::string, renderer*> renderers,
                            boost::asio::thread_pool& parse_pool)
-    : sites_(std::move(sites)), renderers_(std::move(renderers)), parse_pool_(parse_pool) {}
+    : sites_(std::move(sites))
+    , renderers_(std::move(renderers))
+    , parse_pool_(parse_pool) {}
 
 void news_service::collect(std::function<void(std::shared_ptr<const news_snapshot>)> done) {
   std::shared_ptr<collection> c;
@@ -78,11 +82,12 @@ void news_service::collect(std::function<void(std::shared_ptr<const news_snapsho
     auto* r = renderers_.at(site.renderer);
     r->render(std::move(request), [this, c, i](render_result result) {
       const auto& s = sites_[i];
-      site_report report{s.name, s.display_name, s.colour, s.url, s.renderer, false, {}, 0, result.elapsed};
+      site_report report{s.name, s.display_name, s.colour, s.url, s.renderer, false, {},
+                         0,      result.elapsed};
       if (!result.ok()) {
         report.error = std::move(result.message);
-        log_warn("msg=\"site failed\" site=" + s.name + " kind=" + std::string(to_string(result.failure)) +
-                 " error=\"" + report.error + "\"");
+        log_warn("msg=\"site failed\" site=" + s.name + " kind=" +
+                 std::string(to_string(result.failure)) + " error=\"" + report.error + "\"");
         on_site_done(c, i, std::move(report), {});
         return;
       }
@@ -100,7 +105,8 @@ void news_service::collect(std::function<void(std::shared_ptr<const news_snapsho
         }
         for (auto& h : found)
           h.site = site_cfg.name; // one scraper may serve several configured sites
-        report.elapsed += std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - started);
+        report.elapsed +=
+            std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - started);
         report.headline_count = found.size();
         if (report.error.empty() && found.empty())
           report.error = "no headlines found on the page (the site's markup may have changed)";
@@ -111,8 +117,8 @@ void news_service::collect(std::function<void(std::shared_ptr<const news_snapsho
   }
 }
 
-void news_service::on_site_done(const std::shared_ptr<collection>& c, std::size_t index, site_report report,
-                                std::vector<scrapers::headline> headlines) {
+void news_service::on_site_done(const std::shared_ptr<collection>& c, std::size_t index,
+                                site_report report, std::vector<scrapers::headline> headlines) {
   {
     std::lock_guard lock(c->mutex);
     if (!sites_.empty()) {
@@ -129,7 +135,8 @@ void news_service::on_site_done(const std::shared_ptr<collection>& c, std::size_
       snapshot->headlines.push_back(std::move(h));
   sort_headlines(snapshot->headlines);
   snapshot->generated_at = std::chrono::system_clock::now();
-  snapshot->elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - c->started);
+  snapshot->elapsed =
+      std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - c->started);
 
   std::vector<std::function<void(std::shared_ptr<const news_snapshot>)>> waiters;
   {

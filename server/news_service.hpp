@@ -37,14 +37,14 @@ struct site_report {
 };
 
 struct news_snapshot {
-  std::vector<site_report> sites;             // in config order
-  std::vector<scrapers::headline> headlines;  // sorted by title, then site
+  std::vector<site_report> sites;            // in config order
+  std::vector<scrapers::headline> headlines; // sorted by title, then site
   std::chrono::system_clock::time_point generated_at;
-  std::chrono::milliseconds elapsed{0};       // the whole collection
+  std::chrono::milliseconds elapsed{0}; // the whole collection
 };
 
 class news_service {
-public:
+ public:
   // `renderers` maps renderer names used by `sites` to renderers; both must outlive this.
   news_service(std::vector<site_config> sites, std::map<std::string, renderer*> renderers,
                boost::asio::thread_pool& parse_pool);
@@ -55,7 +55,7 @@ public:
 
   const std::vector<site_config>& sites() const { return sites_; }
 
-private:
+ private:
   struct collection;
   void on_site_done(const std::shared_ptr<collection>& c, std::size_t index, site_report report,
                     std::vector<scrapers::headline> headlines);

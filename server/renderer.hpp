@@ -12,7 +12,7 @@ namespace newsdesk::server {
 
 struct render_request {
   std::string url;
-  std::chrono::milliseconds wait{500};     // after the load event, for scripts to fill the page
+  std::chrono::milliseconds wait{500};       // after the load event, for scripts to fill the page
   std::chrono::milliseconds timeout{30'000}; // the whole render
 };
 
@@ -32,7 +32,7 @@ struct render_result {
 std::string_view to_string(render_failure f);
 
 class renderer {
-public:
+ public:
   virtual ~renderer() = default;
   virtual std::string_view name() const = 0; // "splash", "direct"
   // Starts a render; `done` runs exactly once, on some io_context thread.

@@ -11,13 +11,20 @@ namespace newsdesk::server {
 
 std::string_view to_string(render_failure f) {
   switch (f) {
-  case render_failure::none: return "none";
-  case render_failure::unreachable: return "unreachable";
-  case render_failure::timeout: return "timeout";
-  case render_failure::rejected: return "rejected";
-  case render_failure::upstream: return "upstream";
-  case render_failure::empty: return "empty";
-  case render_failure::too_large: return "too_large";
+  case render_failure::none:
+    return "none";
+  case render_failure::unreachable:
+    return "unreachable";
+  case render_failure::timeout:
+    return "timeout";
+  case render_failure::rejected:
+    return "rejected";
+  case render_failure::upstream:
+    return "upstream";
+  case render_failure::empty:
+    return "empty";
+  case render_failure::too_large:
+    return "too_large";
   }
   return "unknown";
 }
@@ -49,7 +56,9 @@ std::string percent_encode(std::string_view text) {
 }
 
 namespace {
-double seconds(std::chrono::milliseconds ms) { return static_cast<double>(ms.count()) / 1000.0; }
+double seconds(std::chrono::milliseconds ms) {
+  return static_cast<double>(ms.count()) / 1000.0;
+}
 
 std::string param_seconds(std::chrono::milliseconds ms) {
   char buf[32];
@@ -112,10 +121,12 @@ bool is_empty_page(std::string_view html) {
   return blank(html.substr(content + 1, close - content - 1));
 }
 
-render_result interpret_splash_answer(unsigned status, std::string body, const render_request& request) {
+render_result interpret_splash_answer(unsigned status, std::string body,
+                                      const render_request& request) {
   if (status == 200) {
     if (is_empty_page(body))
-      return failure(render_failure::empty, "Splash returned an empty page (is the site's URL right?)");
+      return failure(render_failure::empty,
+                     "Splash returned an empty page (is the site's URL right?)");
     render_result ok;
     ok.html = std::move(body);
     ok.url = request.url;
@@ -124,13 +135,15 @@ render_result interpret_splash_answer(unsigned status, std::string body, const r
   // Splash's errors are JSON: {"error": N, "type": ..., "description": ..., "info": {...}}.
   auto error = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   auto type = text_of(error, "type");
-  nlohmann::json info = error.is_object() && error.contains("info") ? error["info"] : nlohmann::json{};
+  nlohmann::json info =
+      error.is_object() && error.contains("info") ? error["info"] : nlohmann::json{};
 
   switch (status) {
   case 400: {
     auto argument = text_of(info, "argument");
     if (text_of(info, "type") == "argument_required")
-      return failure(render_failure::rejected, "Splash rejected the request: '" + argument + "' is missing");
+      return failure(render_failure::rejected,
+                     "Splash rejected the request: '" + argument + "' is missing");
     if (!argument.empty())
       return failure(render_failure::rejected,
                      "Splash rejected the request: bad value for '" + argument + "'");
@@ -149,7 +162,8 @@ render_result interpret_splash_answer(unsigned status, std::string body, const r
     double limit = seconds(request.timeout);
     if (info.is_object() && info.contains("timeout") && info["timeout"].is_number())
       limit = info["timeout"].get<double>();
-    return failure(render_failure::timeout, "Splash timed out after " + format_seconds(limit) + " s");
+    return failure(render_failure::timeout,
+                   "Splash timed out after " + format_seconds(limit) + " s");
   }
   case 520:
     return failure(render_failure::upstream, "Splash cancelled the render");
@@ -157,46 +171,49 @@ render_result interpret_splash_answer(unsigned status, std::string body, const r
     return failure(render_failure::unreachable,
                    "Splash answered 404: is SPLASH_URL pointing at a Splash server?");
   default:
-    return failure(render_failure::upstream,
-                   "Splash answered HTTP " + std::to_string(status) + (type.empty() ? "" : " (" + type + ")"));
+    return failure(render_failure::upstream, "Splash answered HTTP " + std::to_string(status) +
+                                                 (type.empty() ? "" : " (" + type + ")"));
   }
 }
 
 splash_renderer::splash_renderer(http_client& client, std::string splash_url)
-    : client_(client), base_(std::move(splash_url)) {}
+    : client_(client)
+    , base_(std::move(splash_url)) {}
 
 void splash_renderer::render(render_request request, std::function<void(render_result)> done) {
   http_fetch_options options;
   options.timeout = request.timeout + grace_for(request.timeout);
   auto url = splash_render_url(base_, request);
-  client_.get(url, std::move(options),
-              [this, request = std::move(request), done = std::move(done)](http_fetch_result answer) {
-                render_result result;
-                switch (answer.failure) {
-                case fetch_failure::none:
-                  result = interpret_splash_answer(answer.status, std::move(answer.body), request);
-                  break;
-                case fetch_failure::timeout:
-                  result = failure(render_failure::timeout,
-                                   "Splash did not answer within " +
-                                       format_seconds(seconds(request.timeout + grace_for(request.timeout))) + " s");
-                  break;
-                case fetch_failure::too_large:
-                  result = failure(render_failure::too_large, "page too large: " + answer.error);
-                  break;
-                case fetch_failure::resolve:
-                case fetch_failure::connect:
-                case fetch_failure::bad_url:
-                case fetch_failure::tls:
-                  result = failure(render_failure::unreachable,
-                                   "cannot reach Splash at " + base_ + " (" + answer.error + ")");
-                  break;
-                default:
-                  result = failure(render_failure::upstream, "Splash connection failed: " + answer.error);
-                }
-                result.elapsed = answer.elapsed;
-                done(std::move(result));
-              });
+  client_.get(
+      url, std::move(options),
+      [this, request = std::move(request), done = std::move(done)](http_fetch_result answer) {
+        render_result result;
+        switch (answer.failure) {
+        case fetch_failure::none:
+          result = interpret_splash_answer(answer.status, std::move(answer.body), request);
+          break;
+        case fetch_failure::timeout:
+          result = failure(
+              render_failure::timeout,
+              "Splash did not answer within " +
+                  format_seconds(seconds(request.timeout + grace_for(request.timeout))) + " s");
+          break;
+        case fetch_failure::too_large:
+          result = failure(render_failure::too_large, "page too large: " + answer.error);
+          break;
+        case fetch_failure::resolve:
+        case fetch_failure::connect:
+        case fetch_failure::bad_url:
+        case fetch_failure::tls:
+          result = failure(render_failure::unreachable,
+                           "cannot reach Splash at " + base_ + " (" + answer.error + ")");
+          break;
+        default:
+          result = failure(render_failure::upstream, "Splash connection failed: " + answer.error);
+        }
+        result.elapsed = answer.elapsed;
+        done(std::move(result));
+      });
 }
 
 } // namespace newsdesk::server

@@ -13,7 +13,7 @@ namespace newsdesk::server {
 class http_client;
 
 class splash_renderer final : public renderer {
-public:
+ public:
   // `splash_url` is the service's base, e.g. "http://splash:8050".
   splash_renderer(http_client& client, std::string splash_url);
 
@@ -27,7 +27,7 @@ public:
     return std::chrono::milliseconds{1'000} + timeout / 10;
   }
 
-private:
+ private:
   http_client& client_;
   std::string base_;
 };
@@ -36,7 +36,8 @@ private:
 std::string splash_render_url(std::string_view splash_url, const render_request& request);
 
 // Turns one Splash answer into a result: a page, or a notice naming what went wrong.
-render_result interpret_splash_answer(unsigned status, std::string body, const render_request& request);
+render_result interpret_splash_answer(unsigned status, std::string body,
+                                      const render_request& request);
 
 // True when the HTML has no content in its body: Splash's answer to an empty, garbage or
 // scheme-less URL is a 200 with "<html><head></head><body></body></html>".

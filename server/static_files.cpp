@@ -97,7 +97,8 @@ static_files::static_files(const fs::path& root) {
   std::error_code ec;
   root_ = fs::canonical(root, ec);
   if (ec || !fs::is_directory(root_))
-    throw std::runtime_error("static folder " + root.string() + " does not exist (set --static or NEWSDESK_STATIC)");
+    throw std::runtime_error("static folder " + root.string() +
+                             " does not exist (set --static or NEWSDESK_STATIC)");
 }
 
 http_response static_files::serve(std::string_view relative, const http_request& request) const {
@@ -124,7 +125,8 @@ http_response static_files::serve(std::string_view relative, const http_request&
   http_response res;
   res.content_type = std::string(mime_type_for(path.filename().string()));
   res.with_header("ETag", etag).with_header("Cache-Control", "public, max-age=300");
-  if (auto match = request.header("If-None-Match"); match && match->find(etag) != std::string_view::npos) {
+  if (auto match = request.header("If-None-Match");
+      match && match->find(etag) != std::string_view::npos) {
     res.status = 304;
     res.content_type.clear();
     return res;

@@ -11,7 +11,7 @@
 namespace newsdesk::server {
 
 class static_files {
-public:
+ public:
   // Throws std::runtime_error naming the folder when it does not exist.
   explicit static_files(const std::filesystem::path& root);
 
@@ -22,7 +22,7 @@ public:
   // into memory per request.
   static constexpr std::uintmax_t max_file_bytes = 8 * 1024 * 1024;
 
-private:
+ private:
   std::filesystem::path root_;
 };
 

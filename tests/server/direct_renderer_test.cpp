@@ -52,7 +52,8 @@ TEST_CASE("direct: redirect loops, error statuses and bad targets become notices
   origin.set_origin_redirect("nowhere", "javascript:alert(1)");
   rig r;
   CHECK(r.render(origin.base_url() + "/origin/loop").message == "too many redirects (more than 5)");
-  CHECK(r.render(origin.base_url() + "/origin/nowhere").message == "site redirected to a non-http(s) address");
+  CHECK(r.render(origin.base_url() + "/origin/nowhere").message ==
+        "site redirected to a non-http(s) address");
   CHECK(r.render(origin.base_url() + "/origin/missing").message == "site answered HTTP 404");
   CHECK(r.render("ftp://example.test/").failure == render_failure::rejected);
 }

@@ -27,22 +27,23 @@ struct echo_server {
   std::vector<std::thread> threads;
 
   explicit echo_server(http_server_limits limits = {})
-      : server(ioc,
-               [](http_request req, responder respond) {
-                 if (req.path() == "/later") {
-                   // Answer from another thread, as /news does after its renders.
-                   std::thread([respond] {
-                     std::this_thread::sleep_for(50ms);
-                     respond(text_response(200, "later"));
-                   }).detach();
-                   return;
-                 }
-                 http_response res;
-                 res.content_type = "text/plain; charset=utf-8";
-                 res.body = req.method + " " + req.target + " " + req.body;
-                 respond(std::move(res));
-               },
-               limits) {
+      : server(
+            ioc,
+            [](http_request req, responder respond) {
+              if (req.path() == "/later") {
+                // Answer from another thread, as /news does after its renders.
+                std::thread([respond] {
+                  std::this_thread::sleep_for(50ms);
+                  respond(text_response(200, "later"));
+                }).detach();
+                return;
+              }
+              http_response res;
+              res.content_type = "text/plain; charset=utf-8";
+              res.body = req.method + " " + req.target + " " + req.body;
+              respond(std::move(res));
+            },
+            limits) {
     server.listen("127.0.0.1", 0);
     server.start();
     for (int i = 0; i < 2; ++i)
@@ -83,10 +84,9 @@ bool closed_within(int fd, std::chrono::milliseconds within) {
 
 TEST_CASE("keep-alive: several requests on one connection, answered in order") {
   echo_server s;
-  auto raw = raw_exchange(s.port(),
-                          "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"
-                          "GET /b HTTP/1.1\r\nHost: x\r\n\r\n"
-                          "GET /c HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  auto raw = raw_exchange(s.port(), "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"
+                                    "GET /b HTTP/1.1\r\nHost: x\r\n\r\n"
+                                    "GET /c HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   auto answers = parse_answers(raw);
   REQUIRE(answers.size() == 3);
   CHECK(answers[0].body == "GET /a ");
@@ -115,13 +115,17 @@ TEST_CASE("oversized headers get 431, oversized bodies 413, garbage 400; each cl
   limits.max_header_bytes = 1024;
   limits.max_body_bytes = 100;
   echo_server s(limits);
-  auto big_header = raw_exchange(s.port(), "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(4000, 'a') + "\r\n\r\n");
+  auto big_header = raw_exchange(
+      s.port(), "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(4000, 'a') + "\r\n\r\n");
   CHECK(big_header.rfind("HTTP/1.1 431", 0) == 0);
-  auto big_body = raw_exchange(s.port(), "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n" + std::string(1000, 'b'));
+  auto big_body =
+      raw_exchange(s.port(), "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n" +
+                                 std::string(1000, 'b'));
   CHECK(big_body.rfind("HTTP/1.1 413", 0) == 0);
   auto garbage = raw_exchange(s.port(), "\x01\x02 not http at all\r\n\r\n");
   CHECK(garbage.rfind("HTTP/1.1 400", 0) == 0);
-  auto bad_length = raw_exchange(s.port(), "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n");
+  auto bad_length =
+      raw_exchange(s.port(), "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n");
   CHECK(bad_length.rfind("HTTP/1.1 400", 0) == 0);
   // The server still serves others.
   CHECK(http_get(s.port(), "/ok").status == 200);
@@ -164,8 +168,10 @@ TEST_CASE("listening on a port in use throws a message naming the address") {
   echo_server s;
   boost::asio::io_context ioc;
   http_server other(ioc, [](http_request, responder) {});
-  CHECK_THROWS_WITH_AS(other.listen("127.0.0.1", s.port()),
-                       doctest::Contains(("cannot listen on 127.0.0.1:" + std::to_string(s.port())).c_str()),
+  CHECK_THROWS_WITH_AS(
+      other.listen("127.0.0.1", s.port()),
+      doctest::Contains(("cannot listen on 127.0.0.1:" + std::to_string(s.port())).c_str()),
+      std::runtime_error);
+  CHECK_THROWS_WITH_AS(other.listen("not-an-ip", 80), doctest::Contains("not an IP address"),
                        std::runtime_error);
-  CHECK_THROWS_WITH_AS(other.listen("not-an-ip", 80), doctest::Contains("not an IP address"), std::runtime_error);
 }

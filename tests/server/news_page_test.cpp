@@ -12,7 +12,8 @@ using newsdesk::scrapers::headline;
 namespace {
 news_snapshot sample() {
   news_snapshot s;
-  s.sites.push_back({"cnn", "CNN", "#cc0000", "https://edition.cnn.com/", "splash", true, "", 2, std::chrono::milliseconds(1200)});
+  s.sites.push_back({"cnn", "CNN", "#cc0000", "https://edition.cnn.com/", "splash", true, "", 2,
+                     std::chrono::milliseconds(1200)});
   s.sites.push_back({"aj", "Al <Jazeera>", "#fa9000", "https://www.aljazeera.com/", "splash", false,
                      "Splash timed out after 30 s", 0, std::chrono::milliseconds(30000)});
   s.headlines = {{"<script>alert(1)</script>", "https://edition.cnn.com/a.html?x=1&y=2", "cnn"},
@@ -77,6 +78,7 @@ TEST_CASE("a missing or broken template is an error naming the file") {
   std::filesystem::remove(dir / "news.html");
   CHECK_THROWS_WITH_AS(news_page::load(dir), doctest::Contains("news.html"), std::runtime_error);
   std::ofstream(dir / "news.html") << "{{#sites}} unclosed";
-  CHECK_THROWS_WITH_AS(news_page::load(dir), doctest::Contains("not valid Mustache"), std::runtime_error);
+  CHECK_THROWS_WITH_AS(news_page::load(dir), doctest::Contains("not valid Mustache"),
+                       std::runtime_error);
   std::filesystem::remove_all(dir);
 }

@@ -6,9 +6,9 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -24,14 +24,16 @@ namespace {
 const std::string source_dir = NEWSDESK_SOURCE_DIR;
 const std::string shared_pages = NEWSDESK_SHARED_PAGES;
 
-std::string fixture(const std::string& name, bool& found) { return read_file(shared_pages + "/" + name, &found); }
+std::string fixture(const std::string& name, bool& found) {
+  return read_file(shared_pages + "/" + name, &found);
+}
 
 // CNN's 2015 markup, written here so the test does not depend on a third-party page.
 std::string cnn_page(const std::vector<std::pair<std::string, std::string>>& stories) {
   std::string html = "<html><head><title>CNN</title></head><body>";
   for (const auto& [href, title] : stories)
-    html += "<article><h3 class=\"cd__headline\"><a href=\"" + href + "\"><span class=\"cd__headline-text\">" + title +
-            "</span></a></h3></article>";
+    html += "<article><h3 class=\"cd__headline\"><a href=\"" + href +
+            "\"><span class=\"cd__headline-text\">" + title + "</span></a></h3></article>";
   return html + "</body></html>";
 }
 
@@ -59,17 +61,20 @@ struct newsdesk_process {
 
   explicit newsdesk_process(const json& config, std::vector<std::string> extra_args = {}) {
     auto config_path = dir.write("config.json", config.dump(2));
-    std::vector<std::string> args{"--config", config_path, "--port", "0", "--templates", source_dir + "/templates",
+    std::vector<std::string> args{"--config", config_path,           "--port",
+                                  "0",        "--templates",         source_dir + "/templates",
                                   "--static", source_dir + "/static"};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
-    process = std::make_unique<child_process>(NEWSDESK_BINARY, args, std::vector<std::string>{"SPLASH_URL="},
+    process = std::make_unique<child_process>(NEWSDESK_BINARY, args,
+                                              std::vector<std::string>{"SPLASH_URL="},
                                               (dir.path / "stderr.log").string());
     port = wait_for_port(*process);
   }
   std::string log() const { return read_file((dir.path / "stderr.log").string()); }
 };
 
-json site(const std::string& name, const std::string& scraper, const std::string& url, json extra = json::object()) {
+json site(const std::string& name, const std::string& scraper, const std::string& url,
+          json extra = json::object()) {
   json s = {{"name", name}, {"scraper", scraper}, {"url", url}};
   s.update(extra);
   return s;
@@ -77,25 +82,37 @@ json site(const std::string& name, const std::string& scraper, const std::string
 
 std::size_t count(const std::string& text, const std::string& needle) {
   std::size_t n = 0;
-  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size()))
+  for (auto at = text.find(needle); at != std::string::npos;
+       at = text.find(needle, at + needle.size()))
     ++n;
   return n;
 }
 
 } // namespace
 
-TEST_CASE("three sites each delayed 500 ms give a /news in well under a second, with every headline") {
+TEST_CASE(
+    "three sites each delayed 500 ms give a /news in well under a second, with every headline") {
   splash_standin splash;
-  splash.set("https://one.cnn.com/", standin_page::page(cnn_page({{"/2015/11/17/world/a/index.html", "First story of one"},
-                                            {"/2015/11/17/world/b/index.html", "Second story of one"}}),
-                                  500ms));
-  splash.set("https://two.cnn.com/", standin_page::page(cnn_page({{"/2015/11/17/us/c/index.html", "Story from two"}}), 500ms));
-  splash.set("https://three.cnn.com/", standin_page::page(cnn_page({{"https://edition.cnn.com/x.html", "Absolute link from three"}}), 500ms));
+  splash.set(
+      "https://one.cnn.com/",
+      standin_page::page(cnn_page({{"/2015/11/17/world/a/index.html", "First story of one"},
+                                   {"/2015/11/17/world/b/index.html", "Second story of one"}}),
+                         500ms));
+  splash.set(
+      "https://two.cnn.com/",
+      standin_page::page(cnn_page({{"/2015/11/17/us/c/index.html", "Story from two"}}), 500ms));
+  splash.set(
+      "https://three.cnn.com/",
+      standin_page::page(cnn_page({{"https://edition.cnn.com/x.html", "Absolute link from three"}}),
+                         500ms));
   newsdesk_process nd(json{{"splash_url", splash.base_url()},
-                       {"sites",
-                        {site("one", "cnn", "https://one.cnn.com/", {{"display_name", "One"}, {"colour", "#cc0000"}}),
-                         site("two", "cnn", "https://two.cnn.com/", {{"display_name", "Two"}, {"colour", "#004488"}}),
-                         site("three", "cnn", "https://three.cnn.com/", {{"display_name", "Three"}, {"colour", "#ffcc00"}})}}});
+                           {"sites",
+                            {site("one", "cnn", "https://one.cnn.com/",
+                                  {{"display_name", "One"}, {"colour", "#cc0000"}}),
+                             site("two", "cnn", "https://two.cnn.com/",
+                                  {{"display_name", "Two"}, {"colour", "#004488"}}),
+                             site("three", "cnn", "https://three.cnn.com/",
+                                  {{"display_name", "Three"}, {"colour", "#ffcc00"}})}}});
   REQUIRE_MESSAGE(nd.port != 0, nd.log());
 
   auto page = http_get(nd.port, "/news");
@@ -104,7 +121,8 @@ TEST_CASE("three sites each delayed 500 ms give a /news in well under a second, 
   CHECK(page.elapsed >= 500ms);
   CHECK(page.elapsed < 1000ms); // concurrent: about the slowest site, never the sum (1.5 s)
   CHECK(count(page.body, "<li class=\"headline") == 4);
-  CHECK(page.body.find("href=\"https://one.cnn.com/2015/11/17/world/a/index.html\"") != std::string::npos);
+  CHECK(page.body.find("href=\"https://one.cnn.com/2015/11/17/world/a/index.html\"") !=
+        std::string::npos);
   CHECK(page.body.find("href=\"https://edition.cnn.com/x.html\"") != std::string::npos);
   CHECK(page.body.find("rel=\"noopener noreferrer\"") != std::string::npos);
   // Sorted by title: "Absolute..." < "First..." < "Second..." < "Story...".
@@ -132,13 +150,15 @@ TEST_CASE("three sites each delayed 500 ms give a /news in well under a second, 
 
 TEST_CASE("one site answering 504 still gives a 200 page with the others and a notice for it") {
   splash_standin splash;
-  splash.set("https://ok.cnn.com/", standin_page::page(cnn_page({{"/a/index.html", "Still here"}})));
+  splash.set("https://ok.cnn.com/",
+             standin_page::page(cnn_page({{"/a/index.html", "Still here"}})));
   splash.set("https://slow.cnn.com/", standin_page::error(504));
-  newsdesk_process nd(json{{"splash_url", splash.base_url()},
-                       {"timeout", 30},
-                       {"sites",
-                        {site("ok", "cnn", "https://ok.cnn.com/"),
-                         site("slow", "cnn", "https://slow.cnn.com/", {{"display_name", "CNN"}})}}});
+  newsdesk_process nd(
+      json{{"splash_url", splash.base_url()},
+           {"timeout", 30},
+           {"sites",
+            {site("ok", "cnn", "https://ok.cnn.com/"),
+             site("slow", "cnn", "https://slow.cnn.com/", {{"display_name", "CNN"}})}}});
   REQUIRE_MESSAGE(nd.port != 0, nd.log());
   auto page = http_get(nd.port, "/news");
   CHECK(page.status == 200);
@@ -151,21 +171,24 @@ TEST_CASE("one site answering 504 still gives a 200 page with the others and a n
 
 TEST_CASE("every Splash failure mode becomes a per-site notice while the page still renders") {
   splash_standin splash;
-  splash.set("https://good.cnn.com/", standin_page::page(cnn_page({{"/g/index.html", "Good news"}})));
+  splash.set("https://good.cnn.com/",
+             standin_page::page(cnn_page({{"/g/index.html", "Good news"}})));
   splash.set("http://bad-option.test/", standin_page::error(400));
   splash.set("http://refused.test/", standin_page::error(502));
   splash.set("http://hang.test/", standin_page::hang());
   splash.set("http://nothing.test/", standin_page::page("<html><head></head><body></body></html>"));
-  splash.set("http://no-headlines.test/", standin_page::page("<html><body><p>Just text</p></body></html>"));
-  newsdesk_process nd(json{{"splash_url", splash.base_url()},
-                       {"sites",
-                        {site("good", "cnn", "https://good.cnn.com/"),
-                         site("badoption", "cnn", "http://bad-option.test/"),
-                         site("refused", "cnn", "http://refused.test/"),
-                         site("hang", "cnn", "http://hang.test/", {{"timeout", 1}, {"wait", 0}}),
-                         site("nothing", "cnn", "http://nothing.test/"),
-                         site("noheadlines", "cnn", "http://no-headlines.test/"),
-                         site("dns", "cnn", "http://unknown-host.test/")}}});
+  splash.set("http://no-headlines.test/",
+             standin_page::page("<html><body><p>Just text</p></body></html>"));
+  newsdesk_process nd(
+      json{{"splash_url", splash.base_url()},
+           {"sites",
+            {site("good", "cnn", "https://good.cnn.com/"),
+             site("badoption", "cnn", "http://bad-option.test/"),
+             site("refused", "cnn", "http://refused.test/"),
+             site("hang", "cnn", "http://hang.test/", {{"timeout", 1}, {"wait", 0}}),
+             site("nothing", "cnn", "http://nothing.test/"),
+             site("noheadlines", "cnn", "http://no-headlines.test/"),
+             site("dns", "cnn", "http://unknown-host.test/")}}});
   REQUIRE_MESSAGE(nd.port != 0, nd.log());
   auto page = http_get(nd.port, "/news");
   REQUIRE(page.status == 200);
@@ -179,8 +202,10 @@ TEST_CASE("every Splash failure mode becomes a per-site notice while the page st
   CHECK(errors["refused"] == "Splash could not load the page: Connection refused");
   CHECK(errors["hang"].rfind("Splash did not answer within", 0) == 0);
   CHECK(errors["nothing"] == "Splash returned an empty page (is the site's URL right?)");
-  CHECK(errors["noheadlines"] == "no headlines found on the page (the site's markup may have changed)");
-  CHECK(errors["dns"] == "Splash could not load the page: Host http://unknown-host.test/ not found");
+  CHECK(errors["noheadlines"] ==
+        "no headlines found on the page (the site's markup may have changed)");
+  CHECK(errors["dns"] ==
+        "Splash could not load the page: Host http://unknown-host.test/ not found");
 }
 
 TEST_CASE("Splash that cannot be reached gives a notice per site, not an error page") {
@@ -195,7 +220,9 @@ TEST_CASE("Splash that cannot be reached gives a notice per site, not an error p
   ::close(fd);
   auto dead = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
 
-  newsdesk_process nd(json{{"splash_url", dead}, {"sites", {site("one", "cnn", "https://one.cnn.com/", {{"display_name", "CNN"}})}}});
+  newsdesk_process nd(
+      json{{"splash_url", dead},
+           {"sites", {site("one", "cnn", "https://one.cnn.com/", {{"display_name", "CNN"}})}}});
   REQUIRE_MESSAGE(nd.port != 0, nd.log());
   auto page = http_get(nd.port, "/news");
   CHECK(page.status == 200);
@@ -205,11 +232,13 @@ TEST_CASE("Splash that cannot be reached gives a notice per site, not an error p
 TEST_CASE("scraped markup is shown as text and unsafe links never reach the page") {
   splash_standin splash;
   splash.set("https://evil.cnn.com/",
-             standin_page::page(cnn_page({{"/x/index.html", "&lt;script&gt;alert(1)&lt;/script&gt;"},
-                        {"javascript:alert(2)", "Click me"},
-                        {"data:text/html,hi", "Data link"},
-                        {"/y/index.html&quot; onmouseover=&quot;alert(3)", "Quote breaker"}})));
-  newsdesk_process nd(json{{"splash_url", splash.base_url()}, {"sites", {site("evil", "cnn", "https://evil.cnn.com/")}}});
+             standin_page::page(
+                 cnn_page({{"/x/index.html", "&lt;script&gt;alert(1)&lt;/script&gt;"},
+                           {"javascript:alert(2)", "Click me"},
+                           {"data:text/html,hi", "Data link"},
+                           {"/y/index.html&quot; onmouseover=&quot;alert(3)", "Quote breaker"}})));
+  newsdesk_process nd(json{{"splash_url", splash.base_url()},
+                           {"sites", {site("evil", "cnn", "https://evil.cnn.com/")}}});
   REQUIRE_MESSAGE(nd.port != 0, nd.log());
   auto page = http_get(nd.port, "/news");
   REQUIRE(page.status == 200);
@@ -223,10 +252,11 @@ TEST_CASE("scraped markup is shown as text and unsafe links never reach the page
 
 TEST_CASE("the direct renderer fetches pages itself and follows redirects") {
   splash_standin origin;
-  origin.set_origin("front", cnn_page({{"https://edition.cnn.com/2015/a/index.html", "Fetched directly"}}));
+  origin.set_origin("front",
+                    cnn_page({{"https://edition.cnn.com/2015/a/index.html", "Fetched directly"}}));
   origin.set_origin_redirect("moved", "/origin/front", 301);
   newsdesk_process nd(json{{"renderer", "direct"},
-                       {"sites", {site("moved", "cnn", origin.base_url() + "/origin/moved")}}});
+                           {"sites", {site("moved", "cnn", origin.base_url() + "/origin/moved")}}});
   REQUIRE_MESSAGE(nd.port != 0, nd.log());
   auto j = json::parse(http_get(nd.port, "/news.json").body);
   REQUIRE(j.at("headlines").size() == 1);
@@ -252,12 +282,14 @@ TEST_CASE("routes: redirect, health, static files, HEAD, 404 and 405") {
   CHECK(css.header("Content-Type") == "text/css; charset=utf-8");
   CHECK(css.header("Cache-Control").find("max-age") != std::string::npos);
   REQUIRE(!css.header("ETag").empty());
-  auto again = send_request(nd.port, "GET", "/static/news.css", {{"If-None-Match", css.header("ETag")}});
+  auto again =
+      send_request(nd.port, "GET", "/static/news.css", {{"If-None-Match", css.header("ETag")}});
   CHECK(again.status == 304);
   CHECK(again.body.empty());
 
-  for (auto bad : {"/static/../CMakeLists.txt", "/static/%2e%2e/CMakeLists.txt", "/static/%2E%2E%2FCMakeLists.txt",
-                   "/static/..%2fCMakeLists.txt", "/static/.hidden", "/static/", "/static//etc/passwd", "/static/%00"})
+  for (auto bad : {"/static/../CMakeLists.txt", "/static/%2e%2e/CMakeLists.txt",
+                   "/static/%2E%2E%2FCMakeLists.txt", "/static/..%2fCMakeLists.txt",
+                   "/static/.hidden", "/static/", "/static//etc/passwd", "/static/%00"})
     CHECK_MESSAGE(http_get(nd.port, bad).status == 404, bad);
 
   auto head = send_request(nd.port, "HEAD", "/news");
@@ -282,13 +314,15 @@ TEST_CASE("startup fails with a message naming the problem") {
     auto path = dir.write("bad.json", R"({"port": 8080, "colour_scheme": "dark"})");
     child_process p(NEWSDESK_BINARY, {"--config", path}, {}, (dir.path / "err").string());
     CHECK(p.wait_exit() == 2);
-    CHECK(read_file((dir.path / "err").string()).find("colour_scheme: unknown key") != std::string::npos);
+    CHECK(read_file((dir.path / "err").string()).find("colour_scheme: unknown key") !=
+          std::string::npos);
   }
   SUBCASE("unknown scraper") {
     auto path = dir.write("bad.json", R"({"renderer": "direct", "sites": ["cnn", "nosuchsite"]})");
     child_process p(NEWSDESK_BINARY, {"--config", path}, {}, (dir.path / "err").string());
     CHECK(p.wait_exit() == 2);
-    CHECK(read_file((dir.path / "err").string()).find("no scraper named 'nosuchsite'") != std::string::npos);
+    CHECK(read_file((dir.path / "err").string()).find("no scraper named 'nosuchsite'") !=
+          std::string::npos);
   }
   SUBCASE("missing template") {
     child_process p(NEWSDESK_BINARY, {"--renderer", "direct", "--templates", dir.path.string()}, {},
@@ -304,7 +338,8 @@ TEST_CASE("startup fails with a message naming the problem") {
                      source_dir + "/templates", "--static", source_dir + "/static"},
                     {}, (dir.path / "err").string());
     CHECK(p.wait_exit() == 1);
-    CHECK(read_file((dir.path / "err").string()).find("cannot listen on 127.0.0.1:" + std::to_string(first.port)) !=
+    CHECK(read_file((dir.path / "err").string())
+              .find("cannot listen on 127.0.0.1:" + std::to_string(first.port)) !=
           std::string::npos);
   }
 }
@@ -318,7 +353,8 @@ TEST_CASE("the built-in CNN scraper reads a real saved CNN page served through S
   }
   splash_standin splash;
   splash.set("https://edition.cnn.com/", standin_page::page(html));
-  newsdesk_process nd(json{{"splash_url", splash.base_url()}, {"sites", {site("cnn", "cnn", "https://edition.cnn.com/")}}});
+  newsdesk_process nd(json{{"splash_url", splash.base_url()},
+                           {"sites", {site("cnn", "cnn", "https://edition.cnn.com/")}}});
   REQUIRE_MESSAGE(nd.port != 0, nd.log());
   auto j = json::parse(http_get(nd.port, "/news.json").body);
   CHECK(j.at("sites")[0].at("headline_count") == 18);

@@ -26,7 +26,8 @@ child_process::child_process(const std::string& program, const std::vector<std::
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
   if (!stderr_path.empty())
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_path.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
   std::vector<std::string> argv_store{program};
   argv_store.insert(argv_store.end(), args.begin(), args.end());
@@ -63,7 +64,8 @@ child_process::~child_process() {
     ::close(stdout_fd_);
 }
 
-std::optional<std::string> child_process::wait_for_line(const std::string& prefix, std::chrono::milliseconds timeout) {
+std::optional<std::string> child_process::wait_for_line(const std::string& prefix,
+                                                        std::chrono::milliseconds timeout) {
   auto deadline = clock_type::now() + timeout;
   for (;;) {
     for (auto nl = buffer_.find('\n'); nl != std::string::npos; nl = buffer_.find('\n')) {
@@ -72,7 +74,8 @@ std::optional<std::string> child_process::wait_for_line(const std::string& prefi
       if (line.rfind(prefix, 0) == 0)
         return line.substr(prefix.size());
     }
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now()).count();
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now()).count();
     if (left <= 0)
       return std::nullopt;
     pollfd p{stdout_fd_, POLLIN, 0};
@@ -119,7 +122,9 @@ unsigned short wait_for_port(child_process& p) {
   if (!rest)
     return 0;
   auto colon = rest->rfind(':');
-  return colon == std::string::npos ? 0 : static_cast<unsigned short>(std::stoi(rest->substr(colon + 1)));
+  return colon == std::string::npos
+             ? 0
+             : static_cast<unsigned short>(std::stoi(rest->substr(colon + 1)));
 }
 
 } // namespace newsdesk::testing

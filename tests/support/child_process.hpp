@@ -10,7 +10,7 @@
 namespace newsdesk::testing {
 
 class child_process {
-public:
+ public:
   // Starts `program` with `args`; `env` entries ("NAME=value") are added to the environment.
   // stderr goes to `stderr_path` (a file tests can read) when given.
   child_process(const std::string& program, const std::vector<std::string>& args,
@@ -20,8 +20,9 @@ public:
   child_process& operator=(const child_process&) = delete;
 
   // The next stdout line starting with `prefix` (without it), or nullopt on exit/deadline.
-  std::optional<std::string> wait_for_line(const std::string& prefix,
-                                           std::chrono::milliseconds timeout = std::chrono::seconds(20));
+  std::optional<std::string>
+  wait_for_line(const std::string& prefix,
+                std::chrono::milliseconds timeout = std::chrono::seconds(20));
   // Sends `signal` and waits for the exit; returns the exit code (128+N when killed by N),
   // or nullopt when it did not exit in time (it is then killed).
   std::optional<int> stop(int signal, std::chrono::milliseconds timeout = std::chrono::seconds(20));
@@ -30,7 +31,7 @@ public:
 
   int pid() const { return pid_; }
 
-private:
+ private:
   int pid_ = -1;
   int stdout_fd_ = -1;
   std::string buffer_;

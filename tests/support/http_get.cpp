@@ -17,7 +17,8 @@ using clock_type = std::chrono::steady_clock;
 
 bool same_name(const std::string& a, const std::string& b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
          });
 }
 
@@ -41,7 +42,8 @@ std::string read_all(int fd, clock_type::time_point deadline) {
   std::string out;
   char buf[65536];
   for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now()).count();
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now()).count();
     if (left <= 0)
       break;
     pollfd p{fd, POLLIN, 0};
@@ -57,7 +59,8 @@ std::string read_all(int fd, clock_type::time_point deadline) {
 
 // Parses one answer at `pos`; advances pos. Returns false when incomplete.
 // `to_end`: a body without Content-Length runs to the end; `head`: no body follows at all.
-bool parse_one(const std::string& raw, std::size_t& pos, http_answer& out, bool to_end, bool no_body = false) {
+bool parse_one(const std::string& raw, std::size_t& pos, http_answer& out, bool to_end,
+               bool no_body = false) {
   auto head_end = raw.find("\r\n\r\n", pos);
   if (head_end == std::string::npos)
     return false;
@@ -105,7 +108,8 @@ std::string http_answer::header(const std::string& name) const {
   return {};
 }
 
-std::string raw_exchange(unsigned short port, const std::string& bytes, std::chrono::milliseconds timeout) {
+std::string raw_exchange(unsigned short port, const std::string& bytes,
+                         std::chrono::milliseconds timeout) {
   auto deadline = clock_type::now() + timeout;
   int fd = connect_to(port);
   if (fd < 0)
@@ -120,7 +124,8 @@ http_answer send_request(unsigned short port, const std::string& method, const s
                          const std::vector<std::pair<std::string, std::string>>& headers,
                          std::chrono::milliseconds timeout) {
   auto started = clock_type::now();
-  std::string request = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+  std::string request = method + " " + target +
+                        " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
                         "\r\nConnection: close\r\n";
   for (const auto& [k, v] : headers)
     request += k + ": " + v + "\r\n";
@@ -132,7 +137,8 @@ http_answer send_request(unsigned short port, const std::string& method, const s
     answer = {};
   else if (method == "HEAD")
     answer.body = raw.substr(pos); // must be empty
-  answer.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - started);
+  answer.elapsed =
+      std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - started);
   return answer;
 }
 

@@ -58,7 +58,8 @@ std::map<std::string, std::string> parse_query(std::string_view query) {
     auto amp = query.find('&');
     auto pair = query.substr(0, amp);
     auto eq = pair.find('=');
-    params[decode(pair.substr(0, eq))] = eq == std::string_view::npos ? "" : decode(pair.substr(eq + 1));
+    params[decode(pair.substr(0, eq))] =
+        eq == std::string_view::npos ? "" : decode(pair.substr(eq + 1));
     query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
   }
   return params;
@@ -72,14 +73,17 @@ http_response json_error(unsigned status, const json& body) {
   return res;
 }
 
-http_response bad_option(const std::string& argument, const std::string& type, const std::string& description) {
-  return json_error(400, {{"error", 400},
-                          {"type", "BadOption"},
-                          {"description", "Incorrect HTTP API arguments"},
-                          {"info", {{"type", type}, {"argument", argument}, {"description", description}}}});
+http_response bad_option(const std::string& argument, const std::string& type,
+                         const std::string& description) {
+  return json_error(
+      400, {{"error", 400},
+            {"type", "BadOption"},
+            {"description", "Incorrect HTTP API arguments"},
+            {"info", {{"type", type}, {"argument", argument}, {"description", description}}}});
 }
 
-std::optional<double> number(const std::map<std::string, std::string>& params, const char* key, double fallback) {
+std::optional<double> number(const std::map<std::string, std::string>& params, const char* key,
+                             double fallback) {
   auto it = params.find(key);
   if (it == params.end())
     return fallback;
@@ -105,7 +109,9 @@ struct splash_standin::impl {
   std::map<std::string, std::pair<std::string, unsigned>> origin_redirects;
   std::vector<responder> hung; // held until shutdown: a render that never finishes
 
-  impl() : http(ioc, [this](http_request req, responder res) { handle(std::move(req), std::move(res)); }) {
+  impl()
+      : http(ioc,
+             [this](http_request req, responder res) { handle(std::move(req), std::move(res)); }) {
     http.listen("127.0.0.1", 0);
     http.start();
     thread = std::thread([this] { ioc.run(); });
@@ -122,9 +128,8 @@ struct splash_standin::impl {
     if (delay.count() == 0)
       return respond(std::move(res));
     auto timer = std::make_shared<net::steady_timer>(ioc, delay);
-    timer->async_wait([timer, res = std::move(res), respond = std::move(respond)](boost::system::error_code) mutable {
-      respond(std::move(res));
-    });
+    timer->async_wait([timer, res = std::move(res), respond = std::move(respond)](
+                          boost::system::error_code) mutable { respond(std::move(res)); });
   }
 
   void handle(http_request req, responder respond) {
@@ -137,7 +142,8 @@ struct splash_standin::impl {
       http_response res;
       res.status = 404;
       res.content_type = "text/html";
-      res.body = "<html><head><title>404 - No Such Resource</title></head><body><h1>No Such Resource</h1></body></html>";
+      res.body = "<html><head><title>404 - No Such Resource</title></head><body><h1>No Such "
+                 "Resource</h1></body></html>";
       return respond(std::move(res));
     }
 
@@ -178,7 +184,11 @@ struct splash_standin::impl {
       return respond(json_error(502, {{"error", 502},
                                       {"type", "RenderError"},
                                       {"description", "Error rendering page"},
-                                      {"info", {{"type", "Network"}, {"code", 3}, {"text", "Host " + url + " not found"}, {"url", url}}}}));
+                                      {"info",
+                                       {{"type", "Network"},
+                                        {"code", 3},
+                                        {"text", "Host " + url + " not found"},
+                                        {"url", url}}}}));
 
     switch (page.what) {
     case standin_page::kind::hang: {
@@ -201,10 +211,13 @@ struct splash_standin::impl {
       res = bad_option("wait", "bad_argument", "wait time is larger than timeout");
       break;
     case 502:
-      res = json_error(502, {{"error", 502},
-                             {"type", "RenderError"},
-                             {"description", "Error rendering page"},
-                             {"info", {{"type", "Network"}, {"code", 1}, {"text", "Connection refused"}, {"url", url}}}});
+      res = json_error(
+          502,
+          {{"error", 502},
+           {"type", "RenderError"},
+           {"description", "Error rendering page"},
+           {"info",
+            {{"type", "Network"}, {"code", 1}, {"text", "Connection refused"}, {"url", url}}}});
       break;
     case 504:
       res = json_error(504, {{"error", 504},
@@ -213,7 +226,9 @@ struct splash_standin::impl {
                              {"info", {{"timeout", *timeout}, {"remaining", -0.002}}}});
       break;
     default:
-      res = json_error(page.status, {{"error", page.status}, {"type", "CancelledError"}, {"description", "cancelled"}});
+      res = json_error(
+          page.status,
+          {{"error", page.status}, {"type", "CancelledError"}, {"description", "cancelled"}});
     }
     answer_later(page.delay, std::move(res), std::move(respond));
   }
@@ -236,11 +251,16 @@ struct splash_standin::impl {
   }
 };
 
-splash_standin::splash_standin() : impl_(std::make_unique<impl>()) {}
+splash_standin::splash_standin()
+    : impl_(std::make_unique<impl>()) {}
 splash_standin::~splash_standin() = default;
 
-unsigned short splash_standin::port() const { return impl_->http.port(); }
-std::string splash_standin::base_url() const { return "http://127.0.0.1:" + std::to_string(port()); }
+unsigned short splash_standin::port() const {
+  return impl_->http.port();
+}
+std::string splash_standin::base_url() const {
+  return "http://127.0.0.1:" + std::to_string(port());
+}
 
 void splash_standin::set(const std::string& target_url, standin_page page) {
   std::lock_guard lock(impl_->mutex);
@@ -252,7 +272,8 @@ void splash_standin::set_origin(const std::string& name, std::string html) {
   impl_->origin_pages[name] = std::move(html);
 }
 
-void splash_standin::set_origin_redirect(const std::string& name, std::string location, unsigned status) {
+void splash_standin::set_origin_redirect(const std::string& name, std::string location,
+                                         unsigned status) {
   std::lock_guard lock(impl_->mutex);
   impl_->origin_redirects[name] = {std::move(location), status};
 }

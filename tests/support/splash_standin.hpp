@@ -36,7 +36,7 @@ struct standin_page {
 };
 
 class splash_standin {
-public:
+ public:
   splash_standin();
   ~splash_standin();
 
@@ -56,7 +56,7 @@ public:
   // Splash's --max-timeout.
   static constexpr double max_timeout = 90;
 
-private:
+ private:
   struct impl;
   std::unique_ptr<impl> impl_;
 };
