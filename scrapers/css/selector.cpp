@@ -1,0 +1,635 @@
+#include "scrapers/css/selector.hpp"
+
+#include <bit>
+#include <cstdint>
+#include <utility>
+
+namespace newsdesk::scrapers::css {
+namespace {
+
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f';
+}
+
+bool is_ascii_alpha(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+bool is_hex(char c) {
+  return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+// Non-ASCII bytes count as name characters, as CSS treats every non-ASCII code point.
+bool is_name_start(char c) {
+  return is_ascii_alpha(c) || c == '_' || static_cast<unsigned char>(c) >= 0x80;
+}
+
+bool is_name_char(char c) {
+  return is_name_start(c) || is_digit(c) || c == '-';
+}
+
+char ascii_lower(char c) {
+  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+std::string ascii_lowercase(std::string s) {
+  for (char& c : s) {
+    c = ascii_lower(c);
+  }
+  return s;
+}
+
+// Columns count code points, so a selector with "é" in it points at what the user sees.
+std::size_t column_of(std::string_view text, std::size_t offset) {
+  std::size_t column = 1;
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
+      ++column;
+    }
+  }
+  return column;
+}
+
+void append_utf8(std::string& out, char32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+std::string quoted_for_message(std::string_view selector) {
+  // A hostile 1 MB selector must not become a 1 MB log line.
+  constexpr std::size_t shown = 100;
+  if (selector.size() <= shown) {
+    return "\"" + std::string(selector) + "\"";
+  }
+  return "\"" + std::string(selector.substr(0, shown)) + "...\"";
+}
+
+class parser {
+ public:
+  explicit parser(std::string_view text)
+      : text_(text) {}
+
+  selector_list run() {
+    if (text_.size() > max_selector_length) {
+      fail_at(max_selector_length, "longer than " + std::to_string(max_selector_length) + " bytes");
+    }
+    selector_list list;
+    list.source = std::string(text_);
+    skip_space();
+    for (;;) {
+      list.selectors.push_back(parse_complex());
+      if (at_end()) {
+        break;
+      }
+      // parse_complex stops only at the end or at a comma.
+      ++pos_;
+      skip_space();
+    }
+    return list;
+  }
+
+ private:
+  [[noreturn]] void fail_at(std::size_t pos, std::string reason) const {
+    throw syntax_error(text_, column_of(text_, pos), std::move(reason));
+  }
+  [[noreturn]] void fail(std::string reason) const { fail_at(pos_, std::move(reason)); }
+
+  bool at_end() const { return pos_ >= text_.size(); }
+  char peek(std::size_t ahead = 0) const {
+    return pos_ + ahead < text_.size() ? text_[pos_ + ahead] : '\0';
+  }
+
+  bool skip_space() {
+    std::size_t start = pos_;
+    while (!at_end() && is_space(text_[pos_])) {
+      ++pos_;
+    }
+    return pos_ != start;
+  }
+
+  complex_selector parse_complex() {
+    complex_selector complex;
+    complex.compounds.push_back(parse_compound(combinator::descendant));
+    for (;;) {
+      bool spaced = skip_space();
+      if (at_end() || peek() == ',') {
+        return complex;
+      }
+      combinator relation = combinator::descendant;
+      if (peek() == '>') {
+        relation = combinator::child;
+        ++pos_;
+        skip_space();
+      } else if (peek() == '+' || peek() == '~') {
+        fail(std::string("unsupported combinator '") + peek() + "'");
+      } else if (!spaced) {
+        fail_unexpected();
+      }
+      complex.compounds.push_back(parse_compound(relation));
+    }
+  }
+
+  [[noreturn]] void fail_unexpected() const {
+    switch (peek()) {
+    case '|':
+      fail("namespaces are not supported");
+    case ')':
+      fail("unexpected ')'");
+    default:
+      fail(std::string("unexpected '") + peek() + "'");
+    }
+  }
+
+  compound_selector parse_compound(combinator relation) {
+    if (++compounds_ > max_compounds) {
+      fail("more than " + std::to_string(max_compounds) + " compound selectors");
+    }
+    compound_selector compound;
+    compound.relation = relation;
+    if (peek() == '*') {
+      ++pos_;
+      compound.parts.push_back({});
+    } else if (starts_ident()) {
+      compound.parts.push_back(
+          {simple_selector::kind::type, ascii_lowercase(parse_ident()), {}, {}, false});
+    }
+    while (!at_end()) {
+      char c = peek();
+      if (c == '.' || c == '#' || c == '[') {
+        compound.parts.push_back(parse_qualifier());
+      } else if (c == ':') {
+        compound.parts.push_back(parse_pseudo());
+      } else {
+        break;
+      }
+    }
+    if (compound.parts.empty()) {
+      if (at_end() || peek() == ',') {
+        fail("expected selector");
+      }
+      if (peek() == '+' || peek() == '~' || peek() == '>') {
+        fail(std::string("expected selector before '") + peek() + "'");
+      }
+      fail_unexpected();
+    }
+    return compound;
+  }
+
+  // `.class`, `#id` or `[attribute...]`; the caller has seen the first character.
+  simple_selector parse_qualifier() {
+    simple_selector s;
+    char c = peek();
+    ++pos_;
+    if (c == '.') {
+      s.what = simple_selector::kind::class_name;
+      if (!starts_ident()) {
+        fail("expected class name");
+      }
+      s.name = parse_ident();
+    } else if (c == '#') {
+      s.what = simple_selector::kind::id;
+      // An id is a "hash token": any name characters, so `#123` is accepted too.
+      if (!(is_name_char(peek()) || starts_escape())) {
+        fail("expected id");
+      }
+      s.name = parse_name();
+    } else {
+      s.what = simple_selector::kind::attribute;
+      parse_attribute(s);
+    }
+    return s;
+  }
+
+  void parse_attribute(simple_selector& s) {
+    skip_space();
+    if (!starts_ident()) {
+      fail("expected attribute name");
+    }
+    s.name = ascii_lowercase(parse_ident());
+    skip_space();
+    if (peek() == ']') {
+      ++pos_;
+      s.op = attribute_operator::exists;
+      return;
+    }
+    char c = peek();
+    if (c == '=') {
+      s.op = attribute_operator::equals;
+      ++pos_;
+    } else if (peek(1) == '=' && (c == '~' || c == '^' || c == '$' || c == '*' || c == '|')) {
+      if (c == '|') {
+        fail("unsupported attribute operator '|='");
+      }
+      s.op = c == '~'   ? attribute_operator::includes
+             : c == '^' ? attribute_operator::prefix
+             : c == '$' ? attribute_operator::suffix
+                        : attribute_operator::substring;
+      pos_ += 2;
+    } else {
+      fail("expected ']'");
+    }
+    skip_space();
+    if (peek() == '"' || peek() == '\'') {
+      s.value = parse_string();
+    } else if (starts_ident()) {
+      s.value = parse_ident();
+    } else if (at_end()) {
+      fail("expected attribute value");
+    } else {
+      fail("expected attribute value (quote values that are not identifiers, e.g. \"/news\")");
+    }
+    skip_space();
+    if (starts_ident()) {
+      fail("attribute flags are not supported");
+    }
+    if (peek() != ']') {
+      fail("expected ']'");
+    }
+    ++pos_;
+  }
+
+  // `:not(simple)`; anything else after a colon is rejected by name.
+  simple_selector parse_pseudo() {
+    std::size_t colon = pos_;
+    ++pos_;
+    if (peek() == ':') {
+      fail_at(colon, "pseudo-elements are not supported");
+    }
+    if (!starts_ident()) {
+      fail("expected pseudo-class name");
+    }
+    std::string name = ascii_lowercase(parse_ident());
+    if (name != "not" || peek() != '(') {
+      fail_at(colon, "unsupported pseudo-class ':" + name + (peek() == '(' ? "()'" : "'"));
+    }
+    ++pos_;
+    skip_space();
+    simple_selector s;
+    if (peek() == '*') {
+      ++pos_;
+    } else if (starts_ident()) {
+      s.what = simple_selector::kind::type;
+      s.name = ascii_lowercase(parse_ident());
+    } else if (peek() == '.' || peek() == '#' || peek() == '[') {
+      s = parse_qualifier();
+    } else if (at_end()) {
+      fail("expected selector inside :not()");
+    } else if (peek() == ':') {
+      fail(":not() takes one simple selector (type, *, .class, #id or [attribute])");
+    } else {
+      fail_unexpected();
+    }
+    skip_space();
+    if (peek() != ')') {
+      if (at_end()) {
+        fail("expected ')'");
+      }
+      fail("expected ')': :not() takes one simple selector");
+    }
+    ++pos_;
+    s.negated = true;
+    return s;
+  }
+
+  bool starts_escape(std::size_t ahead = 0) const {
+    return peek(ahead) == '\\' && pos_ + ahead + 1 < text_.size() &&
+           text_[pos_ + ahead + 1] != '\n' && text_[pos_ + ahead + 1] != '\r' &&
+           text_[pos_ + ahead + 1] != '\f';
+  }
+
+  bool starts_ident() const {
+    char c = peek();
+    if (c == '-') {
+      return is_name_start(peek(1)) || peek(1) == '-' || starts_escape(1);
+    }
+    return is_name_start(c) || starts_escape();
+  }
+
+  // Callers check starts_ident() first; past the first character an identifier is a name.
+  std::string parse_ident() { return parse_name(); }
+
+  std::string parse_name() {
+    std::string out;
+    while (!at_end()) {
+      if (is_name_char(peek())) {
+        out += peek();
+        ++pos_;
+      } else if (peek() == '\\') {
+        parse_escape(out);
+      } else {
+        break;
+      }
+    }
+    return out;
+  }
+
+  // Appends the code point a backslash escape stands for; pos_ is at the backslash.
+  void parse_escape(std::string& out) {
+    std::size_t backslash = pos_;
+    ++pos_;
+    if (at_end()) {
+      fail_at(backslash, "unfinished escape");
+    }
+    if (peek() == '\n' || peek() == '\r' || peek() == '\f') {
+      fail_at(backslash, "a backslash cannot escape a line break here");
+    }
+    if (!is_hex(peek())) {
+      out += peek();
+      ++pos_;
+      return;
+    }
+    char32_t cp = 0;
+    for (int digits = 0; digits < 6 && is_hex(peek()); ++digits) {
+      char h = ascii_lower(peek());
+      cp = cp * 16 + static_cast<char32_t>(is_digit(h) ? h - '0' : h - 'a' + 10);
+      ++pos_;
+    }
+    if (is_space(peek())) {
+      // One whitespace after a hex escape ends it and is not part of the name.
+      if (peek() == '\r' && peek(1) == '\n') {
+        ++pos_;
+      }
+      ++pos_;
+    }
+    if (cp == 0 || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) {
+      cp = 0xFFFD;
+    }
+    append_utf8(out, cp);
+  }
+
+  std::string parse_string() {
+    char quote = peek();
+    ++pos_;
+    std::string out;
+    for (;;) {
+      if (at_end()) {
+        fail("unterminated string");
+      }
+      char c = peek();
+      if (c == quote) {
+        ++pos_;
+        return out;
+      }
+      if (c == '\n' || c == '\r' || c == '\f') {
+        fail("line break inside a string");
+      }
+      if (c == '\\') {
+        if (peek(1) == '\n' || peek(1) == '\f') {
+          pos_ += 2; // an escaped line break continues the string
+        } else if (peek(1) == '\r') {
+          pos_ += peek(2) == '\n' ? 3 : 2;
+        } else {
+          parse_escape(out);
+        }
+        continue;
+      }
+      out += c;
+      ++pos_;
+    }
+  }
+
+  std::string_view text_;
+  std::size_t pos_ = 0;
+  std::size_t compounds_ = 0;
+};
+
+bool has_word(std::string_view list, std::string_view word) {
+  if (word.empty()) {
+    return false;
+  }
+  for (char c : word) {
+    if (is_space(c)) {
+      return false;
+    }
+  }
+  std::size_t i = 0;
+  while (i < list.size()) {
+    while (i < list.size() && is_space(list[i])) {
+      ++i;
+    }
+    std::size_t start = i;
+    while (i < list.size() && !is_space(list[i])) {
+      ++i;
+    }
+    if (list.substr(start, i - start) == word) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool attribute_matches(const simple_selector& s, dom::node e) {
+  std::optional<std::string_view> value = e.attr(s.name);
+  if (!value) {
+    return false;
+  }
+  std::string_view v = *value;
+  std::string_view want = s.value;
+  switch (s.op) {
+  case attribute_operator::exists:
+    return true;
+  case attribute_operator::equals:
+    return v == want;
+  case attribute_operator::includes:
+    return has_word(v, want);
+  case attribute_operator::prefix:
+    return !want.empty() && v.starts_with(want);
+  case attribute_operator::suffix:
+    return !want.empty() && v.ends_with(want);
+  case attribute_operator::substring:
+    return !want.empty() && v.find(want) != std::string_view::npos;
+  }
+  return false;
+}
+
+bool simple_matches(const simple_selector& s, dom::node e) {
+  bool hit = false;
+  switch (s.what) {
+  case simple_selector::kind::universal:
+    hit = true;
+    break;
+  case simple_selector::kind::type:
+    hit = e.has_tag(s.name);
+    break;
+  case simple_selector::kind::class_name:
+    hit = e.has_class(s.name);
+    break;
+  case simple_selector::kind::id: {
+    std::optional<std::string_view> id = e.id();
+    hit = id && *id == s.name;
+    break;
+  }
+  case simple_selector::kind::attribute:
+    hit = attribute_matches(s, e);
+    break;
+  }
+  return hit != s.negated;
+}
+
+bool compound_matches(const compound_selector& c, dom::node e) {
+  for (const simple_selector& s : c.parts) {
+    if (!simple_matches(s, e)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The whole list as one automaton over bit positions: bit i stands for "compound i (counted
+// over the whole list) matches this element with everything to its left satisfied".
+struct plan {
+  std::vector<const compound_selector*> compounds;
+  std::uint64_t first = 0;      // first compound of a complex selector: no left context
+  std::uint64_t child = 0;      // needs bit i-1 on the parent
+  std::uint64_t descendant = 0; // needs bit i-1 on some ancestor
+  std::uint64_t last = 0;       // the subject: a set bit here means the element matches
+};
+
+plan make_plan(const selector_list& list) {
+  plan p;
+  for (const complex_selector& complex : list.selectors) {
+    for (std::size_t i = 0; i < complex.compounds.size(); ++i) {
+      std::size_t index = p.compounds.size();
+      // parse() caps compounds at 64; a hand-built list beyond that has its excess ignored.
+      if (index >= 64) {
+        return p;
+      }
+      std::uint64_t bit = std::uint64_t{1} << index;
+      const compound_selector& c = complex.compounds[i];
+      p.compounds.push_back(&c);
+      if (i == 0) {
+        p.first |= bit;
+      } else if (c.relation == combinator::child) {
+        p.child |= bit;
+      } else {
+        p.descendant |= bit;
+      }
+      if (i + 1 == complex.compounds.size()) {
+        p.last |= bit;
+      }
+    }
+  }
+  return p;
+}
+
+struct frame {
+  dom::node n;
+  std::uint64_t self = 0;  // compounds matched with n as their subject
+  std::uint64_t upper = 0; // `self` ORed over n and all its ancestors
+};
+
+std::uint64_t step(const plan& p, dom::node e, const frame& parent) {
+  if (!e.is_element()) {
+    return 0;
+  }
+  std::uint64_t todo =
+      p.first | ((parent.self << 1) & p.child) | ((parent.upper << 1) & p.descendant);
+  std::uint64_t matched = 0;
+  while (todo != 0) {
+    int i = std::countr_zero(todo);
+    todo &= todo - 1;
+    if (compound_matches(*p.compounds[static_cast<std::size_t>(i)], e)) {
+      matched |= std::uint64_t{1} << i;
+    }
+  }
+  return matched;
+}
+
+// Frames for the chain from the document down to `n` (inclusive), top first.
+std::vector<frame> frames_down_to(const plan& p, dom::node n) {
+  std::vector<dom::node> chain;
+  for (dom::node a = n; a; a = a.parent()) {
+    chain.push_back(a);
+  }
+  std::vector<frame> frames;
+  frames.reserve(chain.size() + 32);
+  frame above;
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    std::uint64_t self = step(p, *it, above);
+    frame f{*it, self, above.upper | self};
+    frames.push_back(f);
+    above = f;
+  }
+  return frames;
+}
+
+// Calls on_match(e) for each matching element strictly inside root, in document order, until
+// it returns false.
+template <typename F> void walk(const dom::node& root, const selector_list& list, F&& on_match) {
+  if (!root) {
+    return;
+  }
+  plan p = make_plan(list);
+  std::vector<frame> open = frames_down_to(p, root);
+  for (dom::node e : root.descendant_elements()) {
+    dom::node parent = e.parent();
+    // Pre-order: the parent is on the stack; everything above it has been left.
+    while (open.size() > 1 && !(open.back().n == parent)) {
+      open.pop_back();
+    }
+    const frame& above = open.back();
+    std::uint64_t self = step(p, e, above);
+    std::uint64_t upper = above.upper | self;
+    if ((self & p.last) != 0 && !on_match(e)) {
+      return;
+    }
+    open.push_back({e, self, upper});
+  }
+}
+
+} // namespace
+
+syntax_error::syntax_error(std::string_view selector, std::size_t column, std::string reason)
+    : std::invalid_argument("bad selector " + quoted_for_message(selector) + " at column " +
+                            std::to_string(column) + ": " + reason)
+    , column_(column)
+    , reason_(std::move(reason)) {}
+
+selector_list parse(std::string_view text) {
+  return parser(text).run();
+}
+
+bool matches(const selector_list& list, dom::node e) {
+  if (!e.is_element()) {
+    return false;
+  }
+  plan p = make_plan(list);
+  return (frames_down_to(p, e).back().self & p.last) != 0;
+}
+
+std::vector<dom::node> select(const dom::node& root, const selector_list& list) {
+  std::vector<dom::node> found;
+  walk(root, list, [&](dom::node e) {
+    found.push_back(e);
+    return true;
+  });
+  return found;
+}
+
+dom::node select_first(const dom::node& root, const selector_list& list) {
+  dom::node found;
+  walk(root, list, [&](dom::node e) {
+    found = e;
+    return false;
+  });
+  return found;
+}
+
+} // namespace newsdesk::scrapers::css

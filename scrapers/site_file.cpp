@@ -1,0 +1,517 @@
+#include "scrapers/site_file.hpp"
+
+#include "scrapers/css/selector.hpp"
+#include "scrapers/dom.hpp"
+#include "scrapers/headlines.hpp"
+#include "scrapers/url.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <system_error>
+#include <utility>
+
+namespace newsdesk::scrapers {
+namespace {
+
+using json = nlohmann::json;
+
+// Names a site can be referred to by in URLs and config; longer names are a mistake, not a site.
+constexpr std::size_t max_site_name_length = 64;
+
+// The renderers the server knows (server/config.cpp checks the same list for config entries).
+const std::set<std::string, std::less<>> known_renderers{"direct", "splash"};
+
+struct url_filter {
+  std::vector<std::string> prefix;
+  std::vector<std::string> suffix;
+  std::vector<std::string> contains;
+  std::optional<std::regex> regex;
+
+  bool empty() const { return prefix.empty() && suffix.empty() && contains.empty() && !regex; }
+};
+
+bool any_prefix(const std::vector<std::string>& list, std::string_view url) {
+  return std::any_of(list.begin(), list.end(),
+                     [&](const std::string& p) { return url.starts_with(p); });
+}
+bool any_suffix(const std::vector<std::string>& list, std::string_view url) {
+  return std::any_of(list.begin(), list.end(),
+                     [&](const std::string& s) { return url.ends_with(s); });
+}
+bool any_substring(const std::vector<std::string>& list, std::string_view url) {
+  return std::any_of(list.begin(), list.end(),
+                     [&](const std::string& s) { return url.find(s) != std::string_view::npos; });
+}
+bool regex_finds(const std::regex& re, const std::string& url) {
+  return std::regex_search(url, re);
+}
+
+// include: every kind that is given must match (any entry of a list will do).
+bool included(const url_filter& f, const std::string& url) {
+  return (f.prefix.empty() || any_prefix(f.prefix, url)) &&
+         (f.suffix.empty() || any_suffix(f.suffix, url)) &&
+         (f.contains.empty() || any_substring(f.contains, url)) &&
+         (!f.regex || regex_finds(*f.regex, url));
+}
+
+// exclude: any single test that matches is enough.
+bool excluded(const url_filter& f, const std::string& url) {
+  return any_prefix(f.prefix, url) || any_suffix(f.suffix, url) || any_substring(f.contains, url) ||
+         (f.regex && regex_finds(*f.regex, url));
+}
+
+struct rule {
+  css::selector_list link;
+  std::optional<css::selector_list> title;
+  std::string url_attribute = "href";
+  url_filter include;
+  url_filter exclude;
+};
+
+class site_file_scraper final : public scraper {
+ public:
+  site_file_scraper(std::filesystem::path file, site_info info, rule r)
+      : file_(std::move(file))
+      , info_(std::move(info))
+      , rule_(std::move(r)) {}
+
+  const site_info& site() const override { return info_; }
+  const std::filesystem::path& file() const { return file_; }
+
+  std::vector<headline> extract(const dom::document& page,
+                                std::string_view page_url) const override {
+    return run(page, page_url, nullptr);
+  }
+
+  // Never throws except std::bad_alloc (which terminates a noexcept caller as it would anyway).
+  std::vector<headline> run(const dom::document& page, std::string_view page_url,
+                            site_trial* stats) const {
+    site_trial ignored;
+    site_trial& s = stats ? *stats : ignored;
+    headline_collector collector(info_.name, page_url, page);
+    std::vector<dom::node> links = css::select(page.root(), rule_.link);
+    if (links.size() > max_link_matches) {
+      links.resize(max_link_matches);
+    }
+    s.link_matches = links.size();
+    for (dom::node link : links) {
+      std::optional<std::string_view> href = link.attr(rule_.url_attribute);
+      std::optional<std::string> target = href ? collector.resolve(*href) : std::nullopt;
+      if (!target || !url::is_http_url(*target)) {
+        ++s.without_url;
+        continue;
+      }
+      dom::node title = rule_.title ? css::select_first(link, *rule_.title) : link;
+      std::string text = title ? collapse_whitespace(title.text()) : std::string();
+      if (text.empty()) {
+        ++s.without_title;
+        continue;
+      }
+      if (!passes_filters(*target)) {
+        ++s.filtered_out;
+        continue;
+      }
+      if (!collector.add(text, *href)) {
+        ++s.duplicates;
+      }
+    }
+    return collector.take();
+  }
+
+ private:
+  bool passes_filters(const std::string& url) const {
+    if (rule_.include.empty() && rule_.exclude.empty()) {
+      return true;
+    }
+    if (url.size() > max_filtered_url_bytes) {
+      return false;
+    }
+    // std::regex reports resource exhaustion (a pathological pattern) by throwing; extract()
+    // must not throw, and a link we cannot judge is better left out.
+    try {
+      return included(rule_.include, url) && !excluded(rule_.exclude, url);
+    } catch (const std::regex_error&) {
+      return false;
+    }
+  }
+
+  std::filesystem::path file_;
+  site_info info_;
+  rule rule_;
+};
+
+// Reads one site file's JSON object, naming the field in every error.
+class reader {
+ public:
+  reader(const std::filesystem::path& file)
+      : file_(file) {}
+
+  [[noreturn]] void fail(const std::string& field, std::string reason) const {
+    throw site_file_error(file_, field, std::move(reason));
+  }
+
+  static std::string describe(const json& j) {
+    std::string type = j.type_name();
+    if (j.is_string()) {
+      return "string " + j.dump();
+    }
+    if (j.is_number() || j.is_boolean() || j.is_null()) {
+      return type + " " + j.dump();
+    }
+    return "an " + type;
+  }
+
+  std::string string_field(const json& j, const std::string& field) const {
+    if (!j.is_string()) {
+      fail(field, "expected a string, got " + describe(j));
+    }
+    std::string value;
+    j.get_to(value);
+    return value;
+  }
+
+  double number_field(const json& j, const std::string& field) const {
+    if (!j.is_number()) {
+      fail(field, "expected a number of seconds, got " + describe(j));
+    }
+    double value = 0;
+    j.get_to(value);
+    return value;
+  }
+
+  css::selector_list selector_field(const json& j, const std::string& field) const {
+    std::string text = string_field(j, field);
+    try {
+      return css::parse(text);
+    } catch (const css::syntax_error& e) {
+      fail(field, e.what());
+    }
+  }
+
+  std::vector<std::string> string_list(const json& j, const std::string& field) const {
+    if (!j.is_array()) {
+      fail(field, "expected an array of strings, got " + describe(j));
+    }
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < j.size(); ++i) {
+      std::string where = field + "[" + std::to_string(i) + "]";
+      std::string value = string_field(j.at(i), where);
+      if (value.empty()) {
+        // An empty prefix or substring matches every URL, which is never what was meant.
+        fail(where, "must not be empty");
+      }
+      out.push_back(std::move(value));
+    }
+    return out;
+  }
+
+  url_filter filter_field(const json& j, const std::string& field) const {
+    if (!j.is_object()) {
+      fail(field, "expected an object with prefix, suffix, contains or regex, got " + describe(j));
+    }
+    url_filter f;
+    for (const auto& [key, value] : j.items()) {
+      std::string where = field + "." + key;
+      if (key == "prefix") {
+        f.prefix = string_list(value, where);
+      } else if (key == "suffix") {
+        f.suffix = string_list(value, where);
+      } else if (key == "contains") {
+        f.contains = string_list(value, where);
+      } else if (key == "regex") {
+        f.regex = regex_field(value, where);
+      } else {
+        fail(where, "unknown field (known: prefix, suffix, contains, regex)");
+      }
+    }
+    return f;
+  }
+
+  std::regex regex_field(const json& j, const std::string& field) const {
+    std::string source = string_field(j, field);
+    if (source.empty()) {
+      fail(field, "must not be empty");
+    }
+    if (source.size() > max_regex_length) {
+      fail(field, "longer than " + std::to_string(max_regex_length) + " characters");
+    }
+    try {
+      return std::regex(source, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      fail(field, "bad regex " + json(source).dump() + ": " + e.what());
+    }
+  }
+
+ private:
+  const std::filesystem::path& file_;
+};
+
+bool is_hex_colour(std::string_view c) {
+  if ((c.size() != 4 && c.size() != 7) || c[0] != '#') {
+    return false;
+  }
+  return std::all_of(c.begin() + 1, c.end(), [](char ch) {
+    return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F');
+  });
+}
+
+bool is_attribute_name(std::string_view name) {
+  if (name.empty()) {
+    return false;
+  }
+  return std::none_of(name.begin(), name.end(), [](char c) {
+    auto u = static_cast<unsigned char>(c);
+    return u <= 0x20 || u == 0x7F || c == '"' || c == '\'' || c == '>' || c == '/' || c == '=';
+  });
+}
+
+std::string trimmed(std::string_view s) {
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; };
+  while (!s.empty() && space(s.front())) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && space(s.back())) {
+    s.remove_suffix(1);
+  }
+  return std::string(s);
+}
+
+const std::vector<std::string> known_fields{
+    "name", "display_name", "url",           "colour",  "wait",    "timeout", "renderer",
+    "link", "title",        "url_attribute", "include", "exclude", "comment"};
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) {
+    out += (out.empty() ? "" : ", ") + w;
+  }
+  return out;
+}
+
+std::vector<std::filesystem::path> site_files_in(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    throw site_file_error(dir, "",
+                          std::filesystem::exists(dir, ec) ? "not a folder" : "no such folder");
+  }
+  std::vector<std::filesystem::path> files;
+  std::filesystem::directory_iterator it(dir, ec);
+  if (ec) {
+    throw site_file_error(dir, "", "cannot list folder: " + ec.message());
+  }
+  for (const auto& entry : it) {
+    const std::filesystem::path& p = entry.path();
+    std::string name = p.filename().string();
+    if (p.extension() != ".json" || name.starts_with(".")) {
+      continue;
+    }
+    std::error_code type_ec;
+    if (entry.is_regular_file(type_ec)) {
+      files.push_back(p);
+    }
+  }
+  std::sort(files.begin(), files.end(),
+            [](const auto& a, const auto& b) { return a.filename() < b.filename(); });
+  return files;
+}
+
+// Adds `s` to `r`, or throws naming whoever has the name already.
+void add_site(registry& r, std::unique_ptr<scraper> s, const std::filesystem::path& file) {
+  if (const scraper* taken = r.find(s->site().name)) {
+    std::optional<std::filesystem::path> other = site_file_of(*taken);
+    std::string by = other ? other->string()
+                           : "the built-in scraper " + taken->site().display_name + " (scrapers/" +
+                                 "sites/" + taken->site().name + ".cpp)";
+    throw site_file_error(file, "name", json(s->site().name).dump() + " is already taken by " + by);
+  }
+  r.add(std::move(s));
+}
+
+} // namespace
+
+site_file_error::site_file_error(std::filesystem::path file, std::string field, std::string reason)
+    : std::runtime_error(file.string() + ": " + (field.empty() ? "" : field + ": ") + reason)
+    , file_(std::move(file))
+    , field_(std::move(field))
+    , reason_(std::move(reason)) {}
+
+std::unique_ptr<scraper> parse_site_file(std::string_view json_text,
+                                         const std::filesystem::path& file) {
+  reader in(file);
+  if (json_text.size() > max_site_file_bytes) {
+    in.fail("", "larger than " + std::to_string(max_site_file_bytes) + " bytes");
+  }
+  json j;
+  try {
+    j = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    std::string what = e.what();
+    // Drop nlohmann's "[json.exception.parse_error.101] " tag; the rest names line and column.
+    if (auto bracket = what.find("] "); what.starts_with("[") && bracket != std::string::npos) {
+      what.erase(0, bracket + 2);
+    }
+    in.fail("", "not valid JSON: " + what);
+  }
+  if (!j.is_object()) {
+    in.fail("", "expected a JSON object { ... }, got " + reader::describe(j));
+  }
+  for (const auto& item : j.items()) {
+    if (std::find(known_fields.begin(), known_fields.end(), item.key()) == known_fields.end()) {
+      in.fail(item.key(), "unknown field (known: " + joined(known_fields) + ")");
+    }
+  }
+  for (const char* required : {"name", "display_name", "url", "colour", "link"}) {
+    if (!j.contains(required)) {
+      in.fail(required, "missing (required)");
+    }
+  }
+
+  site_info info;
+  info.name = in.string_field(j.at("name"), "name");
+  if (!is_valid_site_name(info.name) || info.name.size() > max_site_name_length) {
+    in.fail("name", "expected 1-" + std::to_string(max_site_name_length) +
+                        " characters of a-z, 0-9, _ and -, got " + json(info.name).dump());
+  }
+  info.display_name = trimmed(in.string_field(j.at("display_name"), "display_name"));
+  if (info.display_name.empty()) {
+    in.fail("display_name", "must not be empty");
+  }
+  info.url = in.string_field(j.at("url"), "url");
+  if (!url::is_http_url(info.url)) {
+    in.fail("url", "expected an absolute http:// or https:// URL, got " + json(info.url).dump());
+  }
+  info.colour = in.string_field(j.at("colour"), "colour");
+  if (!is_hex_colour(info.colour)) {
+    in.fail("colour", "expected #rgb or #rrggbb, got " + json(info.colour).dump());
+  }
+  if (j.contains("wait")) {
+    double wait = in.number_field(j.at("wait"), "wait");
+    if (!(wait >= 0 && wait <= 3600)) {
+      in.fail("wait", "expected seconds from 0 to 3600");
+    }
+    info.wait_seconds = wait;
+  }
+  if (j.contains("timeout")) {
+    double timeout = in.number_field(j.at("timeout"), "timeout");
+    if (!(timeout > 0 && timeout <= 3600)) {
+      in.fail("timeout", "expected seconds above 0, at most 3600");
+    }
+    info.timeout_seconds = timeout;
+  }
+  if (info.wait_seconds && info.timeout_seconds && *info.wait_seconds >= *info.timeout_seconds) {
+    in.fail("wait", "must be below timeout");
+  }
+  if (j.contains("renderer")) {
+    std::string renderer = in.string_field(j.at("renderer"), "renderer");
+    if (!known_renderers.contains(renderer)) {
+      in.fail("renderer", "expected \"splash\" or \"direct\", got " + json(renderer).dump());
+    }
+    info.renderer = renderer;
+  }
+  if (j.contains("comment")) {
+    in.string_field(j.at("comment"), "comment");
+  }
+
+  rule r;
+  r.link = in.selector_field(j.at("link"), "link");
+  if (j.contains("title")) {
+    r.title = in.selector_field(j.at("title"), "title");
+  }
+  if (j.contains("url_attribute")) {
+    r.url_attribute = in.string_field(j.at("url_attribute"), "url_attribute");
+    if (!is_attribute_name(r.url_attribute)) {
+      in.fail("url_attribute", "expected an attribute name, got " + json(r.url_attribute).dump());
+    }
+  }
+  if (j.contains("include")) {
+    r.include = in.filter_field(j.at("include"), "include");
+  }
+  if (j.contains("exclude")) {
+    r.exclude = in.filter_field(j.at("exclude"), "exclude");
+  }
+  return std::make_unique<site_file_scraper>(file, std::move(info), std::move(r));
+}
+
+std::unique_ptr<scraper> load_site_file(const std::filesystem::path& file) {
+  std::error_code ec;
+  auto size = std::filesystem::file_size(file, ec);
+  if (ec) {
+    throw site_file_error(file, "", "cannot read: " + ec.message());
+  }
+  if (size > max_site_file_bytes) {
+    throw site_file_error(file, "",
+                          "larger than " + std::to_string(max_site_file_bytes) + " bytes (" +
+                              std::to_string(size) + "); is this a site file?");
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    throw site_file_error(file, "", "cannot open for reading");
+  }
+  // Read at most one byte past the limit, in case the file grew since file_size().
+  std::string text(max_site_file_bytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (in.bad()) {
+    throw site_file_error(file, "", "read error");
+  }
+  return parse_site_file(text, file);
+}
+
+std::optional<std::filesystem::path> site_file_of(const scraper& s) {
+  if (const auto* f = dynamic_cast<const site_file_scraper*>(&s)) {
+    return f->file();
+  }
+  return std::nullopt;
+}
+
+void load_site_folder(const std::filesystem::path& dir, registry& r) {
+  for (const std::filesystem::path& file : site_files_in(dir)) {
+    add_site(r, load_site_file(file), file);
+  }
+}
+
+std::vector<std::string> check_site_folder(const std::filesystem::path& dir) {
+  std::vector<std::string> errors;
+  std::vector<std::filesystem::path> files;
+  try {
+    files = site_files_in(dir);
+  } catch (const site_file_error& e) {
+    errors.push_back(e.what());
+    return errors;
+  }
+  registry r;
+  register_builtin_scrapers(r);
+  for (const std::filesystem::path& file : files) {
+    try {
+      add_site(r, load_site_file(file), file);
+    } catch (const site_file_error& e) {
+      errors.push_back(e.what());
+    }
+  }
+  return errors;
+}
+
+site_trial try_site_file(const std::filesystem::path& file, std::string_view html,
+                         std::string_view page_url) {
+  std::unique_ptr<scraper> s = load_site_file(file);
+  const auto& site = dynamic_cast<const site_file_scraper&>(*s);
+  site_trial trial;
+  trial.site = site.site();
+  std::string base(page_url.empty() ? std::string_view(trial.site.url) : page_url);
+  trial.headlines = site.run(dom::document::parse(html), base, &trial);
+  return trial;
+}
+
+std::vector<headline> try_site(const std::filesystem::path& file, std::string_view html,
+                               std::string_view page_url) {
+  return try_site_file(file, html, page_url).headlines;
+}
+
+} // namespace newsdesk::scrapers
