@@ -52,20 +52,22 @@ stop_servers() {
 # field NAME LINE -> value of NAME=... in a RESULT line
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
 
-# median of REPEAT runs of one load; echoes the RESULT line of the median run
+# median of REPEAT runs of one load by the field $KEY (default deliveries_per_s); echoes the
+# RESULT line of the median run
 median_run() {
+  local key="${KEY:-deliveries_per_s}"
   local proto=$1 port=$2; shift 2
   local lines=()
   for _ in $(seq "$REPEAT"); do
     lines+=("$("$loadgen" --proto "$proto" --port "$port" "$@" | grep '^RESULT')")
   done
-  printf '%s\n' "${lines[@]}" | awk '{for(i=1;i<=NF;i++) if ($i ~ /^deliveries_per_s=/) {split($i,a,"="); print a[2] "\t" $0}}' \
+  printf '%s\n' "${lines[@]}" | awk -v key="$key" '{for(i=1;i<=NF;i++) if ($i ~ "^" key "=") {split($i,a,"="); print a[2] "\t" $0}}' \
     | sort -n | awk -v m=$(( (REPEAT + 1) / 2 )) 'NR==m {sub(/^[^\t]*\t/, ""); print}'
 }
 
 start_servers
 echo "newsdesk-broker pid $broker_pid port $broker_port; redis-server $(redis-server --version | awk '{print $3}') pid $redis_pid port $REDIS_PORT"
-echo "machine: $(nproc) cores; $(uname -r); median of $REPEAT runs for throughput"
+echo "machine: $(nproc) cores; $(uname -r); each figure: median of $REPEAT runs (by deliveries/s, or by p99 for fixed-rate runs)"
 echo
 
 declare -A R
@@ -80,10 +82,8 @@ run_pair() { # key, loadgen args...
 echo "raw results:"
 run_pair fan --mode topic --subs 10 --messages "$MESSAGES"
 run_pair q --mode queue --subs 4 --messages "$MESSAGES"
-REPEAT_SAVE=$REPEAT; REPEAT=1
-run_pair lat --mode topic --subs 10 --messages "$MESSAGES" --rate "$RATE"
-run_pair qlat --mode queue --subs 4 --messages "$MESSAGES" --rate "$RATE"
-REPEAT=$REPEAT_SAVE
+KEY=p99_us run_pair lat --mode topic --subs 10 --messages "$MESSAGES" --rate "$RATE"
+KEY=p99_us run_pair qlat --mode queue --subs 4 --messages "$MESSAGES" --rate "$RATE"
 idle_n="$("$loadgen" --proto newsdesk --port "$broker_port" --mode idle --conns "$CONNS" --server-pid "$broker_pid" | grep '^RESULT')"
 idle_r="$("$loadgen" --proto redis --port "$REDIS_PORT" --mode idle --conns "$CONNS" --server-pid "$redis_pid" | grep '^RESULT')"
 echo "  $idle_n"
