@@ -4,6 +4,7 @@
 //   GET /news.json   -> the same data as JSON
 //   GET /static/...  -> files from the static folder
 //   GET /healthz     -> {"status":"ok"} while the process serves
+//   GET /api/broker  -> the broker's counters (when the broker runs)
 // HEAD works wherever GET does; other methods get 405 with Allow, unknown paths 404.
 #pragma once
 

@@ -181,18 +181,13 @@ void apply_config_json(config& cfg, std::string_view text, std::string_view orig
   if (j.contains("broker")) {
     const auto& b = j["broker"];
     if (b.is_boolean()) {
-      cfg.broker_enabled = b.get<bool>();
-    } else if (b.is_object()) {
-      json copy = b;
-      if (copy.contains("enabled")) {
-        if (!copy["enabled"].is_boolean())
-          fail(where + ".broker.enabled", "expected true or false");
-        cfg.broker_enabled = copy["enabled"].get<bool>();
-        copy.erase("enabled");
-      }
-      cfg.broker = std::make_shared<const json>(std::move(copy));
+      cfg.broker.enabled = b.get<bool>();
     } else {
-      fail(where + ".broker", "expected an object or false");
+      try {
+        b.get_to(cfg.broker);
+      } catch (const std::exception& e) {
+        fail(where + ".broker", e.what());
+      }
     }
   }
 }
@@ -263,16 +258,28 @@ config load_config(const std::vector<std::string>& args,
       } catch (const std::invalid_argument& e) {
         fail(where, e.what());
       }
+    } else if (key == "broker-listen") {
+      if (value == "off") {
+        cfg.broker.enabled = false;
+      } else {
+        try {
+          broker::apply_listen_spec(cfg.broker, value);
+          cfg.broker.enabled = true;
+        } catch (const std::exception& e) {
+          fail(where, e.what());
+        }
+      }
     } else if (key == "config") {
       // read above
     } else
       fail(where, "unknown option (see --help)");
   };
   const std::pair<const char*, const char*> env_names[] = {
-      {"NEWSDESK_ADDRESS", "address"}, {"NEWSDESK_PORT", "port"},
-      {"NEWSDESK_THREADS", "threads"}, {"NEWSDESK_TEMPLATES", "templates"},
-      {"NEWSDESK_STATIC", "static"},   {"NEWSDESK_RENDERER", "renderer"},
-      {"SPLASH_URL", "splash-url"},    {"NEWSDESK_LOG_LEVEL", "log-level"}};
+      {"NEWSDESK_ADDRESS", "address"},    {"NEWSDESK_PORT", "port"},
+      {"NEWSDESK_THREADS", "threads"},    {"NEWSDESK_TEMPLATES", "templates"},
+      {"NEWSDESK_STATIC", "static"},      {"NEWSDESK_RENDERER", "renderer"},
+      {"SPLASH_URL", "splash-url"},       {"NEWSDESK_BROKER_LISTEN", "broker-listen"},
+      {"NEWSDESK_LOG_LEVEL", "log-level"}};
   for (const auto& [env, key] : env_names)
     if (const char* value = getenv(env); value && *value)
       set(key, value, env);
@@ -398,6 +405,9 @@ over the file):
   --wait S            default seconds to wait after page load (0.5)
   --timeout S         default seconds for a whole render (30)
   --log-level LEVEL   debug, info, warn or error (info)  env NEWSDESK_LOG_LEVEL
+  --broker-listen ADDR:PORT|off
+                      the pub/sub broker's address (127.0.0.1:25000), or off
+                                                         env NEWSDESK_BROKER_LISTEN
   --help              this text
 
 See config.example.json for every key of the config file.

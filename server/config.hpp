@@ -3,6 +3,7 @@
 // value out of range, unknown scraper) stops startup with a config_error naming the key.
 #pragma once
 
+#include "broker/config.hpp"
 #include "server/http_server.hpp"
 #include "server/log.hpp"
 
@@ -61,9 +62,8 @@ struct config {
 
   // The "sites" entries as given (strings or objects); absent: every registered scraper.
   std::shared_ptr<const nlohmann::json> sites;
-  // The "broker" object as given, for the broker's own parser; absent: its defaults.
-  std::shared_ptr<const nlohmann::json> broker;
-  bool broker_enabled = true;
+  // The embedded broker ("broker": {...} in the file, or false to turn it off).
+  broker::config broker;
 };
 
 // Reads argv (after the program name and any subcommand), the environment through `getenv`,

@@ -1,4 +1,6 @@
 // newsdesk: serves /news, the current headlines of the configured sites on one page.
+#include "broker/broker.hpp"
+#include "broker/standalone.hpp"
 #include "scrapers/registry.hpp"
 #include "server/app.hpp"
 #include "server/config.hpp"
@@ -16,6 +18,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include <nlohmann/json.hpp>
+
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -30,20 +35,22 @@ namespace {
 // How long shutdown waits for in-flight requests (a /news may be waiting on a slow render).
 constexpr std::chrono::seconds shutdown_deadline{10};
 
-void wait_for_connections(net::steady_timer& timer, http_server& http,
-                          std::chrono::steady_clock::time_point deadline, net::io_context& ioc) {
+// Waits (polling every 50 ms) until no HTTP connection is open or the deadline passes, then
+// calls `done`.
+void drain_connections(net::steady_timer& timer, http_server& http,
+                       std::chrono::steady_clock::time_point deadline, std::function<void()> done) {
   if (http.open_connections() == 0 || std::chrono::steady_clock::now() >= deadline) {
     if (http.open_connections() > 0)
       log_warn("msg=\"shutdown deadline passed, closing open connections\" open=" +
                std::to_string(http.open_connections()));
-    ioc.stop();
-    return;
+    return done();
   }
   timer.expires_after(std::chrono::milliseconds(50));
-  timer.async_wait([&, deadline](boost::system::error_code ec) {
-    if (!ec)
-      wait_for_connections(timer, http, deadline, ioc);
-  });
+  timer.async_wait(
+      [&timer, &http, deadline, done = std::move(done)](boost::system::error_code ec) mutable {
+        if (!ec)
+          drain_connections(timer, http, deadline, std::move(done));
+      });
 }
 
 int run(const std::vector<std::string>& args) {
@@ -77,6 +84,16 @@ int run(const std::vector<std::string>& args) {
   news_service news(sites, renderers, parse_pool);
   app routes(news, page, files);
 
+  // The broker shares the io_context; a bind failure stops startup like the HTTP one does.
+  std::unique_ptr<broker::server> pubsub;
+  if (cfg.broker.enabled) {
+    pubsub = std::make_unique<broker::server>(ioc, cfg.broker);
+    pubsub->listen();
+    pubsub->start();
+    routes.add_json_endpoint("/api/broker",
+                             [&pubsub] { return nlohmann::json(pubsub->stats()).dump() + "\n"; });
+  }
+
   http_server http(
       ioc,
       [&routes](http_request req, responder res) { routes.handle(std::move(req), std::move(res)); },
@@ -93,17 +110,31 @@ int run(const std::vector<std::string>& args) {
   // Tests and scripts read this line to learn the port (it may have been 0).
   std::printf("listening on http://%s:%u\n", cfg.address.c_str(),
               static_cast<unsigned>(http.port()));
+  if (pubsub) {
+    auto endpoint = pubsub->local_endpoint();
+    std::printf("broker listening on %s:%u\n", endpoint.address().to_string().c_str(),
+                static_cast<unsigned>(endpoint.port()));
+  }
   std::fflush(stdout);
 
   net::signal_set signals(ioc, SIGINT, SIGTERM);
   net::steady_timer drain_timer(ioc);
+  // Shutdown: stop accepting everywhere, let HTTP requests in flight finish and the broker
+  // deliver what it has queued (each within its deadline), then stop the threads.
+  auto parts_left = std::make_shared<std::atomic<int>>(pubsub ? 2 : 1);
+  auto part_done = [&ioc, parts_left] {
+    if (parts_left->fetch_sub(1) == 1)
+      ioc.stop();
+  };
   signals.async_wait([&](boost::system::error_code ec, int signal) {
     if (ec)
       return;
     log_info("msg=\"shutting down\" signal=" + std::to_string(signal));
     http.stop();
-    wait_for_connections(drain_timer, http, std::chrono::steady_clock::now() + shutdown_deadline,
-                         ioc);
+    if (pubsub)
+      pubsub->async_shutdown(part_done);
+    drain_connections(drain_timer, http, std::chrono::steady_clock::now() + shutdown_deadline,
+                      part_done);
   });
 
   std::vector<std::thread> pool;
@@ -121,6 +152,8 @@ int run(const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args.front() == "broker") // the broker alone: newsdesk broker [options]
+    return newsdesk::broker::run_standalone({args.begin() + 1, args.end()}, "newsdesk broker");
   try {
     return run(args);
   } catch (const config_error& e) {

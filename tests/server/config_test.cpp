@@ -3,6 +3,7 @@
 #include "scrapers/registry.hpp"
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include <fstream>
 #include <map>
@@ -101,7 +102,11 @@ TEST_CASE("the config file rejects unknown keys, wrong types and broken JSON, na
   auto cfg = from_json(R"({"http": {"max_connections": 5, "read_timeout": 1.5}, "broker": false})");
   CHECK(cfg.http.max_connections == 5);
   CHECK(cfg.http.read_timeout == std::chrono::milliseconds(1500));
-  CHECK_FALSE(cfg.broker_enabled);
+  CHECK_FALSE(cfg.broker.enabled);
+  CHECK_THROWS_WITH_AS(from_json(R"({"broker": {"prot": 1}})"),
+                       doctest::Contains("test.json.broker"), config_error);
+  CHECK_THROWS_WITH_AS(from_json(R"({"broker": {"prot": 1}})"), doctest::Contains("prot"),
+                       config_error);
 }
 
 TEST_CASE("without a sites list every registered scraper is shown with its own defaults") {
@@ -169,5 +174,6 @@ TEST_CASE("config.example.json loads, and its values are the defaults") {
   CHECK(cfg.http.read_timeout == defaults.http.read_timeout);
   CHECK(cfg.http.write_timeout == defaults.http.write_timeout);
   CHECK(cfg.http.max_connections == defaults.http.max_connections);
+  CHECK(nlohmann::json(cfg.broker) == nlohmann::json(newsdesk::broker::config{}));
   CHECK(resolve_sites(cfg, builtins()).size() == 2);
 }

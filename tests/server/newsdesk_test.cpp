@@ -58,6 +58,7 @@ struct newsdesk_process {
   temp_dir dir;
   std::unique_ptr<child_process> process;
   unsigned short port = 0;
+  unsigned short broker_port = 0;
 
   explicit newsdesk_process(const json& config, std::vector<std::string> extra_args = {}) {
     auto config_path = dir.write("config.json", config.dump(2));
@@ -69,6 +70,9 @@ struct newsdesk_process {
                                               std::vector<std::string>{"SPLASH_URL="},
                                               (dir.path / "stderr.log").string());
     port = wait_for_port(*process);
+    if (port != 0)
+      if (auto line = process->wait_for_line("broker listening on 127.0.0.1:"))
+        broker_port = static_cast<unsigned short>(std::stoi(*line));
   }
   std::string log() const { return read_file((dir.path / "stderr.log").string()); }
 };
@@ -335,7 +339,8 @@ TEST_CASE("startup fails with a message naming the problem") {
     REQUIRE(first.port != 0);
     child_process p(NEWSDESK_BINARY,
                     {"--renderer", "direct", "--port", std::to_string(first.port), "--templates",
-                     source_dir + "/templates", "--static", source_dir + "/static"},
+                     source_dir + "/templates", "--static", source_dir + "/static",
+                     "--broker-listen", "off"},
                     {}, (dir.path / "err").string());
     CHECK(p.wait_exit() == 1);
     CHECK(read_file((dir.path / "err").string())
@@ -362,4 +367,56 @@ TEST_CASE("the built-in CNN scraper reads a real saved CNN page served through S
   for (const auto& h : j.at("headlines"))
     seen = seen || h.at("title") == "PARIS ATTACKS: Everything we know so far";
   CHECK(seen);
+}
+
+namespace {
+// The broker's wire format: 4-byte big-endian length, then the payload.
+std::string frame(const std::string& payload) {
+  std::string out(4, '\0');
+  auto n = static_cast<std::uint32_t>(payload.size());
+  out[0] = static_cast<char>(n >> 24);
+  out[1] = static_cast<char>(n >> 16);
+  out[2] = static_cast<char>(n >> 8);
+  out[3] = static_cast<char>(n);
+  return out + payload;
+}
+} // namespace
+
+TEST_CASE("the embedded broker runs beside the web server and reports its counters") {
+  newsdesk_process nd(json{{"renderer", "direct"}, {"sites", json::array()}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  REQUIRE(nd.broker_port != 0);
+
+  // A client that subscribes to /topic/test and publishes to it gets its own message back.
+  auto answer = raw_exchange(nd.broker_port, frame("/topic/test") + frame("/topic/test") +
+                                                 frame("hello") + frame(""));
+  CHECK(answer == frame("hello"));
+
+  auto stats = json::parse(http_get(nd.port, "/api/broker").body);
+  CHECK(stats.dump().find("deliver") != std::string::npos);
+  CHECK(nd.process->stop(SIGTERM) == 0);
+}
+
+TEST_CASE("a broker port in use stops startup with a message naming it") {
+  newsdesk_process first(json{{"renderer", "direct"}, {"sites", json::array()}});
+  REQUIRE(first.broker_port != 0);
+  temp_dir dir;
+  child_process p(NEWSDESK_BINARY,
+                  {"--renderer", "direct", "--port", "0", "--templates", source_dir + "/templates",
+                   "--static", source_dir + "/static", "--broker-listen",
+                   "127.0.0.1:" + std::to_string(first.broker_port)},
+                  {}, (dir.path / "err").string());
+  CHECK(p.wait_exit() == 1);
+  CHECK(read_file((dir.path / "err").string()).find(std::to_string(first.broker_port)) !=
+        std::string::npos);
+}
+
+TEST_CASE("newsdesk broker runs the broker alone") {
+  child_process p(NEWSDESK_BINARY, {"broker", "--listen", "127.0.0.1:0"});
+  auto line = p.wait_for_line("listening on 127.0.0.1:");
+  REQUIRE(line);
+  auto port = static_cast<unsigned short>(std::stoi(*line));
+  CHECK(raw_exchange(port, frame("/queue/a") + frame("/queue/a") + frame("x") + frame("")) ==
+        frame("x"));
+  CHECK(p.stop(SIGTERM) == 0);
 }
