@@ -15,12 +15,14 @@ RUN apt-get update \
 COPY --from=build /src/build/server/newsdesk /usr/local/bin/newsdesk
 COPY templates /app/templates
 COPY static /app/static
+COPY sites /app/sites
 WORKDIR /app
 USER newsdesk
 ENV NEWSDESK_ADDRESS=0.0.0.0 \
     NEWSDESK_PORT=8080 \
     NEWSDESK_TEMPLATES=/app/templates \
-    NEWSDESK_STATIC=/app/static
+    NEWSDESK_STATIC=/app/static \
+    NEWSDESK_SITES_DIR=/app/sites
 EXPOSE 8080
 HEALTHCHECK --interval=30s --timeout=3s --retries=3 CMD curl -fsS http://127.0.0.1:8080/healthz || exit 1
 ENTRYPOINT ["newsdesk"]

@@ -147,9 +147,10 @@ void apply_config_json(config& cfg, std::string_view text, std::string_view orig
   if (!j.is_object())
     fail(where, "expected a JSON object at the top level");
   reject_unknown_keys(j, where,
-                      {"address", "port", "threads", "templates_dir", "static_dir", "log_level",
-                       "renderer", "splash_url", "splash_max_timeout", "wait", "timeout",
-                       "tls_verify", "http", "sites", "broker"});
+                      {"address", "port", "threads", "templates_dir", "static_dir",
+                       "site_files_dir", "log_level", "renderer", "splash_url",
+                       "splash_max_timeout", "wait", "timeout", "tls_verify", "http", "sites",
+                       "broker"});
   read(j, "address", cfg.address, where);
   read(j, "port", cfg.port, where);
   read(j, "threads", cfg.threads, where);
@@ -158,6 +159,10 @@ void apply_config_json(config& cfg, std::string_view text, std::string_view orig
     cfg.templates_dir = text_value;
   if (read(j, "static_dir", text_value, where))
     cfg.static_dir = text_value;
+  if (read(j, "site_files_dir", text_value, where)) {
+    cfg.site_files_dir = text_value;
+    cfg.site_files_dir_given = true;
+  }
   if (read(j, "log_level", text_value, where)) {
     try {
       cfg.level = parse_log_level(text_value);
@@ -244,7 +249,10 @@ config load_config(const std::vector<std::string>& args,
       cfg.templates_dir = value;
     else if (key == "static")
       cfg.static_dir = value;
-    else if (key == "renderer")
+    else if (key == "sites-dir") {
+      cfg.site_files_dir = value;
+      cfg.site_files_dir_given = true;
+    } else if (key == "renderer")
       cfg.renderer = value;
     else if (key == "splash-url")
       cfg.splash_url = value;
@@ -275,10 +283,15 @@ config load_config(const std::vector<std::string>& args,
       fail(where, "unknown option (see --help)");
   };
   const std::pair<const char*, const char*> env_names[] = {
-      {"NEWSDESK_ADDRESS", "address"},    {"NEWSDESK_PORT", "port"},
-      {"NEWSDESK_THREADS", "threads"},    {"NEWSDESK_TEMPLATES", "templates"},
-      {"NEWSDESK_STATIC", "static"},      {"NEWSDESK_RENDERER", "renderer"},
-      {"SPLASH_URL", "splash-url"},       {"NEWSDESK_BROKER_LISTEN", "broker-listen"},
+      {"NEWSDESK_ADDRESS", "address"},
+      {"NEWSDESK_PORT", "port"},
+      {"NEWSDESK_THREADS", "threads"},
+      {"NEWSDESK_TEMPLATES", "templates"},
+      {"NEWSDESK_STATIC", "static"},
+      {"NEWSDESK_SITES_DIR", "sites-dir"},
+      {"NEWSDESK_RENDERER", "renderer"},
+      {"SPLASH_URL", "splash-url"},
+      {"NEWSDESK_BROKER_LISTEN", "broker-listen"},
       {"NEWSDESK_LOG_LEVEL", "log-level"}};
   for (const auto& [env, key] : env_names)
     if (const char* value = getenv(env); value && *value)
@@ -399,6 +412,7 @@ over the file):
   --threads N         network threads (0 = one per core) env NEWSDESK_THREADS
   --templates DIR     folder holding news.html (templates) env NEWSDESK_TEMPLATES
   --static DIR        folder served under /static (static)  env NEWSDESK_STATIC
+  --sites-dir DIR     folder of site files, *.json (sites)  env NEWSDESK_SITES_DIR
   --renderer NAME     splash or direct (splash when a Splash URL is set, else direct)
                                                          env NEWSDESK_RENDERER
   --splash-url URL    Splash's address, e.g. http://splash:8050   env SPLASH_URL
@@ -409,6 +423,11 @@ over the file):
                       the pub/sub broker's address (127.0.0.1:25000), or off
                                                          env NEWSDESK_BROKER_LISTEN
   --help              this text
+
+commands (run instead of the server):
+  newsdesk --check-scrapers [DIR]                   validate every site file in DIR (sites)
+  newsdesk --try-site FILE --html PAGE [--url URL]  show what a site file extracts from a page
+  newsdesk broker [--listen ADDR:PORT] [--config FILE]   run only the pub/sub broker
 
 See config.example.json for every key of the config file.
 )";

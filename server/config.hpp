@@ -47,6 +47,10 @@ struct config {
   unsigned threads = 0; // 0: one per core
   std::filesystem::path templates_dir = "templates";
   std::filesystem::path static_dir = "static";
+  // Folder of declarative site files (*.json). A missing folder is fine unless it was named
+  // explicitly (file, environment or flag).
+  std::filesystem::path site_files_dir = "sites";
+  bool site_files_dir_given = false;
   log_level level = log_level::info;
 
   // Renderer for sites that do not name one: "splash" or "direct". Empty: splash when a

@@ -2,6 +2,7 @@
 #include "broker/broker.hpp"
 #include "broker/standalone.hpp"
 #include "scrapers/registry.hpp"
+#include "scrapers/site_file.hpp"
 #include "server/app.hpp"
 #include "server/config.hpp"
 #include "server/direct_renderer.hpp"
@@ -10,6 +11,7 @@
 #include "server/log.hpp"
 #include "server/news_page.hpp"
 #include "server/news_service.hpp"
+#include "server/site_commands.hpp"
 #include "server/splash_renderer.hpp"
 #include "server/static_files.hpp"
 
@@ -23,6 +25,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <thread>
 
@@ -65,6 +68,10 @@ int run(const std::vector<std::string>& args) {
 
   scrapers::registry registry;
   scrapers::register_builtin_scrapers(registry);
+  if (std::filesystem::is_directory(cfg.site_files_dir))
+    scrapers::load_site_folder(cfg.site_files_dir, registry);
+  else if (cfg.site_files_dir_given)
+    throw config_error("site files folder " + cfg.site_files_dir.string() + " does not exist");
   auto sites = resolve_sites(cfg, registry);
   auto page = news_page::load(cfg.templates_dir);
   static_files files(cfg.static_dir);
@@ -154,8 +161,15 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args.front() == "broker") // the broker alone: newsdesk broker [options]
     return newsdesk::broker::run_standalone({args.begin() + 1, args.end()}, "newsdesk broker");
+  if (!args.empty() && args.front() == "--check-scrapers")
+    return check_scrapers(args.size() > 1 ? args[1] : "sites", std::cout, std::cerr);
+  if (!args.empty() && args.front() == "--try-site")
+    return try_site({args.begin() + 1, args.end()}, std::cout, std::cerr);
   try {
     return run(args);
+  } catch (const scrapers::site_file_error& e) {
+    std::cerr << "newsdesk: bad site file: " << e.what() << "\n";
+    return 2;
   } catch (const config_error& e) {
     std::cerr << "newsdesk: configuration error: " << e.what() << "\n";
     return 2;

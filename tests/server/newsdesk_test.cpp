@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 using namespace newsdesk::testing;
 using namespace std::chrono_literals;
@@ -419,4 +420,110 @@ TEST_CASE("newsdesk broker runs the broker alone") {
   CHECK(raw_exchange(port, frame("/queue/a") + frame("/queue/a") + frame("x") + frame("")) ==
         frame("x"));
   CHECK(p.stop(SIGTERM) == 0);
+}
+
+namespace {
+const char* example_site_file = R"({
+  "name": "example",
+  "display_name": "Example News",
+  "url": "https://news.example.com/",
+  "colour": "#336699",
+  "link": "h2.story > a"
+})";
+
+std::string example_page(const std::string& title) {
+  return "<html><body><h2 class=\"story\"><a href=\"/2026/11/22/" + std::string("story.html") +
+         "\">" + title +
+         "</a></h2><h2 class=\"promo\"><a href=\"/ad\">Advert</a></h2></body></html>";
+}
+} // namespace
+
+TEST_CASE("a site file dropped into the folder appears on /news after a restart") {
+  splash_standin splash;
+  splash.set("https://news.example.com/",
+             standin_page::page(example_page("Declarative sites work")));
+  splash.set("https://second.example.com/",
+             standin_page::page("<p><a class=\"t\" href=\"/x\">Second site</a></p>"));
+  temp_dir sites;
+  sites.write("example.json", example_site_file);
+  json cfg = {{"splash_url", splash.base_url()}, {"site_files_dir", sites.path.string()}};
+  {
+    newsdesk_process nd(cfg);
+    REQUIRE_MESSAGE(nd.port != 0, nd.log());
+    auto j = json::parse(http_get(nd.port, "/news.json").body);
+    std::set<std::string> names;
+    for (const auto& s : j.at("sites"))
+      names.insert(s.at("name").get<std::string>());
+    CHECK(names.count("example") == 1);
+    CHECK(names.count("cnn") == 1); // C++ scrapers and site files side by side
+    auto page = http_get(nd.port, "/news");
+    CHECK(page.body.find("Declarative sites work") != std::string::npos);
+    CHECK(page.body.find("href=\"https://news.example.com/2026/11/22/story.html\"") !=
+          std::string::npos);
+    CHECK(page.body.find("Advert") == std::string::npos);
+    CHECK(page.body.find(".site-example { --site-bg: #336699;") != std::string::npos);
+    CHECK(nd.process->stop(SIGTERM) == 0);
+  }
+  sites.write("second.json",
+              R"({"name": "second", "display_name": "Second", "url": "https://second.example.com/",
+                                 "colour": "#ff0", "link": "a.t"})");
+  newsdesk_process restarted(cfg);
+  REQUIRE_MESSAGE(restarted.port != 0, restarted.log());
+  auto page = http_get(restarted.port, "/news");
+  CHECK(page.body.find("Second site") != std::string::npos);
+  CHECK(page.body.find("Declarative sites work") != std::string::npos);
+}
+
+TEST_CASE("a broken site file stops startup, naming the file and the field") {
+  temp_dir sites;
+  sites.write("broken.json", R"({"name": "broken", "display_name": "B", "url": "https://b.example/",
+                                 "colour": "#000", "link": "a[href"})");
+  temp_dir dir;
+  child_process p(NEWSDESK_BINARY, {"--renderer", "direct", "--sites-dir", sites.path.string()}, {},
+                  (dir.path / "err").string());
+  CHECK(p.wait_exit() == 2);
+  auto err = read_file((dir.path / "err").string());
+  CHECK(err.find("broken.json") != std::string::npos);
+  CHECK(err.find("link") != std::string::npos);
+  CHECK(err.find("column") != std::string::npos);
+
+  child_process missing(NEWSDESK_BINARY,
+                        {"--renderer", "direct", "--sites-dir", "/nonexistent/sites"}, {},
+                        (dir.path / "err2").string());
+  CHECK(missing.wait_exit() == 2);
+  CHECK(read_file((dir.path / "err2").string()).find("/nonexistent/sites") != std::string::npos);
+}
+
+TEST_CASE("--check-scrapers validates a folder without starting the server") {
+  temp_dir dir;
+  child_process good(NEWSDESK_BINARY, {"--check-scrapers", source_dir + "/sites"}, {},
+                     (dir.path / "err").string());
+  CHECK(good.wait_for_line(source_dir + "/sites: ").value_or("") == "4 site files, all valid");
+  CHECK(good.wait_exit() == 0);
+
+  temp_dir sites;
+  sites.write(
+      "a.json",
+      R"({"name": "a", "display_name": "A", "url": "ftp://a/", "colour": "#000", "link": "a"})");
+  sites.write(
+      "b.json",
+      R"({"name": "b", "display_name": "B", "url": "https://b/", "colour": "blue", "link": "a"})");
+  child_process bad(NEWSDESK_BINARY, {"--check-scrapers", sites.path.string()}, {},
+                    (dir.path / "err").string());
+  CHECK(bad.wait_exit() == 1);
+  auto err = read_file((dir.path / "err").string());
+  CHECK(err.find("a.json: url") != std::string::npos);
+  CHECK(err.find("b.json: colour") != std::string::npos);
+  CHECK(err.find("2 problems") != std::string::npos);
+}
+
+TEST_CASE("--try-site prints what a site file extracts from a saved page") {
+  temp_dir dir;
+  auto site = dir.write("example.json", example_site_file);
+  auto page = dir.write("page.html", example_page("Tried &amp; tested"));
+  child_process p(NEWSDESK_BINARY, {"--try-site", site, "--html", page});
+  CHECK(p.wait_for_line("1 headlines").has_value());
+  CHECK(p.wait_for_line("1. ").value_or("") == "Tried & tested");
+  CHECK(p.wait_for_line("   ").value_or("") == "https://news.example.com/2026/11/22/story.html");
+  CHECK(p.wait_exit() == 0);
 }
