@@ -24,8 +24,27 @@ struct news_service::collection {
 };
 
 namespace {
-std::string lower(std::string_view s) {
-  std::string out(s);
+// The key a title sorts by: lower case, without leading quotes and punctuation, so
+// "'Quoted' headline" sorts under Q, not before A.
+std::string sort_key(std::string_view title) {
+  std::size_t start = 0;
+  while (start < title.size()) {
+    auto c = static_cast<unsigned char>(title[start]);
+    if (std::isalnum(c) || c >= 0x80) {
+      // Typographic quotes are UTF-8 (E2 80 98/99/9C/9D): skip them too.
+      if (c == 0xE2 && start + 2 < title.size() &&
+          static_cast<unsigned char>(title[start + 1]) == 0x80) {
+        auto third = static_cast<unsigned char>(title[start + 2]);
+        if (third >= 0x98 && third <= 0x9F) {
+          start += 3;
+          continue;
+        }
+      }
+      break;
+    }
+    ++start;
+  }
+  std::string out(title.substr(start));
   for (auto& c : out)
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
@@ -36,7 +55,7 @@ void sort_headlines(std::vector<scrapers::headline>& headlines) {
   std::vector<std::pair<std::string, std::size_t>> keys;
   keys.reserve(headlines.size());
   for (std::size_t i = 0; i < headlines.size(); ++i)
-    keys.emplace_back(lower(headlines[i].title), i);
+    keys.emplace_back(sort_key(headlines[i].title), i);
   std::stable_sort(keys.begin(), keys.end(), [&](const auto& a, const auto& b) {
     if (a.first != b.first)
       return a.first < b.first;

@@ -68,7 +68,8 @@ class news_service {
   std::shared_ptr<collection> running_; // guarded by mutex_
 };
 
-// Sorts headlines by title (case-insensitively), then site, as the page shows them.
+// Sorts headlines by title (case-insensitively, ignoring leading quotes and punctuation), then
+// site, as the page shows them.
 void sort_headlines(std::vector<scrapers::headline>& headlines);
 
 } // namespace newsdesk::server

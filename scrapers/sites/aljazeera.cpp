@@ -103,7 +103,7 @@ class aljazeera_scraper final : public scraper {
       .name = "aljazeera",
       .display_name = "Al Jazeera",
       .url = "https://www.aljazeera.com/",
-      .colour = "#fa9000",
+      .colour = "#b58900",
       .wait_seconds = std::nullopt,
       .timeout_seconds = std::nullopt,
       .renderer = std::nullopt,
