@@ -11,6 +11,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <optional>
 #include <stdexcept>
@@ -43,6 +44,39 @@ struct http_server::state {
 
 namespace {
 
+// The request parser every connection uses, and how its read errors are answered. Shared with
+// read_requests() so that tests and fuzzers exercise exactly what a connection does.
+using request_parser = http::request_parser<http::string_body>;
+
+void apply_limits(request_parser& parser, const http_server_limits& limits) {
+  parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
+  parser.body_limit(limits.max_body_bytes);
+}
+
+// 431, 413 or 400 for a request that must be refused; 0 for anything else.
+unsigned status_for_read_error(error_code ec) {
+  if (ec == http::error::end_of_stream) // closed between requests: nothing to answer
+    return 0;
+  if (ec == http::error::header_limit)
+    return 431;
+  if (ec == http::error::body_limit)
+    return 413;
+  if (ec.category() == make_error_code(http::error::bad_target).category() ||
+      ec == http::error::partial_message)
+    return 400;
+  return 0;
+}
+
+http_request to_request(http::request<http::string_body>& msg) {
+  http_request req;
+  req.method = std::string(msg.method_string());
+  req.target = std::string(msg.target());
+  for (const auto& field : msg)
+    req.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+  req.body = std::move(msg.body());
+  return req;
+}
+
 void fail(error_code ec, const char* step) {
   log(log_level::debug,
       std::string("msg=\"http ") + step + " failed\" error=\"" + ec.message() + "\"");
@@ -66,8 +100,7 @@ class session : public std::enable_shared_from_this<session> {
  private:
   void do_read() {
     parser_.emplace();
-    parser_->header_limit(static_cast<std::uint32_t>(state_->limits.max_header_bytes));
-    parser_->body_limit(state_->limits.max_body_bytes);
+    apply_limits(*parser_, state_->limits);
     stream_.expires_after(state_->limits.read_timeout);
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&session::on_read, shared_from_this()));
@@ -77,13 +110,8 @@ class session : public std::enable_shared_from_this<session> {
     if (ec == http::error::end_of_stream || ec == net::error::operation_aborted ||
         ec == beast::error::timeout || ec == net::error::connection_reset || ec == net::error::eof)
       return do_close();
-    if (ec == http::error::header_limit)
-      return send_error(431);
-    if (ec == http::error::body_limit)
-      return send_error(413);
-    if (ec.category() == make_error_code(http::error::bad_target).category() ||
-        ec == http::error::partial_message)
-      return send_error(400);
+    if (unsigned status = status_for_read_error(ec))
+      return send_error(status);
     if (ec)
       return fail(ec, "read");
 
@@ -92,12 +120,7 @@ class session : public std::enable_shared_from_this<session> {
     version_ = msg.version();
     head_ = msg.method() == http::verb::head;
 
-    http_request req;
-    req.method = std::string(msg.method_string());
-    req.target = std::string(msg.target());
-    for (const auto& field : msg)
-      req.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
-    req.body = std::move(msg.body());
+    http_request req = to_request(msg);
 
     // The handler may answer from any thread; writing happens back on this strand.
     auto self = shared_from_this();
@@ -167,7 +190,7 @@ class session : public std::enable_shared_from_this<session> {
 
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<request_parser> parser_;
   std::shared_ptr<http_server::state> state_;
   bool keep_alive_ = false;
   bool head_ = false;
@@ -210,7 +233,55 @@ void do_accept(const std::shared_ptr<http_server::state>& st) {
   });
 }
 
+// A socket stand-in for read_requests(): hands out at most `chunk` bytes per read, then EOF.
+class memory_stream {
+ public:
+  memory_stream(std::string_view bytes, std::size_t chunk)
+      : rest_(bytes)
+      , chunk_(std::max<std::size_t>(chunk, 1)) {}
+  template <class Buffers> std::size_t read_some(const Buffers& buffers, error_code& ec) {
+    if (rest_.empty()) {
+      ec = net::error::eof;
+      return 0;
+    }
+    ec = {};
+    auto n = net::buffer_copy(buffers, net::buffer(rest_.data(), std::min(rest_.size(), chunk_)));
+    rest_.remove_prefix(n);
+    return n;
+  }
+  template <class Buffers> std::size_t read_some(const Buffers& buffers) {
+    error_code ec;
+    auto n = read_some(buffers, ec);
+    if (ec)
+      throw boost::system::system_error(ec);
+    return n;
+  }
+
+ private:
+  std::string_view rest_;
+  std::size_t chunk_;
+};
+
 } // namespace
+
+unsigned read_requests(std::string_view bytes, std::size_t chunk, const http_server_limits& limits,
+                       const std::function<void(http_request)>& on_request) {
+  memory_stream stream(bytes, chunk);
+  beast::flat_buffer buffer;
+  for (;;) {
+    request_parser parser;
+    apply_limits(parser, limits);
+    error_code ec;
+    http::read(stream, buffer, parser, ec);
+    if (ec)
+      return status_for_read_error(ec);
+    auto& msg = parser.get();
+    const bool keep_alive = msg.keep_alive();
+    on_request(to_request(msg));
+    if (!keep_alive)
+      return 0;
+  }
+}
 
 http_server::http_server(net::io_context& ioc, request_handler handler, http_server_limits limits)
     : state_(std::make_shared<state>(ioc, std::move(handler), limits)) {}

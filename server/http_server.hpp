@@ -10,8 +10,10 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace boost::asio {
 class io_context;
@@ -59,5 +61,13 @@ class http_server {
  private:
   std::shared_ptr<state> state_;
 };
+
+// For tests and fuzzing, without a socket: reads requests from `bytes` exactly as a connection
+// does (the same parser, limits and read loop; the bytes arrive `chunk` at a time, then EOF) and
+// calls `on_request` with each request a connection would hand to its handler, for as long as
+// the connection would stay open. Returns the status a connection answers before closing (400,
+// 413 or 431), or 0 when it would just close (EOF, or a request without keep-alive).
+unsigned read_requests(std::string_view bytes, std::size_t chunk, const http_server_limits& limits,
+                       const std::function<void(http_request)>& on_request);
 
 } // namespace newsdesk::server

@@ -175,3 +175,23 @@ TEST_CASE("listening on a port in use throws a message naming the address") {
   CHECK_THROWS_WITH_AS(other.listen("not-an-ip", 80), doctest::Contains("not an IP address"),
                        std::runtime_error);
 }
+
+TEST_CASE("read_requests parses pipelined bytes as a connection does and maps errors to statuses") {
+  std::vector<std::string> targets;
+  auto collect = [&](http_request req) { targets.push_back(req.target); };
+  CHECK(read_requests("GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\nConnection: "
+                      "close\r\n\r\nGET /c HTTP/1.1\r\n\r\n",
+                      3, {}, collect) == 0);
+  CHECK(targets == std::vector<std::string>{"/a", "/b"});
+  CHECK(read_requests("", 1, {}, collect) == 0);
+  CHECK(read_requests("garbage\r\n\r\n", 1, {}, collect) == 400);
+  CHECK(read_requests("GET / HTTP/1.1\r\nHost: x\r\n", 5, {}, collect) == 400);
+  http_server_limits small;
+  small.max_header_bytes = 64;
+  small.max_body_bytes = 4;
+  CHECK(read_requests("GET / HTTP/1.1\r\nX: " + std::string(100, 'a') + "\r\n\r\n", 7, small,
+                      collect) == 431);
+  CHECK(read_requests("POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\n0123456789", 64, small,
+                      collect) == 413);
+  CHECK(targets.size() == 2);
+}
