@@ -87,6 +87,7 @@ class headline_store {
   // database, holds tables this program did not create, or has a newer schema version.
   static headline_store open(const std::filesystem::path& file);
 
+  // Movable, not copyable; a moved-from store may only be destroyed or assigned to.
   headline_store(headline_store&&) noexcept;
   headline_store& operator=(headline_store&&) noexcept;
   ~headline_store();
