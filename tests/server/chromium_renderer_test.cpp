@@ -1,0 +1,317 @@
+// The chromium renderer against Debian's real Chromium (/usr/bin/chromium, installed by
+// scripts/setup): JavaScript-built pages, deadlines, a killed or frozen browser, recycling, the
+// concurrency limit, and the real newsdesk binary rendering through it. Pages come from the
+// test's own HTTP server (the Splash stand-in's /origin/ pages). Every test skips with a
+// message when Chromium is not installed.
+#include "scrapers/registry.hpp"
+#include "scrapers/scraper.hpp"
+#include "server/chromium_renderer.hpp"
+#include "server/direct_renderer.hpp"
+#include "server/http_client.hpp"
+#include "tests/support/child_process.hpp"
+#include "tests/support/http_get.hpp"
+#include "tests/support/splash_standin.hpp"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <thread>
+
+using namespace newsdesk::server;
+using namespace newsdesk::testing;
+using namespace std::chrono_literals;
+using json = nlohmann::json;
+
+namespace {
+
+const std::string chromium_path = "/usr/bin/chromium";
+const std::string source_dir = NEWSDESK_SOURCE_DIR;
+
+bool have_chromium() {
+  return ::access(chromium_path.c_str(), X_OK) == 0;
+}
+
+#define SKIP_WITHOUT_CHROMIUM()                                                                    \
+  do {                                                                                             \
+    if (!have_chromium()) {                                                                        \
+      MESSAGE("skipped: " << chromium_path << " is not installed (scripts/setup installs it)");    \
+      return;                                                                                      \
+    }                                                                                              \
+  } while (false)
+
+std::string js_page(const std::string& name) {
+  bool found = false;
+  auto text = read_file(source_dir + "/tests/fixtures/js-pages/" + name, &found);
+  REQUIRE_MESSAGE(found, "missing fixture " << name);
+  return text;
+}
+
+const newsdesk::scrapers::scraper& cnn_scraper() {
+  static newsdesk::scrapers::registry r = [] {
+    newsdesk::scrapers::registry reg;
+    newsdesk::scrapers::register_builtin_scrapers(reg);
+    return reg;
+  }();
+  return *r.find("cnn");
+}
+
+// An io_context on two threads (as the server runs it) with a chromium and a direct renderer.
+struct rig {
+  boost::asio::io_context ioc;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{ioc.get_executor()};
+  http_client client{ioc};
+  direct_renderer direct{client};
+  chromium_renderer chromium;
+  std::thread t1{[this] { ioc.run(); }};
+  std::thread t2{[this] { ioc.run(); }};
+
+  explicit rig(chromium_options options = quick())
+      : chromium(ioc, std::move(options)) {}
+  ~rig() {
+    chromium.shutdown();
+    work.reset();
+    ioc.stop();
+    t1.join();
+    t2.join();
+  }
+
+  static chromium_options quick() {
+    chromium_options o;
+    o.path = chromium_path;
+    return o;
+  }
+
+  // The default wait is five times the fixture's 200 ms timer: the timer fires late on a busy
+  // 2-core machine.
+  render_result render(renderer& r, const std::string& url, std::chrono::milliseconds wait = 1s,
+                       std::chrono::milliseconds timeout = 15s) {
+    auto p = std::make_shared<std::promise<render_result>>();
+    auto f = p->get_future();
+    r.render({url, wait, timeout}, [p](render_result result) { p->set_value(std::move(result)); });
+    REQUIRE(f.wait_for(timeout + 10s) == std::future_status::ready);
+    return f.get();
+  }
+  render_result render(const std::string& url, std::chrono::milliseconds wait = 1s,
+                       std::chrono::milliseconds timeout = 15s) {
+    return render(chromium, url, wait, timeout);
+  }
+};
+
+// A loopback port nobody listens on (bound, then closed; Chromium refuses low "unsafe" ports).
+unsigned short closed_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+template <class Pred> bool eventually(Pred pred, std::chrono::milliseconds within = 5s) {
+  auto deadline = std::chrono::steady_clock::now() + within;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred())
+      return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return pred();
+}
+
+} // namespace
+
+TEST_CASE("chromium: headlines a script inserts after a timer are scraped; direct finds none") {
+  SKIP_WITHOUT_CHROMIUM();
+  splash_standin origin;
+  origin.set_origin("js", js_page("timer-headlines.html"));
+  auto url = origin.base_url() + "/origin/js";
+  rig r;
+
+  auto rendered = r.render(url);
+  REQUIRE_MESSAGE(rendered.ok(), rendered.message);
+  CHECK(rendered.url == url);
+  auto found = cnn_scraper().parse(rendered.html, rendered.url);
+  REQUIRE(found.size() == 3);
+  CHECK(found[0].title == "JavaScript built this first headline");
+  CHECK(found[0].url == "https://www.cnn.com/2015/11/17/world/first/index.html");
+  CHECK(found[2].url == "https://edition.cnn.com/2015/11/17/third/index.html");
+
+  auto fetched = r.render(r.direct, url);
+  REQUIRE(fetched.ok());
+  CHECK(cnn_scraper().parse(fetched.html, fetched.url).empty());
+  CHECK(eventually([&] { return r.chromium.open_targets() == 0; }));
+}
+
+TEST_CASE("chromium: a page that never finishes loading hits the deadline and its tab is closed") {
+  SKIP_WITHOUT_CHROMIUM();
+  splash_standin origin;
+  origin.set("http://hang.test/", standin_page::hang());
+  auto page = js_page("never-loads.html");
+  page.replace(page.find("HANG_URL"), 8,
+               origin.base_url() + "/render.html?url=http%3A%2F%2Fhang.test%2F");
+  origin.set_origin("never", page);
+  rig r;
+  auto started = std::chrono::steady_clock::now();
+  auto result = r.render(origin.base_url() + "/origin/never", 0ms, 1500ms);
+  auto took = std::chrono::steady_clock::now() - started;
+  CHECK(result.failure == render_failure::timeout);
+  CHECK(result.message == "Chromium timed out after 1.5 s");
+  CHECK(took < 4s); // includes starting the browser
+  CHECK(eventually([&] { return r.chromium.open_targets() == 0; }));
+  CHECK(r.chromium.active_renders() == 0);
+  // The browser is still good for the next page.
+  origin.set_origin("plain", "<html><body><p>plain</p></body></html>");
+  CHECK(r.render(origin.base_url() + "/origin/plain", 0ms).ok());
+}
+
+TEST_CASE("chromium: a browser killed between renders is restarted and the next render succeeds") {
+  SKIP_WITHOUT_CHROMIUM();
+  splash_standin origin;
+  origin.set_origin("js", js_page("timer-headlines.html"));
+  rig r;
+  auto url = origin.base_url() + "/origin/js";
+  REQUIRE(r.render(url).ok());
+  int first = r.chromium.browser_pid();
+  REQUIRE(first > 0);
+  REQUIRE(::kill(first, SIGKILL) == 0);
+  // The restart happens by itself, before any render asks for it.
+  CHECK(eventually(
+      [&] { return r.chromium.browser_pid() != 0 && r.chromium.browser_pid() != first; }));
+  auto again = r.render(url);
+  REQUIRE_MESSAGE(again.ok(), again.message);
+  CHECK(cnn_scraper().parse(again.html, again.url).size() == 3);
+  CHECK(r.chromium.browsers_started() == 2);
+}
+
+TEST_CASE("chromium: a browser that stops answering is restarted") {
+  SKIP_WITHOUT_CHROMIUM();
+  splash_standin origin;
+  origin.set_origin("plain", "<html><body><p>plain</p></body></html>");
+  auto options = rig::quick();
+  options.ping_interval = 200ms;
+  options.ping_timeout = 500ms;
+  rig r(options);
+  auto url = origin.base_url() + "/origin/plain";
+  REQUIRE(r.render(url, 0ms).ok());
+  int frozen = r.chromium.browser_pid();
+  REQUIRE(::kill(frozen, SIGSTOP) == 0); // alive, but answers nothing
+  CHECK(eventually([&] { return r.chromium.browsers_started() == 2; }));
+  CHECK(r.chromium.browser_pid() != frozen);
+  auto result = r.render(url, 0ms);
+  CHECK_MESSAGE(result.ok(), result.message);
+}
+
+TEST_CASE("chromium: after recycle_after renders the browser is replaced by a fresh one") {
+  SKIP_WITHOUT_CHROMIUM();
+  splash_standin origin;
+  origin.set_origin("plain", "<html><body><p>plain</p></body></html>");
+  auto options = rig::quick();
+  options.recycle_after = 2;
+  rig r(options);
+  auto url = origin.base_url() + "/origin/plain";
+  REQUIRE(r.render(url, 0ms).ok());
+  int first = r.chromium.browser_pid();
+  REQUIRE(r.render(url, 0ms).ok());
+  REQUIRE(r.render(url, 0ms).ok());
+  CHECK(r.chromium.browsers_started() == 2);
+  CHECK(r.chromium.browser_pid() != first);
+  CHECK(::kill(first, 0) != 0); // the old one is gone (killed and reaped)
+}
+
+TEST_CASE("chromium: renders beyond the concurrency limit wait their turn and all finish") {
+  SKIP_WITHOUT_CHROMIUM();
+  splash_standin origin;
+  origin.set_origin("js", js_page("timer-headlines.html"));
+  auto options = rig::quick();
+  options.max_concurrent = 2;
+  rig r(options);
+  auto url = origin.base_url() + "/origin/js";
+  std::vector<std::future<render_result>> futures;
+  for (int i = 0; i < 5; ++i) {
+    auto p = std::make_shared<std::promise<render_result>>();
+    futures.push_back(p->get_future());
+    r.chromium.render({url, 1s, 20s}, [p](render_result res) { p->set_value(std::move(res)); });
+  }
+  for (auto& f : futures) {
+    REQUIRE(f.wait_for(30s) == std::future_status::ready);
+    auto result = f.get();
+    CHECK_MESSAGE(result.ok(), result.message);
+    CHECK(cnn_scraper().parse(result.html, result.url).size() == 3);
+  }
+  CHECK(r.chromium.peak_active_renders() == 2);
+}
+
+TEST_CASE("chromium: unreachable sites, error statuses and a missing browser become notices") {
+  SKIP_WITHOUT_CHROMIUM();
+  splash_standin origin;
+  rig r;
+  auto refused = r.render("http://127.0.0.1:" + std::to_string(closed_port()) + "/", 0ms);
+  CHECK(refused.failure == render_failure::upstream);
+  CHECK(refused.message == "Chromium could not load the page: net::ERR_CONNECTION_REFUSED");
+  auto missing = r.render(origin.base_url() + "/origin/missing", 0ms);
+  CHECK(missing.failure == render_failure::upstream);
+  CHECK(missing.message == "site answered HTTP 404");
+
+  auto options = rig::quick();
+  options.path = "/nonexistent/chromium";
+  rig broken(options);
+  auto started = std::chrono::steady_clock::now();
+  auto result = broken.render(origin.base_url() + "/origin/missing", 0ms, 10s);
+  CHECK(result.failure == render_failure::unreachable);
+  CHECK(result.message.find("cannot start Chromium") == 0);
+  CHECK(std::chrono::steady_clock::now() - started < 2s);
+  // During the back-off the next render fails at once too, instead of waiting out its timeout.
+  CHECK(broken.render(origin.base_url() + "/origin/missing", 0ms, 10s).failure ==
+        render_failure::unreachable);
+}
+
+TEST_CASE("newsdesk with renderer chromium shows JavaScript-built headlines on /news.json") {
+  SKIP_WITHOUT_CHROMIUM();
+  splash_standin origin;
+  origin.set_origin("js", js_page("timer-headlines.html"));
+  char tmpl[] = "/tmp/newsdesk-chromium-e2e-XXXXXX";
+  std::filesystem::path dir = ::mkdtemp(tmpl);
+  json config = {{"renderer", "chromium"},
+                 {"chromium_path", chromium_path},
+                 {"broker", false},
+                 {"sites",
+                  {{{"scraper", "cnn"},
+                    {"name", "jsnews"},
+                    {"url", origin.base_url() + "/origin/js"},
+                    {"wait", 1},
+                    {"timeout", 15}}}}};
+  std::ofstream(dir / "config.json") << config.dump();
+  {
+    child_process nd(NEWSDESK_BINARY,
+                     {"--config", (dir / "config.json").string(), "--port", "0", "--templates",
+                      source_dir + "/templates", "--static", source_dir + "/static"},
+                     {"SPLASH_URL="}, (dir / "stderr.log").string());
+    auto port = wait_for_port(nd);
+    REQUIRE(port != 0);
+    auto answer = send_request(port, "GET", "/news.json", {}, 30s);
+    REQUIRE(answer.status == 200);
+    auto j = json::parse(answer.body);
+    INFO(answer.body);
+    REQUIRE(j.at("sites").size() == 1);
+    CHECK(j.at("sites")[0].at("renderer") == "chromium");
+    CHECK(j.at("sites")[0].at("ok") == true);
+    REQUIRE(j.at("headlines").size() == 3);
+    CHECK(j.at("headlines")[0].at("title") == "A second headline from a timer");
+    CHECK(nd.stop(SIGTERM) == 0);
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+}
