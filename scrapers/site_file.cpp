@@ -351,7 +351,8 @@ std::unique_ptr<scraper> parse_site_file(std::string_view json_text,
   json j;
   try {
     j = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for a number too large for a double ("1E400").
     std::string what = e.what();
     // Drop nlohmann's "[json.exception.parse_error.101] " tag; the rest names line and column.
     if (auto bracket = what.find("] "); what.starts_with("[") && bracket != std::string::npos) {

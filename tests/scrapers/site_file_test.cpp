@@ -503,3 +503,13 @@ TEST_CASE("site files: check_site_folder reports every error, in file order") {
   CHECK(check_site_folder(dir.path() / "missing") ==
         std::vector<std::string>{(dir.path() / "missing").string() + ": no such folder"});
 }
+
+TEST_CASE("site files: a number too large for a double is a site_file_error, not a crash") {
+  // Found by fuzz/fuzz_site_file: nlohmann throws out_of_range (not parse_error) for it.
+  CHECK_THROWS_WITH_AS(parse_site_file("4444E44444444444444444444444", "sites/x.json"),
+                       "sites/x.json: not valid JSON: number overflow parsing "
+                       "'4444E44444444444444444444444'",
+                       site_file_error);
+  CHECK_THROWS_AS(parse_site_file(R"({"name": "x", "wait": 1e999})", "sites/x.json"),
+                  site_file_error);
+}
