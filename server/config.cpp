@@ -3,6 +3,7 @@
 #include "scrapers/registry.hpp"
 #include "scrapers/scraper.hpp"
 #include "scrapers/url.hpp"
+#include "server/chromium_renderer.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -96,8 +97,8 @@ bool is_hex_colour(std::string_view c) {
 }
 
 void check_renderer(std::string_view where, const std::string& name) {
-  if (name != "splash" && name != "direct")
-    fail(where, "unknown renderer '" + name + "' (known: splash, direct)");
+  if (name != "splash" && name != "direct" && name != "chromium" && name != "browserless")
+    fail(where, "unknown renderer '" + name + "' (known: splash, chromium, browserless, direct)");
 }
 
 void validate(config& cfg) {
@@ -107,6 +108,12 @@ void validate(config& cfg) {
     check_renderer("renderer", cfg.renderer);
   if (!cfg.splash_url.empty() && !scrapers::url::is_http_url(cfg.splash_url))
     fail("splash_url", "expected an http:// or https:// URL, got '" + cfg.splash_url + "'");
+  if (!cfg.browserless_url.empty() && cfg.browserless_url.rfind("http://", 0) != 0)
+    fail("browserless_url", "expected an http:// URL, got '" + cfg.browserless_url + "'");
+  if (cfg.chromium_max_concurrent < 1 || cfg.chromium_max_concurrent > 64)
+    fail("chromium_max_concurrent", "expected 1 to 64");
+  if (cfg.chromium_recycle_after < 1)
+    fail("chromium_recycle_after", "must be at least 1");
   if (!(cfg.default_timeout > 0) || cfg.default_timeout > 3600)
     fail("timeout", "expected seconds in (0, 3600]");
   if (!(cfg.default_wait >= 0) || cfg.default_wait >= cfg.default_timeout)
@@ -147,10 +154,26 @@ void apply_config_json(config& cfg, std::string_view text, std::string_view orig
   if (!j.is_object())
     fail(where, "expected a JSON object at the top level");
   reject_unknown_keys(j, where,
-                      {"address", "port", "threads", "templates_dir", "static_dir",
-                       "site_files_dir", "log_level", "renderer", "splash_url",
-                       "splash_max_timeout", "wait", "timeout", "tls_verify", "http", "sites",
-                       "broker"});
+                      {"address",
+                       "port",
+                       "threads",
+                       "templates_dir",
+                       "static_dir",
+                       "site_files_dir",
+                       "log_level",
+                       "renderer",
+                       "splash_url",
+                       "splash_max_timeout",
+                       "wait",
+                       "timeout",
+                       "tls_verify",
+                       "http",
+                       "sites",
+                       "broker",
+                       "chromium_path",
+                       "chromium_max_concurrent",
+                       "chromium_recycle_after",
+                       "browserless_url"});
   read(j, "address", cfg.address, where);
   read(j, "port", cfg.port, where);
   read(j, "threads", cfg.threads, where);
@@ -172,6 +195,10 @@ void apply_config_json(config& cfg, std::string_view text, std::string_view orig
   }
   read(j, "renderer", cfg.renderer, where);
   read(j, "splash_url", cfg.splash_url, where);
+  read(j, "chromium_path", cfg.chromium_path, where);
+  read(j, "chromium_max_concurrent", cfg.chromium_max_concurrent, where);
+  read(j, "chromium_recycle_after", cfg.chromium_recycle_after, where);
+  read(j, "browserless_url", cfg.browserless_url, where);
   read(j, "splash_max_timeout", cfg.splash_max_timeout, where);
   read(j, "wait", cfg.default_wait, where);
   read(j, "timeout", cfg.default_timeout, where);
@@ -256,6 +283,14 @@ config load_config(const std::vector<std::string>& args,
       cfg.renderer = value;
     else if (key == "splash-url")
       cfg.splash_url = value;
+    else if (key == "chromium-path")
+      cfg.chromium_path = value;
+    else if (key == "chromium-max-concurrent")
+      cfg.chromium_max_concurrent = static_cast<unsigned>(parse_unsigned(where, value, 64));
+    else if (key == "chromium-recycle-after")
+      cfg.chromium_recycle_after = static_cast<unsigned>(parse_unsigned(where, value, 1000000));
+    else if (key == "browserless-url")
+      cfg.browserless_url = value;
     else if (key == "wait")
       cfg.default_wait = parse_number(where, value);
     else if (key == "timeout")
@@ -291,6 +326,8 @@ config load_config(const std::vector<std::string>& args,
       {"NEWSDESK_SITES_DIR", "sites-dir"},
       {"NEWSDESK_RENDERER", "renderer"},
       {"SPLASH_URL", "splash-url"},
+      {"NEWSDESK_CHROMIUM", "chromium-path"},
+      {"BROWSERLESS_URL", "browserless-url"},
       {"NEWSDESK_BROKER_LISTEN", "broker-listen"},
       {"NEWSDESK_LOG_LEVEL", "log-level"}};
   for (const auto& [env, key] : env_names)
@@ -300,18 +337,30 @@ config load_config(const std::vector<std::string>& args,
     set(name, value, "--" + name);
 
   validate(cfg);
+  cfg.chromium_found = find_chromium(cfg.chromium_path);
   return cfg;
 }
 
 std::vector<site_config> resolve_sites(const config& cfg, const scrapers::registry& registry) {
   // Which renderer a site uses, strongest first: its config entry; the operator's global
   // "renderer"; the scraper's own hint when that renderer is available; Splash when configured,
-  // else direct.
-  const std::string automatic = cfg.splash_url.empty() ? "direct" : "splash";
+  // else a local Chromium when one is installed, else direct.
+  auto available = [&](const std::string& name) {
+    if (name == "splash")
+      return !cfg.splash_url.empty();
+    if (name == "chromium")
+      return !cfg.chromium_found.empty();
+    if (name == "browserless")
+      return !cfg.browserless_url.empty();
+    return true;
+  };
+  const std::string automatic = !cfg.splash_url.empty()       ? "splash"
+                                : !cfg.chromium_found.empty() ? "chromium"
+                                                              : "direct";
   auto default_renderer_for = [&](const scrapers::site_info& info) {
     if (!cfg.renderer.empty())
       return cfg.renderer;
-    if (info.renderer && (*info.renderer != "splash" || !cfg.splash_url.empty()))
+    if (info.renderer && available(*info.renderer))
       return *info.renderer;
     return automatic;
   };
@@ -384,6 +433,16 @@ std::vector<site_config> resolve_sites(const config& cfg, const scrapers::regist
       fail(where + ".timeout", "expected seconds in (0, 3600]");
     if (!(wait >= 0) || wait >= timeout)
       fail(where + ".wait", "expected seconds >= 0 and below the timeout");
+    if (site.renderer == "chromium" && cfg.chromium_found.empty())
+      fail(where + ".renderer",
+           "site '" + site.name + "' uses Chromium but none was found" +
+               (cfg.chromium_path.empty() ? std::string(" (install the chromium package or set "
+                                                        "chromium_path / NEWSDESK_CHROMIUM)")
+                                          : " at '" + cfg.chromium_path + "'"));
+    if (site.renderer == "browserless" && cfg.browserless_url.empty())
+      fail(where + ".renderer",
+           "site '" + site.name +
+               "' uses browserless but no browserless_url or BROWSERLESS_URL is set");
     if (site.renderer == "splash") {
       if (cfg.splash_url.empty())
         fail(where + ".renderer",
@@ -413,9 +472,14 @@ over the file):
   --templates DIR     folder holding news.html (templates) env NEWSDESK_TEMPLATES
   --static DIR        folder served under /static (static)  env NEWSDESK_STATIC
   --sites-dir DIR     folder of site files, *.json (sites)  env NEWSDESK_SITES_DIR
-  --renderer NAME     splash or direct (splash when a Splash URL is set, else direct)
-                                                         env NEWSDESK_RENDERER
+  --renderer NAME     splash, chromium, browserless or direct (splash when a Splash URL is
+                      set, else chromium when installed, else direct)  env NEWSDESK_RENDERER
   --splash-url URL    Splash's address, e.g. http://splash:8050   env SPLASH_URL
+  --chromium-path P   the Chromium to run (chromium on PATH)     env NEWSDESK_CHROMIUM
+  --chromium-max-concurrent N   renders at once in Chromium (4)
+  --chromium-recycle-after N    renders before Chromium is restarted fresh (100)
+  --browserless-url URL   a browserless server, e.g. http://browserless:3000
+                                                         env BROWSERLESS_URL
   --wait S            default seconds to wait after page load (0.5)
   --timeout S         default seconds for a whole render (30)
   --log-level LEVEL   debug, info, warn or error (info)  env NEWSDESK_LOG_LEVEL

@@ -53,10 +53,18 @@ struct config {
   bool site_files_dir_given = false;
   log_level level = log_level::info;
 
-  // Renderer for sites that do not name one: "splash" or "direct". Empty: splash when a
-  // Splash URL is configured, else direct.
+  // Renderer for sites that do not name one: "splash", "chromium", "browserless" or "direct".
+  // Empty: splash when a Splash URL is configured, else chromium when one is installed, else
+  // direct.
   std::string renderer;
-  std::string splash_url;         // e.g. "http://splash:8050"
+  std::string splash_url;    // e.g. "http://splash:8050"
+  std::string chromium_path; // empty: chromium, chromium-browser or google-chrome on PATH
+  unsigned chromium_max_concurrent = 4;  // renders (tabs) at once in the one browser
+  unsigned chromium_recycle_after = 100; // renders before the browser is replaced by a fresh one
+  std::string browserless_url;           // e.g. "http://browserless:3000" (token in the query)
+  // Set by load_config: the Chromium executable found from chromium_path (empty: none). Only
+  // then does a site get "chromium" automatically, or may name it.
+  std::string chromium_found;
   double splash_max_timeout = 90; // Splash's --max-timeout: larger timeouts get a 400
   double default_wait = 0.5;      // seconds after the load event
   double default_timeout = 30;    // seconds for a whole render

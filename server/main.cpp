@@ -4,6 +4,8 @@
 #include "scrapers/registry.hpp"
 #include "scrapers/site_file.hpp"
 #include "server/app.hpp"
+#include "server/browserless_renderer.hpp"
+#include "server/chromium_renderer.hpp"
 #include "server/config.hpp"
 #include "server/direct_renderer.hpp"
 #include "server/http_client.hpp"
@@ -22,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -88,6 +91,23 @@ int run(const std::vector<std::string>& args) {
     splash = std::make_unique<splash_renderer>(client, cfg.splash_url);
     renderers["splash"] = splash.get();
   }
+  // The browser starts now (not on the first /news) only when some site renders through it.
+  std::unique_ptr<chromium_renderer> chromium;
+  if (std::any_of(sites.begin(), sites.end(),
+                  [](const auto& s) { return s.renderer == "chromium"; })) {
+    chromium_options options;
+    options.path = cfg.chromium_found;
+    options.max_concurrent = cfg.chromium_max_concurrent;
+    options.recycle_after = cfg.chromium_recycle_after;
+    chromium = std::make_unique<chromium_renderer>(ioc, options);
+    chromium->warm_up();
+    renderers["chromium"] = chromium.get();
+  }
+  std::unique_ptr<browserless_renderer> browserless;
+  if (!cfg.browserless_url.empty()) {
+    browserless = std::make_unique<browserless_renderer>(ioc, cfg.browserless_url);
+    renderers["browserless"] = browserless.get();
+  }
   news_service news(sites, renderers, parse_pool);
   app routes(news, page, files);
 
@@ -150,6 +170,8 @@ int run(const std::vector<std::string>& args) {
   ioc.run();
   for (auto& t : pool)
     t.join();
+  if (chromium)
+    chromium->shutdown(); // kills the browser's process group; renders in flight are dropped
   parse_pool.join();
   log_info("msg=\"newsdesk stopped\"");
   return 0;
