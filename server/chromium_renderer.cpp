@@ -46,6 +46,8 @@ constexpr std::size_t max_page_bytes = 16 * 1024 * 1024;
 // retried in a tight loop, and a transient failure recovers quickly.
 constexpr milliseconds first_backoff{500};
 constexpr milliseconds max_backoff{30'000};
+// Debian's util-linux; used only when present.
+constexpr const char* setpriv_path = "/usr/bin/setpriv";
 // How often a starting browser's profile is checked for DevToolsActivePort.
 constexpr milliseconds port_poll_interval{25};
 
@@ -212,12 +214,19 @@ struct chromium_renderer::state : std::enable_shared_from_this<state> {
     std::lock_guard lock(proc_mutex);
     if (closed)
       return "newsdesk is shutting down";
+    if (!is_executable(options.path))
+      return "cannot run " + options.path + ": no such executable file";
     auto tmpl = (fs::temp_directory_path() / "newsdesk-chromium-XXXXXX").string();
     if (!::mkdtemp(tmpl.data()))
       return std::string("cannot create a profile folder: ") + std::strerror(errno);
     profile_dir = tmpl;
 
-    std::vector<std::string> store{options.path};
+    // When newsdesk dies without cleaning up (SIGKILL, a crash), the browser must not live on:
+    // util-linux's setpriv sets the parent-death signal, which survives its exec of Chromium.
+    std::vector<std::string> store;
+    if (::access(setpriv_path, X_OK) == 0)
+      store = {setpriv_path, "--pdeathsig", "KILL", "--"};
+    store.push_back(options.path);
     auto args = chromium_arguments(profile_dir, options.extra_args);
     store.insert(store.end(), args.begin(), args.end());
     std::vector<char*> argv;
@@ -243,7 +252,7 @@ struct chromium_renderer::state : std::enable_shared_from_this<state> {
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
                                         POSIX_SPAWN_SETSIGDEF);
     pid_t child = 0;
-    int rc = posix_spawn(&child, options.path.c_str(), &actions, &attr, argv.data(), environ);
+    int rc = posix_spawn(&child, store.front().c_str(), &actions, &attr, argv.data(), environ);
     posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) {

@@ -6,6 +6,7 @@
 #include "scrapers/registry.hpp"
 #include "scrapers/scraper.hpp"
 #include "server/chromium_renderer.hpp"
+#include "server/config.hpp"
 #include "server/direct_renderer.hpp"
 #include "server/http_client.hpp"
 #include "tests/support/child_process.hpp"
@@ -314,4 +315,38 @@ TEST_CASE("newsdesk with renderer chromium shows JavaScript-built headlines on /
   }
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
+}
+
+TEST_CASE("renderer choice: Splash if configured, else an installed Chromium, else direct") {
+  newsdesk::scrapers::registry reg;
+  newsdesk::scrapers::register_builtin_scrapers(reg);
+  config cfg;
+  CHECK(resolve_sites(cfg, reg).front().renderer == "direct"); // nothing found
+  cfg.chromium_found = "/usr/bin/chromium";
+  CHECK(resolve_sites(cfg, reg).front().renderer == "chromium");
+  cfg.splash_url = "http://splash:8050";
+  CHECK(resolve_sites(cfg, reg).front().renderer == "splash");
+  cfg.renderer = "chromium"; // the global choice wins over the automatic one
+  CHECK(resolve_sites(cfg, reg).front().renderer == "chromium");
+
+  config none;
+  none.renderer = "chromium";
+  CHECK_THROWS_WITH_AS(resolve_sites(none, reg), doctest::Contains("uses Chromium but none"),
+                       config_error);
+  none.renderer = "browserless";
+  CHECK_THROWS_WITH_AS(resolve_sites(none, reg), doctest::Contains("no browserless_url"),
+                       config_error);
+  none.renderer = "phantomjs";
+  CHECK_THROWS_WITH_AS(resolve_sites(none, reg),
+                       doctest::Contains("known: splash, chromium, browserless, direct"),
+                       config_error);
+  CHECK_THROWS_WITH_AS(apply_config_json(none, R"({"chromium_pth": "/x"})", "t.json"),
+                       doctest::Contains("t.json.chromium_pth: unknown key"), config_error);
+
+  bool help = false;
+  auto loaded = load_config(
+      {"--chromium-path", "/nonexistent/chromium"},
+      [](const char*) -> const char* { return nullptr; }, help);
+  CHECK(loaded.chromium_found.empty());
+  CHECK(resolve_sites(loaded, reg).front().renderer == "direct");
 }
