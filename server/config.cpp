@@ -141,6 +141,45 @@ void apply_http_json(http_server_limits& limits, const json& j) {
   read(j, "max_connections", limits.max_connections, where);
 }
 
+std::chrono::milliseconds seconds_to_ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+}
+
+void apply_refresh_json(refresh_settings& r, const json& j) {
+  const std::string where = "refresh";
+  if (!j.is_object())
+    fail(where, "expected an object");
+  reject_unknown_keys(j, where,
+                      {"interval", "jitter", "max_concurrent_renders", "retries", "retry_base",
+                       "retry_max", "max_backoff_factor", "cold_start_wait", "manual_min_interval",
+                       "retention"});
+  auto seconds_key = [&](const char* key, std::chrono::milliseconds& out, double min, double max) {
+    double value = 0;
+    if (!read(j, key, value, where))
+      return;
+    if (!(value >= min && value <= max))
+      fail(where + "." + key,
+           "expected seconds from " + std::to_string(min) + " to " + std::to_string(max));
+    out = seconds_to_ms(value);
+  };
+  seconds_key("interval", r.interval, 1, 7 * 24 * 3600.0);
+  seconds_key("retry_base", r.retry_base, 0.01, 3600);
+  seconds_key("retry_max", r.retry_max, 0.01, 24 * 3600.0);
+  seconds_key("cold_start_wait", r.cold_start_wait, 0, 600);
+  seconds_key("manual_min_interval", r.manual_min_interval, 0, 24 * 3600.0);
+  seconds_key("retention", r.retention, 60, 3650 * 24 * 3600.0);
+  if (read(j, "jitter", r.jitter, where) && !(r.jitter >= 0 && r.jitter < 1))
+    fail(where + ".jitter", "expected a fraction from 0 to below 1");
+  if (read(j, "max_concurrent_renders", r.max_concurrent_renders, where) &&
+      (r.max_concurrent_renders < 1 || r.max_concurrent_renders > 1000))
+    fail(where + ".max_concurrent_renders", "expected 1 to 1000");
+  if (read(j, "retries", r.retries, where) && r.retries > 20)
+    fail(where + ".retries", "expected 0 to 20");
+  if (read(j, "max_backoff_factor", r.max_backoff_factor, where) &&
+      (r.max_backoff_factor < 1 || r.max_backoff_factor > 1024))
+    fail(where + ".max_backoff_factor", "expected 1 to 1024");
+}
+
 } // namespace
 
 void apply_config_json(config& cfg, std::string_view text, std::string_view origin) {
@@ -168,6 +207,8 @@ void apply_config_json(config& cfg, std::string_view text, std::string_view orig
                        "timeout",
                        "tls_verify",
                        "http",
+                       "refresh",
+                       "store_path",
                        "sites",
                        "broker",
                        "chromium_path",
@@ -205,6 +246,10 @@ void apply_config_json(config& cfg, std::string_view text, std::string_view orig
   read(j, "tls_verify", cfg.tls_verify, where);
   if (j.contains("http"))
     apply_http_json(cfg.http, j["http"]);
+  if (j.contains("refresh"))
+    apply_refresh_json(cfg.refresh, j["refresh"]);
+  if (read(j, "store_path", text_value, where))
+    cfg.store_path = text_value;
   if (j.contains("sites")) {
     if (!j["sites"].is_array())
       fail(where + ".sites", "expected an array of site names or objects");
@@ -276,6 +321,8 @@ config load_config(const std::vector<std::string>& args,
       cfg.templates_dir = value;
     else if (key == "static")
       cfg.static_dir = value;
+    else if (key == "store")
+      cfg.store_path = value;
     else if (key == "sites-dir") {
       cfg.site_files_dir = value;
       cfg.site_files_dir_given = true;
@@ -318,18 +365,13 @@ config load_config(const std::vector<std::string>& args,
       fail(where, "unknown option (see --help)");
   };
   const std::pair<const char*, const char*> env_names[] = {
-      {"NEWSDESK_ADDRESS", "address"},
-      {"NEWSDESK_PORT", "port"},
-      {"NEWSDESK_THREADS", "threads"},
-      {"NEWSDESK_TEMPLATES", "templates"},
-      {"NEWSDESK_STATIC", "static"},
-      {"NEWSDESK_SITES_DIR", "sites-dir"},
-      {"NEWSDESK_RENDERER", "renderer"},
-      {"SPLASH_URL", "splash-url"},
-      {"NEWSDESK_CHROMIUM", "chromium-path"},
-      {"BROWSERLESS_URL", "browserless-url"},
-      {"NEWSDESK_BROKER_LISTEN", "broker-listen"},
-      {"NEWSDESK_LOG_LEVEL", "log-level"}};
+      {"NEWSDESK_ADDRESS", "address"},       {"NEWSDESK_PORT", "port"},
+      {"NEWSDESK_THREADS", "threads"},       {"NEWSDESK_TEMPLATES", "templates"},
+      {"NEWSDESK_STATIC", "static"},         {"NEWSDESK_SITES_DIR", "sites-dir"},
+      {"NEWSDESK_STORE", "store"},           {"NEWSDESK_RENDERER", "renderer"},
+      {"SPLASH_URL", "splash-url"},          {"NEWSDESK_BROKER_LISTEN", "broker-listen"},
+      {"NEWSDESK_LOG_LEVEL", "log-level"},   {"NEWSDESK_CHROMIUM", "chromium-path"},
+      {"BROWSERLESS_URL", "browserless-url"}};
   for (const auto& [env, key] : env_names)
     if (const char* value = getenv(env); value && *value)
       set(key, value, env);
@@ -382,7 +424,7 @@ std::vector<site_config> resolve_sites(const config& cfg, const scrapers::regist
       fail(where, "expected a scraper name or an object");
     reject_unknown_keys(entry, where,
                         {"scraper", "name", "display_name", "url", "colour", "renderer", "wait",
-                         "timeout", "enabled"});
+                         "timeout", "interval", "enabled"});
     std::string scraper_name;
     if (!read(entry, "scraper", scraper_name, where))
       fail(where, "missing \"scraper\"");
@@ -415,6 +457,9 @@ std::vector<site_config> resolve_sites(const config& cfg, const scrapers::regist
     read(entry, "renderer", site.renderer, where);
     read(entry, "wait", wait, where);
     read(entry, "timeout", timeout, where);
+    double interval = static_cast<double>(cfg.refresh.interval.count()) / 1000.0;
+    if (read(entry, "interval", interval, where) && !(interval >= 1 && interval <= 7 * 24 * 3600.0))
+      fail(where + ".interval", "expected seconds from 1 to 604800");
 
     if (site.name.empty() || !std::all_of(site.name.begin(), site.name.end(), [](char c) {
           return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
@@ -453,6 +498,7 @@ std::vector<site_config> resolve_sites(const config& cfg, const scrapers::regist
     }
     site.wait = std::chrono::milliseconds(static_cast<long long>(wait * 1000));
     site.timeout = std::chrono::milliseconds(static_cast<long long>(timeout * 1000));
+    site.interval = seconds_to_ms(interval);
     sites.push_back(std::move(site));
   }
   return sites;
@@ -472,6 +518,8 @@ over the file):
   --templates DIR     folder holding news.html (templates) env NEWSDESK_TEMPLATES
   --static DIR        folder served under /static (static)  env NEWSDESK_STATIC
   --sites-dir DIR     folder of site files, *.json (sites)  env NEWSDESK_SITES_DIR
+  --store FILE        headline store, SQLite (newsdesk.db; :memory: keeps nothing)
+                                                         env NEWSDESK_STORE
   --renderer NAME     splash, chromium, browserless or direct (splash when a Splash URL is
                       set, else chromium when installed, else direct)  env NEWSDESK_RENDERER
   --splash-url URL    Splash's address, e.g. http://splash:8050   env SPLASH_URL

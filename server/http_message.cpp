@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <utility>
 
 namespace newsdesk::server {
 
@@ -80,6 +81,57 @@ http_response text_response(unsigned status, std::string_view text) {
   res.body = std::to_string(status) + " " +
              std::string(text.empty() ? reason_phrase(status) : text) + "\n";
   return res;
+}
+
+bool event_stream::push(std::string_view chunk) {
+  std::function<void()> wake;
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_)
+      return false;
+    if (backlog_.size() + chunk.size() > max_bytes_) {
+      closed_ = true; // too slow: drop it; it reconnects and replays what it missed
+      wake = std::move(wake_);
+    } else {
+      backlog_.append(chunk);
+      wake = wake_;
+    }
+  }
+  if (wake)
+    wake();
+  return !closed();
+}
+
+void event_stream::close() {
+  std::function<void()> wake;
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_)
+      return;
+    closed_ = true;
+    wake = std::move(wake_); // the connection holds itself through wake_: release it
+  }
+  if (wake)
+    wake();
+}
+
+bool event_stream::closed() const {
+  std::lock_guard lock(mutex_);
+  return closed_;
+}
+
+void event_stream::on_activity(std::function<void()> wake) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!closed_)
+      wake_ = wake;
+  }
+  wake(); // whatever was pushed before the connection was ready
+}
+
+std::string event_stream::take() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(backlog_, {});
 }
 
 } // namespace newsdesk::server

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,11 +30,42 @@ struct http_request {
   std::optional<std::string_view> header(std::string_view name) const;
 };
 
+// A response body written while it is produced (Server-Sent Events). Producers push chunks
+// from any thread; the connection writes them in order. A client that reads too slowly to keep
+// its backlog under `max_buffered_bytes` is cut off (push returns false), so it never holds
+// memory or other clients back. The stream ends when the producer or the connection closes it.
+class event_stream {
+ public:
+  explicit event_stream(std::size_t max_buffered_bytes)
+      : max_bytes_(max_buffered_bytes) {}
+
+  // Queues `chunk`. False when the stream is closed, or closes now because the backlog would
+  // pass the limit.
+  bool push(std::string_view chunk);
+  void close();
+  bool closed() const;
+
+  // The connection's side: `wake` runs (on the pushing thread) whenever there is data or the
+  // stream closes; take() empties the backlog.
+  void on_activity(std::function<void()> wake);
+  std::string take();
+
+ private:
+  mutable std::mutex mutex_;
+  std::string backlog_;
+  std::size_t max_bytes_;
+  bool closed_ = false;
+  std::function<void()> wake_;
+};
+
 struct http_response {
   unsigned status = 200;
   std::string content_type; // with charset for text, e.g. "text/html; charset=utf-8"
   header_list headers;      // extra headers (Location, ETag, Cache-Control, ...)
   std::string body;
+  // When set, the headers go out at once (no Content-Length; the connection closes at the end)
+  // and the body is whatever the stream produces.
+  std::shared_ptr<event_stream> stream;
 
   http_response& with_header(std::string name, std::string value) {
     headers.emplace_back(std::move(name), std::move(value));

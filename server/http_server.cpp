@@ -141,6 +141,10 @@ class session : public std::enable_shared_from_this<session> {
     if (state_->stopping)
       keep_alive_ = false;
     stream_.expires_after(state_->limits.write_timeout);
+    if (res.stream && !head_)
+      return start_stream(std::move(res));
+    if (res.stream)
+      res.stream->close();
     if (head_) {
       auto msg = std::make_shared<http::response<http::empty_body>>(
           static_cast<http::status>(res.status), version_);
@@ -188,6 +192,44 @@ class session : public std::enable_shared_from_this<session> {
     stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
   }
 
+  // A streamed body: the headers, then whatever the event stream produces until it closes.
+  void start_stream(http_response res) {
+    keep_alive_ = false; // the body ends when the connection does
+    events_ = std::move(res.stream);
+    auto msg = std::make_shared<http::response<http::empty_body>>(
+        static_cast<http::status>(res.status), version_);
+    fill_headers(*msg, res);
+    http::async_write(stream_, *msg, [self = shared_from_this(), msg](error_code ec, std::size_t) {
+      if (ec)
+        return self->events_->close();
+      self->stream_.expires_never(); // idle between events; each write has its own deadline
+      // The stream holds the session while it is open; closing it releases the session.
+      self->events_->on_activity(
+          [self] { net::post(self->stream_.get_executor(), [self] { self->do_stream_write(); }); });
+    });
+  }
+
+  void do_stream_write() {
+    if (writing_events_)
+      return;
+    auto data = std::make_shared<std::string>(events_->take());
+    if (data->empty()) {
+      if (events_->closed())
+        do_close();
+      return;
+    }
+    writing_events_ = true;
+    stream_.expires_after(state_->limits.write_timeout);
+    net::async_write(stream_, net::buffer(*data),
+                     [self = shared_from_this(), data](error_code ec, std::size_t) {
+                       self->writing_events_ = false;
+                       if (ec)
+                         return self->events_->close(); // the client left or stopped reading
+                       self->stream_.expires_never();
+                       self->do_stream_write();
+                     });
+  }
+
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::optional<request_parser> parser_;
@@ -195,6 +237,8 @@ class session : public std::enable_shared_from_this<session> {
   bool keep_alive_ = false;
   bool head_ = false;
   unsigned version_ = 11;
+  std::shared_ptr<event_stream> events_; // set while streaming a body
+  bool writing_events_ = false;
 };
 
 void do_accept(const std::shared_ptr<http_server::state>& st);

@@ -8,8 +8,10 @@
 #include "server/chromium_renderer.hpp"
 #include "server/config.hpp"
 #include "server/direct_renderer.hpp"
+#include "server/headline_store.hpp"
 #include "server/http_client.hpp"
 #include "server/http_server.hpp"
+#include "server/live_events.hpp"
 #include "server/log.hpp"
 #include "server/news_page.hpp"
 #include "server/news_service.hpp"
@@ -108,7 +110,9 @@ int run(const std::vector<std::string>& args) {
     browserless = std::make_unique<browserless_renderer>(ioc, cfg.browserless_url);
     renderers["browserless"] = browserless.get();
   }
-  news_service news(sites, renderers, parse_pool);
+  // The store opens before anything listens: a broken store file stops startup with its name.
+  auto store = headline_store::open(cfg.store_path);
+  news_service news(ioc, sites, renderers, parse_pool, &store, cfg.refresh);
   app routes(news, page, files);
 
   // The broker shares the io_context; a bind failure stops startup like the HTTP one does.
@@ -120,6 +124,74 @@ int run(const std::vector<std::string>& args) {
     routes.add_json_endpoint("/api/broker",
                              [&pubsub] { return nlohmann::json(pubsub->stats()).dump() + "\n"; });
   }
+
+  // /events: live headlines for open pages.
+  std::map<std::string, live_events::site_look> looks;
+  for (const auto& s : sites)
+    looks[s.name] = {s.display_name, s.colour};
+  live_events live(ioc, parse_pool, &store, std::move(looks));
+  routes.add_route("/events", [&live](http_request req, responder res) {
+    live.handle(std::move(req), std::move(res));
+  });
+  live.start();
+  if (pubsub) {
+    // /events follows the broker's channel like any client (over loopback when the broker is
+    // bound to every address).
+    auto endpoint = pubsub->local_endpoint();
+    auto address = endpoint.address().is_unspecified() ? std::string("127.0.0.1")
+                                                       : endpoint.address().to_string();
+    live.follow_broker(address, endpoint.port());
+    // The first refresh may publish within milliseconds; the broker drops /topic messages
+    // nobody is subscribed to yet, so wait (briefly) until it counts this subscriber.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    // The network threads start later; this thread runs the io_context meanwhile.
+    while (pubsub->stats().subscribers_current == 0 && std::chrono::steady_clock::now() < deadline)
+      ioc.run_one_for(std::chrono::milliseconds(5));
+    ioc.restart();
+  }
+
+  // New headlines go out on the broker's /topic/headlines, where any client (and /events)
+  // follows them.
+  news.on_new_headlines([&pubsub, &live](const std::vector<news_item>& items) {
+    nlohmann::json batch = nlohmann::json::array();
+    for (const auto& item : items)
+      batch.push_back({{"id", item.id},
+                       {"title", item.headline.title},
+                       {"url", item.headline.url},
+                       {"site", item.headline.site},
+                       {"first_seen", iso8601_ms(item.first_seen_ms)}});
+    auto text = batch.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (!pubsub)
+      return live.publish(text); // no broker: straight to the /events clients
+    try {
+      pubsub->publish("/topic/headlines", text);
+    } catch (const std::exception& e) {
+      log_warn(std::string("msg=\"cannot publish headlines\" error=\"") + e.what() + "\"");
+    }
+  });
+  news.start();
+
+  // History older than the retention is pruned once an hour, on the worker pool.
+  net::steady_timer prune_timer(ioc);
+  std::function<void()> prune = [&] {
+    net::post(parse_pool, [&] {
+      auto cutoff = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::system_clock::now().time_since_epoch() - cfg.refresh.retention)
+                        .count();
+      try {
+        if (auto removed = store.prune(cutoff))
+          log_info("msg=\"pruned history\" rows=" + std::to_string(removed));
+      } catch (const std::exception& e) {
+        log_warn(std::string("msg=\"prune failed\" error=\"") + e.what() + "\"");
+      }
+    });
+    prune_timer.expires_after(std::chrono::hours(1));
+    prune_timer.async_wait([&](boost::system::error_code ec) {
+      if (!ec)
+        prune();
+    });
+  };
+  prune();
 
   http_server http(
       ioc,
@@ -158,6 +230,9 @@ int run(const std::vector<std::string>& args) {
       return;
     log_info("msg=\"shutting down\" signal=" + std::to_string(signal));
     http.stop();
+    news.stop();
+    live.stop(); // SSE connections end here, so the connection drain below can finish
+    prune_timer.cancel();
     if (pubsub)
       pubsub->async_shutdown(part_done);
     drain_connections(drain_timer, http, std::chrono::steady_clock::now() + shutdown_deadline,

@@ -5,6 +5,7 @@
 #include <kainjow/mustache.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <cmath>
 #include <ctime>
 #include <fstream>
@@ -37,6 +38,22 @@ std::string millis_text(std::chrono::milliseconds ms) {
 
 bool safe_link(const scrapers::headline& h) {
   return scrapers::url::is_http_url(h.url);
+}
+
+// Percent-encodes a query value for a link.
+std::string form_encode(std::string_view text) {
+  static constexpr char digits[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += digits[c >> 4];
+      out += digits[c & 15];
+    }
+  }
+  return out;
 }
 
 } // namespace
@@ -88,7 +105,10 @@ news_page news_page::load(const std::filesystem::path& dir) {
   return news_page(std::move(p));
 }
 
-std::string news_page::render(const news_snapshot& snapshot) const {
+std::string news_page::render(const news_snapshot& snapshot, const news_query& query) const {
+  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
   mustache::data sites{mustache::data::type::list};
   std::size_t failed = 0;
   for (const auto& s : snapshot.sites) {
@@ -100,9 +120,15 @@ std::string news_page::render(const news_snapshot& snapshot) const {
     site.set("url", s.url);
     site.set("renderer", s.renderer);
     site.set("ok", s.ok);
+    site.set("stale", s.stale);
+    site.set("failed", !s.ok && !s.stale && s.last_attempt_ms != 0 && !s.error.empty());
+    site.set("pending", !s.ok && !s.stale && s.error.empty());
     site.set("error", s.error);
     site.set("headline_count", std::to_string(s.headline_count));
     site.set("elapsed", millis_text(s.elapsed));
+    site.set("updated",
+             s.last_success_ms ? age_text(s.last_success_ms, now) : std::string("never"));
+    site.set("updated_at", s.last_success_ms ? iso8601_ms(s.last_success_ms) : std::string());
     failed += s.ok ? 0 : 1;
     sites.push_back(site);
   }
@@ -112,18 +138,31 @@ std::string news_page::render(const news_snapshot& snapshot) const {
     by_name[s.name] = &s;
   mustache::data headlines{mustache::data::type::list};
   std::size_t shown = 0;
-  for (const auto& h : snapshot.headlines) {
+  std::int64_t last_id = 0;
+  for (const auto& item : snapshot.headlines) {
+    const auto& h = item.headline;
     if (!safe_link(h))
       continue;
-    mustache::data item;
-    item.set("title", h.title);
-    item.set("url", h.url);
-    item.set("site", h.site);
+    mustache::data entry;
+    entry.set("title", h.title);
+    entry.set("url", h.url);
+    entry.set("site", h.site);
+    entry.set("is_new", item.is_new);
     auto it = by_name.find(h.site);
-    item.set("site_display_name", it != by_name.end() ? it->second->display_name : h.site);
-    headlines.push_back(item);
+    entry.set("site_display_name", it != by_name.end() ? it->second->display_name : h.site);
+    headlines.push_back(entry);
+    last_id = std::max(last_id, item.id);
     ++shown;
   }
+
+  std::string feed_query;
+  for (const auto& site : query.sites)
+    feed_query += (feed_query.empty() ? "?" : "&") + std::string("site=") + site;
+  if (!query.q.empty())
+    feed_query += (feed_query.empty() ? "?q=" : "&q=") + form_encode(query.q);
+  if (query.limit)
+    feed_query +=
+        (feed_query.empty() ? "?" : "&") + std::string("limit=") + std::to_string(query.limit);
 
   mustache::data page;
   page.set("sites", sites);
@@ -134,7 +173,10 @@ std::string news_page::render(const news_snapshot& snapshot) const {
   page.set("failed_count", std::to_string(failed));
   page.set("has_failures", failed > 0);
   page.set("generated_at", iso8601(snapshot.generated_at));
-  page.set("elapsed", millis_text(snapshot.elapsed));
+  page.set("q", query.q);
+  page.set("filtered", !query.empty());
+  page.set("feed_query", feed_query);
+  page.set("last_id", std::to_string(last_id));
 
   std::lock_guard lock(impl_->mutex);
   return impl_->tmpl.render(page);
@@ -149,19 +191,41 @@ std::string news_json(const news_snapshot& snapshot) {
                      {"url", s.url},
                      {"renderer", s.renderer},
                      {"ok", s.ok},
-                     {"error", s.ok ? json(nullptr) : json(s.error)},
+                     {"stale", s.stale},
+                     {"error", s.error.empty() ? json(nullptr) : json(s.error)},
                      {"headline_count", s.headline_count},
-                     {"elapsed_ms", s.elapsed.count()}});
+                     {"elapsed_ms", s.elapsed.count()},
+                     {"last_success",
+                      s.last_success_ms ? json(iso8601_ms(s.last_success_ms)) : json(nullptr)}});
   json headlines = json::array();
-  for (const auto& h : snapshot.headlines)
-    if (safe_link(h))
-      headlines.push_back({{"title", h.title}, {"url", h.url}, {"site", h.site}});
+  for (const auto& item : snapshot.headlines)
+    if (safe_link(item.headline))
+      headlines.push_back({{"id", item.id},
+                           {"title", item.headline.title},
+                           {"url", item.headline.url},
+                           {"site", item.headline.site},
+                           {"first_seen", iso8601_ms(item.first_seen_ms)},
+                           {"new", item.is_new}});
   json out = {{"generated_at", iso8601(snapshot.generated_at)},
-              {"elapsed_ms", snapshot.elapsed.count()},
               {"sites", std::move(sites)},
               {"headlines", std::move(headlines)}};
   // Scraped text is usually UTF-8 but not always; replace invalid bytes rather than throw.
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string age_text(std::int64_t then_ms, std::int64_t now_ms) {
+  auto seconds = std::max<std::int64_t>(0, (now_ms - then_ms) / 1000);
+  if (seconds < 60)
+    return "just now";
+  if (seconds < 3600)
+    return std::to_string(seconds / 60) + " min ago";
+  if (seconds < 2 * 86400)
+    return std::to_string(seconds / 3600) + " h ago";
+  return std::to_string(seconds / 86400) + " days ago";
+}
+
+std::string iso8601_ms(std::int64_t unix_ms) {
+  return iso8601(std::chrono::system_clock::time_point(std::chrono::milliseconds(unix_ms)));
 }
 
 } // namespace newsdesk::server

@@ -3,6 +3,7 @@
 // links that are not http(s) are dropped here as a last line of defence.
 #pragma once
 
+#include "server/news_query.hpp"
 #include "server/news_service.hpp"
 
 #include <filesystem>
@@ -21,8 +22,9 @@ class news_page {
   news_page& operator=(news_page&&) noexcept;
   ~news_page();
 
-  // Thread-safe.
-  std::string render(const news_snapshot& snapshot) const;
+  // Thread-safe. `query` is what the page was asked for (echoed in its search form and feed
+  // links); `snapshot` is already filtered by it.
+  std::string render(const news_snapshot& snapshot, const news_query& query = {}) const;
 
  private:
   struct impl;
@@ -30,10 +32,16 @@ class news_page {
   std::unique_ptr<impl> impl_;
 };
 
-// /news.json: {"generated_at", "elapsed_ms", "sites": [...], "headlines": [...]}.
+// /news.json: {"generated_at", "sites": [...], "headlines": [...]}.
 std::string news_json(const news_snapshot& snapshot);
 
 // "#111111" or "#ffffff", whichever reads better on the given "#rgb"/"#rrggbb" background.
 std::string text_colour_for(std::string_view background);
+
+// "just now", "5 min ago", "3 h ago", "2 days ago".
+std::string age_text(std::int64_t then_ms, std::int64_t now_ms);
+
+// RFC 3339 UTC time, e.g. "2026-11-22T09:35:25Z".
+std::string iso8601_ms(std::int64_t unix_ms);
 
 } // namespace newsdesk::server

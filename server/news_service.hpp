@@ -1,75 +1,147 @@
-// Collects the headlines of every configured site: all sites render at the same time, each
-// page is parsed on the worker pool (never on a network thread), and a site that fails gets a
-// notice instead of headlines. Requests that arrive while a collection is running share it,
-// so a burst of /news views costs one render per site, not one per view.
+// Keeps every configured site's headlines fresh in the background and serves them from memory.
+//
+// Each site refreshes on its own interval (with jitter), never with more than one render in
+// flight whatever the traffic, and the renders sent out at once are capped (Splash's slots).
+// A page is parsed on the worker pool, never on a network thread. Transient failures (connect
+// errors, 502/503/504, timeouts) are retried with exponential backoff and full jitter; a site
+// that keeps failing waits longer between refreshes. A failed refresh keeps the site's last good
+// headlines on the page, marked stale with the error. Every headline is recorded in the
+// headline store, so a restart serves the last headlines at once.
+//
+// Threads: all public members may be called from any thread.
 #pragma once
 
 #include "scrapers/scraper.hpp"
 #include "server/config.hpp"
+#include "server/renderer.hpp"
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
 namespace boost::asio {
+class io_context;
 class thread_pool;
-}
+} // namespace boost::asio
 
 namespace newsdesk::server {
 
-class renderer;
+class headline_store;
 
-// How one site fared in a collection.
+// One headline as the outputs show it.
+struct news_item {
+  scrapers::headline headline;
+  std::int64_t id = 0;            // the store's row id: stable, increasing
+  std::int64_t first_seen_ms = 0; // unix ms
+  bool is_new = false;            // first seen in the site's latest refresh (not its first)
+};
+
+// How one site stands.
 struct site_report {
   std::string name;
   std::string display_name;
   std::string colour;
   std::string url;
   std::string renderer;
-  bool ok = false;
-  std::string error; // short human-readable notice when !ok, e.g. "Splash timed out after 30 s"
+  bool ok = false;    // the last refresh succeeded
+  bool stale = false; // the last refresh failed, older headlines are shown
+  std::string error;  // short notice when !ok, e.g. "Splash timed out after 30 s"
   std::size_t headline_count = 0;
-  std::chrono::milliseconds elapsed{0}; // render + parse
+  std::chrono::milliseconds elapsed{0}; // the last refresh: render + parse
+  std::int64_t last_success_ms = 0;     // 0: never
+  std::int64_t last_attempt_ms = 0;     // 0: never
 };
 
 struct news_snapshot {
-  std::vector<site_report> sites;            // in config order
-  std::vector<scrapers::headline> headlines; // sorted by title, then site
+  std::vector<site_report> sites;   // in config order
+  std::vector<news_item> headlines; // sorted by title, then site
   std::chrono::system_clock::time_point generated_at;
-  std::chrono::milliseconds elapsed{0}; // the whole collection
+  std::uint64_t version = 0; // increases with every change
 };
 
 class news_service {
  public:
-  // `renderers` maps renderer names used by `sites` to renderers; both must outlive this.
-  news_service(std::vector<site_config> sites, std::map<std::string, renderer*> renderers,
-               boost::asio::thread_pool& parse_pool);
+  // `renderers` maps the renderer names `sites` use; `store` may be null (no history). All must
+  // outlive the service.
+  news_service(boost::asio::io_context& ioc, std::vector<site_config> sites,
+               std::map<std::string, renderer*> renderers, boost::asio::thread_pool& parse_pool,
+               headline_store* store, refresh_settings settings);
+  ~news_service();
 
-  // Starts a collection (or joins the one running) and calls `done` with its snapshot on some
-  // worker or network thread.
-  void collect(std::function<void(std::shared_ptr<const news_snapshot>)> done);
+  // Called with each refresh's new headlines (not on a site's first refresh), from a worker
+  // thread. Set before start().
+  void on_new_headlines(std::function<void(const std::vector<news_item>&)> listener);
+
+  // Loads the stored headlines and starts every site's first refresh.
+  void start();
+  // Cancels the timers; renders in flight finish and are dropped.
+  void stop();
+
+  std::shared_ptr<const news_snapshot> snapshot() const;
+
+  // Calls `done` with the snapshot: at once when any site has headlines or every site has been
+  // tried; on a cold start, when the first round of refreshes completes or
+  // settings.cold_start_wait passes, whichever is first.
+  void when_ready(std::function<void(std::shared_ptr<const news_snapshot>)> done);
+
+  enum class trigger { started, already_running, too_soon, unknown_site };
+  // Starts a refresh of `site` (or of every site) now. Rate limited per site by
+  // settings.manual_min_interval.
+  std::vector<std::pair<std::string, trigger>> refresh_now(const std::optional<std::string>& site);
 
   const std::vector<site_config>& sites() const { return sites_; }
+  // Renders started since start (retries included), for tests and metrics.
+  std::uint64_t renders_started() const { return renders_started_.load(); }
 
  private:
-  struct collection;
-  void on_site_done(const std::shared_ptr<collection>& c, std::size_t index, site_report report,
-                    std::vector<scrapers::headline> headlines);
+  struct slot;
+  void schedule(std::size_t index, std::chrono::milliseconds delay);
+  trigger begin_refresh(std::size_t index, bool manual);
+  void queue_render(std::size_t index);
+  void launch_render(std::size_t index);
+  void on_rendered(std::size_t index, render_result result);
+  void on_parsed(std::size_t index, std::vector<scrapers::headline> found,
+                 std::chrono::milliseconds elapsed, std::string parse_error);
+  void finish_failure(std::size_t index, std::string error, std::chrono::milliseconds elapsed);
+  void publish_snapshot_locked();
+  std::chrono::milliseconds jittered(std::chrono::milliseconds base);
+  static std::int64_t now_ms();
 
+  boost::asio::io_context& ioc_;
   std::vector<site_config> sites_;
   std::map<std::string, renderer*> renderers_;
   boost::asio::thread_pool& parse_pool_;
+  headline_store* store_;
+  refresh_settings settings_;
+  std::function<void(const std::vector<news_item>&)> listener_;
 
-  std::mutex mutex_;
-  std::shared_ptr<collection> running_; // guarded by mutex_
+  mutable std::mutex mutex_; // guards everything below
+  std::vector<std::unique_ptr<slot>> slots_;
+  std::size_t active_renders_ = 0;
+  std::vector<std::size_t> waiting_; // sites waiting for a render slot, FIFO
+  std::vector<std::function<void(std::shared_ptr<const news_snapshot>)>> ready_waiters_;
+  std::shared_ptr<const news_snapshot> snapshot_;
+  std::uint64_t version_ = 0;
+  std::mt19937_64 random_;
+  bool stopped_ = false;
+  std::atomic<std::uint64_t> renders_started_{0};
 };
 
 // Sorts headlines by title (case-insensitively, ignoring leading quotes and punctuation), then
 // site, as the page shows them.
 void sort_headlines(std::vector<scrapers::headline>& headlines);
+void sort_items(std::vector<news_item>& items);
+
+// True for failures worth retrying soon: the renderer or site was unreachable, overloaded or
+// slow. A refused request, an empty page or a page without headlines is not retried.
+bool is_transient(render_failure failure);
 
 } // namespace newsdesk::server

@@ -12,13 +12,19 @@ using newsdesk::scrapers::headline;
 namespace {
 news_snapshot sample() {
   news_snapshot s;
-  s.sites.push_back({"cnn", "CNN", "#cc0000", "https://edition.cnn.com/", "splash", true, "", 2,
-                     std::chrono::milliseconds(1200)});
-  s.sites.push_back({"aj", "Al <Jazeera>", "#fa9000", "https://www.aljazeera.com/", "splash", false,
-                     "Splash timed out after 30 s", 0, std::chrono::milliseconds(30000)});
-  s.headlines = {{"<script>alert(1)</script>", "https://edition.cnn.com/a.html?x=1&y=2", "cnn"},
-                 {"Plain", "https://edition.cnn.com/b.html", "cnn"},
-                 {"Sneaky", "javascript:alert(1)", "cnn"}};
+  site_report cnn{"cnn", "CNN", "#cc0000", "https://edition.cnn.com/", "splash"};
+  cnn.ok = true;
+  cnn.headline_count = 2;
+  cnn.elapsed = std::chrono::milliseconds(1200);
+  cnn.last_success_ms = 1'700'000'000'000;
+  site_report aj{"aj", "Al <Jazeera>", "#b58900", "https://www.aljazeera.com/", "splash"};
+  aj.error = "Splash timed out after 30 s";
+  aj.last_attempt_ms = 1'700'000'000'000;
+  s.sites = {cnn, aj};
+  s.headlines = {
+      {{"<script>alert(1)</script>", "https://edition.cnn.com/a.html?x=1&y=2", "cnn"}, 1, 0, true},
+      {{"Plain", "https://edition.cnn.com/b.html", "cnn"}, 2, 0, false},
+      {{"Sneaky", "javascript:alert(1)", "cnn"}, 3, 0, false}};
   return s;
 }
 
@@ -46,7 +52,8 @@ TEST_CASE("the page drops links that are not http or https") {
 TEST_CASE("a failed site shows its notice with the site's display name, escaped") {
   auto html = page().render(sample());
   CHECK(html.find("Al &lt;Jazeera&gt;: Splash timed out after 30 s") != std::string::npos);
-  CHECK(html.find("2 headlines, 1.2 s via splash") != std::string::npos);
+  CHECK(html.find("2 headlines, updated") != std::string::npos);
+  CHECK(html.find("days ago</time> via splash") != std::string::npos);
 }
 
 TEST_CASE("news.json carries sites and headlines built from the snapshot") {
@@ -54,13 +61,15 @@ TEST_CASE("news.json carries sites and headlines built from the snapshot") {
   CHECK(j.at("sites")[0].at("name") == "cnn");
   CHECK(j.at("sites")[0].at("error").is_null());
   CHECK(j.at("sites")[1].at("error") == "Splash timed out after 30 s");
-  CHECK(j.at("sites")[1].at("elapsed_ms") == 30000);
+  CHECK(j.at("sites")[1].at("stale") == false);
+  CHECK(j.at("headlines")[0].at("new") == true);
+  CHECK(j.at("headlines")[0].at("id") == 1);
   CHECK(j.at("headlines")[0].at("title") == "<script>alert(1)</script>");
 }
 
 TEST_CASE("news.json survives invalid UTF-8 in scraped text") {
   news_snapshot s;
-  s.headlines = {{"bad \xff byte", "https://a.test/", "x"}};
+  s.headlines = {{{"bad \xff byte", "https://a.test/", "x"}, 1, 0, false}};
   auto j = nlohmann::json::parse(news_json(s));
   CHECK(j.at("headlines")[0].at("title") == "bad \xEF\xBF\xBD byte");
 }

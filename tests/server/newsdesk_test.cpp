@@ -1,5 +1,6 @@
 // End-to-end: the real newsdesk binary, a Splash stand-in, real sockets.
 #include "tests/support/child_process.hpp"
+#include "tests/support/harness.hpp"
 #include "tests/support/http_get.hpp"
 #include "tests/support/splash_standin.hpp"
 
@@ -19,81 +20,6 @@ using namespace newsdesk::testing;
 using namespace std::chrono_literals;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
-
-namespace {
-
-const std::string source_dir = NEWSDESK_SOURCE_DIR;
-const std::string shared_pages = NEWSDESK_SHARED_PAGES;
-
-std::string fixture(const std::string& name, bool& found) {
-  return read_file(shared_pages + "/" + name, &found);
-}
-
-// CNN's 2015 markup, written here so the test does not depend on a third-party page.
-std::string cnn_page(const std::vector<std::pair<std::string, std::string>>& stories) {
-  std::string html = "<html><head><title>CNN</title></head><body>";
-  for (const auto& [href, title] : stories)
-    html += "<article><h3 class=\"cd__headline\"><a href=\"" + href +
-            "\"><span class=\"cd__headline-text\">" + title + "</span></a></h3></article>";
-  return html + "</body></html>";
-}
-
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    char tmpl[] = "/tmp/newsdesk-test-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(path / name, std::ios::binary) << text;
-    return (path / name).string();
-  }
-};
-
-// A running newsdesk with a config written for the test.
-struct newsdesk_process {
-  temp_dir dir;
-  std::unique_ptr<child_process> process;
-  unsigned short port = 0;
-  unsigned short broker_port = 0;
-
-  explicit newsdesk_process(const json& config, std::vector<std::string> extra_args = {}) {
-    auto config_path = dir.write("config.json", config.dump(2));
-    std::vector<std::string> args{"--config", config_path,           "--port",
-                                  "0",        "--templates",         source_dir + "/templates",
-                                  "--static", source_dir + "/static"};
-    args.insert(args.end(), extra_args.begin(), extra_args.end());
-    process = std::make_unique<child_process>(NEWSDESK_BINARY, args,
-                                              std::vector<std::string>{"SPLASH_URL="},
-                                              (dir.path / "stderr.log").string());
-    port = wait_for_port(*process);
-    if (port != 0)
-      if (auto line = process->wait_for_line("broker listening on 127.0.0.1:"))
-        broker_port = static_cast<unsigned short>(std::stoi(*line));
-  }
-  std::string log() const { return read_file((dir.path / "stderr.log").string()); }
-};
-
-json site(const std::string& name, const std::string& scraper, const std::string& url,
-          json extra = json::object()) {
-  json s = {{"name", name}, {"scraper", scraper}, {"url", url}};
-  s.update(extra);
-  return s;
-}
-
-std::size_t count(const std::string& text, const std::string& needle) {
-  std::size_t n = 0;
-  for (auto at = text.find(needle); at != std::string::npos;
-       at = text.find(needle, at + needle.size()))
-    ++n;
-  return n;
-}
-
-} // namespace
 
 TEST_CASE(
     "three sites each delayed 500 ms give a /news in well under a second, with every headline") {
@@ -186,6 +112,7 @@ TEST_CASE("every Splash failure mode becomes a per-site notice while the page st
              standin_page::page("<html><body><p>Just text</p></body></html>"));
   newsdesk_process nd(
       json{{"splash_url", splash.base_url()},
+           {"refresh", {{"retries", 0}}},
            {"sites",
             {site("good", "cnn", "https://good.cnn.com/"),
              site("badoption", "cnn", "http://bad-option.test/"),
@@ -369,19 +296,6 @@ TEST_CASE("the built-in CNN scraper reads a real saved CNN page served through S
     seen = seen || h.at("title") == "PARIS ATTACKS: Everything we know so far";
   CHECK(seen);
 }
-
-namespace {
-// The broker's wire format: 4-byte big-endian length, then the payload.
-std::string frame(const std::string& payload) {
-  std::string out(4, '\0');
-  auto n = static_cast<std::uint32_t>(payload.size());
-  out[0] = static_cast<char>(n >> 24);
-  out[1] = static_cast<char>(n >> 16);
-  out[2] = static_cast<char>(n >> 8);
-  out[3] = static_cast<char>(n);
-  return out + payload;
-}
-} // namespace
 
 TEST_CASE("the embedded broker runs beside the web server and reports its counters") {
   newsdesk_process nd(json{{"renderer", "direct"}, {"sites", json::array()}});

@@ -1,0 +1,370 @@
+// End-to-end tests of the background refresh, the headline store, feeds and live events: the
+// real newsdesk binary, the Splash stand-in and real sockets.
+#include "tests/support/harness.hpp"
+#include "tests/support/http_get.hpp"
+
+#include <doctest/doctest.h>
+
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <thread>
+
+using namespace newsdesk::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Reads a Server-Sent Events stream over a raw socket.
+struct sse_client {
+  int fd = -1;
+  std::string received;
+
+  explicit sse_client(unsigned short port, const std::string& target = "/events",
+                      const std::string& last_event_id = {}) {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    std::string request = "GET " + target + " HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n";
+    if (!last_event_id.empty())
+      request += "Last-Event-ID: " + last_event_id + "\r\n";
+    request += "\r\n";
+    ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  }
+  ~sse_client() { ::close(fd); }
+
+  // Reads until `needle` has arrived (true) or the deadline passes or the server closes.
+  bool wait_for(const std::string& needle, std::chrono::milliseconds timeout = 10s) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (received.find(needle) == std::string::npos) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0)
+        return false;
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0)
+        return false;
+      char buf[65536];
+      auto n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0)
+        return received.find(needle) != std::string::npos;
+      received.append(buf, static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+};
+
+json news_json(unsigned short port, const std::string& query = {}) {
+  auto answer = http_get(port, "/news.json" + query);
+  REQUIRE_MESSAGE(answer.status == 200, answer.body);
+  return json::parse(answer.body);
+}
+
+const json* site_of(const json& news, const std::string& name) {
+  for (const auto& s : news.at("sites"))
+    if (s.at("name") == name)
+      return &s;
+  return nullptr;
+}
+
+// Waits until `predicate` holds, polling; false at the deadline.
+template <class Predicate>
+bool eventually(Predicate predicate, std::chrono::milliseconds timeout = 10s) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!predicate()) {
+    if (std::chrono::steady_clock::now() > deadline)
+      return false;
+    std::this_thread::sleep_for(50ms);
+  }
+  return true;
+}
+
+} // namespace
+
+TEST_CASE("200 concurrent views during a refresh cause one render per site") {
+  splash_standin splash;
+  splash.set("https://one.cnn.com/",
+             standin_page::page(cnn_page({{"/a/index.html", "One"}}), 700ms));
+  splash.set("https://two.cnn.com/",
+             standin_page::page(cnn_page({{"/b/index.html", "Two"}}), 700ms));
+  newsdesk_process nd(json{
+      {"splash_url", splash.base_url()},
+      {"sites",
+       {site("one", "cnn", "https://one.cnn.com/"), site("two", "cnn", "https://two.cnn.com/")}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+
+  std::atomic<int> ok{0};
+  std::vector<std::thread> views;
+  for (int i = 0; i < 200; ++i)
+    views.emplace_back([&] {
+      auto page = http_get(nd.port, "/news");
+      if (page.status == 200 && page.body.find(">One</a>") != std::string::npos)
+        ++ok;
+    });
+  for (auto& v : views)
+    v.join();
+  CHECK(ok == 200); // every view waited for the cold start and saw the headlines
+  CHECK(splash.renders("https://one.cnn.com/") == 1);
+  CHECK(splash.renders("https://two.cnn.com/") == 1);
+}
+
+TEST_CASE("each site refreshes on its own interval") {
+  splash_standin splash;
+  splash.set("https://fast.cnn.com/", standin_page::page(cnn_page({{"/a/index.html", "Fast"}})));
+  splash.set("https://slow.cnn.com/", standin_page::page(cnn_page({{"/b/index.html", "Slow"}})));
+  newsdesk_process nd(json{{"splash_url", splash.base_url()},
+                           {"refresh", {{"jitter", 0}}},
+                           {"sites",
+                            {site("fast", "cnn", "https://fast.cnn.com/", {{"interval", 1}}),
+                             site("slow", "cnn", "https://slow.cnn.com/", {{"interval", 60}})}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  std::this_thread::sleep_for(3500ms);
+  auto fast = splash.renders("https://fast.cnn.com/");
+  CHECK(fast >= 3);
+  CHECK(fast <= 5);
+  CHECK(splash.renders("https://slow.cnn.com/") == 1);
+}
+
+TEST_CASE("transient failures are retried with backoff a bounded number of times") {
+  splash_standin splash;
+  splash.set("https://down.cnn.com/", standin_page::error(502));
+  splash.set("https://bad.cnn.com/", standin_page::error(400));
+  newsdesk_process nd(json{{"splash_url", splash.base_url()},
+                           {"refresh", {{"retries", 3}, {"retry_base", 0.1}, {"retry_max", 0.4}}},
+                           {"sites",
+                            {site("down", "cnn", "https://down.cnn.com/", {{"interval", 60}}),
+                             site("bad", "cnn", "https://bad.cnn.com/", {{"interval", 60}})}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  // 1 try + 3 retries, each waiting at most 0.1, 0.2, 0.4 s.
+  CHECK(eventually([&] { return splash.renders("https://down.cnn.com/") == 4; }, 3s));
+  std::this_thread::sleep_for(1s);
+  CHECK(splash.renders("https://down.cnn.com/") == 4); // then it waits for the next interval
+  CHECK(splash.renders("https://bad.cnn.com/") == 1);  // a refused request is not retried
+  auto down = *site_of(news_json(nd.port), "down");
+  CHECK(down.at("ok") == false);
+  CHECK(down.at("error") == "Splash could not load the page: Connection refused");
+}
+
+TEST_CASE("a failed refresh keeps the last good headlines, marked stale") {
+  splash_standin splash;
+  splash.set("https://a.cnn.com/",
+             standin_page::page(cnn_page({{"/a/index.html", "Kept headline"}})));
+  newsdesk_process nd(
+      json{{"splash_url", splash.base_url()},
+           {"refresh", {{"retries", 0}, {"manual_min_interval", 0}}},
+           {"sites", {site("a", "cnn", "https://a.cnn.com/", {{"display_name", "Site A"}})}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  REQUIRE(news_json(nd.port).at("headlines").size() == 1);
+
+  splash.set("https://a.cnn.com/", standin_page::error(504));
+  auto trigger = send_request(nd.port, "POST", "/api/refresh?site=a");
+  CHECK(trigger.status == 202);
+  REQUIRE(eventually([&] { return site_of(news_json(nd.port), "a")->at("stale") == true; }));
+  auto news = news_json(nd.port);
+  CHECK(news.at("headlines").size() == 1);
+  CHECK(news.at("headlines")[0].at("title") == "Kept headline");
+  CHECK(site_of(news, "a")->at("error") == "Splash timed out after 30 s");
+  auto page = http_get(nd.port, "/news");
+  CHECK(page.body.find("Kept headline") != std::string::npos);
+  CHECK(page.body.find("Site A: showing headlines from") != std::string::npos);
+  CHECK(page.body.find("Splash timed out after 30 s") != std::string::npos);
+}
+
+TEST_CASE("a restart serves the stored headlines at once") {
+  splash_standin splash;
+  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a/index.html", "Remembered"}})));
+  temp_dir keep;
+  auto store = (keep.path / "news.db").string();
+  json cfg = {{"splash_url", splash.base_url()},
+              {"sites", {site("a", "cnn", "https://a.cnn.com/")}}};
+  {
+    newsdesk_process first(cfg, {"--store", store});
+    REQUIRE_MESSAGE(first.port != 0, first.log());
+    REQUIRE(news_json(first.port).at("headlines").size() == 1);
+    CHECK(first.process->stop(SIGTERM) == 0);
+  }
+  splash.set("https://a.cnn.com/", standin_page::hang()); // the site is down now
+  newsdesk_process second(cfg, {"--store", store});
+  REQUIRE_MESSAGE(second.port != 0, second.log());
+  auto answer = http_get(second.port, "/news.json");
+  CHECK(answer.elapsed < 1s);
+  auto news = json::parse(answer.body);
+  REQUIRE(news.at("headlines").size() == 1);
+  CHECK(news.at("headlines")[0].at("title") == "Remembered");
+}
+
+TEST_CASE("new headlines get a badge, go out on the broker and over /events, and replay after a "
+          "reconnect") {
+  splash_standin splash;
+  splash.set("https://a.cnn.com/",
+             standin_page::page(cnn_page({{"/old/index.html", "Old story"}})));
+  newsdesk_process nd(
+      json{{"splash_url", splash.base_url()},
+           {"refresh", {{"manual_min_interval", 0}}},
+           {"sites", {site("a", "cnn", "https://a.cnn.com/", {{"display_name", "Site A"}})}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  auto before = news_json(nd.port);
+  REQUIRE(before.at("headlines").size() == 1);
+  CHECK(before.at("headlines")[0].at("new") == false); // a site's first refresh marks nothing new
+  auto old_id = before.at("headlines")[0].at("id").get<std::int64_t>();
+
+  sse_client live(nd.port);
+  REQUIRE(live.wait_for("retry: 3000"));
+  CHECK(live.received.find("Content-Type: text/event-stream") != std::string::npos);
+
+  splash.set(
+      "https://a.cnn.com/",
+      standin_page::page(cnn_page({{"/old/index.html", "Old story"},
+                                   {"/new/index.html", "Breaking &lt;b&gt;story&lt;/b&gt;"}})));
+  REQUIRE(send_request(nd.port, "POST", "/api/refresh").status == 202);
+  REQUIRE_MESSAGE(live.wait_for("Breaking <b>story</b>"), nd.log());
+  CHECK(live.received.find("event: headline") != std::string::npos);
+  CHECK(live.received.find("\"site_display_name\":\"Site A\"") != std::string::npos);
+
+  auto after = news_json(nd.port);
+  REQUIRE(after.at("headlines").size() == 2);
+  for (const auto& h : after.at("headlines"))
+    CHECK(h.at("new") == (h.at("title") == "Breaking <b>story</b>"));
+  auto page = http_get(nd.port, "/news");
+  CHECK(page.body.find("<span class=\"badge\">new</span>") != std::string::npos);
+  CHECK(page.body.find("Breaking &lt;b&gt;story&lt;/b&gt;") != std::string::npos);
+
+  // A client that saw only the old headline reconnects and gets the new one replayed.
+  sse_client replay(nd.port, "/events", std::to_string(old_id));
+  CHECK(replay.wait_for("Breaking <b>story</b>"));
+  CHECK(replay.received.find("Old story") == std::string::npos);
+  sse_client from_page(nd.port, "/events?after=" + std::to_string(old_id));
+  CHECK(from_page.wait_for("Breaking <b>story</b>"));
+}
+
+TEST_CASE("a stalled /events client is cut off while others get every event") {
+  splash_standin splash;
+  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a/index.html", "A"}})));
+  newsdesk_process nd(
+      json{{"splash_url", splash.base_url()}, {"sites", {site("a", "cnn", "https://a.cnn.com/")}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  REQUIRE(nd.broker_port != 0);
+  news_json(nd.port);
+
+  sse_client stalled(nd.port); // never reads after this
+  sse_client reader(nd.port);
+  REQUIRE(reader.wait_for("retry: 3000"));
+  std::this_thread::sleep_for(200ms);
+
+  // Publish 2 MB of headline events on the broker channel the page follows.
+  std::string padding(1000, 'x');
+  std::string publish = frame("/null");
+  for (int batch = 0; batch < 40; ++batch) {
+    json items = json::array();
+    for (int i = 0; i < 50; ++i) {
+      int id = 1000 + batch * 50 + i;
+      items.push_back({{"id", id},
+                       {"title", "Item " + std::to_string(id) + " " + padding},
+                       {"url", "https://a.cnn.com/" + std::to_string(id)},
+                       {"site", "a"}});
+    }
+    publish += frame("/topic/headlines") + frame(items.dump());
+  }
+  publish += frame("");
+  raw_exchange(nd.broker_port, publish, 5s);
+
+  CHECK(reader.wait_for("Item 2999 ", 20s));
+  // The stalled client's backlog passed its limit: the server closed it.
+  CHECK(eventually([&] { return http_get(nd.port, "/api/broker").status == 200; }));
+  std::this_thread::sleep_for(500ms);
+  pollfd p{stalled.fd, POLLIN, 0};
+  bool closed_or_readable = ::poll(&p, 1, 1000) > 0;
+  CHECK(closed_or_readable);
+}
+
+TEST_CASE("site=, q= and limit= filter every output; bad values get 400") {
+  splash_standin splash;
+  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/1/index.html", "Apples fall"},
+                                                                {"/2/index.html", "Pears rise"}})));
+  splash.set("https://b.cnn.com/",
+             standin_page::page(cnn_page({{"/3/index.html", "Apple harvest"}})));
+  newsdesk_process nd(json{
+      {"splash_url", splash.base_url()},
+      {"sites", {site("a", "cnn", "https://a.cnn.com/"), site("b", "cnn", "https://b.cnn.com/")}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  CHECK(news_json(nd.port).at("headlines").size() == 3);
+  CHECK(news_json(nd.port, "?site=b").at("headlines").size() == 1);
+  CHECK(news_json(nd.port, "?site=b").at("sites").size() == 1);
+  CHECK(news_json(nd.port, "?site=a,b&q=APPLE").at("headlines").size() == 2);
+  CHECK(news_json(nd.port, "?q=apple+harvest").at("headlines").size() == 1);
+  CHECK(news_json(nd.port, "?limit=1").at("headlines").size() == 1);
+  auto page = http_get(nd.port, "/news?q=pears");
+  CHECK(page.body.find("Pears rise") != std::string::npos);
+  CHECK(page.body.find("Apples fall") == std::string::npos);
+  CHECK(page.body.find("value=\"pears\"") != std::string::npos);
+  CHECK(page.body.find("href=\"/news.atom?q=pears\"") != std::string::npos);
+  auto atom = http_get(nd.port, "/news.atom?site=b");
+  CHECK(atom.body.find("Apple harvest") != std::string::npos);
+  CHECK(atom.body.find("Pears rise") == std::string::npos);
+  CHECK(http_get(nd.port, "/news?site=nope").status == 400);
+  CHECK(http_get(nd.port, "/news.json?limit=0").status == 400);
+  CHECK(http_get(nd.port, "/news.json?limit=abc").status == 400);
+  CHECK(http_get(nd.port, "/news.atom?q=" + std::string(300, 'x')).status == 400);
+}
+
+TEST_CASE("the Atom and JSON feeds parse cleanly in a real feed reader") {
+  // Debian's python3-feedparser belongs to /usr/bin/python3 (another python3 may come first
+  // on PATH).
+  if (std::system("/usr/bin/python3 -c 'import feedparser' 2>/dev/null") != 0) {
+    MESSAGE("skipped: python3-feedparser is not installed");
+    return;
+  }
+  splash_standin splash;
+  splash.set("https://a.cnn.com/", standin_page::page(cnn_page(
+                                       {{"/1/index.html", "Q&amp;A: &lt;tags&gt; &amp; \"quotes\""},
+                                        {"/2/index.html", "Second"}})));
+  newsdesk_process nd(
+      json{{"splash_url", splash.base_url()}, {"sites", {site("a", "cnn", "https://a.cnn.com/")}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  news_json(nd.port);
+  auto atom = http_get(nd.port, "/news.atom");
+  CHECK(atom.header("Content-Type") == "application/atom+xml; charset=utf-8");
+  auto feed = http_get(nd.port, "/news.feed.json");
+  CHECK(feed.header("Content-Type") == "application/feed+json; charset=utf-8");
+  auto atom_path = nd.dir.write("feed.atom", atom.body);
+  auto json_path = nd.dir.write("feed.json", feed.body);
+  auto script = nd.dir.write("check.py", R"(import feedparser, json, sys
+d = feedparser.parse(sys.argv[1])
+assert d.bozo == 0, d.get("bozo_exception")
+assert d.version == "atom10", d.version
+titles = sorted(e.title for e in d.entries)
+assert titles == ['Q&A: <tags> & "quotes"', "Second"], titles
+assert all(e.id and e.link.startswith("https://a.cnn.com/") and e.published_parsed for e in d.entries)
+f = json.load(open(sys.argv[2]))
+assert f["version"] == "https://jsonfeed.org/version/1.1"
+assert sorted(i["title"] for i in f["items"]) == titles
+assert {i["id"] for i in f["items"]} == {e.id for e in d.entries}, "ids differ between the feeds"
+)");
+  CHECK(std::system(("/usr/bin/python3 " + script + " " + atom_path + " " + json_path).c_str()) ==
+        0);
+}
+
+TEST_CASE("manual refreshes are rate limited per site") {
+  splash_standin splash;
+  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a/index.html", "A"}})));
+  newsdesk_process nd(
+      json{{"splash_url", splash.base_url()}, {"sites", {site("a", "cnn", "https://a.cnn.com/")}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  news_json(nd.port);
+  auto first = send_request(nd.port, "POST", "/api/refresh?site=a");
+  CHECK(first.status == 202);
+  CHECK(json::parse(first.body).at("started") == json::array({"a"}));
+  eventually([&] { return splash.renders("https://a.cnn.com/") == 2; });
+  auto second = send_request(nd.port, "POST", "/api/refresh?site=a");
+  CHECK(second.status == 429);
+  CHECK(second.header("Retry-After") == "10");
+  CHECK(send_request(nd.port, "POST", "/api/refresh?site=nope").status == 404);
+  CHECK(send_request(nd.port, "GET", "/api/refresh").status == 405);
+}
