@@ -9,9 +9,10 @@ RUN BUILD_TYPE=Release scripts/build build -DNEWSDESK_BUILD_TESTS=OFF -DNEWSDESK
 FROM debian:bookworm-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      libboost-url1.81.0 libgumbo1 liburiparser1 libssl3 ca-certificates curl \
+      libboost-url1.81.0 libgumbo1 liburiparser1 libssl3 libsqlite3-0 ca-certificates curl \
  && rm -rf /var/lib/apt/lists/* \
- && useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin newsdesk
+ && useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin newsdesk \
+ && mkdir -p /app/data && chown newsdesk:newsdesk /app/data
 COPY --from=build /src/build/server/newsdesk /usr/local/bin/newsdesk
 COPY templates /app/templates
 COPY static /app/static
@@ -22,7 +23,11 @@ ENV NEWSDESK_ADDRESS=0.0.0.0 \
     NEWSDESK_PORT=8080 \
     NEWSDESK_TEMPLATES=/app/templates \
     NEWSDESK_STATIC=/app/static \
-    NEWSDESK_SITES_DIR=/app/sites
+    NEWSDESK_SITES_DIR=/app/sites \
+    NEWSDESK_STORE=/app/data/newsdesk.db
+# The headline store (SQLite): /app itself is root's, so the store lives in the one folder the
+# newsdesk user may write. Mount a volume there to keep history across container rebuilds.
+VOLUME /app/data
 EXPOSE 8080
 HEALTHCHECK --interval=30s --timeout=3s --retries=3 CMD curl -fsS http://127.0.0.1:8080/healthz || exit 1
 ENTRYPOINT ["newsdesk"]
