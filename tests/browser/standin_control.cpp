@@ -1,0 +1,117 @@
+// standin-control: the test suite's Splash stand-in plus a small control port, so a test that
+// is not C++ (the browser test, in Node) can change what the stand-in renders while newsdesk
+// runs. Test-only; never built into newsdesk.
+//
+//   standin-control [URL=FILE...]
+//
+// Prints "splash on http://127.0.0.1:P" and "control on http://127.0.0.1:Q", then serves until
+// SIGINT/SIGTERM (or stdin closing, so it never outlives the test that started it). Control:
+//   POST /control/set?url=URL       body: the HTML a render of URL returns from now on (200)
+//   GET  /control/renders?url=URL   how many renders of URL the stand-in has answered
+#include "server/http_server.hpp"
+#include "server/news_query.hpp"
+#include "tests/support/splash_standin.hpp"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+namespace {
+
+using newsdesk::server::http_request;
+using newsdesk::server::http_response;
+using newsdesk::server::responder;
+using newsdesk::server::text_response;
+using newsdesk::testing::splash_standin;
+using newsdesk::testing::standin_page;
+
+// The decoded value of `url=` in `query`, or empty.
+std::string url_param(std::string_view query) {
+  while (!query.empty()) {
+    auto amp = query.find('&');
+    auto pair = query.substr(0, amp);
+    if (pair.rfind("url=", 0) == 0)
+      return newsdesk::server::form_decode(pair.substr(4));
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+  }
+  return {};
+}
+
+void control(splash_standin& standin, const http_request& req, const responder& respond) {
+  auto url = url_param(req.query());
+  if (url.empty())
+    return respond(text_response(400, "Bad Request: expected ?url=URL"));
+  if (req.path() == "/control/set" && req.method == "POST") {
+    standin.set(url, standin_page::page(req.body));
+    return respond(text_response(200));
+  }
+  if (req.path() == "/control/renders" && req.method == "GET") {
+    http_response res;
+    res.content_type = "text/plain";
+    res.body = std::to_string(standin.renders(url)) + "\n";
+    return respond(std::move(res));
+  }
+  respond(text_response(404));
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  // Block the stop signals before any thread starts, so only sigwait sees them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  splash_standin standin;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto eq = arg.find('=');
+    bool found = false;
+    if (eq != std::string::npos) {
+      auto html = newsdesk::testing::read_file(arg.substr(eq + 1), &found);
+      if (found)
+        standin.set(arg.substr(0, eq), standin_page::page(std::move(html)));
+    }
+    if (!found) {
+      std::fprintf(stderr, "usage: standin-control [URL=FILE...]  (cannot use '%s')\n", argv[i]);
+      return 2;
+    }
+  }
+
+  boost::asio::io_context ioc;
+  auto work = boost::asio::make_work_guard(ioc);
+  newsdesk::server::http_server server(
+      ioc, [&](http_request req, responder respond) { control(standin, req, respond); });
+  server.listen("127.0.0.1", 0);
+  server.start();
+  std::thread thread([&] { ioc.run(); });
+
+  std::printf("splash on %s\ncontrol on http://127.0.0.1:%u\n", standin.base_url().c_str(),
+              static_cast<unsigned>(server.port()));
+  std::fflush(stdout);
+
+  // Stdin closing (the parent died or ended) stops us as a signal does.
+  std::thread stdin_watch([] {
+    char buf[256];
+    while (::read(STDIN_FILENO, buf, sizeof buf) > 0) {
+    }
+    ::kill(::getpid(), SIGTERM);
+  });
+  stdin_watch.detach();
+
+  int received = 0;
+  sigwait(&signals, &received);
+  server.stop();
+  work.reset();
+  ioc.stop();
+  thread.join();
+  return 0;
+}
