@@ -46,6 +46,9 @@
     item.append(link, source);
     list.hidden = false;
     list.prepend(item);
+    // Keep the summary's count true to the boxes shown.
+    const count = document.getElementById("headline-count");
+    if (count) count.textContent = String(list.children.length);
   }
 
   const source = new EventSource("/events" + (lastId > 0 ? "?after=" + lastId : ""));

@@ -171,7 +171,8 @@ async function main() {
   const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
   const problems = [];
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-  page.on("console", (m) => m.type() === "error" && problems.push(`console error: ${m.text()}`));
+  page.on("console", (m) => m.type() === "error" && problems.push(`console error: ${m.text()} (${m.location().url})`));
+  page.on("response", (r) => r.status() >= 400 && problems.push(`${r.status()} for ${r.url()}`));
 
   const response = await page.goto(`${base}/news`, { waitUntil: "load" });
   assert(response.status() === 200, `/news answered ${response.status()}`);
@@ -218,6 +219,8 @@ async function main() {
   assert((await boxes.count()) === liveStories.length + worldStories.length + 1, "exactly one headline was added");
   assert((await boxes.nth(1).locator("a").textContent()) === firstTitle, "the old headlines follow it");
   assert(/1 new/.test(await live.textContent()), `live indicator says "${await live.textContent()}"`);
+  const summaryCount = await page.locator("#headline-count").textContent();
+  assert(summaryCount === String(liveStories.length + worldStories.length + 1), `summary counts ${summaryCount} headlines`);
   await page.waitForTimeout(1200); // let the arrival highlight settle before the screenshot
   await page.screenshot({ path: join(artifacts, "browser-news-after.png"), fullPage: true });
 
