@@ -159,7 +159,9 @@ read -r d_rps d_p50 d_p99 d_requests < <(run_wrk "$newsdesk/news" "$tmp/wrk-news
 renders_after=$(renders_total)
 
 # Scenario 2: CNN's 4 MB page parsed over and over while wrk runs.
-refreshed_before=$(grep -c 'msg="site refreshed" site=cnn' "$tmp/newsdesk.log" || true)
+# newsdesk logs to stdout or stderr depending on its version: count in both.
+cnn_refreshes() { cat "$tmp/newsdesk.out" "$tmp/newsdesk.log" | grep -c 'msg="site refreshed" site=cnn' || true; }
+refreshed_before=$(cnn_refreshes)
 (
   end=$((SECONDS + seconds + 1))
   while ((SECONDS < end)); do
@@ -171,7 +173,7 @@ refresher=$!
 pids+=("$refresher")
 read -r b_rps b_p50 b_p99 b_requests < <(run_wrk "$newsdesk/news" "$tmp/wrk-busy.txt")
 wait "$refresher" 2>/dev/null || true
-refreshed=$(($(grep -c 'msg="site refreshed" site=cnn' "$tmp/newsdesk.log" || true) - refreshed_before))
+refreshed=$(($(cnn_refreshes) - refreshed_before))
 
 ratio() { python3 -c "print(f'{$1 / $2:.2f}x')"; }
 echo
