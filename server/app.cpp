@@ -113,20 +113,21 @@ void app::handle(http_request request, responder respond) {
   serve_news(request, path, std::move(respond));
 }
 
-std::string app::cached_page(const std::shared_ptr<const news_snapshot>& snapshot) {
+std::shared_ptr<const std::string>
+app::cached_page(const std::shared_ptr<const news_snapshot>& snapshot) {
   auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(cache_mutex_);
     if (cached_body_ && cached_version_ == snapshot->version &&
         now - cached_at_ < page_cache_lifetime)
-      return *cached_body_;
+      return cached_body_;
   }
   auto body = std::make_shared<const std::string>(page_.render(*snapshot));
   std::lock_guard lock(cache_mutex_);
   cached_version_ = snapshot->version;
   cached_at_ = now;
   cached_body_ = body;
-  return *body;
+  return body;
 }
 
 void app::serve_news(const http_request& request, const std::string& path, responder respond) {
@@ -142,10 +143,14 @@ void app::serve_news(const http_request& request, const std::string& path, respo
                     respond = std::move(respond)](std::shared_ptr<const news_snapshot> snapshot) {
     try {
       if (path == "/news") {
-        auto res =
-            page_response("text/html; charset=utf-8",
-                          query.empty() ? cached_page(snapshot)
-                                        : page_.render(apply_query(*snapshot, query), query));
+        http_response res;
+        if (query.empty()) {
+          res = page_response("text/html; charset=utf-8", {});
+          res.shared_body = cached_page(snapshot); // no copy of the page per view
+        } else {
+          res = page_response("text/html; charset=utf-8",
+                              page_.render(apply_query(*snapshot, query), query));
+        }
         res.with_header("Content-Security-Policy", content_security_policy);
         res.with_header("Referrer-Policy", "no-referrer");
         return respond(std::move(res));

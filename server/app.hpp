@@ -45,7 +45,8 @@ class app {
   void serve_news(const http_request& request, const std::string& path, responder respond);
   void serve_refresh(const http_request& request, responder respond);
   std::string base_url(const http_request& request) const;
-  std::string cached_page(const std::shared_ptr<const news_snapshot>& snapshot);
+  std::shared_ptr<const std::string>
+  cached_page(const std::shared_ptr<const news_snapshot>& snapshot);
 
   news_service& news_;
   const news_page& page_;

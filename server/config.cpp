@@ -200,6 +200,9 @@ void apply_config_json(config& cfg, std::string_view text, std::string_view orig
                        "static_dir",
                        "site_files_dir",
                        "log_level",
+                       "log_target",
+                       "access_log",
+                       "metrics",
                        "renderer",
                        "splash_url",
                        "splash_max_timeout",
@@ -234,6 +237,13 @@ void apply_config_json(config& cfg, std::string_view text, std::string_view orig
       fail(where + ".log_level", e.what());
     }
   }
+  if (read(j, "log_target", text_value, where)) {
+    if (text_value != "stdout" && text_value != "stderr")
+      fail(where + ".log_target", "expected \"stdout\" or \"stderr\", got '" + text_value + "'");
+    cfg.log_to_stderr = text_value == "stderr";
+  }
+  read(j, "access_log", cfg.access_log, where);
+  read(j, "metrics", cfg.metrics, where);
   read(j, "renderer", cfg.renderer, where);
   read(j, "splash_url", cfg.splash_url, where);
   read(j, "chromium_path", cfg.chromium_path, where);
@@ -321,7 +331,11 @@ config load_config(const std::vector<std::string>& args,
       cfg.templates_dir = value;
     else if (key == "static")
       cfg.static_dir = value;
-    else if (key == "store")
+    else if (key == "log-target") {
+      if (value != "stdout" && value != "stderr")
+        fail(where, "expected stdout or stderr, got '" + value + "'");
+      cfg.log_to_stderr = value == "stderr";
+    } else if (key == "store")
       cfg.store_path = value;
     else if (key == "sites-dir") {
       cfg.site_files_dir = value;
@@ -365,12 +379,19 @@ config load_config(const std::vector<std::string>& args,
       fail(where, "unknown option (see --help)");
   };
   const std::pair<const char*, const char*> env_names[] = {
-      {"NEWSDESK_ADDRESS", "address"},       {"NEWSDESK_PORT", "port"},
-      {"NEWSDESK_THREADS", "threads"},       {"NEWSDESK_TEMPLATES", "templates"},
-      {"NEWSDESK_STATIC", "static"},         {"NEWSDESK_SITES_DIR", "sites-dir"},
-      {"NEWSDESK_STORE", "store"},           {"NEWSDESK_RENDERER", "renderer"},
-      {"SPLASH_URL", "splash-url"},          {"NEWSDESK_BROKER_LISTEN", "broker-listen"},
-      {"NEWSDESK_LOG_LEVEL", "log-level"},   {"NEWSDESK_CHROMIUM", "chromium-path"},
+      {"NEWSDESK_ADDRESS", "address"},
+      {"NEWSDESK_PORT", "port"},
+      {"NEWSDESK_THREADS", "threads"},
+      {"NEWSDESK_TEMPLATES", "templates"},
+      {"NEWSDESK_STATIC", "static"},
+      {"NEWSDESK_SITES_DIR", "sites-dir"},
+      {"NEWSDESK_STORE", "store"},
+      {"NEWSDESK_LOG_TARGET", "log-target"},
+      {"NEWSDESK_RENDERER", "renderer"},
+      {"SPLASH_URL", "splash-url"},
+      {"NEWSDESK_BROKER_LISTEN", "broker-listen"},
+      {"NEWSDESK_LOG_LEVEL", "log-level"},
+      {"NEWSDESK_CHROMIUM", "chromium-path"},
       {"BROWSERLESS_URL", "browserless-url"}};
   for (const auto& [env, key] : env_names)
     if (const char* value = getenv(env); value && *value)
@@ -531,6 +552,7 @@ over the file):
   --wait S            default seconds to wait after page load (0.5)
   --timeout S         default seconds for a whole render (30)
   --log-level LEVEL   debug, info, warn or error (info)  env NEWSDESK_LOG_LEVEL
+  --log-target T      stdout or stderr (stdout)          env NEWSDESK_LOG_TARGET
   --broker-listen ADDR:PORT|off
                       the pub/sub broker's address (127.0.0.1:25000), or off
                                                          env NEWSDESK_BROKER_LISTEN

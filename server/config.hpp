@@ -79,6 +79,9 @@ struct config {
   std::filesystem::path site_files_dir = "sites";
   bool site_files_dir_given = false;
   log_level level = log_level::info;
+  bool log_to_stderr = false; // logs on stdout unless "log_target": "stderr"
+  bool access_log = true;     // one line per HTTP request
+  bool metrics = true;        // GET /metrics and the counting behind it
 
   // Renderer for sites that do not name one: "splash", "chromium", "browserless" or "direct".
   // Empty: splash when a Splash URL is configured, else chromium when one is installed, else

@@ -63,9 +63,14 @@ struct http_response {
   std::string content_type; // with charset for text, e.g. "text/html; charset=utf-8"
   header_list headers;      // extra headers (Location, ETag, Cache-Control, ...)
   std::string body;
+  // When set, sent instead of `body` without copying it: for bodies served many times over,
+  // like the cached /news page.
+  std::shared_ptr<const std::string> shared_body;
   // When set, the headers go out at once (no Content-Length; the connection closes at the end)
   // and the body is whatever the stream produces.
   std::shared_ptr<event_stream> stream;
+
+  std::size_t body_size() const { return shared_body ? shared_body->size() : body.size(); }
 
   http_response& with_header(std::string name, std::string value) {
     headers.emplace_back(std::move(name), std::move(value));

@@ -13,8 +13,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <list>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 namespace newsdesk::server {
 
@@ -23,6 +27,15 @@ namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 using error_code = boost::system::error_code;
+
+namespace {
+// What stop() needs from an open connection.
+struct connection_base {
+  virtual ~connection_base() = default;
+  // Called from any thread when the server stops.
+  virtual void on_server_stop() = 0;
+};
+} // namespace
 
 struct http_server::state {
   state(net::io_context& ioc_, request_handler h, http_server_limits l)
@@ -40,6 +53,10 @@ struct http_server::state {
   std::chrono::milliseconds backoff{0};
   std::atomic<bool> stopping{false};
   std::atomic<std::size_t> connections{0};
+  // Every open connection, so stop() can reach the idle ones. Weak: a connection's lifetime is
+  // still its chain of pending operations; it removes itself when it ends.
+  std::mutex open_mutex;
+  std::list<std::weak_ptr<connection_base>> open;
 };
 
 namespace {
@@ -83,30 +100,61 @@ void fail(error_code ec, const char* step) {
 }
 
 // One client connection. Its lifetime is the chain of pending operations.
-class session : public std::enable_shared_from_this<session> {
+class session : public connection_base, public std::enable_shared_from_this<session> {
  public:
   session(tcp::socket&& socket, std::shared_ptr<http_server::state> st)
       : stream_(std::move(socket))
       , state_(std::move(st)) {
     ++state_->connections;
   }
-  ~session() { --state_->connections; }
+  ~session() override {
+    if (registered_) {
+      std::lock_guard lock(state_->open_mutex);
+      state_->open.erase(*registered_);
+    }
+    --state_->connections;
+  }
 
   void run() {
+    {
+      std::lock_guard lock(state_->open_mutex);
+      registered_ = state_->open.insert(state_->open.end(), weak_from_this());
+    }
     net::dispatch(stream_.get_executor(),
                   beast::bind_front_handler(&session::do_read, shared_from_this()));
+  }
+
+  void on_server_stop() override {
+    net::post(stream_.get_executor(), [self = shared_from_this()] { self->notice_stop(); });
   }
 
  private:
   void do_read() {
     parser_.emplace();
     apply_limits(*parser_, state_->limits);
-    stream_.expires_after(state_->limits.read_timeout);
+    auto timeout = state_->limits.read_timeout;
+    if (state_->stopping)
+      timeout = std::min(timeout, state_->limits.stop_idle_grace);
+    stream_.expires_after(timeout);
+    reading_ = true;
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&session::on_read, shared_from_this()));
   }
 
+  // The server is stopping. A connection waiting for its next request, with nothing of it read
+  // yet, restarts its read under the short stop_idle_grace deadline (do_read sees `stopping`);
+  // a request being read, handled or written is left to finish.
+  void notice_stop() {
+    if (!reading_ || parser_->got_some() || buffer_.size() != 0)
+      return;
+    restart_read_ = true;
+    stream_.cancel(); // no bytes are lost: the request, if any, is still in the socket
+  }
+
   void on_read(error_code ec, std::size_t) {
+    reading_ = false;
+    if (std::exchange(restart_read_, false) && ec == net::error::operation_aborted)
+      return do_read();
     if (ec == http::error::end_of_stream || ec == net::error::operation_aborted ||
         ec == beast::error::timeout || ec == net::error::connection_reset || ec == net::error::eof)
       return do_close();
@@ -149,8 +197,17 @@ class session : public std::enable_shared_from_this<session> {
       auto msg = std::make_shared<http::response<http::empty_body>>(
           static_cast<http::status>(res.status), version_);
       fill_headers(*msg, res);
-      msg->content_length(res.body.size());
+      msg->content_length(res.body_size());
       write_message(std::move(msg));
+    } else if (res.shared_body) {
+      // The body is shared and immutable: the message points into it, and the write's
+      // completion handler keeps it alive.
+      auto msg = std::make_shared<http::response<http::span_body<const char>>>(
+          static_cast<http::status>(res.status), version_);
+      fill_headers(*msg, res);
+      msg->body() = {res.shared_body->data(), res.shared_body->size()};
+      msg->prepare_payload();
+      write_message(std::move(msg), std::move(res.shared_body));
     } else {
       auto msg = std::make_shared<http::response<http::string_body>>(
           static_cast<http::status>(res.status), version_);
@@ -170,10 +227,13 @@ class session : public std::enable_shared_from_this<session> {
     msg.keep_alive(keep_alive_);
   }
 
-  template <class Message> void write_message(std::shared_ptr<Message> msg) {
-    http::async_write(
-        stream_, *msg,
-        [self = shared_from_this(), msg](error_code ec, std::size_t n) { self->on_write(ec, n); });
+  // `keep` holds whatever the message's body points into until the write completes.
+  template <class Message>
+  void write_message(std::shared_ptr<Message> msg, std::shared_ptr<const void> keep = nullptr) {
+    http::async_write(stream_, *msg,
+                      [self = shared_from_this(), msg, keep](error_code ec, std::size_t n) {
+                        self->on_write(ec, n);
+                      });
   }
 
   void on_write(error_code ec, std::size_t) {
@@ -239,12 +299,34 @@ class session : public std::enable_shared_from_this<session> {
   unsigned version_ = 11;
   std::shared_ptr<event_stream> events_; // set while streaming a body
   bool writing_events_ = false;
+  bool reading_ = false;      // waiting in async_read for a request
+  bool restart_read_ = false; // notice_stop() cancelled that read to restart it
+  std::optional<std::list<std::weak_ptr<connection_base>>::iterator> registered_;
 };
 
 void do_accept(const std::shared_ptr<http_server::state>& st);
 
+// Starts a session for an accepted connection, or closes it at once past max_connections.
+void serve(const std::shared_ptr<http_server::state>& st, tcp::socket socket) {
+  if (st->connections.load() >= st->limits.max_connections) {
+    log_warn("msg=\"connection limit reached, closing new connection\"");
+    error_code ignored;
+    socket.close(ignored);
+    return;
+  }
+  std::make_shared<session>(std::move(socket), st)->run();
+}
+
 void on_accept(const std::shared_ptr<http_server::state>& st, error_code ec, tcp::socket socket) {
-  if (ec == net::error::operation_aborted || !st->acceptor.is_open())
+  if (ec == net::error::operation_aborted)
+    return;
+  if (!ec) {
+    // Served even when stop() has closed the listener since: the client is connected and may
+    // have sent its request, and dropping the socket would reset it unanswered.
+    st->backoff = std::chrono::milliseconds{0};
+    serve(st, std::move(socket));
+  }
+  if (!st->acceptor.is_open())
     return;
   if (ec) {
     // Out of descriptors (EMFILE/ENFILE) or a transient network error: wait and retry, with
@@ -259,14 +341,6 @@ void on_accept(const std::shared_ptr<http_server::state>& st, error_code ec, tcp
         do_accept(st);
     });
     return;
-  }
-  st->backoff = std::chrono::milliseconds{0};
-  if (st->connections.load() >= st->limits.max_connections) {
-    log_warn("msg=\"connection limit reached, closing new connection\"");
-    error_code ignored;
-    socket.close(ignored);
-  } else {
-    std::make_shared<session>(std::move(socket), st)->run();
   }
   do_accept(st);
 }
@@ -369,10 +443,31 @@ void http_server::start() {
 void http_server::stop() {
   state_->stopping = true;
   net::dispatch(state_->acceptor.get_executor(), [st = state_] {
+    // Closing a listener resets the connections the kernel has completed but nobody accepted
+    // yet, whose clients may already have sent a request: accept and serve those first.
+    error_code ec;
+    if (st->acceptor.is_open())
+      st->acceptor.non_blocking(true, ec);
+    while (!ec && st->acceptor.is_open()) {
+      tcp::socket socket(net::make_strand(st->ioc));
+      st->acceptor.accept(socket, ec); // would_block once the backlog is empty
+      if (!ec)
+        serve(st, std::move(socket));
+    }
     error_code ignored;
     st->acceptor.close(ignored);
     st->retry_timer.cancel();
   });
+  // Connections idle between requests would otherwise keep shutdown waiting for read_timeout.
+  std::vector<std::shared_ptr<connection_base>> open;
+  {
+    std::lock_guard lock(state_->open_mutex);
+    for (auto& weak : state_->open)
+      if (auto c = weak.lock())
+        open.push_back(std::move(c));
+  }
+  for (auto& c : open)
+    c->on_server_stop();
 }
 
 std::size_t http_server::open_connections() const {

@@ -35,6 +35,11 @@ struct http_server_limits {
   // Open connections at once; more are accepted and closed at once so the process keeps
   // file descriptors for the ones it serves.
   std::size_t max_connections = 10'000;
+  // After stop(), how long a kept-alive connection waiting for its next request may still send
+  // one (it is answered, with "Connection: close") before it is closed. Long enough for a
+  // request already on its way to arrive; short, so idle browsers do not hold shutdown up for
+  // read_timeout.
+  std::chrono::milliseconds stop_idle_grace{500};
 };
 
 class http_server {
@@ -51,8 +56,11 @@ class http_server {
   unsigned short port() const;
   // Starts accepting connections.
   void start();
-  // Closes the listener; responses written from now on carry "Connection: close" so kept-alive
-  // clients finish their current request and leave. Safe from any thread.
+  // Closes the listener (connections the kernel has already completed are accepted and served
+  // first); responses written from now on carry "Connection: close" so kept-alive clients
+  // finish their current request and leave; a connection idle between requests gets
+  // `stop_idle_grace` to send one more, then is closed. Requests being read or handled are
+  // answered. Safe from any thread.
   void stop();
   std::size_t open_connections() const;
 

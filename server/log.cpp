@@ -10,6 +10,7 @@
 namespace newsdesk::server {
 namespace {
 std::atomic<log_level> min_level{log_level::info};
+std::atomic<bool> use_stderr{false};
 
 const char* level_name(log_level l) {
   switch (l) {
@@ -28,6 +29,10 @@ const char* level_name(log_level l) {
 
 void set_log_level(log_level level) {
   min_level = level;
+}
+
+void log_to_stderr(bool on) {
+  use_stderr = on;
 }
 
 log_level parse_log_level(std::string_view name) {
@@ -60,7 +65,9 @@ void log(log_level level, std::string_view message) {
   line += ' ';
   line += message;
   line += '\n';
-  std::fwrite(line.data(), 1, line.size(), stderr);
+  auto* out = use_stderr ? stderr : stdout;
+  std::fwrite(line.data(), 1, line.size(), out);
+  std::fflush(out);
 }
 
 } // namespace newsdesk::server

@@ -1,5 +1,6 @@
-// One line per event on stderr: "2026-11-22T08:55:06.123Z level=warn msg=..." (logfmt-like).
-// Thread-safe: each line is written with a single call.
+// One line per event, logfmt: "2026-11-22T08:55:06.123Z level=warn msg=... key=value".
+// On stdout by default (where container runtimes collect it), or stderr. Thread-safe: each line
+// is written with a single call.
 #pragma once
 
 #include <string_view>
@@ -9,6 +10,8 @@ namespace newsdesk::server {
 enum class log_level { debug, info, warn, error };
 
 void set_log_level(log_level level);
+// true: stderr; false: stdout (the default).
+void log_to_stderr(bool on);
 log_level parse_log_level(std::string_view name); // throws std::invalid_argument naming it
 void log(log_level level, std::string_view message);
 

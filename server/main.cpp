@@ -13,6 +13,7 @@
 #include "server/http_server.hpp"
 #include "server/live_events.hpp"
 #include "server/log.hpp"
+#include "server/metrics.hpp"
 #include "server/news_page.hpp"
 #include "server/news_service.hpp"
 #include "server/site_commands.hpp"
@@ -70,6 +71,7 @@ int run(const std::vector<std::string>& args) {
     return 0;
   }
   set_log_level(cfg.level);
+  log_to_stderr(cfg.log_to_stderr);
 
   scrapers::registry registry;
   scrapers::register_builtin_scrapers(registry);
@@ -169,6 +171,58 @@ int run(const std::vector<std::string>& args) {
       log_warn(std::string("msg=\"cannot publish headlines\" error=\"") + e.what() + "\"");
     }
   });
+  // Observability: /metrics (Prometheus) and /readyz.
+  server::metrics counters;
+  if (cfg.metrics) {
+    news.on_refresh_done(
+        [&counters](const site_config& site, std::chrono::milliseconds took,
+                    std::string_view kind) { counters.observe_fetch(site.name, took, kind); });
+    routes.add_route("/metrics", [&](http_request, responder respond) {
+      std::optional<broker::stats_snapshot> broker_stats;
+      if (pubsub)
+        broker_stats = pubsub->stats();
+      http_response res;
+      res.content_type = "text/plain; version=0.0.4; charset=utf-8";
+      res.body = counters.render(news.snapshot()->sites, broker_stats ? &*broker_stats : nullptr,
+                                 live.clients());
+      res.with_header("Cache-Control", "no-store");
+      respond(std::move(res));
+    });
+  }
+  // Ready: the store answers, the listeners are up (they are by now), and at least one site
+  // refreshed within its interval (plus its render timeout and the jitter).
+  routes.add_route("/readyz", [&](http_request, responder respond) {
+    nlohmann::json reasons = nlohmann::json::array();
+    try {
+      (void)store.last_id();
+    } catch (const std::exception& e) {
+      reasons.push_back(std::string("store: ") + e.what());
+    }
+    auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count();
+    auto snap = news.snapshot();
+    std::size_t fresh = 0;
+    for (std::size_t i = 0; i < snap->sites.size() && i < sites.size(); ++i) {
+      auto allowed = static_cast<std::int64_t>(static_cast<double>(sites[i].interval.count()) *
+                                               (1 + cfg.refresh.jitter)) +
+                     sites[i].timeout.count();
+      if (snap->sites[i].last_success_ms && now - snap->sites[i].last_success_ms <= allowed)
+        ++fresh;
+    }
+    if (!sites.empty() && fresh == 0)
+      reasons.push_back("no site has refreshed within its interval yet");
+    nlohmann::json body = {{"ready", reasons.empty()},
+                           {"sites_fresh", fresh},
+                           {"sites", sites.size()},
+                           {"reasons", reasons}};
+    http_response res;
+    res.status = reasons.empty() ? 200 : 503;
+    res.content_type = "application/json";
+    res.body = body.dump() + "\n";
+    res.with_header("Cache-Control", "no-store");
+    respond(std::move(res));
+  });
   news.start();
 
   // History older than the retention is pruned once an hour, on the worker pool.
@@ -195,7 +249,28 @@ int run(const std::vector<std::string>& args) {
 
   http_server http(
       ioc,
-      [&routes](http_request req, responder res) { routes.handle(std::move(req), std::move(res)); },
+      [&](http_request req, responder respond) {
+        if (!cfg.metrics && !cfg.access_log)
+          return routes.handle(std::move(req), std::move(respond));
+        // Count and log each request when its response is ready.
+        auto started = std::chrono::steady_clock::now();
+        auto route = metrics::route_of(req.path());
+        auto line = cfg.access_log ? "msg=access method=" + req.method + " path=\"" +
+                                         std::string(req.path().substr(0, 200)) + "\""
+                                   : std::string();
+        routes.handle(std::move(req), [&, started, route, line = std::move(line),
+                                       respond = std::move(respond)](http_response res) {
+          auto took = std::chrono::steady_clock::now() - started;
+          if (cfg.metrics)
+            counters.observe_request(route, res.status, took);
+          if (cfg.access_log)
+            log_info(line + " status=" + std::to_string(res.status) +
+                     " bytes=" + std::to_string(res.body_size()) + " us=" +
+                     std::to_string(
+                         std::chrono::duration_cast<std::chrono::microseconds>(took).count()));
+          respond(std::move(res));
+        });
+      },
       cfg.http);
   http.listen(cfg.address, cfg.port);
   http.start();
@@ -255,6 +330,8 @@ int run(const std::vector<std::string>& args) {
 } // namespace
 
 int main(int argc, char** argv) {
+  // Log lines go to stdout; keep them whole and prompt even when stdout is a pipe.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args.front() == "broker") // the broker alone: newsdesk broker [options]
     return newsdesk::broker::run_standalone({args.begin() + 1, args.end()}, "newsdesk broker");

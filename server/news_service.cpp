@@ -129,6 +129,11 @@ void news_service::on_new_headlines(std::function<void(const std::vector<news_it
   listener_ = std::move(listener);
 }
 
+void news_service::on_refresh_done(
+    std::function<void(const site_config&, std::chrono::milliseconds, std::string_view)> listener) {
+  refresh_listener_ = std::move(listener);
+}
+
 std::int64_t news_service::now_ms() {
   return std::chrono::duration_cast<milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -173,7 +178,7 @@ void news_service::start() {
     std::vector<std::function<void(std::shared_ptr<const news_snapshot>)>> waiters;
     std::shared_ptr<const news_snapshot> snap;
     {
-      std::lock_guard lock(mutex_);
+      std::lock_guard guard(mutex_);
       waiters.swap(ready_waiters_);
       snap = snapshot_;
     }
@@ -314,7 +319,7 @@ void news_service::on_rendered(std::size_t index, render_result result) {
   if (!result.ok()) {
     log_warn("msg=\"site failed\" site=" + site.name + " kind=" +
              std::string(to_string(result.failure)) + " error=\"" + result.message + "\"");
-    return finish_failure(index, std::move(result.message), elapsed);
+    return finish_failure(index, std::move(result.message), elapsed, to_string(result.failure));
   }
   // A 4 MB page takes tens of milliseconds to parse: keep it off the network threads.
   boost::asio::post(parse_pool_, [this, index, result = std::move(result)]() mutable {
@@ -331,20 +336,21 @@ void news_service::on_rendered(std::size_t index, render_result result) {
       h.site = cfg.name; // one scraper may serve several configured sites
     if (error.empty() && found.empty())
       error = "no headlines found on the page (the site's markup may have changed)";
-    std::chrono::milliseconds elapsed;
+    milliseconds took;
     {
       std::lock_guard lock(mutex_);
-      elapsed = std::chrono::duration_cast<milliseconds>(clock_type::now() -
-                                                         slots_[index]->refresh_started);
+      took = std::chrono::duration_cast<milliseconds>(clock_type::now() -
+                                                      slots_[index]->refresh_started);
     }
-    on_parsed(index, std::move(found), elapsed, std::move(error));
+    on_parsed(index, std::move(found), took, std::move(error));
   });
 }
 
 void news_service::on_parsed(std::size_t index, std::vector<scrapers::headline> found,
                              milliseconds elapsed, std::string parse_error) {
   if (!parse_error.empty())
-    return finish_failure(index, std::move(parse_error), elapsed);
+    return finish_failure(index, std::move(parse_error), elapsed,
+                          found.empty() ? "no_headlines" : "scraper");
 
   const auto& site = sites_[index];
   const auto now = now_ms();
@@ -393,12 +399,17 @@ void news_service::on_parsed(std::size_t index, std::vector<scrapers::headline> 
   log_info("msg=\"site refreshed\" site=" + site.name +
            " headlines=" + std::to_string(found.size()) + " new=" + std::to_string(fresh.size()) +
            " ms=" + std::to_string(elapsed.count()));
+  if (refresh_listener_)
+    refresh_listener_(site, elapsed, "");
   if (!fresh.empty() && listener_)
     listener_(fresh);
 }
 
-void news_service::finish_failure(std::size_t index, std::string error, milliseconds elapsed) {
+void news_service::finish_failure(std::size_t index, std::string error, milliseconds elapsed,
+                                  std::string_view kind) {
   const auto& site = sites_[index];
+  if (refresh_listener_)
+    refresh_listener_(site, elapsed, kind);
   if (store_) {
     boost::asio::post(parse_pool_, [this, name = site.name, error, now = now_ms()] {
       try {

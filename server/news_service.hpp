@@ -80,6 +80,12 @@ class news_service {
   // thread. Set before start().
   void on_new_headlines(std::function<void(const std::vector<news_item>&)> listener);
 
+  // Called when a refresh of a site finishes (after its retries), with how long it took and
+  // the kind of failure ("" on success), from any thread. Set before start().
+  void on_refresh_done(
+      std::function<void(const site_config&, std::chrono::milliseconds, std::string_view)>
+          listener);
+
   // Loads the stored headlines and starts every site's first refresh.
   void start();
   // Cancels the timers; renders in flight finish and are dropped.
@@ -110,7 +116,8 @@ class news_service {
   void on_rendered(std::size_t index, render_result result);
   void on_parsed(std::size_t index, std::vector<scrapers::headline> found,
                  std::chrono::milliseconds elapsed, std::string parse_error);
-  void finish_failure(std::size_t index, std::string error, std::chrono::milliseconds elapsed);
+  void finish_failure(std::size_t index, std::string error, std::chrono::milliseconds elapsed,
+                      std::string_view kind);
   void publish_snapshot_locked();
   std::chrono::milliseconds jittered(std::chrono::milliseconds base);
   static std::int64_t now_ms();
@@ -122,6 +129,8 @@ class news_service {
   headline_store* store_;
   refresh_settings settings_;
   std::function<void(const std::vector<news_item>&)> listener_;
+  std::function<void(const site_config&, std::chrono::milliseconds, std::string_view)>
+      refresh_listener_;
 
   mutable std::mutex mutex_; // guards everything below
   std::vector<std::unique_ptr<slot>> slots_;

@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <thread>
@@ -162,6 +163,39 @@ TEST_CASE("connections over the cap are closed at once while existing ones keep 
   CHECK(std::string(buf, 12) == "HTTP/1.1 200");
   ::close(a);
   ::close(b);
+}
+
+TEST_CASE("after stop() a kept-alive connection's next request is answered with Connection: "
+          "close, and an idle one is closed within the grace, not at the read deadline") {
+  http_server_limits limits;
+  limits.read_timeout = 30s;
+  limits.stop_idle_grace = 200ms;
+  echo_server s(limits);
+  const std::string keep = "GET /a HTTP/1.1\r\nHost: x\r\n\r\n";
+  int busy = connect_raw(s.port());
+  int idle = connect_raw(s.port());
+  char buf[512];
+  for (int fd : {busy, idle}) {
+    ::send(fd, keep.data(), keep.size(), MSG_NOSIGNAL);
+    REQUIRE(::recv(fd, buf, sizeof buf, 0) > 0); // one small answer, kept alive
+  }
+  s.server.stop();
+  auto stopped = std::chrono::steady_clock::now();
+  // A request arriving after stop() on a kept-alive connection is still answered.
+  timeval five_seconds{5, 0}; // the read loop below ends even if the server never closes
+  ::setsockopt(busy, SOL_SOCKET, SO_RCVTIMEO, &five_seconds, sizeof five_seconds);
+  ::send(busy, keep.data(), keep.size(), MSG_NOSIGNAL);
+  std::string answer;
+  for (ssize_t n; (n = ::recv(busy, buf, sizeof buf, 0)) > 0;)
+    answer.append(buf, static_cast<std::size_t>(n)); // until the server closes
+  auto answers = parse_answers(answer);
+  REQUIRE(answers.size() == 1);
+  CHECK(answers[0].status == 200);
+  CHECK(answers[0].header("Connection") == "close");
+  CHECK(closed_within(idle, 5s));
+  CHECK(std::chrono::steady_clock::now() - stopped < 3s);
+  ::close(busy);
+  ::close(idle);
 }
 
 TEST_CASE("listening on a port in use throws a message naming the address") {

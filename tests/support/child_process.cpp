@@ -55,11 +55,34 @@ child_process::child_process(const std::string& program, const std::vector<std::
   }
   pid_ = pid;
   stdout_fd_ = pipe_fds[0];
+  reader_ = std::thread([this] { drain(); });
+}
+
+void child_process::drain() {
+  char buf[4096];
+  for (;;) {
+    auto n = ::read(stdout_fd_, buf, sizeof buf);
+    std::lock_guard lock(mutex_);
+    if (n <= 0) {
+      eof_ = true;
+      arrived_.notify_all();
+      return;
+    }
+    all_.append(buf, static_cast<std::size_t>(n));
+    arrived_.notify_all();
+  }
+}
+
+std::string child_process::output() const {
+  std::lock_guard lock(mutex_);
+  return all_;
 }
 
 child_process::~child_process() {
   if (!exit_code_ && pid_ > 0)
     stop(SIGKILL, std::chrono::seconds(5));
+  if (reader_.joinable())
+    reader_.join(); // the child is gone, so its stdout reached EOF
   if (stdout_fd_ >= 0)
     ::close(stdout_fd_);
 }
@@ -67,25 +90,17 @@ child_process::~child_process() {
 std::optional<std::string> child_process::wait_for_line(const std::string& prefix,
                                                         std::chrono::milliseconds timeout) {
   auto deadline = clock_type::now() + timeout;
+  std::unique_lock lock(mutex_);
   for (;;) {
-    for (auto nl = buffer_.find('\n'); nl != std::string::npos; nl = buffer_.find('\n')) {
-      std::string line = buffer_.substr(0, nl);
-      buffer_.erase(0, nl + 1);
+    for (auto nl = all_.find('\n', consumed_); nl != std::string::npos;
+         nl = all_.find('\n', consumed_)) {
+      std::string line = all_.substr(consumed_, nl - consumed_);
+      consumed_ = nl + 1;
       if (line.rfind(prefix, 0) == 0)
         return line.substr(prefix.size());
     }
-    auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now()).count();
-    if (left <= 0)
+    if (eof_ || arrived_.wait_until(lock, deadline) == std::cv_status::timeout)
       return std::nullopt;
-    pollfd p{stdout_fd_, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left)) <= 0)
-      return std::nullopt;
-    char buf[4096];
-    auto n = ::read(stdout_fd_, buf, sizeof buf);
-    if (n <= 0)
-      return std::nullopt;
-    buffer_.append(buf, static_cast<std::size_t>(n));
   }
 }
 

@@ -3,8 +3,11 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace newsdesk::testing {
@@ -30,11 +33,20 @@ class child_process {
   std::optional<int> wait_exit(std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
   int pid() const { return pid_; }
+  // Everything the process wrote to stdout so far.
+  std::string output() const;
 
  private:
+  void drain(); // reads stdout until EOF on its own thread, so the child never blocks on a pipe
+
   int pid_ = -1;
   int stdout_fd_ = -1;
-  std::string buffer_;
+  mutable std::mutex mutex_;
+  std::condition_variable arrived_;
+  std::string all_;          // guarded by mutex_
+  std::size_t consumed_ = 0; // how far wait_for_line has read all_
+  bool eof_ = false;         // guarded by mutex_
+  std::thread reader_;
   std::optional<int> exit_code_;
 };
 

@@ -80,7 +80,10 @@ struct newsdesk_process {
       if (auto line = process->wait_for_line("broker listening on 127.0.0.1:"))
         broker_port = static_cast<unsigned short>(std::stoi(*line));
   }
-  std::string log() const { return read_file((dir.path / "stderr.log").string()); }
+  // What it logged (stdout) and any error output.
+  std::string log() const {
+    return process->output() + read_file((dir.path / "stderr.log").string());
+  }
 };
 
 inline json site(const std::string& name, const std::string& scraper, const std::string& url,

@@ -1,0 +1,69 @@
+// Prometheus metrics for GET /metrics (text exposition format 0.0.4).
+//
+// Counters and histograms are recorded here as things happen; gauges that other components
+// already know (site states, broker counters, SSE clients) are read when /metrics is scraped.
+// Labels are bounded: routes are the fixed set of newsdesk's routes ("other" for the rest),
+// statuses are HTTP codes, sites and error kinds come from the config and the code.
+//
+// Threads: every member may be called from any thread.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace newsdesk::broker {
+struct stats_snapshot;
+}
+
+namespace newsdesk::server {
+
+struct site_report;
+
+// Cumulative histogram with fixed upper bounds (seconds).
+class histogram {
+ public:
+  explicit histogram(std::vector<double> bounds);
+  void observe(double seconds);
+  // Appends name_bucket/_sum/_count lines with `labels` ("" or `site="cnn"`).
+  void render(std::string& out, std::string_view name, std::string_view labels) const;
+
+ private:
+  std::vector<double> bounds_;
+  mutable std::mutex mutex_;
+  std::vector<std::uint64_t> counts_; // per bucket, plus +Inf
+  double sum_ = 0;
+  std::uint64_t count_ = 0;
+};
+
+class metrics {
+ public:
+  metrics();
+
+  // The route label for a request path: one of newsdesk's routes, or "other".
+  static std::string_view route_of(std::string_view path);
+
+  void observe_request(std::string_view route, unsigned status, std::chrono::nanoseconds latency);
+  // One refresh of a site finished; `error_kind` empty on success.
+  void observe_fetch(const std::string& site, std::chrono::milliseconds latency,
+                     std::string_view error_kind);
+
+  // The whole exposition. `broker` may be null (broker off).
+  std::string render(const std::vector<site_report>& sites, const broker::stats_snapshot* broker,
+                     std::size_t sse_clients) const;
+
+ private:
+  mutable std::mutex mutex_; // guards the maps (their values are thread-safe themselves)
+  std::map<std::pair<std::string, unsigned>, std::uint64_t> requests_;
+  histogram request_latency_;
+  std::map<std::string, std::unique_ptr<histogram>> fetch_latency_;
+  std::map<std::pair<std::string, std::string>, std::uint64_t> fetch_errors_;
+};
+
+} // namespace newsdesk::server

@@ -1,0 +1,95 @@
+// /metrics, /readyz and the logs, against the real binary.
+#include "tests/support/harness.hpp"
+#include "tests/support/http_get.hpp"
+
+#include <doctest/doctest.h>
+
+#include <signal.h>
+
+#include <thread>
+
+using namespace newsdesk::testing;
+using namespace std::chrono_literals;
+
+namespace {
+// The value of one sample line ("name{labels} value"), or -1 when absent.
+double metric(const std::string& text, const std::string& series) {
+  auto at = text.find("\n" + series + " ");
+  if (at == std::string::npos)
+    return -1;
+  return std::stod(text.substr(at + series.size() + 2));
+}
+} // namespace
+
+TEST_CASE("/metrics counts requests, refreshes, site state and the broker in Prometheus format") {
+  splash_standin splash;
+  splash.set("https://a.cnn.com/",
+             standin_page::page(cnn_page({{"/a/index.html", "A"}, {"/b/index.html", "B"}})));
+  splash.set("https://down.cnn.com/", standin_page::error(502));
+  newsdesk_process nd(json{
+      {"splash_url", splash.base_url()},
+      {"refresh", {{"retries", 0}}},
+      {"sites",
+       {site("a", "cnn", "https://a.cnn.com/"), site("down", "cnn", "https://down.cnn.com/")}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  for (int i = 0; i < 3; ++i)
+    REQUIRE(http_get(nd.port, "/news").status == 200);
+  http_get(nd.port, "/nope");
+
+  auto answer = http_get(nd.port, "/metrics");
+  REQUIRE(answer.status == 200);
+  CHECK(answer.header("Content-Type") == "text/plain; version=0.0.4; charset=utf-8");
+  const auto& m = answer.body;
+  CHECK(metric(m, "newsdesk_http_requests_total{route=\"/news\",status=\"200\"}") == 3);
+  CHECK(metric(m, "newsdesk_http_requests_total{route=\"other\",status=\"404\"}") == 1);
+  CHECK(metric(m, "newsdesk_http_request_duration_seconds_count") >= 4);
+  CHECK(metric(m, "newsdesk_http_request_duration_seconds_bucket{le=\"+Inf\"}") ==
+        metric(m, "newsdesk_http_request_duration_seconds_count"));
+  CHECK(metric(m, "newsdesk_fetch_duration_seconds_count{site=\"a\"}") == 1);
+  CHECK(metric(m, "newsdesk_fetch_errors_total{site=\"down\",kind=\"upstream\"}") == 1);
+  CHECK(metric(m, "newsdesk_site_headlines{site=\"a\"}") == 2);
+  CHECK(metric(m, "newsdesk_site_up{site=\"a\"}") == 1);
+  CHECK(metric(m, "newsdesk_site_up{site=\"down\"}") == 0);
+  CHECK(metric(m, "newsdesk_site_last_success_timestamp_seconds{site=\"a\"}") > 1.7e9);
+  CHECK(metric(m, "newsdesk_sse_clients") == 0);
+  CHECK(metric(m, "newsdesk_broker_subscribers") == 1); // /events follows the broker
+  CHECK(metric(m, "newsdesk_broker_drops_total{reason=\"queue_full\"}") == 0);
+  CHECK(m.find("# TYPE newsdesk_http_request_duration_seconds histogram") != std::string::npos);
+
+  // The access log has a line per request, on stdout.
+  CHECK(nd.log().find("msg=access method=GET path=\"/nope\" status=404") != std::string::npos);
+}
+
+TEST_CASE("/readyz says why it is not ready until a site has refreshed") {
+  splash_standin splash;
+  splash.set("https://a.cnn.com/", standin_page::hang());
+  newsdesk_process nd(
+      json{{"splash_url", splash.base_url()},
+           {"refresh", {{"retries", 0}, {"manual_min_interval", 0}}},
+           {"sites", {site("a", "cnn", "https://a.cnn.com/", {{"timeout", 2}, {"wait", 0}})}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  auto not_ready = send_request(nd.port, "GET", "/readyz");
+  CHECK(not_ready.status == 503);
+  auto body = json::parse(not_ready.body);
+  CHECK(body.at("ready") == false);
+  CHECK(body.at("reasons")[0] == "no site has refreshed within its interval yet");
+  CHECK(http_get(nd.port, "/healthz").status == 200); // alive all the same
+
+  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a/index.html", "A"}})));
+  std::this_thread::sleep_for(3500ms); // the hanging render times out (2 s + grace)
+  send_request(nd.port, "POST", "/api/refresh");
+  bool ready = false;
+  for (int i = 0; i < 100 && !ready; ++i) {
+    ready = http_get(nd.port, "/readyz").status == 200;
+    std::this_thread::sleep_for(50ms);
+  }
+  CHECK(ready);
+}
+
+TEST_CASE("metrics can be turned off") {
+  newsdesk_process nd(json{
+      {"renderer", "direct"}, {"sites", json::array()}, {"metrics", false}, {"access_log", false}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  CHECK(http_get(nd.port, "/metrics").status == 404);
+  CHECK(nd.log().find("msg=access") == std::string::npos);
+}
