@@ -174,6 +174,20 @@ TEST_CASE("config.example.json loads, and its values are the defaults") {
   CHECK(cfg.http.read_timeout == defaults.http.read_timeout);
   CHECK(cfg.http.write_timeout == defaults.http.write_timeout);
   CHECK(cfg.http.max_connections == defaults.http.max_connections);
+  CHECK(cfg.refresh.interval == defaults.refresh.interval);
+  CHECK(cfg.refresh.jitter == defaults.refresh.jitter);
+  CHECK(cfg.refresh.max_concurrent_renders == defaults.refresh.max_concurrent_renders);
+  CHECK(cfg.refresh.retries == defaults.refresh.retries);
+  CHECK(cfg.refresh.retry_base == defaults.refresh.retry_base);
+  CHECK(cfg.refresh.retry_max == defaults.refresh.retry_max);
+  CHECK(cfg.refresh.max_backoff_factor == defaults.refresh.max_backoff_factor);
+  CHECK(cfg.refresh.cold_start_wait == defaults.refresh.cold_start_wait);
+  CHECK(cfg.refresh.manual_min_interval == defaults.refresh.manual_min_interval);
+  CHECK(cfg.refresh.retention == defaults.refresh.retention);
+  CHECK(cfg.store_path == defaults.store_path);
+  CHECK(cfg.access_log == defaults.access_log);
+  CHECK(cfg.metrics == defaults.metrics);
+  CHECK(cfg.log_to_stderr == defaults.log_to_stderr);
   CHECK(nlohmann::json(cfg.broker) == nlohmann::json(newsdesk::broker::config{}));
   CHECK(resolve_sites(cfg, builtins()).size() == 2);
 }

@@ -1,5 +1,6 @@
 #include "server/direct_renderer.hpp"
 #include "server/http_client.hpp"
+#include "tests/support/harness.hpp"
 #include "tests/support/splash_standin.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -7,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <future>
 #include <thread>
 
@@ -17,9 +19,11 @@ using namespace std::chrono_literals;
 namespace {
 // An io_context on its own thread with a client and a direct renderer.
 struct rig {
+  explicit rig(const tls_options& tls = {})
+      : client(ioc, tls) {}
   boost::asio::io_context ioc;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{ioc.get_executor()};
-  http_client client{ioc};
+  http_client client;
   direct_renderer direct{client};
   std::thread thread{[this] { ioc.run(); }};
   ~rig() {
@@ -75,4 +79,43 @@ TEST_CASE("direct: connection refused is reported as unreachable") {
   auto result = r.render("http://127.0.0.1:1/");
   CHECK(result.failure == render_failure::unreachable);
   CHECK(result.message.find("Connection refused") != std::string::npos);
+}
+
+TEST_CASE("direct: https pages are fetched with the certificate checked") {
+  if (std::system("command -v openssl >/dev/null") != 0) {
+    MESSAGE("skipped: openssl is not installed");
+    return;
+  }
+  temp_dir dir;
+  auto d = dir.path.string();
+  // A throwaway certificate for 127.0.0.1, and openssl's own TLS server serving files from `d`.
+  REQUIRE(
+      std::system(("cd " + d +
+                   " && openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -addext "
+                   "subjectAltName=IP:127.0.0.1 -days 1 -keyout key.pem -out cert.pem 2>/dev/null")
+                      .c_str()) == 0);
+  dir.write("page.html", "<html><body>secure hello</body></html>");
+  int port = 0;
+  {
+    // A free port: bind to 0, read it, release it.
+    splash_standin probe;
+    port = probe.port();
+  }
+  // s_server -WWW serves files relative to its working directory: start it in `d`.
+  child_process server("/bin/sh",
+                       {"-c", "cd " + d + " && exec openssl s_server -quiet -WWW -accept " +
+                                  std::to_string(port) + " -cert cert.pem -key key.pem"},
+                       {}, d + "/server.log");
+  std::this_thread::sleep_for(300ms);
+  auto url = "https://127.0.0.1:" + std::to_string(port) + "/page.html";
+
+  rig trusting(tls_options{true, d + "/cert.pem"});
+  auto ok = trusting.render(url);
+  CHECK_MESSAGE(ok.ok(), ok.message);
+  CHECK(ok.html.find("secure hello") != std::string::npos);
+
+  rig strict; // the system store does not know this certificate
+  auto refused = strict.render(url);
+  CHECK(refused.failure == render_failure::unreachable);
+  CHECK(refused.message.find("TLS handshake failed") != std::string::npos);
 }
