@@ -744,6 +744,11 @@ chromium_renderer::chromium_renderer(net::io_context& ioc, chromium_options opti
 
 chromium_renderer::~chromium_renderer() {
   shutdown();
+  // When the io_context stopped after shutdown() posted its strand part, that part never runs,
+  // and the DevTools connection, whose callbacks hold the state, would keep the state (and
+  // itself) alive for good. No thread runs the strand any more: release it here.
+  if (state_->ioc.stopped())
+    state_->on_shutdown(false);
 }
 
 void chromium_renderer::render(render_request request, std::function<void(render_result)> done) {

@@ -49,46 +49,63 @@ const std::vector<double> request_bounds = {0.0005, 0.001, 0.0025, 0.005, 0.01, 
 // Fetch latency: a render takes from a fraction of a second to Splash's timeout.
 const std::vector<double> fetch_bounds = {0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 90};
 
+// Route labels: newsdesk's routes, then "/static" and "other" (a fixed set, so counters can be
+// a fixed table).
+constexpr std::string_view known_routes[] = {
+    "/",        "/news",        "/news.json",  "/news.atom", "/news.feed.json",
+    "/events",  "/api/refresh", "/api/broker", "/healthz",   "/readyz",
+    "/metrics", "/static",      "other"};
+static_assert(std::size(known_routes) == metrics::route_count);
+
+std::size_t route_index(std::string_view route) {
+  std::size_t r = 0;
+  while (r + 1 < std::size(known_routes) && known_routes[r] != route)
+    ++r;
+  return r; // "other" when unknown
+}
+
+std::string_view route_name(std::size_t index) {
+  return known_routes[index];
+}
+
 } // namespace
 
 histogram::histogram(std::vector<double> bounds)
     : bounds_(std::move(bounds))
-    , counts_(bounds_.size() + 1, 0) {}
+    , counts_(new std::atomic<std::uint64_t>[bounds_.size() + 1]) {
+  for (std::size_t i = 0; i <= bounds_.size(); ++i)
+    counts_[i] = 0;
+}
 
 void histogram::observe(double seconds) {
-  std::lock_guard lock(mutex_);
   std::size_t i = 0;
   while (i < bounds_.size() && seconds > bounds_[i])
     ++i;
-  ++counts_[i];
-  sum_ += seconds;
-  ++count_;
+  counts_[i].fetch_add(1, std::memory_order_relaxed);
+  sum_ns_.fetch_add(static_cast<std::uint64_t>(seconds * 1e9), std::memory_order_relaxed);
 }
 
 void histogram::render(std::string& out, std::string_view name, std::string_view labels) const {
-  std::lock_guard lock(mutex_);
   std::uint64_t cumulative = 0;
   std::string prefix = labels.empty() ? std::string() : std::string(labels) + ",";
   for (std::size_t i = 0; i <= bounds_.size(); ++i) {
-    cumulative += counts_[i];
+    cumulative += counts_[i].load(std::memory_order_relaxed);
     auto le = i < bounds_.size() ? number(bounds_[i]) : std::string("+Inf");
     sample(out, std::string(name) + "_bucket", prefix + "le=\"" + le + "\"",
            static_cast<double>(cumulative));
   }
-  sample(out, std::string(name) + "_sum", labels, sum_);
-  sample(out, std::string(name) + "_count", labels, static_cast<double>(count_));
+  sample(out, std::string(name) + "_sum", labels,
+         static_cast<double>(sum_ns_.load(std::memory_order_relaxed)) / 1e9);
+  // The count is the +Inf bucket, so the two always agree within one scrape.
+  sample(out, std::string(name) + "_count", labels, static_cast<double>(cumulative));
 }
 
 metrics::metrics()
     : request_latency_(request_bounds) {}
 
 std::string_view metrics::route_of(std::string_view path) {
-  static constexpr std::string_view routes[] = {
-      "/",       "/news",        "/news.json",  "/news.atom", "/news.feed.json",
-      "/events", "/api/refresh", "/api/broker", "/healthz",   "/readyz",
-      "/metrics"};
-  for (auto r : routes)
-    if (path == r)
+  for (auto r : known_routes)
+    if (path == r && r != "/static" && r != "other")
       return r;
   if (path.rfind("/static/", 0) == 0)
     return "/static";
@@ -97,9 +114,15 @@ std::string_view metrics::route_of(std::string_view path) {
 
 void metrics::observe_request(std::string_view route, unsigned status,
                               std::chrono::nanoseconds latency) {
-  {
+  auto r = route_index(route);
+  std::size_t c = 0;
+  while (c < common_statuses.size() && common_statuses[c] != status)
+    ++c;
+  if (c < common_statuses.size()) {
+    common_requests_[r][c].fetch_add(1, std::memory_order_relaxed);
+  } else {
     std::lock_guard lock(mutex_);
-    ++requests_[{std::string(route), status}];
+    ++requests_[{std::string(route_name(r)), status}];
   }
   request_latency_.observe(std::chrono::duration<double>(latency).count());
 }
@@ -127,7 +150,12 @@ std::string metrics::render(const std::vector<site_report>& sites,
     std::lock_guard lock(mutex_);
     header(out, "newsdesk_http_requests_total", "counter",
            "HTTP requests answered, by route and status.");
-    for (const auto& [key, n] : requests_)
+    auto all = requests_;
+    for (std::size_t r = 0; r < route_count; ++r)
+      for (std::size_t c = 0; c < common_statuses.size(); ++c)
+        if (auto n = common_requests_[r][c].load(std::memory_order_relaxed))
+          all[{std::string(route_name(r)), common_statuses[c]}] += n;
+    for (const auto& [key, n] : all)
       sample(out, "newsdesk_http_requests_total",
              label("route", key.first) + "," + label("status", std::to_string(key.second)),
              static_cast<double>(n));

@@ -11,6 +11,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -26,7 +27,8 @@ namespace newsdesk::server {
 
 struct site_report;
 
-// Cumulative histogram with fixed upper bounds (seconds).
+// Cumulative histogram with fixed upper bounds (seconds). Lock-free: observe() is on the
+// request path of every thread.
 class histogram {
  public:
   explicit histogram(std::vector<double> bounds);
@@ -36,10 +38,8 @@ class histogram {
 
  private:
   std::vector<double> bounds_;
-  mutable std::mutex mutex_;
-  std::vector<std::uint64_t> counts_; // per bucket, plus +Inf
-  double sum_ = 0;
-  std::uint64_t count_ = 0;
+  std::unique_ptr<std::atomic<std::uint64_t>[]> counts_; // per bucket, plus +Inf
+  std::atomic<std::uint64_t> sum_ns_{0};
 };
 
 class metrics {
@@ -59,6 +59,18 @@ class metrics {
                      std::size_t sse_clients) const;
 
  private:
+  // Requests by route and status: the common statuses are plain atomic counters (no lock on the
+  // request path); rarer ones go to a map under the mutex.
+  static constexpr std::array<unsigned, 9> common_statuses{200, 202, 302, 304, 400,
+                                                           404, 405, 429, 503};
+
+ public:
+  static constexpr std::size_t route_count = 13; // see known_routes in metrics.cpp
+
+ private:
+  std::array<std::array<std::atomic<std::uint64_t>, common_statuses.size()>, route_count>
+      common_requests_{};
+
   mutable std::mutex mutex_; // guards the maps (their values are thread-safe themselves)
   std::map<std::pair<std::string, unsigned>, std::uint64_t> requests_;
   histogram request_latency_;
