@@ -1,4 +1,5 @@
 #include "server/feeds.hpp"
+#include "scrapers/utf8.hpp"
 
 #include "scrapers/url.hpp"
 
@@ -40,24 +41,6 @@ std::string uuid_v5_urn(std::string_view name) {
     out += hex[digest[i] & 0x0F];
   }
   return out;
-}
-
-void append_utf8(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
 }
 
 bool keep(char32_t cp) {
@@ -170,7 +153,7 @@ std::string clean_text(std::string_view text) {
       continue;
     }
     if (keep(cp))
-      append_utf8(out, cp);
+      scrapers::append_utf8(out, cp);
     i = j;
   }
   return out;

@@ -93,4 +93,15 @@ using request_handler = std::function<void(http_request, responder)>;
 
 bool iequals(std::string_view a, std::string_view b);
 
+// The value of a hexadecimal digit, or -1.
+inline int hex_digit(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
 } // namespace newsdesk::server

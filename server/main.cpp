@@ -223,6 +223,15 @@ int run(const std::vector<std::string>& args) {
     res.with_header("Cache-Control", "no-store");
     respond(std::move(res));
   });
+  // From here on, worker tasks use the store and the service. However run() ends (a listener
+  // that fails to bind throws below), they finish before those objects go away.
+  struct join_on_exit {
+    net::thread_pool& pool;
+    ~join_on_exit() {
+      pool.stop();
+      pool.join();
+    }
+  } join_workers{parse_pool};
   news.start();
 
   // History older than the retention is pruned once an hour, on the worker pool.

@@ -10,16 +10,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
 // Decodes %XX; nullopt for malformed escapes or a decoded NUL.
 std::optional<std::string> percent_decode(std::string_view in) {
   std::string out;
@@ -31,7 +21,7 @@ std::optional<std::string> percent_decode(std::string_view in) {
     }
     if (i + 2 >= in.size())
       return std::nullopt;
-    int hi = hex_value(in[i + 1]), lo = hex_value(in[i + 2]);
+    int hi = hex_digit(in[i + 1]), lo = hex_digit(in[i + 2]);
     if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
       return std::nullopt;
     out += static_cast<char>(hi * 16 + lo);
