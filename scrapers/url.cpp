@@ -1,5 +1,7 @@
 #include "scrapers/url.hpp"
 
+#include <cctype>
+
 #include <uriparser/Uri.h>
 
 #include <array>
@@ -142,6 +144,14 @@ std::optional<std::string> resolve(std::string_view base, std::string_view refer
   }
   std::optional<std::string> out = to_string(&resolved);
   uriFreeUriMembersA(&resolved);
+  // Schemes are case-insensitive and lower case is canonical (RFC 3986 3.1): "HTTPS://x" and
+  // "https://x" are one link, for de-duplication and for every later check.
+  if (out)
+    for (char& c : *out) {
+      if (c == ':')
+        break;
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
   return out;
 }
 

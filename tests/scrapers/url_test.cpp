@@ -78,6 +78,13 @@ TEST_CASE("RFC 3986 5.4.2 abnormal examples resolve as the RFC says, strictly") 
   });
 }
 
+TEST_CASE("a resolved URL's scheme is lower case, whatever case the href used") {
+  // Found by fuzz_extract: an href "httPs://..." kept its case, so the same link could appear
+  // twice and checks comparing against "https://" disagreed with is_http_url.
+  CHECK(resolve("http://a/b/c", "HtTpS://Example.com/Path") == "https://Example.com/Path");
+  CHECK(resolve("HTTP://a/b/c", "d") == "http://a/b/d");
+}
+
 TEST_CASE("leading and trailing whitespace around an href is ignored") {
   CHECK(resolve(rfc_base, "  \n\t../g \r\n") == "http://a/b/g");
   CHECK(resolve(" http://a/b/c/d;p?q\n", "g") == "http://a/b/c/g");
