@@ -1,7 +1,6 @@
 #include "server/browserless_renderer.hpp"
 
 #include "server/cdp_client.hpp"
-#include "server/splash_renderer.hpp" // is_empty_page, format_seconds
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>

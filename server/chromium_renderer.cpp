@@ -2,7 +2,6 @@
 
 #include "server/cdp_client.hpp"
 #include "server/log.hpp"
-#include "server/splash_renderer.hpp" // is_empty_page
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>

@@ -63,12 +63,6 @@ void sort_by_title(std::vector<T>& list, TitleOf title_of, SiteOf site_of) {
 }
 } // namespace
 
-void sort_headlines(std::vector<scrapers::headline>& headlines) {
-  sort_by_title(
-      headlines, [](const scrapers::headline& h) -> const std::string& { return h.title; },
-      [](const scrapers::headline& h) -> const std::string& { return h.site; });
-}
-
 void sort_items(std::vector<news_item>& items) {
   sort_by_title(
       items, [](const news_item& i) -> const std::string& { return i.headline.title; },
@@ -272,7 +266,6 @@ void news_service::queue_render(std::size_t index) {
 
 void news_service::launch_render(std::size_t index) {
   const auto& site = sites_[index];
-  ++renders_started_;
   renderers_.at(site.renderer)
       ->render({site.url, site.wait, site.timeout}, [this, index](render_result result) {
         {

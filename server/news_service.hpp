@@ -104,8 +104,6 @@ class news_service {
   std::vector<std::pair<std::string, trigger>> refresh_now(const std::optional<std::string>& site);
 
   const std::vector<site_config>& sites() const { return sites_; }
-  // Renders started since start (retries included), for tests and metrics.
-  std::uint64_t renders_started() const { return renders_started_.load(); }
 
  private:
   struct slot;
@@ -141,12 +139,10 @@ class news_service {
   std::uint64_t version_ = 0;
   std::mt19937_64 random_;
   bool stopped_ = false;
-  std::atomic<std::uint64_t> renders_started_{0};
 };
 
 // Sorts headlines by title (case-insensitively, ignoring leading quotes and punctuation), then
 // site, as the page shows them.
-void sort_headlines(std::vector<scrapers::headline>& headlines);
 void sort_items(std::vector<news_item>& items);
 
 // True for failures worth retrying soon: the renderer or site was unreachable, overloaded or

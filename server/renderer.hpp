@@ -39,6 +39,10 @@ class renderer {
   virtual void render(render_request request, std::function<void(render_result)> done) = 0;
 };
 
+// True when the HTML has no content in its body: what a renderer returns for an empty, garbage or
+// scheme-less URL (Splash answers 200 with "<html><head></head><body></body></html>").
+bool is_empty_page(std::string_view html);
+
 // Formats seconds for notices: 30 -> "30", 2.5 -> "2.5".
 std::string format_seconds(double seconds);
 

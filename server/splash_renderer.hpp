@@ -39,10 +39,6 @@ std::string splash_render_url(std::string_view splash_url, const render_request&
 render_result interpret_splash_answer(unsigned status, std::string body,
                                       const render_request& request);
 
-// True when the HTML has no content in its body: Splash's answer to an empty, garbage or
-// scheme-less URL is a 200 with "<html><head></head><body></body></html>".
-bool is_empty_page(std::string_view html);
-
 // RFC 3986 percent-encoding of everything but unreserved characters.
 std::string percent_encode(std::string_view text);
 

@@ -1,5 +1,7 @@
 #include "server/feeds.hpp"
 
+#include "tests/support/harness.hpp"
+
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
@@ -13,6 +15,7 @@
 #include <string>
 
 using namespace newsdesk::server;
+using newsdesk::testing::temp_dir;
 using json = nlohmann::json;
 
 namespace {
@@ -167,22 +170,6 @@ TEST_CASE("feeds: JSON Feed 1.1 items carry every field; bad text is cleaned, no
 // ---- A real feed reader reads what we write ----------------------------------------------
 
 namespace {
-
-struct temp_dir {
-  std::filesystem::path path;
-  temp_dir() {
-    std::random_device rd;
-    path = std::filesystem::temp_directory_path() /
-           ("newsdesk-feeds-test-" + std::to_string(rd()) + std::to_string(rd()));
-    std::filesystem::create_directories(path);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-};
 
 int run(const std::string& command) {
   int status = std::system(command.c_str());

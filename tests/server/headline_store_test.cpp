@@ -1,5 +1,7 @@
 #include "server/headline_store.hpp"
 
+#include "tests/support/harness.hpp"
+
 #include <doctest/doctest.h>
 #include <sqlite3.h>
 
@@ -14,25 +16,9 @@
 
 using namespace newsdesk::server;
 using newsdesk::scrapers::headline;
+using newsdesk::testing::temp_dir;
 
 namespace {
-
-// A fresh folder under the system temp dir, removed with its contents at scope end.
-struct temp_dir {
-  std::filesystem::path path;
-  temp_dir() {
-    std::random_device rd;
-    path = std::filesystem::temp_directory_path() /
-           ("newsdesk-store-test-" + std::to_string(rd()) + std::to_string(rd()));
-    std::filesystem::create_directories(path);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-};
 
 std::vector<headline> page(std::initializer_list<std::pair<const char*, const char*>> items) {
   std::vector<headline> out;
