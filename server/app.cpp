@@ -51,14 +51,25 @@ std::string sites_title(const news_snapshot& s) {
 
 } // namespace
 
-app::app(news_service& news, const news_page& page, const static_files& files,
+app::app(news_service& news, std::shared_ptr<const news_page> page, const static_files& files,
          std::string public_url)
     : news_(news)
-    , page_(page)
     , files_(files)
-    , public_url_(std::move(public_url)) {
+    , public_url_(std::move(public_url))
+    , page_(std::move(page)) {
   while (!public_url_.empty() && public_url_.back() == '/')
     public_url_.pop_back();
+}
+
+void app::set_page(std::shared_ptr<const news_page> page) {
+  std::lock_guard lock(cache_mutex_);
+  page_ = std::move(page);
+  cached_body_.reset(); // rendered with the old template
+}
+
+std::shared_ptr<const news_page> app::page() const {
+  std::lock_guard lock(cache_mutex_);
+  return page_;
 }
 
 void app::add_json_endpoint(std::string path, std::function<std::string()> body) {
@@ -122,8 +133,11 @@ app::cached_page(const std::shared_ptr<const news_snapshot>& snapshot) {
         now - cached_at_ < page_cache_lifetime)
       return cached_body_;
   }
-  auto body = std::make_shared<const std::string>(page_.render(*snapshot));
+  auto template_used = page();
+  auto body = std::make_shared<const std::string>(template_used->render(*snapshot));
   std::lock_guard lock(cache_mutex_);
+  if (template_used != page_)
+    return body; // a reload came in meanwhile: do not cache a page from the old template
   cached_version_ = snapshot->version;
   cached_at_ = now;
   cached_body_ = body;
@@ -131,7 +145,7 @@ app::cached_page(const std::shared_ptr<const news_snapshot>& snapshot) {
 }
 
 void app::serve_news(const http_request& request, const std::string& path, responder respond) {
-  auto parsed = parse_news_query(request.query(), news_.sites());
+  auto parsed = parse_news_query(request.query(), news_.snapshot()->sites);
   if (auto* error = std::get_if<std::string>(&parsed))
     return respond(text_response(400, "Bad Request: " + *error));
   auto query = std::get<news_query>(std::move(parsed));
@@ -149,7 +163,7 @@ void app::serve_news(const http_request& request, const std::string& path, respo
           res.shared_body = cached_page(snapshot); // no copy of the page per view
         } else {
           res = page_response("text/html; charset=utf-8",
-                              page_.render(apply_query(*snapshot, query), query));
+                              page()->render(apply_query(*snapshot, query), query));
         }
         res.with_header("Content-Security-Policy", content_security_policy);
         res.with_header("Referrer-Policy", "no-referrer");

@@ -31,8 +31,11 @@ class app {
  public:
   // `public_url` ("https://news.example.org") makes feed links absolute; empty: taken from
   // the request's Host header.
-  app(news_service& news, const news_page& page, const static_files& files,
+  app(news_service& news, std::shared_ptr<const news_page> page, const static_files& files,
       std::string public_url = {});
+
+  // Serves pages from `page` from now on (a template reload). Thread-safe.
+  void set_page(std::shared_ptr<const news_page> page);
 
   // Adds GET `path` answering with JSON from `body` (for component status endpoints).
   void add_json_endpoint(std::string path, std::function<std::string()> body);
@@ -45,11 +48,11 @@ class app {
   void serve_news(const http_request& request, const std::string& path, responder respond);
   void serve_refresh(const http_request& request, responder respond);
   std::string base_url(const http_request& request) const;
+  std::shared_ptr<const news_page> page() const;
   std::shared_ptr<const std::string>
   cached_page(const std::shared_ptr<const news_snapshot>& snapshot);
 
   news_service& news_;
-  const news_page& page_;
   const static_files& files_;
   std::string public_url_;
   std::vector<std::pair<std::string, std::function<std::string()>>> json_endpoints_;
@@ -57,7 +60,8 @@ class app {
 
   // The unfiltered page is rendered once per snapshot (and at most every few seconds, so its
   // "updated 3 min ago" texts stay true) and served from here.
-  std::mutex cache_mutex_;
+  mutable std::mutex cache_mutex_; // guards page_ and the cache
+  std::shared_ptr<const news_page> page_;
   std::uint64_t cached_version_ = 0;
   std::chrono::steady_clock::time_point cached_at_;
   std::shared_ptr<const std::string> cached_body_;

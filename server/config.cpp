@@ -404,7 +404,8 @@ config load_config(const std::vector<std::string>& args,
   return cfg;
 }
 
-std::vector<site_config> resolve_sites(const config& cfg, const scrapers::registry& registry) {
+std::vector<site_config> resolve_sites(const config& cfg,
+                                       const std::shared_ptr<const scrapers::registry>& registry) {
   // Which renderer a site uses, strongest first: its config entry; the operator's global
   // "renderer"; the scraper's own hint when that renderer is available; Splash when configured,
   // else a local Chromium when one is installed, else direct.
@@ -432,7 +433,7 @@ std::vector<site_config> resolve_sites(const config& cfg, const scrapers::regist
   if (cfg.sites) {
     entries = *cfg.sites;
   } else {
-    for (const auto* s : registry.all())
+    for (const auto* s : registry->all())
       entries.push_back(s->site().name);
   }
 
@@ -451,10 +452,10 @@ std::vector<site_config> resolve_sites(const config& cfg, const scrapers::regist
       fail(where, "missing \"scraper\"");
     bool enabled = true;
     read(entry, "enabled", enabled, where);
-    const auto* scraper = registry.find(scraper_name);
+    const auto* scraper = registry->find(scraper_name);
     if (!scraper) {
       std::string known;
-      for (const auto* s : registry.all())
+      for (const auto* s : registry->all())
         known += (known.empty() ? "" : ", ") + s->site().name;
       fail(where + ".scraper",
            "no scraper named '" + scraper_name + "' (registered: " + known + ")");
@@ -463,7 +464,7 @@ std::vector<site_config> resolve_sites(const config& cfg, const scrapers::regist
       continue;
     const auto& info = scraper->site();
     site_config site;
-    site.scraper = scraper;
+    site.scraper = std::shared_ptr<const scrapers::scraper>(registry, scraper);
     site.name = info.name;
     site.display_name = info.display_name;
     site.url = info.url;

@@ -32,7 +32,9 @@ struct config_error : std::runtime_error {
 // One site as configured: a scraper plus how and where to fetch it.
 struct site_config {
   std::string name; // unique on the page; defaults to the scraper's name
-  const scrapers::scraper* scraper = nullptr;
+  // Shares ownership of the registry it came from, so a reload can replace the registry while
+  // a refresh with the old scraper is still parsing.
+  std::shared_ptr<const scrapers::scraper> scraper;
   std::string display_name;
   std::string url;
   std::string colour; // "#rgb" or "#rrggbb"
@@ -122,7 +124,8 @@ void apply_config_json(config& base, std::string_view text, std::string_view ori
 
 // The sites to show, in config order, each bound to a registered scraper. Throws config_error
 // for unknown scrapers, duplicate names and bad values.
-std::vector<site_config> resolve_sites(const config& cfg, const scrapers::registry& registry);
+std::vector<site_config> resolve_sites(const config& cfg,
+                                       const std::shared_ptr<const scrapers::registry>& registry);
 
 // The --help text.
 std::string usage();

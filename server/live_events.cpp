@@ -47,7 +47,7 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
       : ioc(ioc_)
       , pool(pool_)
       , store(store_)
-      , sites(std::move(sites_))
+      , sites(std::make_shared<const std::map<std::string, site_look>>(std::move(sites_)))
       , strand(net::make_strand(ioc_))
       , heartbeat_timer(strand)
       , retry_timer(strand)
@@ -56,7 +56,8 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
   net::io_context& ioc;
   net::thread_pool& pool;
   headline_store* store;
-  std::map<std::string, site_look> sites;
+  mutable std::mutex sites_mutex; // guards sites (replaced whole on a reload)
+  std::shared_ptr<const std::map<std::string, site_look>> sites;
 
   mutable std::mutex mutex; // guards streams and stopped
   std::vector<std::shared_ptr<event_stream>> streams;
@@ -75,8 +76,13 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
   // One SSE event for a stored or published headline; empty when it must not be shown.
   std::string event_for(std::int64_t id, const std::string& site, const std::string& title,
                         const std::string& url, const std::string& first_seen) const {
-    auto look = sites.find(site);
-    if (id <= 0 || look == sites.end() || title.empty() || !scrapers::url::is_http_url(url))
+    std::shared_ptr<const std::map<std::string, site_look>> known;
+    {
+      std::lock_guard lock(sites_mutex);
+      known = sites;
+    }
+    auto look = known->find(site);
+    if (id <= 0 || look == known->end() || title.empty() || !scrapers::url::is_http_url(url))
       return {};
     json data = {{"id", id},
                  {"title", title},
@@ -201,6 +207,12 @@ live_events::live_events(net::io_context& ioc, net::thread_pool& pool, headline_
 
 live_events::~live_events() {
   stop();
+}
+
+void live_events::set_sites(std::map<std::string, site_look> sites) {
+  auto replacement = std::make_shared<const std::map<std::string, site_look>>(std::move(sites));
+  std::lock_guard lock(state_->sites_mutex);
+  state_->sites = std::move(replacement);
 }
 
 void live_events::follow_broker(std::string address, unsigned short port) {

@@ -42,6 +42,9 @@ class live_events {
               std::map<std::string, site_look> sites);
   ~live_events();
 
+  // Replaces the configured sites (a reload). Thread-safe.
+  void set_sites(std::map<std::string, site_look> sites);
+
   // Follows /topic/headlines on the broker at address:port, reconnecting after failures.
   void follow_broker(std::string address, unsigned short port);
   // Sends a batch (a JSON array of {"id","title","url","site",...}) to every client. Entries that

@@ -33,6 +33,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 namespace net = boost::asio;
@@ -62,6 +63,32 @@ void drain_connections(net::steady_timer& timer, http_server& http,
       });
 }
 
+// The sites to show: the built-in scrapers and the site files in cfg.site_files_dir, as the
+// config's "sites" entries choose them. Throws config_error or site_file_error.
+std::vector<site_config> load_sites(const config& cfg) {
+  auto registry = std::make_shared<scrapers::registry>();
+  scrapers::register_builtin_scrapers(*registry);
+  if (std::filesystem::is_directory(cfg.site_files_dir))
+    scrapers::load_site_folder(cfg.site_files_dir, *registry);
+  else if (cfg.site_files_dir_given)
+    throw config_error("site files folder " + cfg.site_files_dir.string() + " does not exist");
+  return resolve_sites(cfg, registry);
+}
+
+std::map<std::string, live_events::site_look> looks_of(const std::vector<site_config>& sites) {
+  std::map<std::string, live_events::site_look> looks;
+  for (const auto& s : sites)
+    looks[s.name] = {s.display_name, s.colour};
+  return looks;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names)
+    out += (out.empty() ? "" : ",") + n;
+  return out;
+}
+
 int run(const std::vector<std::string>& args) {
   bool help = false;
   auto cfg = load_config(
@@ -73,14 +100,8 @@ int run(const std::vector<std::string>& args) {
   set_log_level(cfg.level);
   log_to_stderr(cfg.log_to_stderr);
 
-  scrapers::registry registry;
-  scrapers::register_builtin_scrapers(registry);
-  if (std::filesystem::is_directory(cfg.site_files_dir))
-    scrapers::load_site_folder(cfg.site_files_dir, registry);
-  else if (cfg.site_files_dir_given)
-    throw config_error("site files folder " + cfg.site_files_dir.string() + " does not exist");
-  auto sites = resolve_sites(cfg, registry);
-  auto page = news_page::load(cfg.templates_dir);
+  auto sites = load_sites(cfg);
+  auto page = std::make_shared<const news_page>(news_page::load(cfg.templates_dir));
   static_files files(cfg.static_dir);
 
   unsigned threads = cfg.threads ? cfg.threads : std::max(1u, std::thread::hardware_concurrency());
@@ -95,16 +116,18 @@ int run(const std::vector<std::string>& args) {
     splash = std::make_unique<splash_renderer>(client, cfg.splash_url);
     renderers["splash"] = splash.get();
   }
-  // The browser starts now (not on the first /news) only when some site renders through it.
+  // A found Chromium is always available (a reload may add a site that uses it); the browser
+  // itself starts on its first render, or now when a site renders through it from the start.
   std::unique_ptr<chromium_renderer> chromium;
-  if (std::any_of(sites.begin(), sites.end(),
-                  [](const auto& s) { return s.renderer == "chromium"; })) {
+  if (!cfg.chromium_found.empty()) {
     chromium_options options;
     options.path = cfg.chromium_found;
     options.max_concurrent = cfg.chromium_max_concurrent;
     options.recycle_after = cfg.chromium_recycle_after;
     chromium = std::make_unique<chromium_renderer>(ioc, options);
-    chromium->warm_up();
+    if (std::any_of(sites.begin(), sites.end(),
+                    [](const auto& s) { return s.renderer == "chromium"; }))
+      chromium->warm_up();
     renderers["chromium"] = chromium.get();
   }
   std::unique_ptr<browserless_renderer> browserless;
@@ -128,10 +151,7 @@ int run(const std::vector<std::string>& args) {
   }
 
   // /events: live headlines for open pages.
-  std::map<std::string, live_events::site_look> looks;
-  for (const auto& s : sites)
-    looks[s.name] = {s.display_name, s.colour};
-  live_events live(ioc, parse_pool, &store, std::move(looks));
+  live_events live(ioc, parse_pool, &store, looks_of(sites));
   routes.add_route("/events", [&live](http_request req, responder res) {
     live.handle(std::move(req), std::move(res));
   });
@@ -202,19 +222,24 @@ int run(const std::vector<std::string>& args) {
                    std::chrono::system_clock::now().time_since_epoch())
                    .count();
     auto snap = news.snapshot();
+    auto current = news.sites();
     std::size_t fresh = 0;
-    for (std::size_t i = 0; i < snap->sites.size() && i < sites.size(); ++i) {
-      auto allowed = static_cast<std::int64_t>(static_cast<double>(sites[i].interval.count()) *
+    for (const auto& report : snap->sites) {
+      auto site = std::find_if(current.begin(), current.end(),
+                               [&](const site_config& s) { return s.name == report.name; });
+      if (site == current.end())
+        continue; // removed by a reload since the snapshot
+      auto allowed = static_cast<std::int64_t>(static_cast<double>(site->interval.count()) *
                                                (1 + cfg.refresh.jitter)) +
-                     sites[i].timeout.count();
-      if (snap->sites[i].last_success_ms && now - snap->sites[i].last_success_ms <= allowed)
+                     site->timeout.count();
+      if (report.last_success_ms && now - report.last_success_ms <= allowed)
         ++fresh;
     }
-    if (!sites.empty() && fresh == 0)
+    if (!current.empty() && fresh == 0)
       reasons.push_back("no site has refreshed within its interval yet");
     nlohmann::json body = {{"ready", reasons.empty()},
                            {"sites_fresh", fresh},
-                           {"sites", sites.size()},
+                           {"sites", current.size()},
                            {"reasons", reasons}};
     http_response res;
     res.status = reasons.empty() ? 200 : 503;
@@ -300,6 +325,44 @@ int run(const std::vector<std::string>& args) {
   }
   std::fflush(stdout);
 
+  // SIGHUP reloads the site files and the templates (on a worker: it reads files and parses
+  // templates). Connections stay open; anything broken keeps the old ones and says why.
+  std::mutex reload_mutex;
+  auto reload = [&] {
+    std::lock_guard lock(reload_mutex);
+    try {
+      auto new_sites = load_sites(cfg);
+      for (const auto& s : new_sites)
+        if (!renderers.count(s.renderer))
+          throw config_error("site '" + s.name + "' needs the " + s.renderer +
+                             " renderer, which was not configured at startup");
+      auto new_page = std::make_shared<const news_page>(news_page::load(cfg.templates_dir));
+      live.set_sites(looks_of(new_sites)); // before the service can publish for a new site
+      auto changed = news.reconfigure(std::move(new_sites));
+      routes.set_page(std::move(new_page));
+      std::vector<std::string> names;
+      for (const auto& s : news.sites())
+        names.push_back(s.name);
+      log_info("msg=reloaded sites=" + joined(names) + " added=" + joined(changed.added) +
+               " removed=" + joined(changed.removed) + " changed=" + joined(changed.changed));
+    } catch (const std::exception& e) {
+      log_error(std::string("msg=\"reload failed, keeping the old site files and templates\" "
+                            "error=\"") +
+                e.what() + "\"");
+    }
+  };
+  net::signal_set hangup(ioc, SIGHUP);
+  std::function<void()> wait_for_hangup = [&] {
+    hangup.async_wait([&](boost::system::error_code ec, int) {
+      if (ec)
+        return;
+      log_info("msg=\"reloading site files and templates\" signal=SIGHUP");
+      net::post(parse_pool, reload);
+      wait_for_hangup();
+    });
+  };
+  wait_for_hangup();
+
   net::signal_set signals(ioc, SIGINT, SIGTERM);
   net::steady_timer drain_timer(ioc);
   // Shutdown: stop accepting everywhere, let HTTP requests in flight finish and the broker
@@ -314,6 +377,7 @@ int run(const std::vector<std::string>& args) {
       return;
     log_info("msg=\"shutting down\" signal=" + std::to_string(signal));
     http.stop();
+    hangup.cancel();
     news.stop();
     live.stop(); // SSE connections end here, so the connection drain below can finish
     prune_timer.cancel();

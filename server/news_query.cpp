@@ -34,7 +34,7 @@ std::string form_decode(std::string_view text) {
 }
 
 std::variant<news_query, std::string> parse_news_query(std::string_view query,
-                                                       const std::vector<site_config>& sites) {
+                                                       const std::vector<site_report>& sites) {
   news_query result;
   while (!query.empty()) {
     auto amp = query.find('&');
@@ -54,7 +54,7 @@ std::variant<news_query, std::string> parse_news_query(std::string_view query,
         if (name.empty())
           continue;
         bool known = std::any_of(sites.begin(), sites.end(),
-                                 [&](const site_config& s) { return s.name == name; });
+                                 [&](const site_report& s) { return s.name == name; });
         if (!known)
           return "site: no site named '" + std::string(name.substr(0, 64)) + "'";
         if (std::find(result.sites.begin(), result.sites.end(), name) == result.sites.end())

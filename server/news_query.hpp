@@ -26,9 +26,10 @@ inline constexpr std::size_t max_limit = 10'000;
 // q= longer than this is refused: no headline is that long.
 inline constexpr std::size_t max_q_bytes = 200;
 
-// Parses a query string. Returns the query, or a message naming the bad parameter.
+// Parses a query string; `site=` names must be among `sites`. Returns the query, or a message
+// naming the bad parameter.
 std::variant<news_query, std::string> parse_news_query(std::string_view query,
-                                                       const std::vector<site_config>& sites);
+                                                       const std::vector<site_report>& sites);
 
 // The part of `snapshot` the query asks for: the chosen sites and their matching headlines.
 news_snapshot apply_query(const news_snapshot& snapshot, const news_query& query);

@@ -82,13 +82,18 @@ bool is_transient(render_failure failure) {
 
 // One site's state. Guarded by news_service::mutex_.
 struct news_service::slot {
-  explicit slot(boost::asio::io_context& ioc)
-      : timer(ioc) {}
+  slot(boost::asio::io_context& ioc, site_config s)
+      : site(std::make_shared<const site_config>(std::move(s)))
+      , timer(ioc) {}
+  // Replaced whole by reconfigure(); a refresh in flight keeps the one it started with.
+  std::shared_ptr<const site_config> site;
   boost::asio::steady_timer timer;
   bool in_flight = false;
-  bool tried = false;      // at least one refresh has finished
-  int attempt = 0;         // retries used by the refresh in flight
-  int failures_in_row = 0; // refreshes that failed for good
+  bool removed = false;      // reconfigure() dropped the site: results in flight are ignored
+  bool refresh_next = false; // the settings changed during a refresh: refresh again at once
+  bool tried = false;        // at least one refresh has finished
+  int attempt = 0;           // retries used by the refresh in flight
+  int failures_in_row = 0;   // refreshes that failed for good
   clock_type::time_point refresh_started;
   std::int64_t last_manual_ms = 0;
   site_report report;
@@ -100,18 +105,18 @@ news_service::news_service(boost::asio::io_context& ioc, std::vector<site_config
                            boost::asio::thread_pool& parse_pool, headline_store* store,
                            refresh_settings settings)
     : ioc_(ioc)
-    , sites_(std::move(sites))
     , renderers_(std::move(renderers))
     , parse_pool_(parse_pool)
     , store_(store)
     , settings_(settings)
     , random_(std::random_device{}()) {
-  for (const auto& site : sites_) {
-    auto s = std::make_unique<slot>(ioc_);
-    s->report = {site.name, site.display_name, site.colour, site.url, site.renderer};
-    slots_.push_back(std::move(s));
-  }
   std::lock_guard lock(mutex_);
+  for (auto& site : sites) {
+    if (!renderers_.count(site.renderer))
+      throw std::invalid_argument("site '" + site.name + "' uses the " + site.renderer +
+                                  " renderer, which is not running");
+    slots_.push_back(make_slot_locked(std::move(site)));
+  }
   publish_snapshot_locked();
 }
 
@@ -139,30 +144,38 @@ milliseconds news_service::jittered(milliseconds base) {
   return milliseconds(static_cast<long long>(static_cast<double>(base.count()) * spread(random_)));
 }
 
+news_service::slot_ptr news_service::make_slot_locked(site_config site) {
+  auto s = std::make_shared<slot>(ioc_, std::move(site));
+  const auto& c = *s->site;
+  s->report = {c.name, c.display_name, c.colour, c.url, c.renderer};
+  return s;
+}
+
+void news_service::load_stored_locked(slot& s) {
+  // Serve what the store has at once: the last successful refresh of the site.
+  if (!store_)
+    return;
+  for (const auto& row : store_->current(s.site->name))
+    s.items.push_back({{row.title, row.url, row.site}, row.id, row.first_seen_ms, false});
+  for (const auto& st : store_->sites())
+    if (st.site == s.site->name) {
+      s.report.last_success_ms = st.last_success_ms;
+      s.report.last_attempt_ms = st.last_attempt_ms;
+    }
+  s.report.headline_count = s.items.size();
+  s.report.ok = !s.items.empty();
+}
+
 void news_service::start() {
   std::lock_guard lock(mutex_);
-  if (store_) {
-    // Serve what the store has at once: the last successful refresh of every site.
-    std::unordered_map<std::string, site_state> states;
-    for (auto& st : store_->sites())
-      states[st.site] = st;
-    for (std::size_t i = 0; i < sites_.size(); ++i) {
-      auto& s = *slots_[i];
-      for (const auto& row : store_->current(sites_[i].name))
-        s.items.push_back({{row.title, row.url, row.site}, row.id, row.first_seen_ms, false});
-      if (auto it = states.find(sites_[i].name); it != states.end()) {
-        s.report.last_success_ms = it->second.last_success_ms;
-        s.report.last_attempt_ms = it->second.last_attempt_ms;
-      }
-      s.report.headline_count = s.items.size();
-      s.report.ok = !s.items.empty();
-    }
-    publish_snapshot_locked();
-  }
+  started_ = true;
+  for (auto& s : slots_)
+    load_stored_locked(*s);
+  publish_snapshot_locked();
   // Every site starts at once; the render cap queues what Splash could not take, so a cold
   // start takes about as long as the slowest site.
-  for (std::size_t i = 0; i < sites_.size(); ++i)
-    schedule(i, milliseconds(0));
+  for (auto& s : slots_)
+    schedule(s, milliseconds(0));
 
   // A cold start with nothing stored: answer waiting views after cold_start_wait at the latest.
   auto timer = std::make_shared<boost::asio::steady_timer>(ioc_, settings_.cold_start_wait);
@@ -193,6 +206,72 @@ std::shared_ptr<const news_snapshot> news_service::snapshot() const {
   return snapshot_;
 }
 
+std::vector<site_config> news_service::sites() const {
+  std::lock_guard lock(mutex_);
+  std::vector<site_config> out;
+  for (const auto& s : slots_)
+    out.push_back(*s->site);
+  return out;
+}
+
+namespace {
+bool same_settings(const site_config& a, const site_config& b) {
+  return a.scraper == b.scraper && a.url == b.url && a.renderer == b.renderer && a.wait == b.wait &&
+         a.timeout == b.timeout && a.interval == b.interval;
+}
+} // namespace
+
+news_service::changes news_service::reconfigure(std::vector<site_config> sites) {
+  for (const auto& site : sites)
+    if (!renderers_.count(site.renderer))
+      throw std::invalid_argument("site '" + site.name + "' uses the " + site.renderer +
+                                  " renderer, which is not running (restart newsdesk to start it)");
+  changes result;
+  std::lock_guard lock(mutex_);
+  std::vector<slot_ptr> next;
+  for (auto& site : sites) {
+    auto old = std::find_if(slots_.begin(), slots_.end(),
+                            [&](const slot_ptr& s) { return s && s->site->name == site.name; });
+    if (old == slots_.end()) {
+      result.added.push_back(site.name);
+      auto s = make_slot_locked(std::move(site));
+      if (started_) {
+        load_stored_locked(*s);
+        schedule(s, milliseconds(0));
+      }
+      next.push_back(std::move(s));
+      continue;
+    }
+    auto s = std::move(*old); // leaves a null in slots_: what remains there was removed
+    const bool refresh = !same_settings(*s->site, site);
+    s->report.display_name = site.display_name;
+    s->report.colour = site.colour;
+    s->report.url = site.url;
+    s->report.renderer = site.renderer;
+    s->site = std::make_shared<const site_config>(std::move(site));
+    if (refresh) {
+      result.changed.push_back(s->site->name);
+      if (s->in_flight)
+        s->refresh_next = true;
+      else if (started_)
+        schedule(s, milliseconds(0));
+    }
+    next.push_back(std::move(s));
+  }
+  for (auto& s : slots_)
+    if (s) {
+      result.removed.push_back(s->site->name);
+      s->removed = true;
+      s->timer.cancel();
+    }
+  waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(),
+                                [](const slot_ptr& s) { return s->removed; }),
+                 waiting_.end());
+  slots_ = std::move(next);
+  publish_snapshot_locked();
+  return result;
+}
+
 void news_service::when_ready(std::function<void(std::shared_ptr<const news_snapshot>)> done) {
   std::shared_ptr<const news_snapshot> snap;
   {
@@ -211,141 +290,157 @@ void news_service::when_ready(std::function<void(std::shared_ptr<const news_snap
 
 std::vector<std::pair<std::string, news_service::trigger>>
 news_service::refresh_now(const std::optional<std::string>& site) {
+  std::vector<slot_ptr> chosen;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& s : slots_)
+      if (!site || s->site->name == *site)
+        chosen.push_back(s);
+  }
   std::vector<std::pair<std::string, trigger>> results;
-  for (std::size_t i = 0; i < sites_.size(); ++i)
-    if (!site || sites_[i].name == *site)
-      results.emplace_back(sites_[i].name, begin_refresh(i, true));
+  for (const auto& s : chosen)
+    results.emplace_back(s->report.name, begin_refresh(s, true));
   if (site && results.empty())
     results.emplace_back(*site, trigger::unknown_site);
   return results;
 }
 
-void news_service::schedule(std::size_t index, milliseconds delay) {
+void news_service::schedule(const slot_ptr& s, milliseconds delay) {
   // Called with mutex_ held.
-  if (stopped_)
+  if (stopped_ || s->removed)
     return;
-  auto& s = *slots_[index];
-  s.timer.expires_after(delay);
-  s.timer.async_wait([this, index](boost::system::error_code ec) {
-    if (!ec)
-      begin_refresh(index, false);
+  s->timer.expires_after(delay);
+  // The timer lives in the slot: a weak pointer keeps the wait from owning its own slot.
+  s->timer.async_wait([this, weak = std::weak_ptr<slot>(s)](boost::system::error_code ec) {
+    if (auto self = weak.lock(); self && !ec)
+      begin_refresh(self, false);
   });
 }
 
-news_service::trigger news_service::begin_refresh(std::size_t index, bool manual) {
+news_service::trigger news_service::begin_refresh(const slot_ptr& s, bool manual) {
   std::lock_guard lock(mutex_);
-  auto& s = *slots_[index];
-  if (stopped_)
+  if (stopped_ || s->removed)
     return trigger::too_soon;
-  if (s.in_flight)
+  if (s->in_flight)
     return trigger::already_running; // single flight: at most one fetch of a site at a time
   if (manual) {
     auto now = now_ms();
-    if (now - s.last_manual_ms < settings_.manual_min_interval.count())
+    if (now - s->last_manual_ms < settings_.manual_min_interval.count())
       return trigger::too_soon;
-    s.last_manual_ms = now;
-    s.timer.cancel(); // the scheduled refresh is replaced by this one
+    s->last_manual_ms = now;
+    s->timer.cancel(); // the scheduled refresh is replaced by this one
   }
-  s.in_flight = true;
-  s.attempt = 0;
-  s.refresh_started = clock_type::now();
-  s.report.last_attempt_ms = now_ms();
-  queue_render(index);
+  s->in_flight = true;
+  s->refresh_next = false;
+  s->attempt = 0;
+  s->refresh_started = clock_type::now();
+  s->report.last_attempt_ms = now_ms();
+  queue_render(s);
   return trigger::started;
 }
 
-void news_service::queue_render(std::size_t index) {
+void news_service::queue_render(const slot_ptr& s) {
   // Called with mutex_ held.
   if (active_renders_ < settings_.max_concurrent_renders) {
     ++active_renders_;
-    boost::asio::post(ioc_, [this, index] { launch_render(index); });
+    boost::asio::post(ioc_, [this, s] { launch_render(s); });
   } else {
-    waiting_.push_back(index);
+    waiting_.push_back(s);
   }
 }
 
-void news_service::launch_render(std::size_t index) {
-  const auto& site = sites_[index];
-  renderers_.at(site.renderer)
-      ->render({site.url, site.wait, site.timeout}, [this, index](render_result result) {
-        {
-          // Free the render slot first, so the next waiting site starts while this one is parsed.
-          std::lock_guard lock(mutex_);
-          --active_renders_;
-          if (!waiting_.empty() && !stopped_) {
-            auto next = waiting_.front();
-            waiting_.erase(waiting_.begin());
-            ++active_renders_;
-            boost::asio::post(ioc_, [this, next] { launch_render(next); });
-          }
-        }
-        on_rendered(index, std::move(result));
-      });
+void news_service::release_render_slot() {
+  // Free the render slot first, so the next waiting site starts while this one is parsed.
+  std::lock_guard lock(mutex_);
+  --active_renders_;
+  if (!waiting_.empty() && !stopped_) {
+    auto next = std::move(waiting_.front());
+    waiting_.pop_front();
+    ++active_renders_;
+    boost::asio::post(ioc_, [this, next = std::move(next)] { launch_render(next); });
+  }
 }
 
-void news_service::on_rendered(std::size_t index, render_result result) {
-  const auto& site = sites_[index];
-  milliseconds elapsed{0};
-  if (!result.ok()) {
+void news_service::launch_render(const slot_ptr& s) {
+  std::shared_ptr<const site_config> site;
+  {
     std::lock_guard lock(mutex_);
-    auto& s = *slots_[index];
-    if (is_transient(result.failure) && s.attempt < settings_.retries && !stopped_) {
-      ++s.attempt;
-      // Full jitter: a random wait up to the exponential bound spreads retries of many sites.
-      auto bound = std::min<milliseconds>(
-          settings_.retry_max, settings_.retry_base * (1LL << std::min(s.attempt - 1, 30)));
-      std::uniform_int_distribution<long long> pick(0, bound.count());
-      auto delay = milliseconds(pick(random_));
-      log_info("msg=\"retrying site\" site=" + site.name + " attempt=" + std::to_string(s.attempt) +
-               " delay_ms=" + std::to_string(delay.count()) + " error=\"" + result.message + "\"");
-      s.timer.expires_after(delay);
-      s.timer.async_wait([this, index](boost::system::error_code ec) {
-        if (ec)
-          return;
-        std::lock_guard relock(mutex_);
-        queue_render(index);
+    site = s->site;
+  }
+  renderers_.at(site->renderer)
+      ->render({site->url, site->wait, site->timeout}, [this, s, site](render_result result) {
+        release_render_slot();
+        on_rendered(s, site, std::move(result));
       });
+}
+
+void news_service::on_rendered(const slot_ptr& s, std::shared_ptr<const site_config> site,
+                               render_result result) {
+  milliseconds elapsed{0};
+  {
+    std::lock_guard lock(mutex_);
+    if (s->removed)
       return;
+    if (!result.ok()) {
+      if (is_transient(result.failure) && s->attempt < settings_.retries && !stopped_) {
+        ++s->attempt;
+        // Full jitter: a random wait up to the exponential bound spreads retries of many sites.
+        auto bound = std::min<milliseconds>(
+            settings_.retry_max, settings_.retry_base * (1LL << std::min(s->attempt - 1, 30)));
+        std::uniform_int_distribution<long long> pick(0, bound.count());
+        auto delay = milliseconds(pick(random_));
+        log_info(
+            "msg=\"retrying site\" site=" + site->name + " attempt=" + std::to_string(s->attempt) +
+            " delay_ms=" + std::to_string(delay.count()) + " error=\"" + result.message + "\"");
+        s->timer.expires_after(delay);
+        s->timer.async_wait([this, weak = std::weak_ptr<slot>(s)](boost::system::error_code ec) {
+          auto self = weak.lock();
+          if (ec || !self)
+            return;
+          std::lock_guard relock(mutex_);
+          if (!self->removed)
+            queue_render(self);
+        });
+        return;
+      }
+      elapsed = std::chrono::duration_cast<milliseconds>(clock_type::now() - s->refresh_started);
     }
-    elapsed = std::chrono::duration_cast<milliseconds>(clock_type::now() - s.refresh_started);
   }
   if (!result.ok()) {
-    log_warn("msg=\"site failed\" site=" + site.name + " kind=" +
+    log_warn("msg=\"site failed\" site=" + site->name + " kind=" +
              std::string(to_string(result.failure)) + " error=\"" + result.message + "\"");
-    return finish_failure(index, std::move(result.message), elapsed, to_string(result.failure));
+    return finish_failure(s, *site, std::move(result.message), elapsed, to_string(result.failure));
   }
   // A 4 MB page takes tens of milliseconds to parse: keep it off the network threads.
-  boost::asio::post(parse_pool_, [this, index, result = std::move(result)]() mutable {
-    const auto& cfg = sites_[index];
+  boost::asio::post(parse_pool_, [this, s, site, result = std::move(result)]() mutable {
     std::vector<scrapers::headline> found;
     std::string error;
     try {
-      found = cfg.scraper->parse(result.html, result.url);
+      found = site->scraper->parse(result.html, result.url);
     } catch (const std::exception& e) {
       error = "the scraper failed on this page";
-      log_error("msg=\"scraper threw\" site=" + cfg.name + " error=\"" + e.what() + "\"");
+      log_error("msg=\"scraper threw\" site=" + site->name + " error=\"" + e.what() + "\"");
     }
     for (auto& h : found)
-      h.site = cfg.name; // one scraper may serve several configured sites
+      h.site = site->name; // one scraper may serve several configured sites
     if (error.empty() && found.empty())
       error = "no headlines found on the page (the site's markup may have changed)";
     milliseconds took;
     {
       std::lock_guard lock(mutex_);
-      took = std::chrono::duration_cast<milliseconds>(clock_type::now() -
-                                                      slots_[index]->refresh_started);
+      took = std::chrono::duration_cast<milliseconds>(clock_type::now() - s->refresh_started);
     }
-    on_parsed(index, std::move(found), took, std::move(error));
+    on_parsed(s, *site, std::move(found), took, std::move(error));
   });
 }
 
-void news_service::on_parsed(std::size_t index, std::vector<scrapers::headline> found,
-                             milliseconds elapsed, std::string parse_error) {
+void news_service::on_parsed(const slot_ptr& s, const site_config& site,
+                             std::vector<scrapers::headline> found, milliseconds elapsed,
+                             std::string parse_error) {
   if (!parse_error.empty())
-    return finish_failure(index, std::move(parse_error), elapsed,
+    return finish_failure(s, site, std::move(parse_error), elapsed,
                           found.empty() ? "no_headlines" : "scraper");
 
-  const auto& site = sites_[index];
   const auto now = now_ms();
   // The store is written on this worker thread: SQLite work stays off the network threads.
   std::vector<news_item> items;
@@ -368,25 +463,24 @@ void news_service::on_parsed(std::size_t index, std::vector<scrapers::headline> 
   std::vector<news_item> fresh;
   {
     std::lock_guard lock(mutex_);
-    auto& s = *slots_[index];
-    const bool had_success = s.report.last_success_ms != 0;
+    if (s->removed)
+      return;
+    const bool had_success = s->report.last_success_ms != 0;
     for (auto& item : items) {
       item.is_new =
           had_success && std::find(new_ids.begin(), new_ids.end(), item.id) != new_ids.end();
       if (item.is_new)
         fresh.push_back(item);
     }
-    s.items = std::move(items);
-    s.report.ok = true;
-    s.report.stale = false;
-    s.report.error.clear();
-    s.report.headline_count = s.items.size();
-    s.report.elapsed = elapsed;
-    s.report.last_success_ms = now;
-    s.failures_in_row = 0;
-    s.in_flight = false;
-    s.tried = true;
-    schedule(index, jittered(site.interval));
+    s->items = std::move(items);
+    s->report.ok = true;
+    s->report.stale = false;
+    s->report.error.clear();
+    s->report.headline_count = s->items.size();
+    s->report.elapsed = elapsed;
+    s->report.last_success_ms = now;
+    s->failures_in_row = 0;
+    finish_refresh_locked(s, jittered(s->site->interval));
     publish_snapshot_locked();
   }
   log_info("msg=\"site refreshed\" site=" + site.name +
@@ -398,9 +492,8 @@ void news_service::on_parsed(std::size_t index, std::vector<scrapers::headline> 
     listener_(fresh);
 }
 
-void news_service::finish_failure(std::size_t index, std::string error, milliseconds elapsed,
-                                  std::string_view kind) {
-  const auto& site = sites_[index];
+void news_service::finish_failure(const slot_ptr& s, const site_config& site, std::string error,
+                                  milliseconds elapsed, std::string_view kind) {
   if (refresh_listener_)
     refresh_listener_(site, elapsed, kind);
   if (store_) {
@@ -413,20 +506,27 @@ void news_service::finish_failure(std::size_t index, std::string error, millisec
     });
   }
   std::lock_guard lock(mutex_);
-  auto& s = *slots_[index];
-  s.report.ok = false;
-  s.report.stale = !s.items.empty(); // keep serving the last good headlines
-  s.report.error = std::move(error);
-  s.report.elapsed = elapsed;
-  for (auto& item : s.items)
+  if (s->removed)
+    return;
+  s->report.ok = false;
+  s->report.stale = !s->items.empty(); // keep serving the last good headlines
+  s->report.error = std::move(error);
+  s->report.elapsed = elapsed;
+  for (auto& item : s->items)
     item.is_new = false;
-  s.in_flight = false;
-  s.tried = true;
-  ++s.failures_in_row;
+  ++s->failures_in_row;
   auto factor =
-      std::min<long long>(settings_.max_backoff_factor, 1LL << std::min(s.failures_in_row, 30));
-  schedule(index, jittered(site.interval * factor));
+      std::min<long long>(settings_.max_backoff_factor, 1LL << std::min(s->failures_in_row, 30));
+  finish_refresh_locked(s, jittered(s->site->interval * factor));
   publish_snapshot_locked();
+}
+
+void news_service::finish_refresh_locked(const slot_ptr& s, milliseconds next) {
+  s->in_flight = false;
+  s->tried = true;
+  // Settings that changed while this refresh ran (a reload) are tried at once.
+  schedule(s, s->refresh_next ? milliseconds(0) : next);
+  s->refresh_next = false;
 }
 
 void news_service::publish_snapshot_locked() {

@@ -6,7 +6,8 @@
 // errors, 502/503/504, timeouts) are retried with exponential backoff and full jitter; a site
 // that keeps failing waits longer between refreshes. A failed refresh keeps the site's last good
 // headlines on the page, marked stale with the error. Every headline is recorded in the
-// headline store, so a restart serves the last headlines at once.
+// headline store, so a restart serves the last headlines at once. The set of sites can change
+// while it runs (reconfigure(), on SIGHUP): renders in flight for a removed site are dropped.
 //
 // Threads: all public members may be called from any thread.
 #pragma once
@@ -18,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -103,25 +105,40 @@ class news_service {
   // settings.manual_min_interval.
   std::vector<std::pair<std::string, trigger>> refresh_now(const std::optional<std::string>& site);
 
-  const std::vector<site_config>& sites() const { return sites_; }
+  // The sites as configured now, in page order.
+  std::vector<site_config> sites() const;
+
+  struct changes {
+    std::vector<std::string> added, removed, changed;
+  };
+  // Replaces the set of sites. A site that keeps its name keeps its headlines and state; one
+  // whose settings or scraper changed is refreshed now (after a render in flight finishes). A
+  // new site shows what the store has for it and is refreshed now. Throws std::invalid_argument,
+  // changing nothing, when a site names a renderer the service was not given.
+  changes reconfigure(std::vector<site_config> sites);
 
  private:
   struct slot;
-  void schedule(std::size_t index, std::chrono::milliseconds delay);
-  trigger begin_refresh(std::size_t index, bool manual);
-  void queue_render(std::size_t index);
-  void launch_render(std::size_t index);
-  void on_rendered(std::size_t index, render_result result);
-  void on_parsed(std::size_t index, std::vector<scrapers::headline> found,
+  using slot_ptr = std::shared_ptr<slot>;
+  slot_ptr make_slot_locked(site_config site);
+  void load_stored_locked(slot& s);
+  void schedule(const slot_ptr& s, std::chrono::milliseconds delay);
+  trigger begin_refresh(const slot_ptr& s, bool manual);
+  void queue_render(const slot_ptr& s);
+  void launch_render(const slot_ptr& s);
+  void release_render_slot();
+  void on_rendered(const slot_ptr& s, std::shared_ptr<const site_config> site,
+                   render_result result);
+  void on_parsed(const slot_ptr& s, const site_config& site, std::vector<scrapers::headline> found,
                  std::chrono::milliseconds elapsed, std::string parse_error);
-  void finish_failure(std::size_t index, std::string error, std::chrono::milliseconds elapsed,
-                      std::string_view kind);
+  void finish_failure(const slot_ptr& s, const site_config& site, std::string error,
+                      std::chrono::milliseconds elapsed, std::string_view kind);
+  void finish_refresh_locked(const slot_ptr& s, std::chrono::milliseconds next);
   void publish_snapshot_locked();
   std::chrono::milliseconds jittered(std::chrono::milliseconds base);
   static std::int64_t now_ms();
 
   boost::asio::io_context& ioc_;
-  std::vector<site_config> sites_;
   std::map<std::string, renderer*> renderers_;
   boost::asio::thread_pool& parse_pool_;
   headline_store* store_;
@@ -130,14 +147,15 @@ class news_service {
   std::function<void(const site_config&, std::chrono::milliseconds, std::string_view)>
       refresh_listener_;
 
-  mutable std::mutex mutex_; // guards everything below
-  std::vector<std::unique_ptr<slot>> slots_;
+  mutable std::mutex mutex_;    // guards everything below
+  std::vector<slot_ptr> slots_; // in page order
   std::size_t active_renders_ = 0;
-  std::vector<std::size_t> waiting_; // sites waiting for a render slot, FIFO
+  std::deque<slot_ptr> waiting_; // sites waiting for a render slot, FIFO
   std::vector<std::function<void(std::shared_ptr<const news_snapshot>)>> ready_waiters_;
   std::shared_ptr<const news_snapshot> snapshot_;
   std::uint64_t version_ = 0;
   std::mt19937_64 random_;
+  bool started_ = false;
   bool stopped_ = false;
 };
 

@@ -10,6 +10,7 @@
 #include "server/direct_renderer.hpp"
 #include "server/http_client.hpp"
 #include "tests/support/child_process.hpp"
+#include "tests/support/harness.hpp"
 #include "tests/support/http_get.hpp"
 #include "tests/support/splash_standin.hpp"
 
@@ -37,7 +38,6 @@ using json = nlohmann::json;
 namespace {
 
 const std::string chromium_path = "/usr/bin/chromium";
-const std::string source_dir = NEWSDESK_SOURCE_DIR;
 
 bool have_chromium() {
   return ::access(chromium_path.c_str(), X_OK) == 0;
@@ -120,16 +120,6 @@ unsigned short closed_port() {
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   ::close(fd);
   return ntohs(addr.sin_port);
-}
-
-template <class Pred> bool eventually(Pred pred, std::chrono::milliseconds within = 5s) {
-  auto deadline = std::chrono::steady_clock::now() + within;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred())
-      return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return pred();
 }
 
 } // namespace
@@ -320,8 +310,8 @@ TEST_CASE("newsdesk with renderer chromium shows JavaScript-built headlines on /
 }
 
 TEST_CASE("renderer choice: Splash if configured, else an installed Chromium, else direct") {
-  newsdesk::scrapers::registry reg;
-  newsdesk::scrapers::register_builtin_scrapers(reg);
+  auto reg = std::make_shared<newsdesk::scrapers::registry>();
+  newsdesk::scrapers::register_builtin_scrapers(*reg);
   config cfg;
   CHECK(resolve_sites(cfg, reg).front().renderer == "direct"); // nothing found
   cfg.chromium_found = "/usr/bin/chromium";

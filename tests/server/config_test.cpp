@@ -28,10 +28,10 @@ config from_json(const std::string& text) {
   return cfg;
 }
 
-newsdesk::scrapers::registry& builtins() {
-  static newsdesk::scrapers::registry r = [] {
-    newsdesk::scrapers::registry reg;
-    newsdesk::scrapers::register_builtin_scrapers(reg);
+const std::shared_ptr<const newsdesk::scrapers::registry>& builtins() {
+  static const std::shared_ptr<const newsdesk::scrapers::registry> r = [] {
+    auto reg = std::make_shared<newsdesk::scrapers::registry>();
+    newsdesk::scrapers::register_builtin_scrapers(*reg);
     return reg;
   }();
   return r;
@@ -112,7 +112,7 @@ TEST_CASE("the config file rejects unknown keys, wrong types and broken JSON, na
 TEST_CASE("without a sites list every registered scraper is shown with its own defaults") {
   config cfg;
   auto sites = resolve_sites(cfg, builtins());
-  REQUIRE(sites.size() == builtins().size());
+  REQUIRE(sites.size() == builtins()->size());
   for (const auto& s : sites) {
     CHECK(s.renderer == "direct"); // no Splash configured
     CHECK(s.scraper != nullptr);

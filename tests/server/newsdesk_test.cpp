@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -386,6 +387,111 @@ TEST_CASE("a site file dropped into the folder appears on /news after a restart"
   auto page = http_get(restarted.port, "/news");
   CHECK(page.body.find("Second site") != std::string::npos);
   CHECK(page.body.find("Declarative sites work") != std::string::npos);
+}
+
+namespace {
+// True while the peer has not closed `fd` (data waiting to be read is fine).
+bool still_open(int fd) {
+  char byte;
+  auto n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+}
+
+std::set<std::string> site_names(unsigned short port) {
+  std::set<std::string> names;
+  auto answer = http_get(port, "/news.json");
+  if (answer.status != 200)
+    return names;
+  auto news = json::parse(answer.body); // named: a range-for over a temporary's member dangles
+  for (const auto& s : news.at("sites"))
+    names.insert(s.at("name").get<std::string>());
+  return names;
+}
+} // namespace
+
+TEST_CASE("SIGHUP reloads site files and templates; open connections stay; a broken reload "
+          "keeps the old ones") {
+  splash_standin splash;
+  splash.set("https://news.example.com/",
+             standin_page::page(example_page("Declarative sites work")));
+  splash.set("https://second.example.com/",
+             standin_page::page("<p><a class=\"t\" href=\"/x\">Second site</a></p>"));
+  temp_dir sites;
+  sites.write("example.json", example_site_file);
+  temp_dir templates;
+  const auto original_template = read_file(source_dir + "/templates/news.html");
+  templates.write("news.html", original_template);
+  newsdesk_process running(
+      {{"splash_url", splash.base_url()}, {"site_files_dir", sites.path.string()}},
+      {"--templates", templates.path.string()});
+  REQUIRE_MESSAGE(running.port != 0, running.log());
+  const auto port = running.port;
+  CHECK(site_names(port).count("example") == 1);
+  CHECK(site_names(port).count("second") == 0);
+  keep_alive_connection conn(port);
+  REQUIRE(conn.get("/healthz").status == 200);
+  int events = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(events, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  std::string get_events = "GET /events HTTP/1.1\r\nHost: x\r\n\r\n";
+  ::send(events, get_events.data(), get_events.size(), MSG_NOSIGNAL);
+
+  // A new site file and a changed template, then SIGHUP.
+  sites.write("second.json",
+              R"({"name": "second", "display_name": "Second", "url": "https://second.example.com/",
+                  "colour": "#ff0", "link": "a.t"})");
+  templates.write("news.html", "<!-- reloaded template -->\n" + original_template);
+  const auto renders_before = splash.renders("https://news.example.com/");
+  ::kill(running.process->pid(), SIGHUP);
+  CHECK(eventually(
+      [&] { return http_get(port, "/news").body.find("Second site") != std::string::npos; }));
+  auto page = http_get(port, "/news");
+  CHECK(page.body.find("<!-- reloaded template -->") != std::string::npos);
+  CHECK(page.body.find("Declarative sites work") != std::string::npos);
+  CHECK(page.body.find(".site-second { --site-bg: #ff0;") != std::string::npos);
+  CHECK(running.log().find("msg=reloaded") != std::string::npos);
+  CHECK(running.log().find("added=second") != std::string::npos);
+  // The example site's scraper came from a new file: it is refreshed with it at once.
+  CHECK(eventually([&] { return splash.renders("https://news.example.com/") > renders_before; }));
+  CHECK(conn.get("/healthz").status == 200); // the same keep-alive connection
+  CHECK(still_open(events));
+
+  // A broken site file and a broken template: the reload is refused, nothing changes.
+  sites.write("third.json", R"({"name": "third", "display_name": "T", "url": "https://t.example/",
+                                "colour": "#000", "link": "a[href"})");
+  templates.write("news.html", "{{#sites}} never closed");
+  ::kill(running.process->pid(), SIGHUP);
+  CHECK(eventually([&] { return running.log().find("reload failed") != std::string::npos; }));
+  CHECK(running.log().find("third.json") != std::string::npos);
+  page = http_get(port, "/news");
+  CHECK(page.status == 200);
+  CHECK(page.body.find("<!-- reloaded template -->") != std::string::npos);
+  CHECK(page.body.find("Second site") != std::string::npos);
+
+  // Fixed site file but still a broken template: refused too, naming the template.
+  fs::remove(sites.path / "third.json");
+  ::kill(running.process->pid(), SIGHUP);
+  CHECK(eventually([&] { return count(running.log(), "reload failed") == 2; }));
+  CHECK(running.log().find("news.html") != std::string::npos);
+  CHECK(site_names(port).count("second") == 1);
+
+  // Both fixed, and the second site's file removed: it leaves the page.
+  fs::remove(sites.path / "second.json");
+  templates.write("news.html", original_template);
+  ::kill(running.process->pid(), SIGHUP);
+  CHECK(eventually([&] { return site_names(port).count("second") == 0; }));
+  CHECK(running.log().find("removed=second") != std::string::npos);
+  page = http_get(port, "/news");
+  CHECK(page.body.find("<!-- reloaded template -->") == std::string::npos);
+  CHECK(page.body.find("Second site") == std::string::npos);
+  CHECK(page.body.find("Declarative sites work") != std::string::npos);
+  CHECK(conn.get("/healthz").status == 200);
+  CHECK(still_open(events));
+  ::close(events);
+  CHECK(running.process->stop(SIGTERM) == 0);
 }
 
 TEST_CASE("a broken site file stops startup, naming the file and the field") {

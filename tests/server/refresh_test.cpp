@@ -76,18 +76,6 @@ const json* site_of(const json& news, const std::string& name) {
   return nullptr;
 }
 
-// Waits until `predicate` holds, polling; false at the deadline.
-template <class Predicate>
-bool eventually(Predicate predicate, std::chrono::milliseconds timeout = 10s) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!predicate()) {
-    if (std::chrono::steady_clock::now() > deadline)
-      return false;
-    std::this_thread::sleep_for(50ms);
-  }
-  return true;
-}
-
 } // namespace
 
 TEST_CASE("200 concurrent views during a refresh cause one render per site") {

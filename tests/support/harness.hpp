@@ -11,11 +11,13 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace newsdesk::testing {
@@ -85,6 +87,19 @@ struct newsdesk_process {
     return process->output() + read_file((dir.path / "stderr.log").string());
   }
 };
+
+// Waits until `predicate` holds, polling every 20 ms; false if it still does not at the deadline.
+template <class Predicate>
+bool eventually(Predicate predicate,
+                std::chrono::milliseconds timeout = std::chrono::milliseconds(10'000)) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (predicate())
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return predicate();
+}
 
 inline json site(const std::string& name, const std::string& scraper, const std::string& url,
                  json extra = json::object()) {

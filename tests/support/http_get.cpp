@@ -142,6 +142,43 @@ http_answer send_request(unsigned short port, const std::string& method, const s
   return answer;
 }
 
+keep_alive_connection::keep_alive_connection(unsigned short port)
+    : fd_(connect_to(port))
+    , port_(port) {}
+
+keep_alive_connection::~keep_alive_connection() {
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+http_answer keep_alive_connection::get(const std::string& target,
+                                       std::chrono::milliseconds timeout) {
+  auto deadline = clock_type::now() + timeout;
+  std::string request =
+      "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port_) + "\r\n\r\n";
+  if (fd_ < 0 || ::send(fd_, request.data(), request.size(), MSG_NOSIGNAL) !=
+                     static_cast<ssize_t>(request.size()))
+    return {};
+  char buf[65536];
+  for (;;) {
+    http_answer answer;
+    std::size_t pos = 0;
+    if (parse_one(pending_, pos, answer, false)) {
+      pending_.erase(0, pos);
+      return answer;
+    }
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now()).count();
+    pollfd p{fd_, POLLIN, 0};
+    if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0)
+      return {};
+    auto n = ::recv(fd_, buf, sizeof buf, 0);
+    if (n <= 0)
+      return {};
+    pending_.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
 std::vector<http_answer> parse_answers(const std::string& raw) {
   std::vector<http_answer> answers;
   std::size_t pos = 0;

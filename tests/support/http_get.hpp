@@ -34,6 +34,26 @@ inline http_answer http_get(unsigned short port, const std::string& target) {
 std::string raw_exchange(unsigned short port, const std::string& bytes,
                          std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
+// One connection kept open across requests (keep-alive), for tests that check a connection
+// survives something (a reload, a shutdown).
+class keep_alive_connection {
+ public:
+  explicit keep_alive_connection(unsigned short port);
+  ~keep_alive_connection();
+  keep_alive_connection(const keep_alive_connection&) = delete;
+  keep_alive_connection& operator=(const keep_alive_connection&) = delete;
+
+  // Sends GET `target` on this connection and reads its answer (status 0: the connection was
+  // closed, or no whole answer came within the deadline).
+  http_answer get(const std::string& target,
+                  std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+ private:
+  int fd_ = -1;
+  unsigned short port_;
+  std::string pending_; // bytes read past the last answer
+};
+
 // Parses the answers found in `raw` (for keep-alive tests): each needs a Content-Length.
 std::vector<http_answer> parse_answers(const std::string& raw);
 
