@@ -23,6 +23,11 @@ namespace {
   throw config_error(std::string(where) + ": " + std::string(what));
 }
 
+// "refresh" + "interval" -> "refresh.interval"; at the top level just the key.
+std::string key_path(std::string_view where, std::string_view key) {
+  return where.empty() ? std::string(key) : std::string(where) + "." + std::string(key);
+}
+
 void reject_unknown_keys(const json& object, std::string_view where,
                          std::initializer_list<std::string_view> known) {
   for (const auto& [key, value] : object.items())
@@ -30,7 +35,7 @@ void reject_unknown_keys(const json& object, std::string_view where,
       std::string list;
       for (auto k : known)
         list += (list.empty() ? "" : ", ") + std::string(k);
-      fail(std::string(where) + "." + key, "unknown key (known: " + list + ")");
+      fail(key_path(where, key), "unknown key (known: " + list + ")");
     }
 }
 
@@ -58,12 +63,11 @@ template <class T> bool read(const json& object, const char* key, T& out, std::s
   else
     fits = it->is_number();
   if (!fits)
-    fail(std::string(where) + "." + key,
-         std::string("expected ") + type_name<T>() + ", got " + it->dump());
+    fail(key_path(where, key), std::string("expected ") + type_name<T>() + ", got " + it->dump());
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
     auto value = it->get<long long>();
     if (value < 0 || static_cast<unsigned long long>(value) > std::numeric_limits<T>::max())
-      fail(std::string(where) + "." + key, "out of range: " + it->dump());
+      fail(key_path(where, key), "out of range: " + it->dump());
     out = static_cast<T>(value);
   } else {
     it->get_to(out);
@@ -182,16 +186,14 @@ void apply_refresh_json(refresh_settings& r, const json& j) {
 
 } // namespace
 
-void apply_config_json(config& cfg, std::string_view text, std::string_view origin) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    fail(origin, std::string("not valid JSON: ") + e.what());
-  }
-  const std::string where = std::string(origin);
+namespace {
+
+// Applies one parsed config object (a file, or one environment variable's key) over `cfg`.
+// Messages name the key by its path ("refresh.interval").
+void apply_config_object(config& cfg, const json& j) {
+  const std::string where;
   if (!j.is_object())
-    fail(where, "expected a JSON object at the top level");
+    fail("config", "expected a JSON object at the top level");
   reject_unknown_keys(j, where,
                       {"address",
                        "port",
@@ -234,12 +236,12 @@ void apply_config_json(config& cfg, std::string_view text, std::string_view orig
     try {
       cfg.level = parse_log_level(text_value);
     } catch (const std::invalid_argument& e) {
-      fail(where + ".log_level", e.what());
+      fail("log_level", e.what());
     }
   }
   if (read(j, "log_target", text_value, where)) {
     if (text_value != "stdout" && text_value != "stderr")
-      fail(where + ".log_target", "expected \"stdout\" or \"stderr\", got '" + text_value + "'");
+      fail("log_target", "expected \"stdout\" or \"stderr\", got '" + text_value + "'");
     cfg.log_to_stderr = text_value == "stderr";
   }
   read(j, "access_log", cfg.access_log, where);
@@ -262,7 +264,7 @@ void apply_config_json(config& cfg, std::string_view text, std::string_view orig
     cfg.store_path = text_value;
   if (j.contains("sites")) {
     if (!j["sites"].is_array())
-      fail(where + ".sites", "expected an array of site names or objects");
+      fail("sites", "expected an array of site names or objects");
     cfg.sites = std::make_shared<const json>(j["sites"]);
   }
   if (j.contains("broker")) {
@@ -273,10 +275,161 @@ void apply_config_json(config& cfg, std::string_view text, std::string_view orig
       try {
         b.get_to(cfg.broker);
       } catch (const std::exception& e) {
-        fail(where + ".broker", e.what());
+        fail("broker", e.what());
       }
     }
   }
+}
+
+// The value of one environment variable as the JSON type `like` has ("600" -> 600 where a
+// number is expected). Throws config_error naming the variable.
+json env_value(const std::string& name, const std::string& text, const json& like) {
+  if (like.is_string())
+    return text;
+  if (like.is_boolean()) {
+    if (text == "true" || text == "1" || text == "yes" || text == "on")
+      return true;
+    if (text == "false" || text == "0" || text == "no" || text == "off")
+      return false;
+    fail(name, "expected true or false, got '" + text + "'");
+  }
+  if (like.is_number()) {
+    json value = json::parse(text, nullptr, false);
+    if (!value.is_number())
+      fail(name, "expected a number, got '" + text + "'");
+    return value;
+  }
+  fail(name, "cannot be set from the environment");
+}
+
+// Calls `visit(path, default value)` for every key the config file has, nested ones by path
+// ({"refresh", "interval"}), in the order config_to_json lists them. "sites" is a leaf.
+template <class Visit>
+void for_each_key(const json& object, std::vector<std::string>& path, Visit&& visit) {
+  for (const auto& [key, value] : object.items()) {
+    path.push_back(key);
+    if (value.is_object())
+      for_each_key(value, path, visit);
+    else
+      visit(path, value);
+    path.pop_back();
+  }
+}
+
+// What an environment variable may hold for "sites": a JSON array, or names separated by
+// commas ("cnn,bbc").
+json sites_from_env(const std::string& name, const std::string& text) {
+  json value = json::parse(text, nullptr, false);
+  if (value.is_array())
+    return value;
+  if (text.find_first_of("[{") != std::string::npos)
+    fail(name, "expected a JSON array or site names separated by commas");
+  value = json::array();
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    auto comma = rest.find(',');
+    auto item = rest.substr(0, comma);
+    while (!item.empty() && item.front() == ' ')
+      item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ')
+      item.remove_suffix(1);
+    if (!item.empty())
+      value.push_back(std::string(item));
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+  }
+  return value;
+}
+
+} // namespace
+
+void apply_config_json(config& cfg, std::string_view text, std::string_view origin) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    fail(origin, std::string("not valid JSON: ") + e.what());
+  }
+  try {
+    apply_config_object(cfg, j);
+  } catch (const config_error& e) {
+    fail(origin, e.what());
+  }
+}
+
+std::string env_name(const std::vector<std::string>& path) {
+  std::string name = "NEWSDESK";
+  for (const auto& part : path) {
+    name += '_';
+    for (char c : part)
+      name += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return name;
+}
+
+nlohmann::json config_to_json(const config& cfg) {
+  auto seconds = [](std::chrono::milliseconds ms) {
+    return static_cast<double>(ms.count()) / 1000;
+  };
+  json j = {{"address", cfg.address},
+            {"port", cfg.port},
+            {"threads", cfg.threads},
+            {"templates_dir", cfg.templates_dir.string()},
+            {"static_dir", cfg.static_dir.string()},
+            {"site_files_dir", cfg.site_files_dir.string()},
+            {"log_level", std::string(to_string(cfg.level))},
+            {"log_target", cfg.log_to_stderr ? "stderr" : "stdout"},
+            {"access_log", cfg.access_log},
+            {"metrics", cfg.metrics},
+            {"renderer", cfg.renderer},
+            {"splash_url", cfg.splash_url},
+            {"splash_max_timeout", cfg.splash_max_timeout},
+            {"wait", cfg.default_wait},
+            {"timeout", cfg.default_timeout},
+            {"tls_verify", cfg.tls_verify},
+            {"chromium_path", cfg.chromium_path},
+            {"chromium_max_concurrent", cfg.chromium_max_concurrent},
+            {"chromium_recycle_after", cfg.chromium_recycle_after},
+            {"browserless_url", cfg.browserless_url},
+            {"store_path", cfg.store_path.string()},
+            {"http",
+             {{"max_header_bytes", cfg.http.max_header_bytes},
+              {"max_body_bytes", cfg.http.max_body_bytes},
+              {"read_timeout", seconds(cfg.http.read_timeout)},
+              {"write_timeout", seconds(cfg.http.write_timeout)},
+              {"max_connections", cfg.http.max_connections}}},
+            {"refresh",
+             {{"interval", seconds(cfg.refresh.interval)},
+              {"jitter", cfg.refresh.jitter},
+              {"max_concurrent_renders", cfg.refresh.max_concurrent_renders},
+              {"retries", cfg.refresh.retries},
+              {"retry_base", seconds(cfg.refresh.retry_base)},
+              {"retry_max", seconds(cfg.refresh.retry_max)},
+              {"max_backoff_factor", cfg.refresh.max_backoff_factor},
+              {"cold_start_wait", seconds(cfg.refresh.cold_start_wait)},
+              {"manual_min_interval", seconds(cfg.refresh.manual_min_interval)},
+              {"retention", seconds(cfg.refresh.retention)}}},
+            {"broker", cfg.broker}};
+  if (cfg.sites)
+    j["sites"] = *cfg.sites;
+  return j;
+}
+
+nlohmann::json sites_to_json(const std::vector<site_config>& sites) {
+  auto seconds = [](std::chrono::milliseconds ms) {
+    return static_cast<double>(ms.count()) / 1000;
+  };
+  json out = json::array();
+  for (const auto& s : sites)
+    out.push_back({{"name", s.name},
+                   {"scraper", s.scraper->site().name},
+                   {"display_name", s.display_name},
+                   {"url", s.url},
+                   {"colour", s.colour},
+                   {"renderer", s.renderer},
+                   {"wait", seconds(s.wait)},
+                   {"timeout", seconds(s.timeout)},
+                   {"interval", seconds(s.interval)}});
+  return out;
 }
 
 config load_config(const std::vector<std::string>& args,
@@ -319,7 +472,30 @@ config load_config(const std::vector<std::string>& args,
     apply_config_json(cfg, text.str(), config_path);
   }
 
-  // Environment, then flags: the same settings under two spellings.
+  // Every key of the file from the environment: NEWSDESK_ and its path in capitals
+  // (refresh.interval -> NEWSDESK_REFRESH_INTERVAL), with the file's units.
+  auto from_env = [&](const std::vector<std::string>& key, const char* text, json value) {
+    if (!text || !*text)
+      return;
+    for (auto part = key.rbegin(); part != key.rend(); ++part)
+      value = json{{*part, std::move(value)}};
+    try {
+      apply_config_object(cfg, value);
+    } catch (const config_error& e) {
+      fail(env_name(key), e.what());
+    }
+  };
+  std::vector<std::string> path;
+  for_each_key(config_to_json(config{}), path,
+               [&](const std::vector<std::string>& key, const json& like) {
+                 const char* text = getenv(env_name(key).c_str());
+                 if (text && *text)
+                   from_env(key, text, env_value(env_name(key), text, like));
+               });
+  if (const char* text = getenv("NEWSDESK_SITES"); text && *text)
+    from_env({"sites"}, text, sites_from_env("NEWSDESK_SITES", text));
+
+  // The short spellings (environment, then flags) of the common settings.
   auto set = [&](const std::string& key, const std::string& value, const std::string& where) {
     if (key == "address")
       cfg.address = value;
@@ -379,20 +555,10 @@ config load_config(const std::vector<std::string>& args,
       fail(where, "unknown option (see --help)");
   };
   const std::pair<const char*, const char*> env_names[] = {
-      {"NEWSDESK_ADDRESS", "address"},
-      {"NEWSDESK_PORT", "port"},
-      {"NEWSDESK_THREADS", "threads"},
-      {"NEWSDESK_TEMPLATES", "templates"},
-      {"NEWSDESK_STATIC", "static"},
-      {"NEWSDESK_SITES_DIR", "sites-dir"},
-      {"NEWSDESK_STORE", "store"},
-      {"NEWSDESK_LOG_TARGET", "log-target"},
-      {"NEWSDESK_RENDERER", "renderer"},
-      {"SPLASH_URL", "splash-url"},
-      {"NEWSDESK_BROKER_LISTEN", "broker-listen"},
-      {"NEWSDESK_LOG_LEVEL", "log-level"},
-      {"NEWSDESK_CHROMIUM", "chromium-path"},
-      {"BROWSERLESS_URL", "browserless-url"}};
+      {"NEWSDESK_TEMPLATES", "templates"},    {"NEWSDESK_STATIC", "static"},
+      {"NEWSDESK_SITES_DIR", "sites-dir"},    {"NEWSDESK_STORE", "store"},
+      {"SPLASH_URL", "splash-url"},           {"NEWSDESK_BROKER_LISTEN", "broker-listen"},
+      {"NEWSDESK_CHROMIUM", "chromium-path"}, {"BROWSERLESS_URL", "browserless-url"}};
   for (const auto& [env, key] : env_names)
     if (const char* value = getenv(env); value && *value)
       set(key, value, env);
@@ -527,36 +693,37 @@ std::vector<site_config> resolve_sites(const config& cfg,
 }
 
 std::string usage() {
-  return R"(usage: newsdesk [options]
+  std::string text = R"(usage: newsdesk [options]
 
 Serves /news: the current headlines of the configured sites on one page.
 
 options (each also settable in the JSON config file; flags win over environment, which wins
 over the file):
   --config FILE       JSON config file                  env NEWSDESK_CONFIG
-  --address ADDR      listen address (127.0.0.1)         env NEWSDESK_ADDRESS
-  --port N            listen port (8080; 0 = any free)   env NEWSDESK_PORT
-  --threads N         network threads (0 = one per core) env NEWSDESK_THREADS
-  --templates DIR     folder holding news.html (templates) env NEWSDESK_TEMPLATES
-  --static DIR        folder served under /static (static)  env NEWSDESK_STATIC
-  --sites-dir DIR     folder of site files, *.json (sites)  env NEWSDESK_SITES_DIR
+  --address ADDR      listen address (127.0.0.1)
+  --port N            listen port (8080; 0 = any free)
+  --threads N         network threads (0 = one per core)
+  --templates DIR     folder holding news.html (templates)   env NEWSDESK_TEMPLATES
+  --static DIR        folder served under /static (static)    env NEWSDESK_STATIC
+  --sites-dir DIR     folder of site files, *.json (sites)    env NEWSDESK_SITES_DIR
   --store FILE        headline store, SQLite (newsdesk.db; :memory: keeps nothing)
-                                                         env NEWSDESK_STORE
+                                                              env NEWSDESK_STORE
   --renderer NAME     splash, chromium, browserless or direct (splash when a Splash URL is
-                      set, else chromium when installed, else direct)  env NEWSDESK_RENDERER
+                      set, else chromium when installed, else direct)
   --splash-url URL    Splash's address, e.g. http://splash:8050   env SPLASH_URL
   --chromium-path P   the Chromium to run (chromium on PATH)     env NEWSDESK_CHROMIUM
   --chromium-max-concurrent N   renders at once in Chromium (4)
   --chromium-recycle-after N    renders before Chromium is restarted fresh (100)
   --browserless-url URL   a browserless server, e.g. http://browserless:3000
-                                                         env BROWSERLESS_URL
+                                                              env BROWSERLESS_URL
   --wait S            default seconds to wait after page load (0.5)
   --timeout S         default seconds for a whole render (30)
-  --log-level LEVEL   debug, info, warn or error (info)  env NEWSDESK_LOG_LEVEL
-  --log-target T      stdout or stderr (stdout)          env NEWSDESK_LOG_TARGET
+  --log-level LEVEL   debug, info, warn or error (info)
+  --log-target T      stdout or stderr (stdout)
   --broker-listen ADDR:PORT|off
                       the pub/sub broker's address (127.0.0.1:25000), or off
-                                                         env NEWSDESK_BROKER_LISTEN
+                                                              env NEWSDESK_BROKER_LISTEN
+  --print-config      print the effective configuration (JSON, sites resolved) and exit
   --help              this text
 
 commands (run instead of the server):
@@ -564,8 +731,26 @@ commands (run instead of the server):
   newsdesk --try-site FILE --html PAGE [--url URL]  show what a site file extracts from a page
   newsdesk broker [--listen ADDR:PORT] [--config FILE]   run only the pub/sub broker
 
-See config.example.json for every key of the config file.
+signals: SIGHUP reloads the site files and templates (a broken one keeps the old ones);
+SIGINT and SIGTERM shut down gracefully.
+
+environment: every key of the config file, as NEWSDESK_ and its path in capitals, in the
+file's units (seconds for durations); the short names above are applied after these.
+Defaults in brackets. See config.example.json for what each key does.
 )";
+  std::vector<std::string> path;
+  for_each_key(config_to_json(config{}), path,
+               [&](const std::vector<std::string>& key, const json& value) {
+                 auto name = env_name(key);
+                 auto shown = !value.is_string()                 ? value.dump()
+                              : value.get<std::string>().empty() ? std::string("unset")
+                                                                 : value.get<std::string>();
+                 text += "  " + name + std::string(name.size() < 42 ? 42 - name.size() : 1, ' ') +
+                         "(" + shown + ")\n";
+               });
+  text += "  NEWSDESK_SITES                            (every scraper; a JSON array, or names "
+          "separated by commas)\n";
+  return text;
 }
 
 } // namespace newsdesk::server

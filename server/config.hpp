@@ -127,7 +127,16 @@ void apply_config_json(config& base, std::string_view text, std::string_view ori
 std::vector<site_config> resolve_sites(const config& cfg,
                                        const std::shared_ptr<const scrapers::registry>& registry);
 
-// The --help text.
+// The effective configuration in the config file's format and units, every key present ("sites"
+// as given, [] when absent). Read back by apply_config_json, it gives the same configuration.
+nlohmann::json config_to_json(const config& cfg);
+// Resolved sites as "sites" entries with every field filled in (for --print-config).
+nlohmann::json sites_to_json(const std::vector<site_config>& sites);
+// The environment variable for a config key path: {"refresh", "interval"} ->
+// NEWSDESK_REFRESH_INTERVAL.
+std::string env_name(const std::vector<std::string>& path);
+
+// The --help text, with every environment variable and its default.
 std::string usage();
 
 } // namespace newsdesk::server

@@ -35,6 +35,10 @@ void log_to_stderr(bool on) {
   use_stderr = on;
 }
 
+std::string_view to_string(log_level level) {
+  return level_name(level);
+}
+
 log_level parse_log_level(std::string_view name) {
   for (auto l : {log_level::debug, log_level::info, log_level::warn, log_level::error})
     if (name == level_name(l))

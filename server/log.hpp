@@ -13,6 +13,7 @@ void set_log_level(log_level level);
 // true: stderr; false: stdout (the default).
 void log_to_stderr(bool on);
 log_level parse_log_level(std::string_view name); // throws std::invalid_argument naming it
+std::string_view to_string(log_level level);      // "debug", "info", "warn", "error"
 void log(log_level level, std::string_view message);
 
 inline void log_info(std::string_view m) {

@@ -89,12 +89,26 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
-int run(const std::vector<std::string>& args) {
+int run(std::vector<std::string> args) {
+  auto print_flag = std::find(args.begin(), args.end(), "--print-config");
+  const bool print_config = print_flag != args.end();
+  if (print_config)
+    args.erase(print_flag);
   bool help = false;
   auto cfg = load_config(
       args, [](const char* name) { return std::getenv(name); }, help);
   if (help) {
     std::cout << usage();
+    return 0;
+  }
+  if (print_config) {
+    // What this process would run with: every key, and each site as resolved (its scraper,
+    // renderer and timings). Fed back as --config, it gives the same configuration.
+    auto effective = config_to_json(cfg);
+    effective["sites"] = sites_to_json(load_sites(cfg));
+    if (!cfg.site_files_dir_given && !std::filesystem::is_directory(cfg.site_files_dir))
+      effective.erase("site_files_dir"); // named, a missing folder would stop the next start
+    std::cout << effective.dump(2) << "\n";
     return 0;
   }
   set_log_level(cfg.level);

@@ -333,7 +333,7 @@ TEST_CASE("renderer choice: Splash if configured, else an installed Chromium, el
                        doctest::Contains("known: splash, chromium, browserless, direct"),
                        config_error);
   CHECK_THROWS_WITH_AS(apply_config_json(none, R"({"chromium_pth": "/x"})", "t.json"),
-                       doctest::Contains("t.json.chromium_pth: unknown key"), config_error);
+                       doctest::Contains("t.json: chromium_pth: unknown key"), config_error);
 
   bool help = false;
   auto loaded = load_config(

@@ -514,6 +514,42 @@ TEST_CASE("a broken site file stops startup, naming the file and the field") {
   CHECK(read_file((dir.path / "err2").string()).find("/nonexistent/sites") != std::string::npos);
 }
 
+TEST_CASE("--print-config shows the effective configuration, which reads back the same") {
+  temp_dir dir;
+  auto config_path = dir.write("config.json", R"({"port": 9001, "refresh": {"retries": 1},
+                                                  "sites": ["cnn", {"scraper": "aljazeera",
+                                                  "name": "aj", "interval": 60}]})");
+  child_process first(
+      NEWSDESK_BINARY, {"--config", config_path, "--print-config", "--port", "9002"},
+      {"NEWSDESK_REFRESH_INTERVAL=120", "NEWSDESK_BROKER_PORT=25003", "NEWSDESK_RENDERER=direct"},
+      (dir.path / "err").string());
+  REQUIRE(first.wait_exit() == 0);
+  auto printed = json::parse(first.output());
+  CHECK(printed.at("port") == 9002);                  // the flag wins
+  CHECK(printed.at("refresh").at("interval") == 120); // over the environment
+  CHECK(printed.at("refresh").at("retries") == 1);    // over the file
+  CHECK(printed.at("broker").at("port") == 25003);
+  CHECK(printed.at("http").at("max_header_bytes") == 16384); // defaults are shown too
+  REQUIRE(printed.at("sites").size() == 2);
+  CHECK(printed.at("sites")[0].at("url") == "https://edition.cnn.com/");
+  CHECK(printed.at("sites")[0].at("renderer") == "direct");
+  CHECK(printed.at("sites")[0].at("interval") == 120);
+  CHECK(printed.at("sites")[1].at("name") == "aj");
+  CHECK(printed.at("sites")[1].at("interval") == 60);
+
+  auto printed_path = dir.write("printed.json", printed.dump());
+  child_process second(NEWSDESK_BINARY, {"--config", printed_path, "--print-config"}, {},
+                       (dir.path / "err2").string());
+  REQUIRE(second.wait_exit() == 0);
+  CHECK(json::parse(second.output()) == printed);
+
+  child_process bad(NEWSDESK_BINARY, {"--print-config"}, {"NEWSDESK_HTTP_MAX_CONNECTIONS=lots"},
+                    (dir.path / "err3").string());
+  CHECK(bad.wait_exit() == 2);
+  CHECK(read_file((dir.path / "err3").string()).find("NEWSDESK_HTTP_MAX_CONNECTIONS") !=
+        std::string::npos);
+}
+
 TEST_CASE("--check-scrapers validates a folder without starting the server") {
   temp_dir dir;
   child_process good(NEWSDESK_BINARY, {"--check-scrapers", source_dir + "/sites"}, {},
