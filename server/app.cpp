@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <system_error>
 
 namespace newsdesk::server {
 
@@ -124,7 +125,7 @@ void app::handle(http_request request, responder respond) {
   serve_news(request, path, std::move(respond));
 }
 
-std::shared_ptr<const std::string>
+std::shared_ptr<const memory_file>
 app::cached_page(const std::shared_ptr<const news_snapshot>& snapshot) {
   auto now = std::chrono::steady_clock::now();
   {
@@ -134,7 +135,14 @@ app::cached_page(const std::shared_ptr<const news_snapshot>& snapshot) {
       return cached_body_;
   }
   auto template_used = page();
-  auto body = std::make_shared<const std::string>(template_used->render(*snapshot));
+  std::shared_ptr<const memory_file> body;
+  try {
+    body = memory_file::create(template_used->render(*snapshot));
+  } catch (const std::system_error& e) {
+    log_warn(std::string("msg=\"cannot keep the page in memory, rendering it per view\" error=\"") +
+             e.what() + "\"");
+    return nullptr;
+  }
   std::lock_guard lock(cache_mutex_);
   if (template_used != page_)
     return body; // a reload came in meanwhile: do not cache a page from the old template
@@ -160,7 +168,9 @@ void app::serve_news(const http_request& request, const std::string& path, respo
         http_response res;
         if (query.empty()) {
           res = page_response("text/html; charset=utf-8", {});
-          res.shared_body = cached_page(snapshot); // no copy of the page per view
+          res.file_body = cached_page(snapshot); // sent without a copy per view
+          if (!res.file_body)
+            res.body = page()->render(*snapshot);
         } else {
           res = page_response("text/html; charset=utf-8",
                               page()->render(apply_query(*snapshot, query), query));

@@ -49,7 +49,7 @@ class app {
   void serve_refresh(const http_request& request, responder respond);
   std::string base_url(const http_request& request) const;
   std::shared_ptr<const news_page> page() const;
-  std::shared_ptr<const std::string>
+  std::shared_ptr<const memory_file>
   cached_page(const std::shared_ptr<const news_snapshot>& snapshot);
 
   news_service& news_;
@@ -64,7 +64,7 @@ class app {
   std::shared_ptr<const news_page> page_;
   std::uint64_t cached_version_ = 0;
   std::chrono::steady_clock::time_point cached_at_;
-  std::shared_ptr<const std::string> cached_body_;
+  std::shared_ptr<const memory_file> cached_body_;
 };
 
 } // namespace newsdesk::server

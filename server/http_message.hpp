@@ -58,19 +58,42 @@ class event_stream {
   std::function<void()> wake_;
 };
 
+// An immutable body in an anonymous in-memory file (memfd), for bodies served many times over
+// like the cached /news page. The connection sends it with sendfile(2): the kernel hands the
+// file's pages to the socket instead of copying the bytes out of this process on every
+// response, which is how nginx serves static files.
+class memory_file {
+ public:
+  // Throws std::system_error when the kernel refuses an in-memory file.
+  static std::shared_ptr<const memory_file> create(std::string_view bytes);
+  ~memory_file();
+  memory_file(const memory_file&) = delete;
+  memory_file& operator=(const memory_file&) = delete;
+
+  int fd() const { return fd_; }
+  std::size_t size() const { return size_; }
+  std::string read() const; // the bytes (for tests and fuzzing)
+
+ private:
+  memory_file(int fd, std::size_t size)
+      : fd_(fd)
+      , size_(size) {}
+  int fd_;
+  std::size_t size_;
+};
+
 struct http_response {
   unsigned status = 200;
   std::string content_type; // with charset for text, e.g. "text/html; charset=utf-8"
   header_list headers;      // extra headers (Location, ETag, Cache-Control, ...)
   std::string body;
-  // When set, sent instead of `body` without copying it: for bodies served many times over,
-  // like the cached /news page.
-  std::shared_ptr<const std::string> shared_body;
+  // When set, sent instead of `body`, straight from the file (see memory_file).
+  std::shared_ptr<const memory_file> file_body;
   // When set, the headers go out at once (no Content-Length; the connection closes at the end)
   // and the body is whatever the stream produces.
   std::shared_ptr<event_stream> stream;
 
-  std::size_t body_size() const { return shared_body ? shared_body->size() : body.size(); }
+  std::size_t body_size() const { return file_body ? file_body->size() : body.size(); }
 
   http_response& with_header(std::string name, std::string value) {
     headers.emplace_back(std::move(name), std::move(value));

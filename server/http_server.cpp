@@ -11,8 +11,14 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <list>
 #include <mutex>
 #include <optional>
@@ -104,7 +110,8 @@ class session : public connection_base, public std::enable_shared_from_this<sess
  public:
   session(tcp::socket&& socket, std::shared_ptr<http_server::state> st)
       : stream_(std::move(socket))
-      , state_(std::move(st)) {
+      , state_(std::move(st))
+      , file_deadline_(stream_.get_executor()) {
     ++state_->connections;
   }
   ~session() override {
@@ -199,15 +206,21 @@ class session : public connection_base, public std::enable_shared_from_this<sess
       fill_headers(*msg, res);
       msg->content_length(res.body_size());
       write_message(std::move(msg));
-    } else if (res.shared_body) {
-      // The body is shared and immutable: the message points into it, and the write's
-      // completion handler keeps it alive.
-      auto msg = std::make_shared<http::response<http::span_body<const char>>>(
+    } else if (res.file_body) {
+      // The header through Beast, then the body with sendfile(2). The socket is corked
+      // meanwhile, so the header and the body's last bytes leave in full segments.
+      auto msg = std::make_shared<http::response<http::empty_body>>(
           static_cast<http::status>(res.status), version_);
       fill_headers(*msg, res);
-      msg->body() = {res.shared_body->data(), res.shared_body->size()};
-      msg->prepare_payload();
-      write_message(std::move(msg), std::move(res.shared_body));
+      msg->content_length(res.file_body->size());
+      set_cork(true);
+      http::async_write(stream_, *msg,
+                        [self = shared_from_this(), msg,
+                         file = std::move(res.file_body)](error_code ec, std::size_t n) mutable {
+                          if (ec)
+                            return self->on_write(ec, n);
+                          self->send_file(std::move(file), 0);
+                        });
     } else {
       auto msg = std::make_shared<http::response<http::string_body>>(
           static_cast<http::status>(res.status), version_);
@@ -227,13 +240,50 @@ class session : public connection_base, public std::enable_shared_from_this<sess
     msg.keep_alive(keep_alive_);
   }
 
-  // `keep` holds whatever the message's body points into until the write completes.
-  template <class Message>
-  void write_message(std::shared_ptr<Message> msg, std::shared_ptr<const void> keep = nullptr) {
-    http::async_write(stream_, *msg,
-                      [self = shared_from_this(), msg, keep](error_code ec, std::size_t n) {
-                        self->on_write(ec, n);
-                      });
+  template <class Message> void write_message(std::shared_ptr<Message> msg) {
+    http::async_write(
+        stream_, *msg,
+        [self = shared_from_this(), msg](error_code ec, std::size_t n) { self->on_write(ec, n); });
+  }
+
+  void set_cork(bool on) {
+    int value = on ? 1 : 0;
+    ::setsockopt(stream_.socket().native_handle(), IPPROTO_TCP, TCP_CORK, &value, sizeof value);
+  }
+
+  // Sends `file` from `offset` on: as much as the socket takes now, then again when it can take
+  // more, within the write deadline.
+  void send_file(std::shared_ptr<const memory_file> file, off_t offset) {
+    auto& socket = stream_.socket();
+    error_code ec;
+    if (!socket.native_non_blocking())
+      socket.native_non_blocking(true, ec); // sendfile must not block a network thread
+    const auto size = static_cast<off_t>(file->size());
+    while (!ec && offset < size) {
+      auto n = ::sendfile(socket.native_handle(), file->fd(), &offset,
+                          static_cast<std::size_t>(size - offset));
+      if (n > 0 || (n < 0 && errno == EINTR))
+        continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        file_deadline_.expires_after(state_->limits.write_timeout);
+        file_deadline_.async_wait([self = shared_from_this()](error_code timer_ec) {
+          if (!timer_ec) // the client stopped reading: give up on it
+            self->stream_.socket().cancel();
+        });
+        socket.async_wait(tcp::socket::wait_write,
+                          [self = shared_from_this(), file, offset](error_code wait_ec) mutable {
+                            self->file_deadline_.cancel();
+                            if (wait_ec)
+                              return self->on_write(wait_ec, 0);
+                            self->send_file(std::move(file), offset);
+                          });
+        return;
+      }
+      ec = n == 0 ? error_code(net::error::eof)
+                  : error_code(errno, boost::system::system_category());
+    }
+    set_cork(false); // sends what the cork held back
+    on_write(ec, static_cast<std::size_t>(offset));
   }
 
   void on_write(error_code ec, std::size_t) {
@@ -294,6 +344,7 @@ class session : public connection_base, public std::enable_shared_from_this<sess
   beast::flat_buffer buffer_;
   std::optional<request_parser> parser_;
   std::shared_ptr<http_server::state> state_;
+  net::steady_timer file_deadline_; // bounds each wait while sending a file body
   bool keep_alive_ = false;
   bool head_ = false;
   unsigned version_ = 11;

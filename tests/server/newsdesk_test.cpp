@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 
 using namespace newsdesk::testing;
 using namespace std::chrono_literals;
@@ -239,6 +240,70 @@ TEST_CASE("routes: redirect, health, static files, HEAD, 404 and 405") {
   CHECK(empty.status == 200);
   CHECK(empty.body.find("No headlines right now") != std::string::npos);
   CHECK(nd.process->stop(SIGTERM) == 0);
+}
+
+TEST_CASE("a large /news page reaches keep-alive clients and slow readers whole") {
+  // Six sites of 500 long headlines make a page of megabytes: more than a socket buffer holds,
+  // so the server has to wait for the reader part way through the body.
+  splash_standin splash;
+  json sites = json::array();
+  for (int site_index = 0; site_index < 6; ++site_index) {
+    std::vector<std::pair<std::string, std::string>> stories;
+    for (int i = 0; i < 500; ++i)
+      stories.emplace_back("/2026/11/22/story-" + std::to_string(i) + "/index.html",
+                           "Headline " + std::to_string(site_index) + "-" + std::to_string(i) +
+                               " " + std::string(600, 'x'));
+    auto url = "https://s" + std::to_string(site_index) + ".cnn.com/";
+    splash.set(url, standin_page::page(cnn_page(stories)));
+    sites.push_back(site("s" + std::to_string(site_index), "cnn", url));
+  }
+  newsdesk_process nd(json{{"splash_url", splash.base_url()}, {"sites", sites}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+
+  auto page = http_get(nd.port, "/news");
+  REQUIRE(page.status == 200);
+  CHECK(page.body.size() > 2'000'000);
+  CHECK(page.header("Content-Length") == std::to_string(page.body.size()));
+  CHECK(page.body.find("Headline 5-499") != std::string::npos);
+  CHECK(page.body.substr(page.body.size() - 8) == "</html>\n");
+  auto head = send_request(nd.port, "HEAD", "/news");
+  CHECK(head.header("Content-Length") == std::to_string(page.body.size()));
+  CHECK(head.body.empty());
+
+  // Three in a row on one connection, each complete and identical.
+  keep_alive_connection conn(nd.port);
+  for (int i = 0; i < 3; ++i) {
+    auto again = conn.get("/news");
+    CHECK(again.status == 200);
+    CHECK(again.body == page.body);
+  }
+  CHECK(conn.get("/healthz").status == 200);
+
+  // A reader with a small receive buffer that takes its time.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  int small = 4096;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(nd.port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  std::string request = "GET /news HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string raw;
+  char buf[4096];
+  for (int reads = 0;; ++reads) {
+    if (reads % 64 == 0)
+      std::this_thread::sleep_for(20ms);
+    auto n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0)
+      break;
+    raw.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  auto answers = parse_answers(raw);
+  REQUIRE(answers.size() == 1);
+  CHECK(answers[0].body == page.body);
 }
 
 TEST_CASE("startup fails with a message naming the problem") {
