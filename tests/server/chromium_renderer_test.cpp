@@ -109,19 +109,6 @@ struct rig {
   }
 };
 
-// A loopback port nobody listens on (bound, then closed; Chromium refuses low "unsafe" ports).
-unsigned short closed_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 } // namespace
 
 TEST_CASE("chromium: headlines a script inserts after a timer are scraped; direct finds none") {
@@ -251,7 +238,7 @@ TEST_CASE("chromium: unreachable sites, error statuses and a missing browser bec
   SKIP_WITHOUT_CHROMIUM();
   splash_standin origin;
   rig r;
-  auto refused = r.render("http://127.0.0.1:" + std::to_string(closed_port()) + "/", 0ms);
+  auto refused = r.render("http://127.0.0.1:" + std::to_string(unused_port()) + "/", 0ms);
   CHECK(refused.failure == render_failure::upstream);
   CHECK(refused.message == "Chromium could not load the page: net::ERR_CONNECTION_REFUSED");
   auto missing = r.render(origin.base_url() + "/origin/missing", 0ms);

@@ -61,12 +61,8 @@ struct echo_server {
 };
 
 int connect_raw(unsigned short port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  int fd = connect_loopback(port);
+  REQUIRE(fd >= 0);
   return fd;
 }
 

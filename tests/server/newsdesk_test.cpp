@@ -144,15 +144,7 @@ TEST_CASE("every Splash failure mode becomes a per-site notice while the page st
 
 TEST_CASE("Splash that cannot be reached gives a notice per site, not an error page") {
   // A port that was just free: nothing listens there.
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  auto dead = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  auto dead = "http://127.0.0.1:" + std::to_string(unused_port());
 
   newsdesk_process nd(
       json{{"splash_url", dead},
@@ -280,14 +272,8 @@ TEST_CASE("a large /news page reaches keep-alive clients and slow readers whole"
   CHECK(conn.get("/healthz").status == 200);
 
   // A reader with a small receive buffer that takes its time.
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  int small = 4096;
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(nd.port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  int fd = connect_loopback(nd.port, 4096);
+  REQUIRE(fd >= 0);
   std::string request = "GET /news HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
   ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
   std::string raw;
@@ -416,14 +402,19 @@ std::string example_page(const std::string& title) {
          "\">" + title +
          "</a></h2><h2 class=\"promo\"><a href=\"/ad\">Advert</a></h2></body></html>";
 }
-} // namespace
 
-TEST_CASE("a site file dropped into the folder appears on /news after a restart") {
-  splash_standin splash;
+// The pages of the example site and of a second one, for the site-file tests.
+void serve_example_sites(splash_standin& splash) {
   splash.set("https://news.example.com/",
              standin_page::page(example_page("Declarative sites work")));
   splash.set("https://second.example.com/",
              standin_page::page("<p><a class=\"t\" href=\"/x\">Second site</a></p>"));
+}
+} // namespace
+
+TEST_CASE("a site file dropped into the folder appears on /news after a restart") {
+  splash_standin splash;
+  serve_example_sites(splash);
   temp_dir sites;
   sites.write("example.json", example_site_file);
   json cfg = {{"splash_url", splash.base_url()}, {"site_files_dir", sites.path.string()}};
@@ -477,10 +468,7 @@ std::set<std::string> site_names(unsigned short port) {
 TEST_CASE("SIGHUP reloads site files and templates; open connections stay; a broken reload "
           "keeps the old ones") {
   splash_standin splash;
-  splash.set("https://news.example.com/",
-             standin_page::page(example_page("Declarative sites work")));
-  splash.set("https://second.example.com/",
-             standin_page::page("<p><a class=\"t\" href=\"/x\">Second site</a></p>"));
+  serve_example_sites(splash);
   temp_dir sites;
   sites.write("example.json", example_site_file);
   temp_dir templates;
@@ -495,12 +483,8 @@ TEST_CASE("SIGHUP reloads site files and templates; open connections stay; a bro
   CHECK(site_names(port).count("second") == 0);
   keep_alive_connection conn(port);
   REQUIRE(conn.get("/healthz").status == 200);
-  int events = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(events, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  int events = connect_loopback(port);
+  REQUIRE(events >= 0);
   std::string get_events = "GET /events HTTP/1.1\r\nHost: x\r\n\r\n";
   ::send(events, get_events.data(), get_events.size(), MSG_NOSIGNAL);
 

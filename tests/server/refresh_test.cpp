@@ -26,14 +26,8 @@ struct sse_client {
 
   explicit sse_client(unsigned short port, const std::string& target = "/events",
                       const std::string& last_event_id = {}, int receive_buffer = 0) {
-    fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    if (receive_buffer > 0)
-      ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    fd = connect_loopback(port, receive_buffer);
+    REQUIRE(fd >= 0);
     std::string request = "GET " + target + " HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n";
     if (!last_event_id.empty())
       request += "Last-Event-ID: " + last_event_id + "\r\n";

@@ -38,16 +38,9 @@ struct socket_fd {
   int fd = -1;
   int error = 0;
   explicit socket_fd(unsigned short port) {
-    fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    fd = connect_loopback(port);
+    if (fd < 0)
       error = errno;
-      ::close(fd);
-      fd = -1;
-    }
   }
   ~socket_fd() {
     if (fd >= 0)

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstring>
 
 namespace newsdesk::testing {
@@ -20,21 +21,6 @@ bool same_name(const std::string& a, const std::string& b) {
            return std::tolower(static_cast<unsigned char>(x)) ==
                   std::tolower(static_cast<unsigned char>(y));
          });
-}
-
-int connect_to(unsigned short port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0)
-    return -1;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
 }
 
 // Reads until the peer closes or the deadline passes.
@@ -101,6 +87,37 @@ bool parse_one(const std::string& raw, std::size_t& pos, http_answer& out, bool 
 }
 } // namespace
 
+int connect_loopback(unsigned short port, int receive_buffer) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0)
+    return -1;
+  if (receive_buffer > 0)
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    int error = errno;
+    ::close(fd);
+    errno = error;
+    return -1;
+  }
+  return fd;
+}
+
+unsigned short unused_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
 std::string http_answer::header(const std::string& name) const {
   for (const auto& [k, v] : headers)
     if (same_name(k, name))
@@ -111,7 +128,7 @@ std::string http_answer::header(const std::string& name) const {
 std::string raw_exchange(unsigned short port, const std::string& bytes,
                          std::chrono::milliseconds timeout) {
   auto deadline = clock_type::now() + timeout;
-  int fd = connect_to(port);
+  int fd = connect_loopback(port);
   if (fd < 0)
     return {};
   ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
@@ -143,7 +160,7 @@ http_answer send_request(unsigned short port, const std::string& method, const s
 }
 
 keep_alive_connection::keep_alive_connection(unsigned short port)
-    : fd_(connect_to(port))
+    : fd_(connect_loopback(port))
     , port_(port) {}
 
 keep_alive_connection::~keep_alive_connection() {

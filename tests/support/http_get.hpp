@@ -20,6 +20,13 @@ struct http_answer {
   std::string header(const std::string& name) const;
 };
 
+// A socket connected to 127.0.0.1:`port`, or -1 with errno set. `receive_buffer` > 0 sets
+// SO_RCVBUF first (a small one makes a slow reader).
+int connect_loopback(unsigned short port, int receive_buffer = 0);
+
+// A loopback port nothing listens on (bound, then closed).
+unsigned short unused_port();
+
 // Sends one request on a new connection ("Connection: close") and reads the whole answer.
 http_answer send_request(unsigned short port, const std::string& method, const std::string& target,
                          const std::vector<std::pair<std::string, std::string>>& headers = {},
