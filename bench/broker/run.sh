@@ -16,6 +16,10 @@ REDIS_PORT="${REDIS_PORT:-26399}"
 
 command -v redis-server >/dev/null || { echo "redis-server not installed (apt-get install redis-server)"; exit 1; }
 
+# One benchmark at a time on this shared machine (bench/metrics/run.sh explains the lock).
+exec 9>/tmp/newsdesk-bench.lock
+flock -n 9 || { echo "bench/broker: another benchmark holds /tmp/newsdesk-bench.lock; waiting for it" >&2; flock 9; }
+
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" --target newsdesk-broker broker_loadgen -j2 >/dev/null
 loadgen="$build/bench/broker/broker_loadgen"

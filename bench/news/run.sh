@@ -28,6 +28,10 @@ if [[ ! -f $pages/cnn-2025-home-rendered.html ]]; then
   exit 2
 fi
 
+# One benchmark at a time on this shared machine (bench/metrics/run.sh explains the lock).
+exec 9>/tmp/newsdesk-bench.lock
+flock -n 9 || { echo "bench/news: another benchmark holds /tmp/newsdesk-bench.lock; waiting for it" >&2; flock 9; }
+
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" --target newsdesk splash-standin >/dev/null
 
