@@ -113,6 +113,10 @@ class session : public connection_base, public std::enable_shared_from_this<sess
       , state_(std::move(st))
       , file_deadline_(stream_.get_executor()) {
     ++state_->connections;
+    // Every response ends with a flush: without this, Nagle holds a body's last partial segment
+    // until the client acknowledges, and a client delaying its ACK stalls it ~40 ms.
+    error_code ignored;
+    stream_.socket().set_option(tcp::no_delay(true), ignored);
   }
   ~session() override {
     if (registered_) {

@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -419,6 +420,9 @@ int run(std::vector<std::string> args) {
 int main(int argc, char** argv) {
   // Log lines go to stdout; keep them whole and prompt even when stdout is a pipe.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  // A client that closes while its response is sent must cost an EPIPE, not the process:
+  // sendfile(2), unlike the sends Asio makes, has no MSG_NOSIGNAL.
+  std::signal(SIGPIPE, SIG_IGN);
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args.front() == "broker") // the broker alone: newsdesk broker [options]
     return newsdesk::broker::run_standalone({args.begin() + 1, args.end()}, "newsdesk broker");
