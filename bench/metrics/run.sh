@@ -24,7 +24,7 @@
 # stopped on exit.
 #
 # Usage: bench/metrics/run.sh [seconds-per-wrk-run]   (default 15; ROUNDS=3 MESSAGES=1000000
-#        SUBS=10 IGNORE_SIGPIPE=0, see below; needs wrk: scripts/setup --with-bench)
+#        SUBS=10; needs wrk: scripts/setup --with-bench)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 seconds=${1:-15}
@@ -101,20 +101,15 @@ cat >"$tmp/config.json" <<EOF
 {"splash_url": "$splash", "renderer": "splash", "wait": 0, "log_level": "info", "access_log": false,
  "refresh": {"interval": 3600, "jitter": 0, "retries": 0}}
 EOF
-# IGNORE_SIGPIPE=1 starts both with SIGPIPE ignored (inherited through exec): newsdesk since
-# db75190 writes /news with sendfile(2), which raises SIGPIPE when wrk closes a connection
-# mid-write, and newsdesk does not ignore it, so it dies silently (exit status 141).
 declare -A http broker pid
 for side in on off; do
   mkdir "$tmp/$side"
   metrics=true
   [[ $side == off ]] && metrics=false
-  (
-    [[ ${IGNORE_SIGPIPE:-0} == 1 ]] && trap '' PIPE
-    NEWSDESK_METRICS=$metrics exec "$build/server/newsdesk" --config "$tmp/config.json" --port 0 \
-      --broker-listen 127.0.0.1:0 --templates "$root/templates" --static "$root/static" \
-      --sites-dir "$root/sites" --store "$tmp/$side/store.db"
-  ) >"$tmp/$side/newsdesk.out" 2>"$tmp/$side/newsdesk.log" &
+  NEWSDESK_METRICS=$metrics "$build/server/newsdesk" --config "$tmp/config.json" --port 0 \
+    --broker-listen 127.0.0.1:0 --templates "$root/templates" --static "$root/static" \
+    --sites-dir "$root/sites" --store "$tmp/$side/store.db" \
+    >"$tmp/$side/newsdesk.out" 2>"$tmp/$side/newsdesk.log" &
   pid[$side]=$!
   pids+=("$!")
 done
@@ -124,10 +119,6 @@ check_alive() {
   local rc=0
   wait "${pid[$1]}" || rc=$?
   echo "bench/metrics: newsdesk (metrics $1) died during the run, exit status $rc" >&2
-  if ((rc == 141)); then
-    echo "bench/metrics: that is SIGPIPE: a client closed its connection while newsdesk wrote to it." >&2
-    echo "bench/metrics: IGNORE_SIGPIPE=1 bench/metrics/run.sh measures anyway, with SIGPIPE ignored." >&2
-  fi
   exit 3
 }
 for side in on off; do
@@ -209,7 +200,6 @@ echo "machine: $(nproc) cores, $(uname -r); $(date -u +%Y-%m-%dT%H:%MZ); load av
 echo "$rounds rounds, alternating which instance goes first"
 echo "wrk -t$threads -c$connections -d${seconds}s; broker_loadgen topic 1 -> $subs subscribers, $messages messages of 100 bytes"
 echo "metrics-on instance: GET /metrics scraped once a second while it is measured"
-[[ ${IGNORE_SIGPIPE:-0} == 1 ]] && echo "both instances run with SIGPIPE ignored (IGNORE_SIGPIPE=1)"
 echo
 
 # Warm-up, not counted: a few seconds of /news and one broker run against each instance.
