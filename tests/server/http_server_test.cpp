@@ -13,7 +13,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <mutex>
 #include <thread>
+#include <vector>
 
 using namespace newsdesk::server;
 using namespace newsdesk::testing;
@@ -24,19 +26,25 @@ namespace {
 struct echo_server {
   boost::asio::io_context ioc;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{ioc.get_executor()};
+  // Threads answering /later. Joined before the server and its io_context go: a responder holds
+  // its connection, and the last one released (on that thread, after the client already has its
+  // answer) closes the connection's socket, which must not race the io_context's destruction.
+  std::mutex later_mutex;
+  std::vector<std::thread> later;
   http_server server;
   std::vector<std::thread> threads;
 
   explicit echo_server(http_server_limits limits = {})
       : server(
             ioc,
-            [](http_request req, responder respond) {
+            [this](http_request req, responder respond) {
               if (req.path() == "/later") {
                 // Answer from another thread, as /news does after its renders.
-                std::thread([respond] {
+                std::lock_guard lock(later_mutex);
+                later.emplace_back([respond] {
                   std::this_thread::sleep_for(50ms);
                   respond(text_response(200, "later"));
-                }).detach();
+                });
                 return;
               }
               http_response res;
@@ -51,6 +59,11 @@ struct echo_server {
       threads.emplace_back([this] { ioc.run(); });
   }
   ~echo_server() {
+    {
+      std::lock_guard lock(later_mutex);
+      for (auto& t : later)
+        t.join();
+    }
     server.stop();
     work.reset();
     ioc.stop();
