@@ -508,14 +508,16 @@ TEST_CASE("SIGHUP reloads site files and templates; open connections stay; a bro
   templates.write("news.html", "<!-- reloaded template -->\n" + original_template);
   const auto renders_before = splash.renders("https://news.example.com/");
   ::kill(running.process->pid(), SIGHUP);
+  // The reload logs its summary last, once both the sites and the template are swapped: until
+  // then the page may already list the new site under the old template.
+  REQUIRE(eventually([&] { return count(running.log(), "msg=reloaded") == 1; }));
+  CHECK(running.log().find("added=second") != std::string::npos);
   CHECK(eventually(
       [&] { return http_get(port, "/news").body.find("Second site") != std::string::npos; }));
   auto page = http_get(port, "/news");
   CHECK(page.body.find("<!-- reloaded template -->") != std::string::npos);
   CHECK(page.body.find("Declarative sites work") != std::string::npos);
   CHECK(page.body.find(".site-second { --site-bg: #ff0;") != std::string::npos);
-  CHECK(running.log().find("msg=reloaded") != std::string::npos);
-  CHECK(running.log().find("added=second") != std::string::npos);
   // The example site's scraper came from a new file: it is refreshed with it at once.
   CHECK(eventually([&] { return splash.renders("https://news.example.com/") > renders_before; }));
   CHECK(conn.get("/healthz").status == 200); // the same keep-alive connection
@@ -544,8 +546,9 @@ TEST_CASE("SIGHUP reloads site files and templates; open connections stay; a bro
   fs::remove(sites.path / "second.json");
   templates.write("news.html", original_template);
   ::kill(running.process->pid(), SIGHUP);
-  CHECK(eventually([&] { return site_names(port).count("second") == 0; }));
+  REQUIRE(eventually([&] { return count(running.log(), "msg=reloaded") == 2; }));
   CHECK(running.log().find("removed=second") != std::string::npos);
+  CHECK(site_names(port).count("second") == 0);
   page = http_get(port, "/news");
   CHECK(page.body.find("<!-- reloaded template -->") == std::string::npos);
   CHECK(page.body.find("Second site") == std::string::npos);
