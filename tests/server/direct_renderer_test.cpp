@@ -1,12 +1,15 @@
 #include "server/direct_renderer.hpp"
 #include "server/http_client.hpp"
 #include "tests/support/harness.hpp"
+#include "tests/support/http_get.hpp"
 #include "tests/support/splash_standin.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
 #include <doctest/doctest.h>
+
+#include <unistd.h>
 
 #include <cstdlib>
 #include <future>
@@ -106,7 +109,13 @@ TEST_CASE("direct: https pages are fetched with the certificate checked") {
                        {"-c", "cd " + d + " && exec openssl s_server -quiet -WWW -accept " +
                                   std::to_string(port) + " -cert cert.pem -key key.pem"},
                        {}, d + "/server.log");
-  std::this_thread::sleep_for(300ms);
+  // Ready once it accepts (a connection closed before the handshake does not stop it).
+  REQUIRE(eventually([&] {
+    int fd = connect_loopback(static_cast<unsigned short>(port));
+    if (fd >= 0)
+      ::close(fd);
+    return fd >= 0;
+  }));
   auto url = "https://127.0.0.1:" + std::to_string(port) + "/page.html";
 
   rig trusting(tls_options{true, d + "/cert.pem"});
