@@ -269,13 +269,17 @@ class session : public connection_base, public std::enable_shared_from_this<sess
       if (n > 0 || (n < 0 && errno == EINTR))
         continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        // The deadline may fire just as the socket turns writable, its handler already queued
+        // where cancel() cannot stop it: it acts only if this wait is still the current one.
+        const auto wait = ++file_waits_;
         file_deadline_.expires_after(state_->limits.write_timeout);
-        file_deadline_.async_wait([self = shared_from_this()](error_code timer_ec) {
-          if (!timer_ec) // the client stopped reading: give up on it
+        file_deadline_.async_wait([self = shared_from_this(), wait](error_code timer_ec) {
+          if (!timer_ec && self->file_waits_ == wait) // the client stopped reading: give up
             self->stream_.socket().cancel();
         });
         socket.async_wait(tcp::socket::wait_write,
                           [self = shared_from_this(), file, offset](error_code wait_ec) mutable {
+                            ++self->file_waits_;
                             self->file_deadline_.cancel();
                             if (wait_ec)
                               return self->on_write(wait_ec, 0);
@@ -349,6 +353,7 @@ class session : public connection_base, public std::enable_shared_from_this<sess
   std::optional<request_parser> parser_;
   std::shared_ptr<http_server::state> state_;
   net::steady_timer file_deadline_; // bounds each wait while sending a file body
+  std::uint64_t file_waits_ = 0;    // which wait the deadline belongs to
   bool keep_alive_ = false;
   bool head_ = false;
   unsigned version_ = 11;
