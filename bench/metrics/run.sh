@@ -72,27 +72,11 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
-# Waits (at most $3 seconds) until file $1 contains a line matching $2; prints the match.
-wait_for_line() {
-  local deadline=$((SECONDS + $3))
-  until grep -m1 -o -E "$2" "$1" 2>/dev/null; do
-    ((SECONDS < deadline)) || { echo "bench/metrics: gave up waiting for '$2' in $1:" >&2; cat "$1" >&2; exit 1; }
-    sleep 0.1
-  done
-}
+bench=bench/metrics
+source "$root/bench/saved_sites.sh"
 
 # --- the stand-in, serving the saved pages for the shipped sites' URLs -----------------------
-standin_args=(
-  "https://edition.cnn.com/=$pages/cnn-2025-home-rendered.html"
-  "https://news.ycombinator.com/=$pages/hn-2022.html"
-  "https://www.bbc.com/news=$pages/bbc-2025-news-rendered.html"
-  "https://www.reuters.com/world/=$pages/reuters-2026-world-rendered.html"
-  "https://apnews.com/world-news=$pages/apnews-2026-world-rendered.html"
-  "https://www.aljazeera.com/=$root/tests/fixtures/scrapers/aljazeera-2024-home.html"
-)
-"$build/tests/server/splash-standin" "${standin_args[@]}" >"$tmp/standin.out" 2>&1 &
-pids+=("$!")
-splash=$(wait_for_line "$tmp/standin.out" 'http://127\.0\.0\.1:[0-9]+' 10)
+start_saved_sites_standin
 
 # --- two newsdesk instances, identical but for NEWSDESK_METRICS ---------------------------------
 # An hour's interval keeps background refreshes (a 4 MB parse each for CNN) out of even a long

@@ -46,31 +46,14 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Waits (at most $3 seconds) until file $1 contains a line matching $2; prints the match.
-wait_for_line() {
-  local deadline=$((SECONDS + $3))
-  until grep -m1 -o -E "$2" "$1" 2>/dev/null; do
-    ((SECONDS < deadline)) || { echo "bench/news: gave up waiting for '$2' in $1:" >&2; cat "$1" >&2; exit 1; }
-    sleep 0.1
-  done
-}
+bench=bench/news
+source "$root/bench/saved_sites.sh"
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
 # --- the stand-in, serving the saved pages for the shipped sites' URLs -----------------------
-standin_args=(
-  "https://edition.cnn.com/=$pages/cnn-2025-home-rendered.html"
-  "https://news.ycombinator.com/=$pages/hn-2022.html"
-  "https://www.bbc.com/news=$pages/bbc-2025-news-rendered.html"
-  "https://www.reuters.com/world/=$pages/reuters-2026-world-rendered.html"
-  "https://apnews.com/world-news=$pages/apnews-2026-world-rendered.html"
-  "https://www.aljazeera.com/=$root/tests/fixtures/scrapers/aljazeera-2024-home.html"
-)
-"$build/tests/server/splash-standin" "${standin_args[@]}" >"$tmp/standin.out" 2>&1 &
-standin_pid=$!
-pids+=("$standin_pid")
-splash=$(wait_for_line "$tmp/standin.out" 'http://127\.0\.0\.1:[0-9]+' 10)
+start_saved_sites_standin
 
 # Renders so far, per the stand-in (it prints its counts on SIGUSR1).
 renders_total() {

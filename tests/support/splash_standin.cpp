@@ -33,6 +33,22 @@ std::string read_file(const std::string& path, bool* found) {
   return out.str();
 }
 
+std::string serve_files(splash_standin& standin, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto eq = arg.find('=');
+    bool found = false;
+    if (eq != std::string::npos) {
+      auto html = read_file(arg.substr(eq + 1), &found);
+      if (found)
+        standin.set(arg.substr(0, eq), standin_page::page(std::move(html)));
+    }
+    if (!found)
+      return arg;
+  }
+  return {};
+}
+
 namespace {
 
 std::string decode(std::string_view in) {

@@ -65,4 +65,8 @@ class splash_standin {
 // sets `found`.
 std::string read_file(const std::string& path, bool* found = nullptr);
 
+// Serves each "URL=FILE" argument's file as the page for URL (the stand-in programs' command
+// line). Returns the first argument it cannot use, or an empty string.
+std::string serve_files(splash_standin& standin, int argc, char** argv);
+
 } // namespace newsdesk::testing

@@ -21,19 +21,9 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   newsdesk::testing::splash_standin standin;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto eq = arg.find('=');
-    bool found = false;
-    if (eq != std::string::npos) {
-      auto html = newsdesk::testing::read_file(arg.substr(eq + 1), &found);
-      if (found)
-        standin.set(arg.substr(0, eq), newsdesk::testing::standin_page::page(std::move(html)));
-    }
-    if (!found) {
-      std::fprintf(stderr, "usage: splash-standin URL=FILE...  (cannot use '%s')\n", argv[i]);
-      return 2;
-    }
+  if (auto bad = newsdesk::testing::serve_files(standin, argc, argv); !bad.empty()) {
+    std::fprintf(stderr, "usage: splash-standin URL=FILE...  (cannot use '%s')\n", bad.c_str());
+    return 2;
   }
   std::printf("listening on %s\n", standin.base_url().c_str());
   std::fflush(stdout);
