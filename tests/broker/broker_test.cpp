@@ -21,7 +21,11 @@ using namespace newsdesk::broker::test;
 namespace {
 
 std::string msg(int i) {
-  return "m" + std::to_string(i);
+  // Appending instead of "m" + to_string(i): GCC 12 at -O3 reports a false -Wrestrict on
+  // operator+(const char*, string&&).
+  std::string s = "m";
+  s += std::to_string(i);
+  return s;
 }
 
 int num(const std::string& s) {
