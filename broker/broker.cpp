@@ -110,8 +110,8 @@ struct counters {
       channels_current{0}, subscribers_current{0}, messages_in{0}, deliveries{0}, bytes_in{0},
       bytes_out{0}, queued_bytes{0}, backlog_messages{0}, backlog_bytes{0}, publishers_paused{0};
   std::atomic<std::uint64_t> drop_no_subscriber{0}, drop_queue_full{0}, drop_backlog_full{0},
-      drop_disconnected{0}, drop_shutdown{0};
-  std::atomic<std::uint64_t> dis[11] = {};
+      drop_channel_limit{0}, drop_disconnected{0}, drop_shutdown{0};
+  std::atomic<std::uint64_t> dis[12] = {};
 };
 
 void add(std::atomic<std::uint64_t>& a, std::uint64_t n) noexcept {
@@ -135,6 +135,7 @@ enum class close_reason {
   hard_limit,
   write_timeout,
   partial_frame_timeout,
+  channel_limit,
   io_error,
   shutdown,
 };
@@ -162,6 +163,7 @@ struct channel {
   std::size_t backlog_bytes = 0;
   std::vector<std::shared_ptr<session>> blocked; // publishers paused on a full backlog
   bool pump_posted = false;
+  bool starved = false; // listed in core::starved_: a publisher waits for broker-wide room
 };
 
 bool is_queue_name(std::string_view name) {
@@ -260,8 +262,8 @@ class core : public std::enable_shared_from_this<core> {
   void arm_sweep();
   void sweep();
 
-  // Tables (strand only)
-  void subscribe(session& s, std::string_view name);
+  // Tables (strand only). subscribe() is false when the channel would be one too many.
+  [[nodiscard]] bool subscribe(session& s, std::string_view name);
   void unsubscribe(session& s);
   void register_session(session& s);
   void unregister_session(session& s);
@@ -278,6 +280,7 @@ class core : public std::enable_shared_from_this<core> {
   void schedule_pump(channel& ch);
   void pump(channel& ch);
   void resume_blocked(channel& ch);
+  void resume_starved();
   void mark_flush(session& s);
   void run_flush();
   void defer_close(session& s, close_reason why);
@@ -298,6 +301,9 @@ class core : public std::enable_shared_from_this<core> {
   }
 
   static constexpr std::size_t max_iov = 64;
+  // What one backlog run costs besides its data (slice, block header, allocator rounding),
+  // charged against backlog_total_max_bytes so that runs of tiny messages cannot hide memory.
+  static constexpr std::size_t run_overhead = 64;
 
   config cfg_;
   net::strand<net::io_context::executor_type> strand_;
@@ -310,6 +316,10 @@ class core : public std::enable_shared_from_this<core> {
 
   std::unordered_map<std::string, std::shared_ptr<channel>, string_hash, std::equal_to<>> channels_;
   std::vector<session*> sessions_; // non-owning: for sweep and shutdown only
+  std::size_t backlog_total_ = 0;  // bytes charged against cfg_.backlog_total_max_bytes
+  // Channels whose paused publisher waits for room under backlog_total_max_bytes rather than
+  // in its own backlog; any channel's pump that frees room resumes them.
+  std::vector<std::shared_ptr<channel>> starved_;
   std::vector<std::shared_ptr<session>> flush_list_;
   std::vector<std::shared_ptr<session>> flushing_;
   bool flush_posted_ = false;
@@ -439,7 +449,10 @@ std::size_t session::consume(const char* data, std::size_t size) {
       return size;
     }
     subscribed_ = true;
-    c.subscribe(*this, r.payload);
+    if (!c.subscribe(*this, r.payload)) {
+      close(close_reason::channel_limit);
+      return size;
+    }
     pos = r.size;
   }
 
@@ -586,7 +599,9 @@ void session::do_write() {
       front_written_ = 0;
       out_.pop_front();
     }
-    if (chan_ && chan_->is_queue && !chan_->backlog.empty())
+    // Room in this queue may let a backlog move on or a paused publisher deliver directly
+    // (one paused by the broker-wide cap can have an empty backlog of its own).
+    if (chan_ && chan_->is_queue && (!chan_->backlog.empty() || !chan_->blocked.empty()))
       c.schedule_pump(*chan_);
     if (n < asked)
       return wait_write();
@@ -650,6 +665,7 @@ void session::close(close_reason why) {
     auto& b = blocked_on_->blocked;
     std::erase_if(b, [this](const std::shared_ptr<session>& p) { return p.get() == this; });
     sub(c.ctr_.publishers_paused, 1);
+    c.maybe_erase(*blocked_on_); // it may have kept an otherwise empty channel alive
     blocked_on_.reset();
   }
   add(c.ctr_.drop_disconnected, out_messages_);
@@ -796,6 +812,8 @@ void core::unregister_session(session& s) {
 std::shared_ptr<channel> core::find_or_create(std::string_view name) {
   if (auto it = channels_.find(name); it != channels_.end())
     return it->second;
+  if (channels_.size() >= cfg_.max_channels)
+    return nullptr;
   auto ch = std::make_shared<channel>();
   ch->name = std::string(name);
   ch->is_queue = is_queue_name(name);
@@ -813,14 +831,17 @@ void core::maybe_erase(channel& ch) {
   }
 }
 
-void core::subscribe(session& s, std::string_view name) {
+bool core::subscribe(session& s, std::string_view name) {
   auto ch = find_or_create(name);
+  if (!ch)
+    return false;
   s.chan_index_ = ch->subs.size();
   ch->subs.push_back(&s);
   add(ctr_.subscribers_current, 1);
   if (ch->is_queue && !ch->backlog.empty())
     schedule_pump(*ch);
   s.chan_ = std::move(ch);
+  return true;
 }
 
 void core::unsubscribe(session& s) {
@@ -841,8 +862,14 @@ std::size_t core::publish_run(std::string_view name, std::span<const msg_view> m
   std::shared_ptr<channel> ch;
   if (auto it = channels_.find(name); it != channels_.end())
     ch = it->second;
-  else if (is_queue_name(name))
+  else if (is_queue_name(name)) {
     ch = find_or_create(name);
+    if (!ch) {
+      add(ctr_.messages_in, n);
+      add(ctr_.drop_channel_limit, n);
+      return n;
+    }
+  }
   if (!ch || (!ch->is_queue && ch->subs.empty())) {
     add(ctr_.messages_in, n);
     add(ctr_.drop_no_subscriber, n);
@@ -851,6 +878,7 @@ std::size_t core::publish_run(std::string_view name, std::span<const msg_view> m
   if (ch->is_queue) {
     const std::size_t taken = publish_queue(*ch, msgs, from);
     add(ctr_.messages_in, taken);
+    maybe_erase(*ch); // a channel this call created but left empty (all dropped) must not stay
     return taken;
   }
   std::size_t total = 0;
@@ -920,7 +948,8 @@ std::size_t core::publish_queue(channel& ch, std::span<const msg_view> msgs, ses
   std::size_t k = 0;
   std::size_t bytes = 0;
   while (k < rest.size() && ch.backlog_messages + k < cfg_.backlog_max_messages &&
-         ch.backlog_bytes + bytes + rest[k].size <= cfg_.backlog_max_bytes)
+         ch.backlog_bytes + bytes + rest[k].size <= cfg_.backlog_max_bytes &&
+         backlog_total_ + run_overhead + bytes + rest[k].size <= cfg_.backlog_total_max_bytes)
     bytes += rest[k++].size;
   if (k > 0) {
     auto block = make_block(bytes);
@@ -933,6 +962,7 @@ std::size_t core::publish_queue(channel& ch, std::span<const msg_view> msgs, ses
                                static_cast<std::uint32_t>(k)});
     ch.backlog_messages += k;
     ch.backlog_bytes += bytes;
+    backlog_total_ += bytes + run_overhead;
     add(ctr_.backlog_messages, k);
     add(ctr_.backlog_bytes, bytes);
     if (!ch.subs.empty())
@@ -950,6 +980,13 @@ std::size_t core::publish_queue(channel& ch, std::span<const msg_view> msgs, ses
   from->blocked_on_ = channels_.find(ch.name)->second;
   ch.blocked.push_back(from->shared_from_this());
   add(ctr_.publishers_paused, 1);
+  const bool channel_has_room = ch.backlog_messages < cfg_.backlog_max_messages &&
+                                ch.backlog_bytes + msgs[taken].size <= cfg_.backlog_max_bytes;
+  if (channel_has_room && !ch.starved) {
+    // Only the broker-wide cap stopped it: another channel's pump must wake it.
+    ch.starved = true;
+    starved_.push_back(from->blocked_on_);
+  }
   return taken;
 }
 
@@ -1042,6 +1079,7 @@ void core::pump(channel& ch) {
         left -= f.messages;
         at += f.messages;
         ch.backlog.pop_front();
+        backlog_total_ -= run_overhead;
         continue;
       }
       std::size_t adv = 0;
@@ -1054,12 +1092,14 @@ void core::pump(channel& ch) {
     }
     ch.backlog_messages -= taken;
     ch.backlog_bytes -= bytes;
+    backlog_total_ -= bytes;
     sub(ctr_.backlog_messages, taken);
     sub(ctr_.backlog_bytes, bytes);
     if (taken < pump_msgs_.size())
       break;
   }
   resume_blocked(ch);
+  resume_starved();
   maybe_erase(ch);
 }
 
@@ -1072,6 +1112,20 @@ void core::resume_blocked(channel& ch) {
     net::post(strand_, [s = std::move(p)] { s->resume(); });
   }
   ch.blocked.clear();
+}
+
+// Resumes publishers that only the broker-wide backlog cap held back, once there is room. One
+// that still finds none pauses again; nothing here loops, since only a pump calls this.
+void core::resume_starved() {
+  if (starved_.empty() || backlog_total_ >= cfg_.backlog_total_max_bytes)
+    return;
+  auto waiting = std::move(starved_);
+  starved_.clear();
+  for (auto& ch : waiting) {
+    ch->starved = false;
+    resume_blocked(*ch);
+    maybe_erase(*ch);
+  }
 }
 
 void core::mark_flush(session& s) {
@@ -1153,6 +1207,8 @@ void core::maybe_finish_shutdown() {
     shutdown_timer_.cancel();
     sweep_timer_.cancel();
     channels_.clear();
+    starved_.clear();
+    backlog_total_ = 0;
     add(ctr_.drop_disconnected, get(ctr_.backlog_messages));
     ctr_.backlog_messages.store(0);
     ctr_.backlog_bytes.store(0);
@@ -1183,14 +1239,15 @@ stats_snapshot core::snapshot() const {
   s.drops.no_subscriber = get(c.drop_no_subscriber);
   s.drops.queue_full = get(c.drop_queue_full);
   s.drops.backlog_full = get(c.drop_backlog_full);
+  s.drops.channel_limit = get(c.drop_channel_limit);
   s.drops.disconnected = get(c.drop_disconnected);
   s.drops.shutdown = get(c.drop_shutdown);
   auto& d = s.disconnects;
   std::uint64_t* fields[] = {
       &d.client_closed,         &d.done,          &d.truncated_frame, &d.frame_too_large,
       &d.channel_name_too_long, &d.slow_consumer, &d.hard_limit,      &d.write_timeout,
-      &d.partial_frame_timeout, &d.io_error,      &d.shutdown};
-  for (int i = 0; i < 11; ++i)
+      &d.partial_frame_timeout, &d.channel_limit, &d.io_error,        &d.shutdown};
+  for (int i = 0; i < 12; ++i)
     *fields[i] = get(c.dis[i]);
   return s;
 }
@@ -1233,6 +1290,12 @@ void server::start() {
 }
 
 void server::publish(std::string_view channel, std::string_view data) {
+  // The same limits a network publisher meets; a longer name would become a table key that
+  // no network client could ever subscribe to.
+  if (channel.empty())
+    throw std::invalid_argument("broker: publish to an empty channel name");
+  if (channel.size() > core_->cfg_.max_channel_name)
+    throw std::length_error("broker: channel name exceeds max_channel_name");
   if (data.size() > core_->cfg_.max_frame_bytes)
     throw std::length_error("broker: published message exceeds max_frame_bytes");
   const std::size_t size = frame_header_bytes + data.size();

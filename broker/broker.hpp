@@ -48,7 +48,9 @@ class server {
   /// Copies `data` once into a shared buffer and returns at once; delivery happens on the
   /// broker's strand. A /queue message that finds a full backlog, or any message published
   /// after shutdown began, is dropped and counted (an in-process caller cannot be paused).
-  /// Throws std::length_error if data exceeds cfg.max_frame_bytes.
+  /// Throws std::length_error if channel exceeds cfg.max_channel_name or data exceeds
+  /// cfg.max_frame_bytes (the limits a network publisher meets), std::invalid_argument if
+  /// channel is empty.
   void publish(std::string_view channel, std::string_view data);
 
   /// A consistent-enough snapshot of the counters (each read atomically; see stats.hpp).

@@ -56,6 +56,8 @@ void to_json(nlohmann::json& j, const config& c) {
                      {"write_deadline_ms", c.write_deadline.count()},
                      {"backlog_max_messages", c.backlog_max_messages},
                      {"backlog_max_bytes", c.backlog_max_bytes},
+                     {"backlog_total_max_bytes", c.backlog_total_max_bytes},
+                     {"max_channels", c.max_channels},
                      {"partial_frame_timeout_ms", c.partial_frame_timeout.count()},
                      {"shutdown_deadline_ms", c.shutdown_deadline.count()},
                      {"read_chunk_bytes", c.read_chunk_bytes},
@@ -95,6 +97,10 @@ void from_json(const nlohmann::json& j, config& c) {
       read_key(j, "backlog_max_messages", c.backlog_max_messages);
     else if (k == "backlog_max_bytes")
       read_key(j, "backlog_max_bytes", c.backlog_max_bytes);
+    else if (k == "backlog_total_max_bytes")
+      read_key(j, "backlog_total_max_bytes", c.backlog_total_max_bytes);
+    else if (k == "max_channels")
+      read_key(j, "max_channels", c.max_channels);
     else if (k == "partial_frame_timeout_ms")
       read_ms(j, "partial_frame_timeout_ms", c.partial_frame_timeout);
     else if (k == "shutdown_deadline_ms")
@@ -110,6 +116,8 @@ void from_json(const nlohmann::json& j, config& c) {
     throw std::invalid_argument("broker config: key \"max_frame_bytes\" must be in 1..2^31-1");
   if (c.max_channel_name == 0)
     throw std::invalid_argument("broker config: key \"max_channel_name\" must be positive");
+  if (c.max_channels == 0)
+    throw std::invalid_argument("broker config: key \"max_channels\" must be positive");
   if (c.read_chunk_bytes < 4096)
     throw std::invalid_argument("broker config: key \"read_chunk_bytes\" must be >= 4096");
 }

@@ -61,6 +61,20 @@ struct config {
   /// do not fit are dropped and counted.
   std::size_t backlog_max_messages = 100000;
   std::size_t backlog_max_bytes = 16 * 1024 * 1024;
+  /// All /queue backlogs together, in bytes, each run of messages charged 64 bytes on top of
+  /// its data for its bookkeeping. The per-channel bounds alone let a publisher that invents
+  /// /queue names park 16 MiB under each; this caps the sum. A network publisher needing
+  /// backlog room while the sum is at the cap is paused, as on a full channel backlog; an
+  /// in-process publish is dropped (drops.backlog_full). 64 MiB is four full channel backlogs,
+  /// the same order as one subscriber's hard_limit_bytes.
+  std::size_t backlog_total_max_bytes = 64 * 1024 * 1024;
+  /// Most channels at once. A channel lives while it has a subscriber, a backlog or a paused
+  /// publisher, so a publisher inventing /queue names creates one per name. At the limit, a
+  /// subscribe to a new channel closes that connection (disconnects.channel_limit) and a
+  /// /queue publish that would create one is dropped (drops.channel_limit). Every connection
+  /// subscribes to one channel, so 32768 is max_connections twice over; an entry costs well
+  /// under 1 KiB (name up to max_channel_name, tables), so the table stays under ~30 MiB.
+  std::size_t max_channels = 32768;
 
   /// A connection that has sent part of a frame and nothing more for this long is closed: it
   /// protects against peers that vanish without a FIN. 0 disables it.

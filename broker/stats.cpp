@@ -24,6 +24,7 @@ void to_json(nlohmann::json& j, const stats_snapshot& s) {
                       {{"no_subscriber", d.no_subscriber},
                        {"queue_full", d.queue_full},
                        {"backlog_full", d.backlog_full},
+                       {"channel_limit", d.channel_limit},
                        {"disconnected", d.disconnected},
                        {"shutdown", d.shutdown}}},
                      {"disconnects",
@@ -36,6 +37,7 @@ void to_json(nlohmann::json& j, const stats_snapshot& s) {
                        {"hard_limit", x.hard_limit},
                        {"write_timeout", x.write_timeout},
                        {"partial_frame_timeout", x.partial_frame_timeout},
+                       {"channel_limit", x.channel_limit},
                        {"io_error", x.io_error},
                        {"shutdown", x.shutdown}}}};
 }

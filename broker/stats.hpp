@@ -15,6 +15,7 @@ struct drop_counts {
   std::uint64_t no_subscriber = 0; ///< /topic message published where nobody listens
   std::uint64_t queue_full = 0;    ///< a subscriber's queue had no room (drop_newest policy)
   std::uint64_t backlog_full = 0;  ///< in-process /queue publish with a full backlog
+  std::uint64_t channel_limit = 0; ///< /queue publish that would create a channel over max_channels
   std::uint64_t disconnected = 0;  ///< still queued for a subscriber when it was closed
   std::uint64_t shutdown = 0;      ///< in-process publish after shutdown began
 };
@@ -29,6 +30,7 @@ struct disconnect_counts {
   std::uint64_t hard_limit = 0;            ///< owed bytes above hard_limit_bytes
   std::uint64_t write_timeout = 0;         ///< no write progress within write_deadline
   std::uint64_t partial_frame_timeout = 0; ///< half a frame and then silence
+  std::uint64_t channel_limit = 0;         ///< subscribe to a new channel over max_channels
   std::uint64_t io_error = 0;              ///< other socket errors
   std::uint64_t shutdown = 0;              ///< closed by graceful shutdown
 };

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
 #include <sys/resource.h>
 
 #include <atomic>
@@ -48,6 +49,80 @@ void publish_many(client& pub, std::string_view channel, int count, std::size_t 
 std::string strip(std::string s) {
   const auto dot = s.find('.');
   return dot == std::string::npos ? s : s.substr(0, dot);
+}
+
+// m<i> padded with dots to `pad` bytes, as a channel frame plus a data frame.
+void append_message(std::string& out, std::string_view channel, int i, std::size_t pad) {
+  append_frame(out, channel);
+  std::string m = msg(i);
+  if (pad > m.size())
+    m.append(pad - m.size(), '.');
+  append_frame(out, m);
+}
+
+// Feeds a stream of messages m0..m{total-1} through a non-blocking socket and counts the bytes
+// the kernel accepted, so a test can see sends stop completing (EAGAIN) and start again.
+class nonblocking_publisher {
+ public:
+  nonblocking_publisher(client& c, std::string channel, int total, std::size_t pad)
+      : c_(c)
+      , channel_(std::move(channel))
+      , total_(total)
+      , pad_(pad) {
+    ::fcntl(c_.fd(), F_SETFL, ::fcntl(c_.fd(), F_GETFL) | O_NONBLOCK);
+  }
+
+  // Sends until the kernel says EAGAIN or everything is sent; true if it hit EAGAIN.
+  bool send_until_blocked() {
+    for (;;) {
+      if (off_ == out_.size()) {
+        if (next_ == total_)
+          return false;
+        out_.clear();
+        off_ = 0;
+        for (int k = 0; k < 256 && next_ < total_; ++k)
+          append_message(out_, channel_, next_++, pad_);
+      }
+      const auto n = ::send(c_.fd(), out_.data() + off_, out_.size() - off_, MSG_NOSIGNAL);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return true;
+      if (n <= 0)
+        throw std::runtime_error(std::string("send: ") + std::strerror(errno));
+      off_ += static_cast<std::size_t>(n);
+      accepted_ += static_cast<std::size_t>(n);
+    }
+  }
+
+  // Sends everything, waiting for writability in between; false if stuck for `timeout`.
+  bool send_all(std::chrono::milliseconds timeout) {
+    while (send_until_blocked()) {
+      pollfd p{c_.fd(), POLLOUT, 0};
+      if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0)
+        return false;
+    }
+    return true;
+  }
+
+  std::size_t accepted() const { return accepted_; }
+
+ private:
+  client& c_;
+  std::string channel_;
+  int total_;
+  std::size_t pad_;
+  int next_ = 0;
+  std::string out_;
+  std::size_t off_ = 0;
+  std::size_t accepted_ = 0;
+};
+
+// True if the peer closed with FIN (recv returns 0) within `timeout`, not with a reset.
+bool closed_with_fin(int fd, std::chrono::milliseconds timeout) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0)
+    return false;
+  char byte = 0;
+  return ::recv(fd, &byte, 1, 0) == 0;
 }
 
 } // namespace
@@ -134,21 +209,44 @@ TEST_CASE("a full /queue backlog stops reading the publisher until a subscriber 
   running_broker b(cfg);
   client pub(b.port());
   pub.send_frame("/null");
-  publish_many(pub, "/queue/bp", 3000, 100);
+  // A small send buffer so the kernel's buffering ends well before the message stream does.
+  const int sndbuf = 32 * 1024;
+  ::setsockopt(pub.fd(), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+  const int total = 50000;
+  nonblocking_publisher feed(pub, "/queue/bp", total, 100);
+  REQUIRE(feed.send_until_blocked()); // TCP pushed back before the 5 MB were accepted
   REQUIRE(wait_until([&] { return b.stats().publishers_paused == 1; }));
-  std::this_thread::sleep_for(100ms);
+  // Once the broker stopped reading, the kernel buffers fill (the receive window may open a
+  // little more for a while) and then no send completes: three probes 100 ms apart in a row.
+  std::size_t stalled_at = 0;
+  int still = 0;
+  for (int probe = 0; probe < 50 && still < 3; ++probe) {
+    std::this_thread::sleep_for(100ms);
+    REQUIRE(feed.send_until_blocked());
+    still = feed.accepted() == stalled_at ? still + 1 : 0;
+    stalled_at = feed.accepted();
+  }
+  CHECK(still == 3);
+  CHECK(stalled_at < 5 * 1024 * 1024 / 2); // far from everything
   const auto s = b.stats();
   CHECK(s.backlog_messages == 100);
   CHECK(s.messages_in == 100); // the rest is held back, not dropped
+
   client sub(b.port());
   sub.send_frame("/queue/bp");
-  for (int i = 0; i < 3000; ++i) {
-    const auto m = sub.read_frame();
-    REQUIRE(m);
-    REQUIRE(strip(*m) == msg(i));
-  }
+  std::thread reader([&] {
+    for (int i = 0; i < total; ++i) {
+      const auto m = sub.read_frame();
+      REQUIRE(m);
+      REQUIRE(strip(*m) == msg(i));
+    }
+  });
+  const bool sent_all = feed.send_all(5000ms); // sends complete again, to the last byte
+  reader.join();
+  CHECK(sent_all);
+  CHECK(feed.accepted() > stalled_at);
   const auto e = b.stats();
-  CHECK(e.messages_in == 3000);
+  CHECK(e.messages_in == static_cast<std::uint64_t>(total));
   CHECK(e.publishers_paused == 0);
   CHECK(e.drops.backlog_full == 0);
 }
@@ -386,6 +484,141 @@ TEST_CASE("a zero-length channel frame makes the broker flush what it owes, then
   CHECK(c.wait_closed());
   CHECK(b.stats().disconnects.done == 1);
   CHECK(wait_until([&] { return b.stats().channels_current == 0; }));
+}
+
+TEST_CASE("a zero-length first frame closes the connection cleanly, subscribing to nothing") {
+  running_broker b;
+  client c(b.port());
+  c.send_frame("");
+  CHECK(closed_with_fin(c.fd(), 5000ms));
+  CHECK(wait_until([&] { return b.stats().connections_current == 0; }));
+  CHECK(b.stats().disconnects.done == 1);
+  CHECK(b.stats().subscribers_current == 0);
+  CHECK(b.stats().channels_current == 0);
+}
+
+TEST_CASE("a zero-length data frame is delivered as a zero-length frame") {
+  running_broker b;
+  client topic(b.port()), queue(b.port()), pub(b.port());
+  topic.send_frame("/topic/z");
+  queue.send_frame("/queue/z");
+  pub.send_frame("/null");
+  REQUIRE(b.wait_subscribers(3));
+  std::string out;
+  append_frame(out, "/topic/z");
+  append_frame(out, "");
+  append_frame(out, "/queue/z");
+  append_frame(out, "");
+  append_frame(out, "/topic/z");
+  append_frame(out, "after");
+  pub.send_raw(out);
+  CHECK(topic.read_frame() == std::optional<std::string>(""));
+  CHECK(topic.read_frame() == "after");
+  CHECK(queue.read_frame() == std::optional<std::string>(""));
+  CHECK(b.stats().deliveries == 3);
+}
+
+TEST_CASE("channels match by exact name: /topic, /topicfoo, /topic/a, /topic/ab are separate") {
+  running_broker b;
+  const std::vector<std::string> names = {"/topic",    "/topicfoo", "/topic/a",
+                                          "/topic/ab", "/queue",    "/queuefoo"};
+  std::vector<std::unique_ptr<client>> subs;
+  for (const auto& n : names) {
+    subs.push_back(std::make_unique<client>(b.port()));
+    subs.back()->send_frame(n);
+  }
+  client pub(b.port());
+  pub.send_frame("/null");
+  REQUIRE(b.wait_subscribers(names.size() + 1));
+  std::string out;
+  for (const auto& n : names) {
+    append_frame(out, n);
+    append_frame(out, "for " + n);
+  }
+  pub.send_raw(out);
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    CAPTURE(names[i]);
+    CHECK(subs[i]->read_frame() == "for " + names[i]);
+    CHECK_FALSE(subs[i]->read_frame(50ms)); // nothing meant for a name it merely prefixes
+  }
+  CHECK(b.stats().channels_current == names.size() + 1);
+}
+
+TEST_CASE("at max_channels a subscribe to a new channel is closed and a new /queue dropped") {
+  auto cfg = test_config();
+  cfg.max_channels = 3;
+  running_broker b(cfg);
+  client a(b.port());
+  a.send_frame("/topic/a");
+  client pub(b.port());
+  pub.send_frame("/null");
+  REQUIRE(b.wait_subscribers(2));
+  publish_many(pub, "/queue/kept", 1); // the third channel: a backlog
+  REQUIRE(wait_until([&] { return b.stats().backlog_messages == 1; }));
+  publish_many(pub, "/queue/refused", 5);
+  REQUIRE(wait_until([&] { return b.stats().drops.channel_limit == 5; }));
+  client extra(b.port());
+  extra.send_frame("/topic/new");
+  CHECK(extra.wait_closed());
+  CHECK(b.stats().disconnects.channel_limit == 1);
+  CHECK(b.stats().channels_current == 3);
+  // Existing channels keep working at the limit.
+  client late(b.port());
+  late.send_frame("/queue/kept");
+  CHECK(late.read_frame() == msg(0));
+  pub.publish("/topic/a", "still fine");
+  CHECK(a.read_frame() == "still fine");
+}
+
+TEST_CASE("backlogs spread over many /queue channels stop at the broker-wide cap") {
+  auto cfg = test_config();
+  cfg.backlog_total_max_bytes = 64 * 1024;
+  running_broker b(cfg);
+  client pub(b.port());
+  pub.send_frame("/null");
+  // One 1000-byte message to each of 1000 channels: 1 MB if nothing capped the sum.
+  const int channels = 1000;
+  std::string out;
+  for (int i = 0; i < channels; ++i)
+    append_message(out, "/queue/h" + std::to_string(i), i, 1000);
+  // Non-blocking: whatever the kernel does not take once the broker pauses stays unsent.
+  ::fcntl(pub.fd(), F_SETFL, ::fcntl(pub.fd(), F_GETFL) | O_NONBLOCK);
+  for (std::size_t off = 0; off < out.size();) {
+    const auto n = ::send(pub.fd(), out.data() + off, out.size() - off, MSG_NOSIGNAL);
+    if (n <= 0)
+      break;
+    off += static_cast<std::size_t>(n);
+  }
+  REQUIRE(wait_until([&] { return b.stats().publishers_paused == 1; }));
+  std::this_thread::sleep_for(100ms);
+  const auto s = b.stats();
+  CHECK(s.backlog_bytes <= cfg.backlog_total_max_bytes);
+  CHECK(s.backlog_messages > 10);
+  CHECK(s.messages_in == s.backlog_messages); // paused, nothing dropped
+  // /null, one channel per backlogged message, and the one the paused publisher waits on.
+  CHECK(s.channels_current == s.backlog_messages + 2);
+  // In-process publishes cannot wait: dropped, and they leave no empty channel behind.
+  b.srv().publish("/queue/inproc", std::string(1000, 'i'));
+  REQUIRE(wait_until([&] { return b.stats().drops.backlog_full == 1; }));
+  CHECK(b.stats().channels_current == s.channels_current);
+  // Draining one channel makes room: the publisher resumes and takes the next message.
+  client sub(b.port());
+  sub.send_frame("/queue/h0");
+  CHECK(strip(sub.read_frame().value_or("")) == msg(0));
+  CHECK(wait_until([&] { return b.stats().messages_in > s.messages_in; }));
+  CHECK(wait_until([&] { return b.stats().publishers_paused == 1; })); // paused again
+  CHECK(b.stats().backlog_bytes <= cfg.backlog_total_max_bytes);
+}
+
+TEST_CASE("in-process publish checks the channel name like the network path") {
+  auto cfg = test_config();
+  cfg.max_channel_name = 16;
+  running_broker b(cfg);
+  CHECK_THROWS_AS(b.srv().publish(std::string(17, 'x'), "data"), std::length_error);
+  CHECK_THROWS_AS(b.srv().publish("", "data"), std::invalid_argument);
+  CHECK_NOTHROW(b.srv().publish(std::string(16, 'x'), "data"));
+  CHECK(wait_until([&] { return b.stats().drops.no_subscriber == 1; }));
+  CHECK(b.stats().messages_in == 1);
 }
 
 TEST_CASE("graceful shutdown delivers what is queued to a live subscriber, then closes") {

@@ -87,3 +87,18 @@ TEST_CASE("--listen takes ADDR:PORT and rejects anything else") {
   CHECK_THROWS_AS(apply_listen_spec(c, "1.2.3.4:70000"), std::invalid_argument);
   CHECK_THROWS_AS(apply_listen_spec(c, "1.2.3.4:12x"), std::invalid_argument);
 }
+
+TEST_CASE("the broker-wide bounds have safe defaults, round-trip, and max_channels must be > 0") {
+  const config d;
+  CHECK(d.max_channels >= 2 * d.max_connections);
+  CHECK(d.backlog_total_max_bytes >= d.backlog_max_bytes);
+  const auto c = nlohmann::json::parse(R"({"max_channels": 7, "backlog_total_max_bytes": 1000})")
+                     .get<config>();
+  CHECK(c.max_channels == 7);
+  CHECK(c.backlog_total_max_bytes == 1000);
+  const nlohmann::json j = c;
+  CHECK(j.at("max_channels") == 7);
+  CHECK(j.at("backlog_total_max_bytes") == 1000);
+  CHECK_THROWS_AS((void)nlohmann::json::parse(R"({"max_channels": 0})").get<config>(),
+                  std::invalid_argument);
+}
