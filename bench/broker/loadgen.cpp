@@ -2,31 +2,47 @@
 //
 //   broker_loadgen --proto newsdesk|redis --port P --mode topic|queue|idle|stuck
 //                  [--subs N] [--messages M] [--payload BYTES] [--rate MSG_PER_S]
-//                  [--conns N] [--server-pid PID] [--window W]
+//                  [--conns N] [--server-pid PID] [--window W] [--count C]
 //
 // topic: 1 publisher, N subscribers of one channel (/topic/bench; Redis: SUBSCRIBE/PUBLISH).
-// queue: 1 publisher, N consumers of one queue (/queue/bench; Redis: LPUSH, and each consumer
-//        keeps W pipelined BRPOPs outstanding, the closest Redis equivalent).
-// idle:  N idle subscriber connections; prints the server's RSS growth per connection.
+// queue: 1 publisher, N consumers of one queue (/queue/bench; Redis: the publisher pipelines
+//        RPUSH, one message per command, and each consumer keeps W pipelined
+//        "BLMPOP 0 1 key LEFT COUNT C" outstanding, so a consumer takes up to C messages per
+//        round trip instead of one).
+// idle:  N idle subscriber connections; a probe message is published until every one of them
+//        has received it (so all subscriptions are registered), then the server's RSS growth
+//        per connection is printed (and, for Redis, PUBSUB NUMSUB as a cross-check).
 // stuck: one subscriber that never reads while M messages are published; prints server RSS.
 //
 // Each payload carries a sequence number and a send timestamp (CLOCK_MONOTONIC ns, shared by
 // processes on one machine). Throughput is deliveries *received* per second; latency is
 // receive time minus send time. Before measuring, probe messages are sent until every
 // subscriber has seen one, so the run starts with all subscriptions in place.
+//
+// Both protocols get the same client costs: one 256 KiB read per readiness, frames or RESP
+// replies parsed in place (no copy, no allocation per message), publishes built from a
+// precomputed per-message header and written 512 at a time. With --server-pid, flow runs
+// also print the CPU share the server and this client used during the measured interval,
+// which tells which side limits throughput.
 // Prints one line beginning with RESULT, as key=value pairs.
 
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <iterator>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -57,8 +73,48 @@ struct options {
   std::uint64_t rate = 0; // 0: as fast as possible
   int conns = 10000;
   int server_pid = 0;
-  int window = 64;
+  int window = 2;
+  int count = 1000;
 };
+
+// CPU seconds (user + system) a process has used, from /proc/PID/stat; -1 if unreadable.
+double proc_cpu_s(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')'); // the command name may hold spaces
+  if (close == std::string::npos)
+    return -1;
+  std::istringstream rest(text.substr(close + 2));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  // Fields after the name start at 3 (state); utime and stime are fields 14 and 15.
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14)
+      utime = std::stoull(field);
+    if (i == 15)
+      stime = std::stoull(field);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// Seconds a thread has spent runnable but waiting for a CPU (the second field of
+// /proc/PID/schedstat): on this shared machine, time other jobs took from it.
+double runq_wait_s(const std::string& pid) {
+  std::ifstream in("/proc/" + pid + "/schedstat");
+  unsigned long long on_cpu = 0, waiting = 0;
+  if (!(in >> on_cpu >> waiting))
+    return -1;
+  return static_cast<double>(waiting) / 1e9;
+}
+
+double self_cpu_s() {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  auto secs = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  return secs(ru.ru_utime) + secs(ru.ru_stime);
+}
 
 long rss_kib(int pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
@@ -159,6 +215,55 @@ std::size_t parse_resp(const char* p, const char* end, std::string_view& first,
   return static_cast<std::size_t>(p - start);
 }
 
+// Reads a RESP line "<type><integer>\r\n" at c and advances past it; false if incomplete.
+bool read_int_line(const char*& c, const char* end, char type, long& v) {
+  if (c >= end)
+    return false;
+  const void* cr = std::memchr(c, '\r', static_cast<std::size_t>(end - c));
+  if (!cr || static_cast<const char*>(cr) + 1 >= end)
+    return false;
+  const char* e = static_cast<const char*>(cr);
+  if (*c != type)
+    throw std::runtime_error("unexpected RESP reply: " + std::string(c, e));
+  if (std::from_chars(c + 1, e, v).ec != std::errc())
+    throw std::runtime_error("bad RESP integer: " + std::string(c, e));
+  c = e + 2;
+  return true;
+}
+
+// Parses one "BLMPOP ... COUNT" reply, *2 [key, *N [bulk...]], putting views of the N values
+// (into the read buffer) in `items`. Returns bytes consumed, 0 if incomplete.
+std::size_t parse_blmpop(const char* p, const char* end, std::vector<std::string_view>& items) {
+  const char* c = p;
+  long n = 0;
+  if (!read_int_line(c, end, '*', n))
+    return 0;
+  if (n != 2)
+    throw std::runtime_error("BLMPOP reply is not [key, values]");
+  long len = 0;
+  if (!read_int_line(c, end, '$', len))
+    return 0;
+  if (end - c < len + 2)
+    return 0;
+  c += len + 2;
+  if (!read_int_line(c, end, '*', n))
+    return 0;
+  items.clear();
+  for (long i = 0; i < n; ++i) {
+    if (!read_int_line(c, end, '$', len))
+      return 0;
+    if (end - c < len + 2)
+      return 0;
+    items.emplace_back(c, static_cast<std::size_t>(len));
+    c += len + 2;
+  }
+  return static_cast<std::size_t>(c - p);
+}
+
+std::string blmpop_command(std::string_view key, int count) {
+  return resp_command({"BLMPOP", "0", "1", key, "LEFT", "COUNT", std::to_string(count)});
+}
+
 struct shared_state {
   options opt;
   net::io_context* ioc = nullptr;
@@ -166,6 +271,10 @@ struct shared_state {
   bool redis = false;
   bool queue = false;
   std::string channel;
+  // What precedes the payload of every Redis pub/sub message on `channel`; matched with one
+  // memcmp so the common case needs no general RESP parsing.
+  std::string push_prefix;
+  std::string pop_command; // one BLMPOP, reissued per reply
   int ready = 0;
   bool started = false;
   bool publishing_done = false;
@@ -178,14 +287,19 @@ struct shared_state {
   std::vector<std::uint8_t> seen_queue;
   std::vector<std::uint32_t> lat_us;
   bool finished = false;
+  double server_cpu0 = 0;
+  double client_cpu0 = 0;
+  double server_wait0 = 0;
+  double client_wait0 = 0;
 };
 
 class subscriber : public std::enable_shared_from_this<subscriber> {
  public:
-  subscriber(shared_state& st, int rcvbuf = 0)
+  subscriber(shared_state& st, int rcvbuf = 0, std::size_t read_bytes = 256 * 1024)
       : st_(st)
       , sock_(*st.ioc)
-      , rcvbuf_(rcvbuf) {
+      , rcvbuf_(rcvbuf)
+      , read_bytes_(read_bytes) {
     if (!st_.queue && st_.opt.mode == "topic")
       seen_.assign(st_.opt.messages, 0);
   }
@@ -205,7 +319,7 @@ class subscriber : public std::enable_shared_from_this<subscriber> {
         hello = resp_command({"SUBSCRIBE", self->st_.channel});
       } else {
         for (int i = 0; i < self->st_.opt.window; ++i)
-          hello += resp_command({"BRPOP", self->st_.channel, "0"});
+          hello += blmpop_command(self->st_.channel, self->st_.opt.count);
       }
       net::write(self->sock_, net::buffer(hello));
       self->connected = true;
@@ -220,7 +334,7 @@ class subscriber : public std::enable_shared_from_this<subscriber> {
  private:
   void do_read() {
     if (buf_.empty())
-      buf_.resize(256 * 1024);
+      buf_.resize(read_bytes_);
     sock_.async_read_some(net::buffer(buf_.data() + have_, buf_.size() - have_),
                           [self = shared_from_this()](const error_code& ec, std::size_t n) {
                             if (ec)
@@ -233,7 +347,7 @@ class subscriber : public std::enable_shared_from_this<subscriber> {
     have_ += n;
     const char* p = buf_.data();
     const char* end = p + have_;
-    std::size_t popped = 0;
+    std::size_t replies = 0;
     if (!st_.redis) {
       while (end - p >= 4) {
         const std::uint32_t len = get_be32(p);
@@ -242,17 +356,19 @@ class subscriber : public std::enable_shared_from_this<subscriber> {
         on_payload(p + 4, len);
         p += 4 + len;
       }
+    } else if (st_.queue) {
+      while (const std::size_t used = parse_blmpop(p, end, items_)) {
+        for (const auto v : items_)
+          on_payload(v.data(), v.size());
+        p += used;
+        ++replies;
+      }
     } else {
-      for (;;) {
-        std::string_view first, last;
-        const std::size_t used = parse_resp(p, end, first, last);
+      while (p < end) {
+        const std::size_t used = parse_push(p, end);
         if (used == 0)
           break;
         p += used;
-        if (first == "message" || (st_.queue && !first.empty())) {
-          on_payload(last.data(), last.size());
-          ++popped;
-        }
       }
     }
     const std::size_t rest = static_cast<std::size_t>(end - p);
@@ -260,14 +376,33 @@ class subscriber : public std::enable_shared_from_this<subscriber> {
     have_ = rest;
     if (rest == buf_.size())
       buf_.resize(buf_.size() * 2);
-    if (popped > 0 && st_.queue && !st_.finished) {
-      std::string more;
-      for (std::size_t i = 0; i < popped; ++i)
-        more += resp_command({"BRPOP", st_.channel, "0"});
-      net::write(sock_, net::buffer(more));
+    if (replies > 0 && !st_.finished) {
+      more_.clear();
+      for (std::size_t i = 0; i < replies; ++i)
+        more_ += st_.pop_command;
+      net::write(sock_, net::buffer(more_));
     }
     if (!st_.finished)
       do_read();
+  }
+
+  // One pub/sub push at p: the fast path for "message" on our channel, the general parser for
+  // anything else (the SUBSCRIBE confirmation). Bytes consumed, 0 if incomplete.
+  std::size_t parse_push(const char* p, const char* end) {
+    const std::string& pre = st_.push_prefix;
+    const auto avail = static_cast<std::size_t>(end - p);
+    if (std::memcmp(p, pre.data(), std::min(avail, pre.size())) == 0) {
+      if (avail <= pre.size())
+        return 0;
+      const char* c = p + pre.size() - 1; // at the '$' of the payload's length
+      long len = 0;
+      if (!read_int_line(c, end, '$', len) || end - c < len + 2)
+        return 0;
+      on_payload(c, static_cast<std::size_t>(len));
+      return static_cast<std::size_t>(c + len + 2 - p);
+    }
+    std::string_view first, last;
+    return parse_resp(p, end, first, last);
   }
 
   void on_payload(const char* p, std::size_t n) {
@@ -306,6 +441,9 @@ class subscriber : public std::enable_shared_from_this<subscriber> {
   std::vector<char> buf_;
   std::size_t have_ = 0;
   int rcvbuf_;
+  std::size_t read_bytes_;
+  std::vector<std::string_view> items_; // values of one BLMPOP reply, reused
+  std::string more_;                    // BLMPOPs to reissue, reused
   bool ready_ = false;
   std::uint64_t received_ = 0;
   std::int64_t last_ = -1;
@@ -318,7 +456,21 @@ class publisher : public std::enable_shared_from_this<publisher> {
       : st_(st)
       , sock_(*st.ioc)
       , timer_(*st.ioc)
-      , payload_(st.opt.payload, 'x') {}
+      , payload_(st.opt.payload, 'x') {
+    // Everything but the payload is the same for every message: build it once.
+    if (!st_.redis) {
+      append_frame(head_, st_.channel);
+      append_be32(head_, static_cast<std::uint32_t>(payload_.size()));
+    } else {
+      head_ = "*3\r\n";
+      append_bulk(head_, st_.queue ? "RPUSH" : "PUBLISH");
+      append_bulk(head_, st_.channel);
+      head_ += '$';
+      head_ += std::to_string(payload_.size());
+      head_ += "\r\n";
+      tail_ = "\r\n";
+    }
+  }
 
   void start() {
     sock_.connect(st_.ep);
@@ -342,17 +494,12 @@ class publisher : public std::enable_shared_from_this<publisher> {
   }
 
   void append_message(std::string& out, std::uint64_t seq, std::uint64_t ts) {
-    put_u64(payload_.data(), seq);
-    put_u64(payload_.data() + 8, ts);
-    if (!st_.redis) {
-      append_frame(out, st_.channel);
-      append_frame(out, payload_);
-    } else {
-      out += "*3\r\n";
-      append_bulk(out, st_.queue ? "LPUSH" : "PUBLISH");
-      append_bulk(out, st_.channel);
-      append_bulk(out, payload_);
-    }
+    out.append(head_);
+    const std::size_t at = out.size();
+    out.append(payload_);
+    put_u64(out.data() + at, seq);
+    put_u64(out.data() + at + 8, ts);
+    out.append(tail_);
   }
 
   void probe() {
@@ -372,6 +519,12 @@ class publisher : public std::enable_shared_from_this<publisher> {
 
   void begin() {
     st_.started = true;
+    if (st_.opt.server_pid)
+      st_.server_cpu0 = proc_cpu_s(st_.opt.server_pid);
+    st_.client_cpu0 = self_cpu_s();
+    if (st_.opt.server_pid)
+      st_.server_wait0 = runq_wait_s(std::to_string(st_.opt.server_pid));
+    st_.client_wait0 = runq_wait_s("self");
     st_.t_start = now_ns();
     if (st_.opt.rate == 0)
       send_burst();
@@ -423,6 +576,8 @@ class publisher : public std::enable_shared_from_this<publisher> {
   tcp::socket sock_;
   net::steady_timer timer_;
   std::string payload_;
+  std::string head_; // the bytes before each payload
+  std::string tail_; // and after it
   std::string out_;
   std::array<char, 65536> sink_{};
   std::uint64_t next_ = 0;
@@ -455,6 +610,10 @@ int run_flow(shared_state& st) {
   pub->start();
   net::steady_timer watch(*st.ioc);
   std::uint64_t last_received = 0;
+  double server_cpu = -1;
+  double client_cpu = -1;
+  double server_wait = -1;
+  double client_wait = -1;
   auto last_progress = std::chrono::steady_clock::now();
   std::function<void()> check = [&] {
     const std::uint64_t expected = st.queue ? st.opt.messages : st.opt.messages * st.opt.subs;
@@ -467,6 +626,13 @@ int run_flow(shared_state& st) {
                          std::chrono::steady_clock::now() - last_progress > std::chrono::seconds(3);
     if (complete || stalled) {
       st.finished = true;
+      const double wall = static_cast<double>(now_ns() - st.t_start) / 1e9;
+      if (st.opt.server_pid)
+        server_cpu = (proc_cpu_s(st.opt.server_pid) - st.server_cpu0) / wall;
+      client_cpu = (self_cpu_s() - st.client_cpu0) / wall;
+      if (st.opt.server_pid)
+        server_wait = (runq_wait_s(std::to_string(st.opt.server_pid)) - st.server_wait0) / wall;
+      client_wait = (runq_wait_s("self") - st.client_wait0) / wall;
       st.ioc->stop();
       return;
     }
@@ -490,30 +656,80 @@ int run_flow(shared_state& st) {
             << " p50_us=" << percentile(st.lat_us, 0.50)
             << " p99_us=" << percentile(st.lat_us, 0.99)
             << " lost=" << (expected > unique ? expected - unique : 0) << " dup=" << st.dups
-            << " reorder=" << st.reorders << std::endl;
+            << " reorder=" << st.reorders << " server_cpu=" << server_cpu
+            << " client_cpu=" << client_cpu << " server_runq=" << server_wait
+            << " client_runq=" << client_wait << std::endl;
   return 0;
+}
+
+// Redis's own count of subscribers of `channel` (PUBSUB NUMSUB), over a new connection.
+long redis_numsub(shared_state& st, const std::string& channel) {
+  tcp::socket c(*st.ioc);
+  c.connect(st.ep);
+  net::write(c, net::buffer(resp_command({"PUBSUB", "NUMSUB", channel})));
+  std::string reply;
+  std::array<char, 4096> buf{};
+  for (;;) { // *2 $len channel :count
+    reply.append(buf.data(), c.read_some(net::buffer(buf)));
+    const auto colon = reply.rfind(':');
+    if (colon != std::string::npos && reply.find("\r\n", colon) != std::string::npos)
+      return std::stol(reply.substr(colon + 1));
+  }
 }
 
 int run_idle(shared_state& st) {
   raise_nofile();
   const long before = st.opt.server_pid ? rss_kib(st.opt.server_pid) : -1;
   std::vector<std::shared_ptr<subscriber>> subs;
-  // Connect in waves so the listen backlog never overflows.
+  // Connect in waves so the listen backlog never overflows. Each reads (into a small buffer)
+  // only to see the probe below.
   for (int i = 0; i < st.opt.conns; i += 500) {
     for (int j = i; j < std::min(st.opt.conns, i + 500); ++j) {
-      subs.push_back(std::make_shared<subscriber>(st));
-      subs.back()->start(false);
+      subs.push_back(std::make_shared<subscriber>(st, 0, 4096));
+      subs.back()->start(true);
     }
     st.ioc->restart();
     while (!std::all_of(subs.begin() + i, subs.end(), [](auto& s) { return s->connected; }))
       st.ioc->run_one();
   }
+  // Publish a probe until every connection has received it: then all subscriptions are
+  // registered and the RSS below is that of N live subscribers, not of connections whose
+  // subscribe frame is still unread.
+  tcp::socket pub(*st.ioc);
+  pub.connect(st.ep);
+  std::string probe;
+  if (!st.redis)
+    append_frame(probe, "/null");
+  std::string payload(st.opt.payload, 'x');
+  put_u64(payload.data(), probe_seq);
+  std::string one;
+  if (!st.redis) {
+    append_frame(one, st.channel);
+    append_frame(one, payload);
+  } else {
+    one = resp_command({"PUBLISH", st.channel, payload});
+  }
+  std::array<char, 4096> sink{};
+  for (int round = 0; round < 100 && st.ready < st.opt.conns; ++round) {
+    probe += one;
+    net::write(pub, net::buffer(probe));
+    probe.clear();
+    st.ioc->restart();
+    st.ioc->run_for(std::chrono::milliseconds(200));
+    error_code ec;
+    pub.non_blocking(true);
+    while (pub.read_some(net::buffer(sink), ec) > 0) { // PUBLISH replies
+    }
+    pub.non_blocking(false);
+  }
+  const long numsub = st.redis ? redis_numsub(st, st.channel) : -1;
   std::this_thread::sleep_for(std::chrono::seconds(1));
   const long after = st.opt.server_pid ? rss_kib(st.opt.server_pid) : -1;
   std::cout << "RESULT proto=" << st.opt.proto << " mode=idle conns=" << st.opt.conns
-            << " rss_before_kib=" << before << " rss_after_kib=" << after
+            << " reached=" << st.ready << " numsub=" << numsub << " rss_before_kib=" << before
+            << " rss_after_kib=" << after
             << " bytes_per_conn=" << (after - before) * 1024 / st.opt.conns << std::endl;
-  return 0;
+  return st.ready == st.opt.conns ? 0 : 3;
 }
 
 int run_stuck(shared_state& st) {
@@ -602,6 +818,8 @@ int main(int argc, char** argv) {
       opt.server_pid = std::stoi(v);
     else if (k == "--window")
       opt.window = std::stoi(v);
+    else if (k == "--count")
+      opt.count = std::stoi(v);
     else {
       std::cerr << "unknown option " << k << '\n';
       return 1;
@@ -623,6 +841,11 @@ int main(int argc, char** argv) {
   if (opt.mode == "stuck")
     st.channel = "/topic/stuck";
   (void)topic_like;
+  st.push_prefix = "*3\r\n";
+  append_bulk(st.push_prefix, "message");
+  append_bulk(st.push_prefix, st.channel);
+  st.push_prefix += '$';
+  st.pop_command = blmpop_command(st.channel, opt.count);
   if (st.queue)
     st.seen_queue.assign(opt.messages, 0);
   st.lat_us.reserve(static_cast<std::size_t>(opt.messages) * static_cast<std::size_t>(opt.subs));

@@ -3,15 +3,19 @@
 # by side in one run, on 127.0.0.1 only. Builds Release in build-bench/ at the repo root,
 # starts both servers, prints a table with ratios, and stops both servers by itself.
 #
-#   bench/broker/run.sh            # REPEAT=3 MESSAGES=100000 RATE=50000 CONNS=10000
+#   bench/broker/run.sh     # REPEAT=5 MESSAGES=100000 RATES="10000 50000" CONNS=10000
+#
+# Exits non-zero if any run of any load lost, duplicated or reordered a message, if a load
+# generator run failed, or if the idle probe did not reach every idle subscriber.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="$root/build-bench"
-REPEAT="${REPEAT:-3}"
+REPEAT="${REPEAT:-5}"
 MESSAGES="${MESSAGES:-100000}"
-RATE="${RATE:-50000}"
+RATES="${RATES:-10000 50000}"
 CONNS="${CONNS:-10000}"
+COUNT="${COUNT:-1000}"
 REDIS_PORT="${REDIS_PORT:-26399}"
 
 command -v redis-server >/dev/null || { echo "redis-server not installed (apt-get install redis-server)"; exit 1; }
@@ -53,86 +57,118 @@ stop_servers() {
   redis_pid=""
 }
 
-# field NAME LINE -> value of NAME=... in a RESULT line
-field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
+failures=()
 
-# median of REPEAT runs of one load by the field $KEY (default deliveries_per_s); echoes the
-# RESULT line of the median run
-median_run() {
-  local key="${KEY:-deliveries_per_s}"
-  local proto=$1 port=$2; shift 2
-  local lines=()
+# run NAME SIDE ARGS...: one load generator run against newsdesk (SIDE n) or redis (SIDE r);
+# its RESULT line is appended to $tmp/NAME.SIDE and echoed.
+run() {
+  local name=$1 side=$2; shift 2
+  local proto=newsdesk port=$broker_port pid=$broker_pid line rc=0
+  [[ $side == r ]] && proto=redis port=$REDIS_PORT pid=$redis_pid
+  line="$("$loadgen" --proto "$proto" --port "$port" --server-pid "$pid" "$@" | grep '^RESULT')" || rc=$?
+  if [[ $rc != 0 || -z "$line" ]]; then
+    failures+=("$name/$proto: load generator failed (exit $rc)")
+    line="RESULT proto=$proto failed=1"
+  fi
+  echo "$line" >>"$tmp/$name.$side"
+  echo "  $line"
+}
+
+# pair NAME ARGS...: REPEAT runs of one load, newsdesk and redis alternating so both see the
+# same background load from other jobs on this machine.
+pair() {
+  local name=$1; shift
   for _ in $(seq "$REPEAT"); do
-    lines+=("$("$loadgen" --proto "$proto" --port "$port" "$@" | grep '^RESULT')")
+    run "$name" n "$@"
+    run "$name" r "$@"
   done
-  printf '%s\n' "${lines[@]}" | awk -v key="$key" '{for(i=1;i<=NF;i++) if ($i ~ "^" key "=") {split($i,a,"="); print a[2] "\t" $0}}' \
-    | sort -n | awk -v m=$(( (REPEAT + 1) / 2 )) 'NR==m {sub(/^[^\t]*\t/, ""); print}'
+}
+
+# med NAME SIDE FIELD: the median of FIELD over the runs of NAME on SIDE
+med() {
+  sed -n "s/.* $3=\([^ ]*\).*/\1/p" "$tmp/$1.$2" | sort -g |
+    awk '{a[NR] = $1} END { if (NR) print a[int((NR + 1) / 2)]; else print "n/a" }'
+}
+
+# check NAME SIDE: every run had zero loss, duplication and reordering
+check() {
+  local line
+  while IFS= read -r line; do
+    for f in lost dup reorder; do
+      v="$(sed -n "s/.* $f=\([^ ]*\).*/\1/p" <<<"$line")"
+      [[ "$v" == 0 ]] || failures+=("$1/$2: $f=${v:-missing}: $line")
+    done
+  done <"$tmp/$1.$2"
 }
 
 start_servers
+echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'); commit $(git -C "$root" rev-parse --short HEAD)"
 echo "newsdesk-broker pid $broker_pid port $broker_port; redis-server $(redis-server --version | awk '{print $3}') pid $redis_pid port $REDIS_PORT"
-echo "machine: $(nproc) cores; $(uname -r); each figure: median of $REPEAT runs (by deliveries/s, or by p99 for fixed-rate runs)"
+echo "machine: $(nproc) cores; $(uname -r); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "each figure: median of $REPEAT runs (each field separately); newsdesk and redis runs alternate"
 echo
 
-declare -A R
-run_pair() { # key, loadgen args...
-  local key=$1; shift
-  R[$key.n]="$(median_run newsdesk "$broker_port" "$@")"
-  R[$key.r]="$(median_run redis "$REDIS_PORT" "$@")"
-  echo "  ${R[$key.n]}"
-  echo "  ${R[$key.r]}"
-}
-
-echo "raw results:"
-run_pair fan --mode topic --subs 10 --messages "$MESSAGES"
-run_pair q --mode queue --subs 4 --messages "$MESSAGES"
-KEY=p99_us run_pair lat --mode topic --subs 10 --messages "$MESSAGES" --rate "$RATE"
-KEY=p99_us run_pair qlat --mode queue --subs 4 --messages "$MESSAGES" --rate "$RATE"
-idle_n="$("$loadgen" --proto newsdesk --port "$broker_port" --mode idle --conns "$CONNS" --server-pid "$broker_pid" | grep '^RESULT')"
-idle_r="$("$loadgen" --proto redis --port "$REDIS_PORT" --mode idle --conns "$CONNS" --server-pid "$redis_pid" | grep '^RESULT')"
-echo "  $idle_n"
-echo "  $idle_r"
-# Fresh servers so the stuck-subscriber figure is not mixed with the idle connections.
+echo "raw results (server_cpu/client_cpu: CPU share during the measured interval;"
+echo "server_runq/client_runq: share of it spent runnable but waiting for a CPU):"
+pair fan --mode topic --subs 10 --messages "$MESSAGES"
+pair q --mode queue --subs 4 --messages "$MESSAGES" --count "$COUNT"
+for rate in $RATES; do
+  pair "lat$rate" --mode topic --subs 10 --messages "$MESSAGES" --rate "$rate"
+  pair "qlat$rate" --mode queue --subs 4 --messages "$MESSAGES" --rate "$rate" --count "$COUNT"
+done
+# Fresh servers for the idle figure: nothing left over from the runs above in either RSS.
 stop_servers
 start_servers
-stuck_n="$("$loadgen" --proto newsdesk --port "$broker_port" --mode stuck --messages 1000000 --server-pid "$broker_pid" | grep '^RESULT')"
-stuck_r="$("$loadgen" --proto redis --port "$REDIS_PORT" --mode stuck --messages 1000000 --server-pid "$redis_pid" | grep '^RESULT')"
-echo "  $stuck_n"
-echo "  $stuck_r"
+run idle n --mode idle --conns "$CONNS"
+run idle r --mode idle --conns "$CONNS"
+# Fresh servers again so the stuck-subscriber figure is not mixed with the idle connections.
 stop_servers
+start_servers
+run stuck n --mode stuck --messages 1000000
+run stuck r --mode stuck --messages 1000000
+stop_servers
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "n/a" }'; }
-row() { printf "| %-50s | %14s | %14s | %8s |\n" "$1" "$2" "$3" "$4"; }
+row() { printf "| %-54s | %12s | %12s | %7s |\n" "$1" "$2" "$3" "$4"; }
+pairrow() { # label NAME FIELD
+  local n r
+  n="$(med "$2" n "$3")"
+  r="$(med "$2" r "$3")"
+  row "$1" "$n" "$r" "$(ratio "$n" "$r")"
+}
 
 echo
 row "load (100-byte payloads)" "newsdesk" "redis" "ratio"
-row "--------------------------------------------------" "--------------" "--------------" "--------"
-for k in fan q; do
-  label="fan-out 1->10 /topic, deliveries/s"
-  [[ $k == q ]] && label="queue 1->4 (/queue vs LPUSH+BRPOP), deliv/s"
-  n="$(field deliveries_per_s "${R[$k.n]}")"; r="$(field deliveries_per_s "${R[$k.r]}")"
-  row "$label" "$n" "$r" "$(ratio "$n" "$r")"
-done
-for k in lat qlat; do
-  what="fan-out 1->10"; [[ $k == qlat ]] && what="queue 1->4"
+row "------------------------------------------------------" "------------" "------------" "-------"
+pairrow "fan-out 1->10 /topic vs PUBLISH, deliveries/s" fan deliveries_per_s
+pairrow "queue 1->4 /queue vs RPUSH+BLMPOP COUNT $COUNT, deliv/s" q deliveries_per_s
+for rate in $RATES; do
   for p in p50 p99; do
-    n="$(field ${p}_us "${R[$k.n]}")"; r="$(field ${p}_us "${R[$k.r]}")"
-    row "$what at $RATE msg/s, $p latency (us)" "$n" "$r" "$(ratio "$n" "$r")"
+    pairrow "fan-out 1->10 at $rate msg/s, $p latency (us)" "lat$rate" "${p}_us"
+  done
+  for p in p50 p99; do
+    pairrow "queue 1->4 at $rate msg/s, $p latency (us)" "qlat$rate" "${p}_us"
   done
 done
-for k in fan q lat qlat; do
-  for side in n r; do
-    l="${R[$k.$side]}"
-    if [[ "$(field lost "$l")" != 0 || "$(field dup "$l")" != 0 || "$(field reorder "$l")" != 0 ]]; then
-      echo "WARNING: $k/$side lost=$(field lost "$l") dup=$(field dup "$l") reorder=$(field reorder "$l")"
-    fi
-  done
+pairrow "RSS per idle subscriber, $CONNS conns (bytes)" idle bytes_per_conn
+pairrow "peak RSS, 1 stuck sub, 1M msgs (KiB)" stuck rss_peak_kib
+pairrow "RSS after, 1 stuck sub, 1M msgs (KiB)" stuck rss_after_kib
+echo
+echo "idle subscribers that received the probe: newsdesk=$(med idle n reached) redis=$(med idle r reached) (PUBSUB NUMSUB $(med idle r numsub)) of $CONNS"
+echo "stuck subscriber disconnected by the server: newsdesk=$(med stuck n stuck_disconnected) redis=$(med stuck r stuck_disconnected)"
+echo "median server CPU share / run-queue wait, fan-out: newsdesk $(med fan n server_cpu) / $(med fan n server_runq), redis $(med fan r server_cpu) / $(med fan r server_runq)"
+
+for name in fan q $(for rate in $RATES; do echo "lat$rate qlat$rate"; done); do
+  check "$name" n
+  check "$name" r
 done
-n="$(field bytes_per_conn "$idle_n")"; r="$(field bytes_per_conn "$idle_r")"
-row "RSS per idle subscriber, $CONNS conns (bytes)" "$n" "$r" "$(ratio "$n" "$r")"
-n="$(field rss_peak_kib "$stuck_n")"; r="$(field rss_peak_kib "$stuck_r")"
-row "peak RSS, 1 stuck sub, 1M msgs (KiB)" "$n" "$r" "$(ratio "$n" "$r")"
-n="$(field rss_after_kib "$stuck_n")"; r="$(field rss_after_kib "$stuck_r")"
-row "RSS after, 1 stuck sub, 1M msgs (KiB)" "$n" "$r" "$(ratio "$n" "$r")"
-echo "stuck subscriber disconnected by the server: newsdesk=$(field stuck_disconnected "$stuck_n") redis=$(field stuck_disconnected "$stuck_r")"
-echo "lost/dup/reorder on every throughput and latency run: see raw results (all 0 expected)."
+for side in n r; do
+  [[ "$(med idle $side reached)" == "$CONNS" ]] || failures+=("idle/$side: probe reached $(med idle $side reached) of $CONNS")
+done
+if ((${#failures[@]})); then
+  echo
+  printf 'FAIL: %s\n' "${failures[@]}"
+  exit 1
+fi
+echo "every throughput and latency run: zero loss, duplication and reordering."
