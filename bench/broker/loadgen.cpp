@@ -45,6 +45,8 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <boost/asio.hpp>
@@ -77,43 +79,16 @@ struct options {
   int count = 1000;
 };
 
-// CPU seconds (user + system) a process has used, from /proc/PID/stat; -1 if unreadable.
-double proc_cpu_s(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto close = text.rfind(')'); // the command name may hold spaces
-  if (close == std::string::npos)
-    return -1;
-  std::istringstream rest(text.substr(close + 2));
-  std::string field;
-  unsigned long long utime = 0, stime = 0;
-  // Fields after the name start at 3 (state); utime and stime are fields 14 and 15.
-  for (int i = 3; i <= 15 && rest >> field; ++i) {
-    if (i == 14)
-      utime = std::stoull(field);
-    if (i == 15)
-      stime = std::stoull(field);
-  }
-  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
-}
-
-// Seconds a thread has spent runnable but waiting for a CPU (the second field of
-// /proc/PID/schedstat): on this shared machine, time other jobs took from it.
-double runq_wait_s(const std::string& pid) {
+// Seconds a thread has run on a CPU and seconds it has spent runnable but waiting for one
+// (/proc/PID/schedstat, nanosecond resolution; PID "self" is this single-threaded client).
+// Both servers do their work on their main thread. The waiting time is what other jobs on
+// this shared machine took from it. {-1, -1} if unreadable.
+std::pair<double, double> sched_s(const std::string& pid) {
   std::ifstream in("/proc/" + pid + "/schedstat");
   unsigned long long on_cpu = 0, waiting = 0;
   if (!(in >> on_cpu >> waiting))
-    return -1;
-  return static_cast<double>(waiting) / 1e9;
-}
-
-double self_cpu_s() {
-  rusage ru{};
-  ::getrusage(RUSAGE_SELF, &ru);
-  auto secs = [](const timeval& t) {
-    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
-  };
-  return secs(ru.ru_utime) + secs(ru.ru_stime);
+    return {-1, -1};
+  return {static_cast<double>(on_cpu) / 1e9, static_cast<double>(waiting) / 1e9};
 }
 
 long rss_kib(int pid) {
@@ -520,11 +495,8 @@ class publisher : public std::enable_shared_from_this<publisher> {
   void begin() {
     st_.started = true;
     if (st_.opt.server_pid)
-      st_.server_cpu0 = proc_cpu_s(st_.opt.server_pid);
-    st_.client_cpu0 = self_cpu_s();
-    if (st_.opt.server_pid)
-      st_.server_wait0 = runq_wait_s(std::to_string(st_.opt.server_pid));
-    st_.client_wait0 = runq_wait_s("self");
+      std::tie(st_.server_cpu0, st_.server_wait0) = sched_s(std::to_string(st_.opt.server_pid));
+    std::tie(st_.client_cpu0, st_.client_wait0) = sched_s("self");
     st_.t_start = now_ns();
     if (st_.opt.rate == 0)
       send_burst();
@@ -614,6 +586,7 @@ int run_flow(shared_state& st) {
   double client_cpu = -1;
   double server_wait = -1;
   double client_wait = -1;
+  double per_server_cpu_s = -1;
   auto last_progress = std::chrono::steady_clock::now();
   std::function<void()> check = [&] {
     const std::uint64_t expected = st.queue ? st.opt.messages : st.opt.messages * st.opt.subs;
@@ -627,12 +600,17 @@ int run_flow(shared_state& st) {
     if (complete || stalled) {
       st.finished = true;
       const double wall = static_cast<double>(now_ns() - st.t_start) / 1e9;
-      if (st.opt.server_pid)
-        server_cpu = (proc_cpu_s(st.opt.server_pid) - st.server_cpu0) / wall;
-      client_cpu = (self_cpu_s() - st.client_cpu0) / wall;
-      if (st.opt.server_pid)
-        server_wait = (runq_wait_s(std::to_string(st.opt.server_pid)) - st.server_wait0) / wall;
-      client_wait = (runq_wait_s("self") - st.client_wait0) / wall;
+      if (st.opt.server_pid) {
+        const auto [cpu, wait] = sched_s(std::to_string(st.opt.server_pid));
+        server_cpu = (cpu - st.server_cpu0) / wall;
+        server_wait = (wait - st.server_wait0) / wall;
+      }
+      const auto [cpu, wait] = sched_s("self");
+      client_cpu = (cpu - st.client_cpu0) / wall;
+      client_wait = (wait - st.client_wait0) / wall;
+      // Deliveries per CPU-second of the server: a figure other jobs' load does not move much.
+      if (server_cpu > 0)
+        per_server_cpu_s = static_cast<double>(st.received) / (server_cpu * wall);
       st.ioc->stop();
       return;
     }
@@ -658,7 +636,9 @@ int run_flow(shared_state& st) {
             << " lost=" << (expected > unique ? expected - unique : 0) << " dup=" << st.dups
             << " reorder=" << st.reorders << " server_cpu=" << server_cpu
             << " client_cpu=" << client_cpu << " server_runq=" << server_wait
-            << " client_runq=" << client_wait << std::endl;
+            << " client_runq=" << client_wait
+            << " deliveries_per_server_cpu_s=" << static_cast<std::int64_t>(per_server_cpu_s)
+            << std::endl;
   return 0;
 }
 

@@ -108,8 +108,8 @@ echo "machine: $(nproc) cores; $(uname -r); load average at start: $(cut -d' ' -
 echo "each figure: median of $REPEAT runs (each field separately); newsdesk and redis runs alternate"
 echo
 
-echo "raw results (server_cpu/client_cpu: CPU share during the measured interval;"
-echo "server_runq/client_runq: share of it spent runnable but waiting for a CPU):"
+echo "raw results (server_cpu/client_cpu: share of the measured interval each main thread ran;"
+echo "server_runq/client_runq: share it spent runnable but waiting for a CPU other jobs held):"
 pair fan --mode topic --subs 10 --messages "$MESSAGES"
 pair q --mode queue --subs 4 --messages "$MESSAGES" --count "$COUNT"
 for rate in $RATES; do
@@ -143,6 +143,8 @@ row "load (100-byte payloads)" "newsdesk" "redis" "ratio"
 row "------------------------------------------------------" "------------" "------------" "-------"
 pairrow "fan-out 1->10 /topic vs PUBLISH, deliveries/s" fan deliveries_per_s
 pairrow "queue 1->4 /queue vs RPUSH+BLMPOP COUNT $COUNT, deliv/s" q deliveries_per_s
+pairrow "fan-out, deliveries per server CPU-second" fan deliveries_per_server_cpu_s
+pairrow "queue, deliveries per server CPU-second" q deliveries_per_server_cpu_s
 for rate in $RATES; do
   for p in p50 p99; do
     pairrow "fan-out 1->10 at $rate msg/s, $p latency (us)" "lat$rate" "${p}_us"
