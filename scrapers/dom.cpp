@@ -1,5 +1,7 @@
 #include "scrapers/dom.hpp"
 
+#include "scrapers/text.hpp"
+
 #include <gumbo.h>
 
 #include <cstdlib>
@@ -110,10 +112,6 @@ bool iequals(std::string_view a, std::string_view b) {
     }
   }
   return true;
-}
-
-bool is_ascii_whitespace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r';
 }
 
 // The tag name as written in the source ("<my-widget a=b>" -> "my-widget"), for tags Gumbo has
@@ -258,33 +256,17 @@ std::string_view node::raw_text() const {
 }
 
 std::string node::text() const {
-  std::string out;
-  // Set when whitespace was seen since the last character written, so a run spanning
-  // several text nodes ("a <b> b</b>") still becomes a single space.
-  bool pending_space = false;
-  auto append = [&](std::string_view chunk) {
-    for (char c : chunk) {
-      if (is_ascii_whitespace(c)) {
-        pending_space = true;
-        continue;
-      }
-      if (pending_space && !out.empty()) {
-        out.push_back(' ');
-      }
-      pending_space = false;
-      out.push_back(c);
-    }
-  };
+  collapsed_text out;
   if (is_text()) {
-    append(raw_text());
-    return out;
-  }
-  for (node n : descendants()) {
-    if (n.is_text()) {
-      append(n.raw_text());
+    out.append(raw_text());
+  } else {
+    for (node n : descendants()) {
+      if (n.is_text()) {
+        out.append(n.raw_text());
+      }
     }
   }
-  return out;
+  return std::move(out).take();
 }
 
 node node::parent() const {

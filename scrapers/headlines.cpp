@@ -1,35 +1,17 @@
 #include "scrapers/headlines.hpp"
 
 #include "scrapers/dom.hpp"
+#include "scrapers/text.hpp"
 #include "scrapers/url.hpp"
 
 #include <utility>
 
 namespace newsdesk::scrapers {
-namespace {
-
-bool is_ascii_whitespace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r';
-}
-
-} // namespace
-
 std::string collapse_whitespace(std::string_view text) {
-  std::string out;
+  collapsed_text out;
   out.reserve(text.size());
-  bool pending_space = false;
-  for (char c : text) {
-    if (is_ascii_whitespace(c)) {
-      pending_space = true;
-      continue;
-    }
-    if (pending_space && !out.empty()) {
-      out.push_back(' ');
-    }
-    pending_space = false;
-    out.push_back(c);
-  }
-  return out;
+  out.append(text);
+  return std::move(out).take();
 }
 
 headline_collector::headline_collector(std::string site, std::string_view page_url,

@@ -6,6 +6,8 @@
 // declarative site files (JSON + CSS selectors) implement the same interface.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,8 +38,24 @@ struct site_info {
   std::string colour;                    // CSS colour of the site's boxes, e.g. "#cc0000"
   std::optional<double> wait_seconds;    // renderer wait after the load event
   std::optional<double> timeout_seconds; // whole-render deadline
-  std::optional<std::string> renderer;   // "splash", "direct", ...
+  std::optional<std::string> renderer;   // one of renderer_names
+  // Where the site was defined, for messages: a site file's path; empty for a C++ scraper.
+  std::string origin;
 };
+
+// The renderers a site may ask for; the server builds one of each that is configured.
+inline constexpr std::array<std::string_view, 4> renderer_names{"splash", "chromium", "browserless",
+                                                                "direct"};
+
+inline bool is_renderer_name(std::string_view name) {
+  return std::find(renderer_names.begin(), renderer_names.end(), name) != renderer_names.end();
+}
+
+// "splash, chromium, browserless, direct", for messages that list the choices.
+std::string renderer_name_list();
+
+// Where a site was defined, for messages: its site file, or the C++ scraper's source file.
+std::string origin_of(const site_info& info);
 
 class scraper {
  public:

@@ -3,6 +3,7 @@
 #include "scrapers/css/selector.hpp"
 #include "scrapers/dom.hpp"
 #include "scrapers/headlines.hpp"
+#include "scrapers/text.hpp"
 #include "scrapers/url.hpp"
 
 #include <nlohmann/json.hpp>
@@ -24,9 +25,6 @@ using json = nlohmann::json;
 
 // Names a site can be referred to by in URLs and config; longer names are a mistake, not a site.
 constexpr std::size_t max_site_name_length = 64;
-
-// The renderers the server knows (server/config.cpp checks the same list for config entries).
-const std::set<std::string, std::less<>> known_renderers{"direct", "splash"};
 
 struct url_filter {
   std::vector<std::string> prefix;
@@ -77,13 +75,11 @@ struct rule {
 
 class site_file_scraper final : public scraper {
  public:
-  site_file_scraper(std::filesystem::path file, site_info info, rule r)
-      : file_(std::move(file))
-      , info_(std::move(info))
+  site_file_scraper(site_info info, rule r)
+      : info_(std::move(info))
       , rule_(std::move(r)) {}
 
   const site_info& site() const override { return info_; }
-  const std::filesystem::path& file() const { return file_; }
 
   std::vector<headline> extract(const dom::document& page,
                                 std::string_view page_url) const override {
@@ -142,7 +138,6 @@ class site_file_scraper final : public scraper {
     }
   }
 
-  std::filesystem::path file_;
   site_info info_;
   rule rule_;
 };
@@ -272,17 +267,6 @@ bool is_attribute_name(std::string_view name) {
   });
 }
 
-std::string trimmed(std::string_view s) {
-  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; };
-  while (!s.empty() && space(s.front())) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && space(s.back())) {
-    s.remove_suffix(1);
-  }
-  return std::string(s);
-}
-
 const std::vector<std::string> known_fields{
     "name", "display_name", "url",           "colour",  "wait",    "timeout", "renderer",
     "link", "title",        "url_attribute", "include", "exclude", "comment"};
@@ -295,40 +279,13 @@ std::string joined(const std::vector<std::string>& words) {
   return out;
 }
 
-std::vector<std::filesystem::path> site_files_in(const std::filesystem::path& dir) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) {
-    throw site_file_error(dir, "",
-                          std::filesystem::exists(dir, ec) ? "not a folder" : "no such folder");
-  }
-  std::vector<std::filesystem::path> files;
-  std::filesystem::directory_iterator it(dir, ec);
-  if (ec) {
-    throw site_file_error(dir, "", "cannot list folder: " + ec.message());
-  }
-  for (const auto& entry : it) {
-    const std::filesystem::path& p = entry.path();
-    std::string name = p.filename().string();
-    if (p.extension() != ".json" || name.starts_with(".")) {
-      continue;
-    }
-    std::error_code type_ec;
-    if (entry.is_regular_file(type_ec)) {
-      files.push_back(p);
-    }
-  }
-  std::sort(files.begin(), files.end(),
-            [](const auto& a, const auto& b) { return a.filename() < b.filename(); });
-  return files;
-}
-
 // Adds `s` to `r`, or throws naming whoever has the name already.
 void add_site(registry& r, std::unique_ptr<scraper> s, const std::filesystem::path& file) {
   if (const scraper* taken = r.find(s->site().name)) {
-    std::optional<std::filesystem::path> other = site_file_of(*taken);
-    std::string by = other ? other->string()
-                           : "the built-in scraper " + taken->site().display_name + " (scrapers/" +
-                                 "sites/" + taken->site().name + ".cpp)";
+    const site_info& other = taken->site();
+    std::string by = !other.origin.empty() ? other.origin
+                                           : "the built-in scraper " + other.display_name + " (" +
+                                                 origin_of(other) + ")";
     throw site_file_error(file, "name", json(s->site().name).dump() + " is already taken by " + by);
   }
   r.add(std::move(s));
@@ -380,7 +337,8 @@ std::unique_ptr<scraper> parse_site_file(std::string_view json_text,
     in.fail("name", "expected 1-" + std::to_string(max_site_name_length) +
                         " characters of a-z, 0-9, _ and -, got " + json(info.name).dump());
   }
-  info.display_name = trimmed(in.string_field(j.at("display_name"), "display_name"));
+  info.display_name =
+      std::string(trim_ascii_whitespace(in.string_field(j.at("display_name"), "display_name")));
   if (info.display_name.empty()) {
     in.fail("display_name", "must not be empty");
   }
@@ -411,8 +369,9 @@ std::unique_ptr<scraper> parse_site_file(std::string_view json_text,
   }
   if (j.contains("renderer")) {
     std::string renderer = in.string_field(j.at("renderer"), "renderer");
-    if (!known_renderers.contains(renderer)) {
-      in.fail("renderer", "expected \"splash\" or \"direct\", got " + json(renderer).dump());
+    if (!is_renderer_name(renderer)) {
+      in.fail("renderer",
+              "expected one of " + renderer_name_list() + ", got " + json(renderer).dump());
     }
     info.renderer = renderer;
   }
@@ -437,7 +396,8 @@ std::unique_ptr<scraper> parse_site_file(std::string_view json_text,
   if (j.contains("exclude")) {
     r.exclude = in.filter_field(j.at("exclude"), "exclude");
   }
-  return std::make_unique<site_file_scraper>(file, std::move(info), std::move(r));
+  info.origin = file.string();
+  return std::make_unique<site_file_scraper>(std::move(info), std::move(r));
 }
 
 std::unique_ptr<scraper> load_site_file(const std::filesystem::path& file) {
@@ -465,17 +425,37 @@ std::unique_ptr<scraper> load_site_file(const std::filesystem::path& file) {
   return parse_site_file(text, file);
 }
 
-std::optional<std::filesystem::path> site_file_of(const scraper& s) {
-  if (const auto* f = dynamic_cast<const site_file_scraper*>(&s)) {
-    return f->file();
-  }
-  return std::nullopt;
-}
-
 void load_site_folder(const std::filesystem::path& dir, registry& r) {
   for (const std::filesystem::path& file : site_files_in(dir)) {
     add_site(r, load_site_file(file), file);
   }
+}
+
+std::vector<std::filesystem::path> site_files_in(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    throw site_file_error(dir, "",
+                          std::filesystem::exists(dir, ec) ? "not a folder" : "no such folder");
+  }
+  std::vector<std::filesystem::path> files;
+  std::filesystem::directory_iterator it(dir, ec);
+  if (ec) {
+    throw site_file_error(dir, "", "cannot list folder: " + ec.message());
+  }
+  for (const auto& entry : it) {
+    const std::filesystem::path& p = entry.path();
+    std::string name = p.filename().string();
+    if (p.extension() != ".json" || name.starts_with(".")) {
+      continue;
+    }
+    std::error_code type_ec;
+    if (entry.is_regular_file(type_ec)) {
+      files.push_back(p);
+    }
+  }
+  std::sort(files.begin(), files.end(),
+            [](const auto& a, const auto& b) { return a.filename() < b.filename(); });
+  return files;
 }
 
 std::vector<std::string> check_site_folder(const std::filesystem::path& dir) {

@@ -64,7 +64,7 @@ class site_file_error : public std::runtime_error {
 };
 
 // Builds a scraper from the JSON text of a site file. `file` is used in error messages and
-// reported by site_file_of(); it is not read. Throws site_file_error.
+// becomes the site's origin (site_info::origin); it is not read. Throws site_file_error.
 std::unique_ptr<scraper> parse_site_file(std::string_view json_text,
                                          const std::filesystem::path& file);
 
@@ -72,15 +72,17 @@ std::unique_ptr<scraper> parse_site_file(std::string_view json_text,
 // max_site_file_bytes, which are not read).
 std::unique_ptr<scraper> load_site_file(const std::filesystem::path& file);
 
-// The file a scraper was loaded from, or nullopt for built-in C++ scrapers.
-std::optional<std::filesystem::path> site_file_of(const scraper& s);
-
 // Loads every `*.json` file directly in `dir` (not subfolders; names starting with "." are
 // skipped as editor leftovers), in file-name order, and adds them to `r`. Stops at the first
 // error and throws site_file_error; scrapers added before the error stay in `r`. A site name
 // already in `r` is an error naming both: "sites/cnn.json: name: "cnn" is already taken by the
 // built-in scraper CNN" or "... by sites/cnn2.json". A missing folder is an error too.
 void load_site_folder(const std::filesystem::path& dir, registry& r);
+
+// The site files load_site_folder reads from `dir`: its `*.json` regular files, not in
+// subfolders, names starting with "." skipped, in file-name order. Throws site_file_error when
+// `dir` is not a readable folder.
+std::vector<std::filesystem::path> site_files_in(const std::filesystem::path& dir);
 
 // Validates every site file in `dir` as load_site_folder would on top of the built-in scrapers,
 // without stopping at the first problem: returns one message per error (empty when everything

@@ -1,5 +1,7 @@
 #include "scrapers/url.hpp"
 
+#include "scrapers/text.hpp"
+
 #include <cctype>
 
 #include <uriparser/Uri.h>
@@ -9,19 +11,10 @@
 namespace newsdesk::scrapers::url {
 namespace {
 
-bool is_ascii_whitespace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r';
-}
-
 // Browsers accept hrefs that RFC 3986 does not (spaces, raw UTF-8, stray newlines from
 // wrapped markup); without this, real headlines would be dropped as invalid URIs.
 std::string clean(std::string_view text) {
-  while (!text.empty() && is_ascii_whitespace(text.front())) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && is_ascii_whitespace(text.back())) {
-    text.remove_suffix(1);
-  }
+  text = trim_ascii_whitespace(text);
   static constexpr std::array<char, 16> hex = {'0', '1', '2', '3', '4', '5', '6', '7',
                                                '8', '9', 'A', 'B', 'C', 'D', 'E', 'F'};
   std::string out;

@@ -2,8 +2,10 @@
 
 #include "scrapers/registry.hpp"
 #include "scrapers/scraper.hpp"
+#include "scrapers/site_file.hpp"
 #include "scrapers/url.hpp"
 #include "server/chromium_renderer.hpp"
+#include "server/renderer.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -101,8 +103,8 @@ bool is_hex_colour(std::string_view c) {
 }
 
 void check_renderer(std::string_view where, const std::string& name) {
-  if (name != "splash" && name != "direct" && name != "chromium" && name != "browserless")
-    fail(where, "unknown renderer '" + name + "' (known: splash, chromium, browserless, direct)");
+  if (!scrapers::is_renderer_name(name))
+    fail(where, "unknown renderer '" + name + "' (known: " + scrapers::renderer_name_list() + ")");
 }
 
 void validate(config& cfg) {
@@ -629,6 +631,15 @@ std::vector<site_config> resolve_sites(const config& cfg,
     if (!enabled)
       continue;
     const auto& info = scraper->site();
+    // A bad value is reported where it was written: this config entry, else the site file (or
+    // C++ scraper) that supplied it, else the service-wide default.
+    auto source = [&](const char* key, bool from_site, std::string_view fallback) {
+      if (entry.contains(key))
+        return where + "." + key;
+      if (from_site)
+        return origin_of(info) + ": " + key;
+      return std::string(fallback);
+    };
     site_config site;
     site.scraper = std::shared_ptr<const scrapers::scraper>(registry, scraper);
     site.name = info.name;
@@ -661,28 +672,34 @@ std::vector<site_config> resolve_sites(const config& cfg,
       fail(where + ".url", "expected an http:// or https:// URL, got '" + site.url + "'");
     if (!is_hex_colour(site.colour))
       fail(where + ".colour", "expected #rgb or #rrggbb, got '" + site.colour + "'");
-    check_renderer(where + ".renderer", site.renderer);
+    const std::string renderer_source =
+        source("renderer", info.renderer && site.renderer == *info.renderer, "renderer");
+    const std::string timeout_source =
+        source("timeout", info.timeout_seconds.has_value(), "timeout");
+    check_renderer(renderer_source, site.renderer);
     if (!(timeout > 0) || timeout > 3600)
-      fail(where + ".timeout", "expected seconds in (0, 3600]");
+      fail(timeout_source, "expected seconds in (0, 3600]");
     if (!(wait >= 0) || wait >= timeout)
-      fail(where + ".wait", "expected seconds >= 0 and below the timeout");
+      fail(source("wait", info.wait_seconds.has_value(), "wait"),
+           "expected seconds >= 0 and below the timeout (" + format_seconds(timeout) + " s)");
     if (site.renderer == "chromium" && cfg.chromium_found.empty())
-      fail(where + ".renderer",
+      fail(renderer_source,
            "site '" + site.name + "' uses Chromium but none was found" +
                (cfg.chromium_path.empty() ? std::string(" (install the chromium package or set "
                                                         "chromium_path / NEWSDESK_CHROMIUM)")
                                           : " at '" + cfg.chromium_path + "'"));
     if (site.renderer == "browserless" && cfg.browserless_url.empty())
-      fail(where + ".renderer",
+      fail(renderer_source,
            "site '" + site.name +
                "' uses browserless but no browserless_url or BROWSERLESS_URL is set");
     if (site.renderer == "splash") {
       if (cfg.splash_url.empty())
-        fail(where + ".renderer",
+        fail(renderer_source,
              "site '" + site.name + "' uses Splash but no splash_url or SPLASH_URL is set");
       if (timeout > cfg.splash_max_timeout)
-        fail(where + ".timeout", "Splash refuses timeouts above its --max-timeout (" +
-                                     std::to_string(cfg.splash_max_timeout) + " s)");
+        fail(timeout_source, "Splash refuses timeouts above its --max-timeout (" +
+                                 format_seconds(cfg.splash_max_timeout) +
+                                 " s, splash_max_timeout)");
     }
     site.wait = std::chrono::milliseconds(static_cast<long long>(wait * 1000));
     site.timeout = std::chrono::milliseconds(static_cast<long long>(timeout * 1000));
@@ -690,6 +707,16 @@ std::vector<site_config> resolve_sites(const config& cfg,
     sites.push_back(std::move(site));
   }
   return sites;
+}
+
+std::vector<site_config> load_sites(const config& cfg) {
+  auto registry = std::make_shared<scrapers::registry>();
+  scrapers::register_builtin_scrapers(*registry);
+  if (std::filesystem::is_directory(cfg.site_files_dir))
+    scrapers::load_site_folder(cfg.site_files_dir, *registry);
+  else if (cfg.site_files_dir_given)
+    throw config_error("site files folder " + cfg.site_files_dir.string() + " does not exist");
+  return resolve_sites(cfg, registry);
 }
 
 std::string usage() {

@@ -127,6 +127,10 @@ void apply_config_json(config& base, std::string_view text, std::string_view ori
 std::vector<site_config> resolve_sites(const config& cfg,
                                        const std::shared_ptr<const scrapers::registry>& registry);
 
+// The built-in scrapers plus the site files in cfg.site_files_dir (a missing folder is an error
+// only when it was named), resolved as above. Throws config_error or scrapers::site_file_error.
+std::vector<site_config> load_sites(const config& cfg);
+
 // The effective configuration in the config file's format and units, every key present ("sites"
 // as given, [] when absent). Read back by apply_config_json, it gives the same configuration.
 nlohmann::json config_to_json(const config& cfg);

@@ -66,16 +66,6 @@ void drain_connections(net::steady_timer& timer, http_server& http,
 
 // The sites to show: the built-in scrapers and the site files in cfg.site_files_dir, as the
 // config's "sites" entries choose them. Throws config_error or site_file_error.
-std::vector<site_config> load_sites(const config& cfg) {
-  auto registry = std::make_shared<scrapers::registry>();
-  scrapers::register_builtin_scrapers(*registry);
-  if (std::filesystem::is_directory(cfg.site_files_dir))
-    scrapers::load_site_folder(cfg.site_files_dir, *registry);
-  else if (cfg.site_files_dir_given)
-    throw config_error("site files folder " + cfg.site_files_dir.string() + " does not exist");
-  return resolve_sites(cfg, registry);
-}
-
 std::map<std::string, live_events::site_look> looks_of(const std::vector<site_config>& sites) {
   std::map<std::string, live_events::site_look> looks;
   for (const auto& s : sites)
@@ -258,7 +248,7 @@ int run(std::vector<std::string> args) {
                            {"reasons", reasons}};
     http_response res;
     res.status = reasons.empty() ? 200 : 503;
-    res.content_type = "application/json";
+    res.content_type = "application/json; charset=utf-8";
     res.body = body.dump() + "\n";
     res.with_header("Cache-Control", "no-store");
     respond(std::move(res));
@@ -427,7 +417,7 @@ int main(int argc, char** argv) {
   if (!args.empty() && args.front() == "broker") // the broker alone: newsdesk broker [options]
     return newsdesk::broker::run_standalone({args.begin() + 1, args.end()}, "newsdesk broker");
   if (!args.empty() && args.front() == "--check-scrapers")
-    return check_scrapers(args.size() > 1 ? args[1] : "sites", std::cout, std::cerr);
+    return check_scrapers({args.begin() + 1, args.end()}, std::cout, std::cerr);
   if (!args.empty() && args.front() == "--try-site")
     return try_site({args.begin() + 1, args.end()}, std::cout, std::cerr);
   try {

@@ -1,32 +1,62 @@
 #include "server/site_commands.hpp"
 
 #include "scrapers/site_file.hpp"
+#include "server/config.hpp"
 
+#include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <ostream>
 #include <sstream>
 
 namespace newsdesk::server {
 
-int check_scrapers(const std::string& dir, std::ostream& out, std::ostream& err) {
-  std::vector<std::string> problems;
+int check_scrapers(std::vector<std::string> args, std::ostream& out, std::ostream& err) {
+  std::optional<std::string> dir;
+  if (!args.empty() && !args.front().starts_with("--")) {
+    dir = args.front();
+    args.erase(args.begin());
+  }
+  config cfg;
   try {
-    problems = scrapers::check_site_folder(dir);
+    bool help = false;
+    cfg = load_config(
+        args, [](const char* name) { return std::getenv(name); }, help);
+  } catch (const config_error& e) {
+    err << "newsdesk: configuration error: " << e.what() << "\n";
+    return 2;
+  }
+  if (dir) {
+    cfg.site_files_dir = *dir;
+    cfg.site_files_dir_given = true;
+  }
+  const std::string folder = cfg.site_files_dir.string();
+
+  std::vector<std::string> problems;
+  std::size_t files = 0;
+  try {
+    problems = scrapers::check_site_folder(cfg.site_files_dir);
+    files = scrapers::site_files_in(cfg.site_files_dir).size();
   } catch (const std::exception& e) {
     problems.push_back(e.what());
+  }
+  // Each file is valid on its own; what only the service can check (a timeout above Splash's
+  // --max-timeout, a sites list naming a missing site) is checked by resolving them.
+  if (problems.empty()) {
+    try {
+      load_sites(cfg);
+    } catch (const std::exception& e) {
+      problems.push_back(e.what());
+    }
   }
   for (const auto& p : problems)
     err << p << "\n";
   if (!problems.empty()) {
-    err << problems.size() << (problems.size() == 1 ? " problem" : " problems") << " in " << dir
+    err << problems.size() << (problems.size() == 1 ? " problem" : " problems") << " in " << folder
         << "\n";
     return 1;
   }
-  std::size_t files = 0;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
-    files += entry.path().extension() == ".json" ? 1 : 0;
-  out << dir << ": " << files << " site files, all valid\n";
+  out << folder << ": " << files << " site files, all valid\n";
   return 0;
 }
 

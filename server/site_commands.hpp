@@ -1,5 +1,5 @@
 // Commands for people writing site files, run instead of the server:
-//   newsdesk --check-scrapers [DIR]                       validate every site file in DIR
+//   newsdesk --check-scrapers [DIR] [options]             validate the site files as startup would
 //   newsdesk --try-site FILE --html PAGE [--url URL]      show what FILE extracts from PAGE
 #pragma once
 
@@ -9,9 +9,12 @@
 
 namespace newsdesk::server {
 
-// Prints one line per problem (or a summary when there is none). Returns the exit code:
-// 0 when every file is valid, 1 otherwise.
-int check_scrapers(const std::string& dir, std::ostream& out, std::ostream& err);
+// `args` are the words after --check-scrapers: an optional folder (else the configured
+// site_files_dir), then any server options (--config FILE, --splash-url URL, ...). Checks every
+// site file, then the sites as startup would resolve them with that configuration (Splash's
+// --max-timeout, the sites list, renderers). Prints one line per problem, or a summary when there
+// is none. Returns 0 when everything is valid, 1 when something is not, 2 on a bad option.
+int check_scrapers(std::vector<std::string> args, std::ostream& out, std::ostream& err);
 
 // `args` are the words after --try-site. Prints the headlines and why links were left out.
 // Returns 0, 1 when the site file is broken or the page unreadable, 2 on a usage error.

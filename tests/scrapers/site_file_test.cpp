@@ -97,9 +97,10 @@ TEST_CASE("site files: every shipped file in sites/ is valid and clashes with no
     CAPTURE(name);
     const scraper* s = r.find(name);
     REQUIRE(s != nullptr);
-    CHECK(site_file_of(*s) == sites_dir / (std::string(name) + ".json"));
+    CHECK(s->site().origin == (sites_dir / (std::string(name) + ".json")).string());
   }
-  CHECK(!site_file_of(*r.find("cnn")));
+  CHECK(r.find("cnn")->site().origin.empty());
+  CHECK(origin_of(r.find("cnn")->site()) == "scrapers/sites/cnn.cpp");
   std::vector<std::string> colours;
   for (const scraper* s : r.all()) {
     colours.push_back(s->site().colour);
@@ -186,12 +187,14 @@ TEST_CASE("site files: apnews.json leaves out the 5 trending-bar links: 88 match
   CHECK(!has_title(t.headlines, "Michigan tornado"));
 
   // The same rule without the :not() sees the README's 93 matches and 90 unique links.
-  auto all = parse_site_file(site_json("ap", R"(, "title": "span.PagePromoContentIcons-text")",
-                                       ".PagePromo-title > a[href]"),
-                             "ap.json")
-                 ->parse(*page, "https://apnews.com/world-news");
-  CHECK(all.size() == 90);
-  CHECK(has_title(all, "Iran war"));
+  temp_dir dir;
+  fs::path without_not =
+      dir.write("ap.json", site_json("ap", R"(, "title": "span.PagePromoContentIcons-text")",
+                                     ".PagePromo-title > a[href]"));
+  site_trial all = try_site_file(without_not, *page, "https://apnews.com/world-news");
+  CHECK(all.link_matches == 93);
+  CHECK(all.headlines.size() == 90);
+  CHECK(has_title(all.headlines, "Iran war"));
 }
 
 // --- what a rule extracts --------------------------------------------------------------------
@@ -292,6 +295,13 @@ TEST_CASE("site files: the site info comes from the file") {
   CHECK(info.wait_seconds == 1.5);
   CHECK(info.timeout_seconds == 20);
   CHECK(info.renderer == "splash");
+  CHECK(info.origin == "my.json");
+  for (const char* renderer : {"splash", "chromium", "browserless", "direct"}) {
+    CAPTURE(renderer);
+    auto asks = parse_site_file(site_json("r", std::string(R"(, "renderer": ")") + renderer + "\""),
+                                "r.json");
+    CHECK(asks->site().renderer == renderer);
+  }
   auto bare = parse_site_file(site_json("b"), "b.json");
   CHECK(!bare->site().wait_seconds);
   CHECK(!bare->site().timeout_seconds);
@@ -339,7 +349,8 @@ TEST_CASE("site files: every validation error names the file, the field and the 
        "sites/x.json: timeout: expected seconds above 0, at most 3600"},
       {"{" + v + ", \"wait\": 5, \"timeout\": 5}", "sites/x.json: wait: must be below timeout"},
       {"{" + v + ", \"renderer\": \"chrome\"}",
-       "sites/x.json: renderer: expected \"splash\" or \"direct\", got \"chrome\""},
+       "sites/x.json: renderer: expected one of splash, chromium, browserless, direct, got "
+       "\"chrome\""},
       {"{" + v + ", \"link\": \"a[\"}",
        "sites/x.json: link: bad selector \"a[\" at column 3: expected attribute name"},
       {"{" + v + ", \"link\": [\"a\"]}", "sites/x.json: link: expected a string, got an array"},
@@ -416,8 +427,8 @@ TEST_CASE("site files: a folder loads in name order; other files are ignored") {
   registry r;
   load_site_folder(dir.path(), r);
   REQUIRE(r.size() == 2);
-  CHECK(site_file_of(*r.find("first")) == dir.path() / "a.json");
-  CHECK(site_file_of(*r.find("second")) == dir.path() / "b.json");
+  CHECK(r.find("first")->site().origin == (dir.path() / "a.json").string());
+  CHECK(r.find("second")->site().origin == (dir.path() / "b.json").string());
   CHECK(check_site_folder(dir.path()).empty());
 }
 

@@ -1,6 +1,7 @@
 #include "server/config.hpp"
 
 #include "scrapers/registry.hpp"
+#include "scrapers/site_file.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -146,13 +147,53 @@ TEST_CASE("site entries override the scraper's defaults and are validated") {
   fails(R"j({"sites": [{"scraper": "cnn", "colour": "red; background: url(x)"}]})j",
         "sites[0].colour");
   fails(R"j({"sites": [{"scraper": "cnn", "url": "javascript:alert(1)"}]})j", "sites[0].url");
-  fails(R"({"sites": [{"scraper": "cnn", "wait": 5, "timeout": 2}]})", "sites[0].wait");
+  fails(R"({"sites": [{"scraper": "cnn", "wait": 5, "timeout": 2}]})",
+        "sites[0].wait: expected seconds >= 0 and below the timeout (2 s)");
   fails(R"({"sites": [{"scraper": "cnn", "renderer": "splash"}]})", "no splash_url or SPLASH_URL");
   fails(R"({"splash_url": "http://s:8050", "sites": [{"scraper": "cnn", "timeout": 120}]})",
-        "max-timeout");
+        "sites[0].timeout: Splash refuses timeouts above its --max-timeout (90 s, "
+        "splash_max_timeout)");
   fails(R"({"sites": [{"scraper": "cnn", "name": "CNN!"}]})", "sites[0].name");
   fails(R"({"sites": [{"scraper": "cnn", "frequency": 3}]})", "sites[0].frequency: unknown key");
   fails(R"({"sites": [42]})", "sites[0]: expected a scraper name or an object");
+}
+
+TEST_CASE("a site file's bad render options are reported against the site file") {
+  // Values the site file supplies fail checks only the service can make (Splash's
+  // --max-timeout, the service's default timeout); the message names the file, not a
+  // sites[N] the user never wrote.
+  auto with_site = [](const std::string& extra) {
+    auto r = std::make_shared<newsdesk::scrapers::registry>();
+    r->add(newsdesk::scrapers::parse_site_file(
+        R"({"name": "slow", "display_name": "Slow", "url": "https://slow.example/",
+            "colour": "#123", "link": "a")" +
+            extra + "}",
+        "sites/slow.json"));
+    return std::shared_ptr<const newsdesk::scrapers::registry>(std::move(r));
+  };
+  config cfg;
+  cfg.splash_url = "http://splash:8050";
+  CHECK_THROWS_WITH_AS(resolve_sites(cfg, with_site(R"(, "timeout": 120)")),
+                       "sites/slow.json: timeout: Splash refuses timeouts above its --max-timeout "
+                       "(90 s, splash_max_timeout)",
+                       config_error);
+  CHECK_THROWS_WITH_AS(resolve_sites(cfg, with_site(R"(, "wait": 45)")),
+                       "sites/slow.json: wait: expected seconds >= 0 and below the timeout (30 s)",
+                       config_error);
+  // The same site listed in the config with its own timeout: the entry is blamed.
+  auto listed = from_json(R"({"splash_url": "http://s:8050",
+                              "sites": [{"scraper": "slow", "timeout": 100}]})");
+  CHECK_THROWS_WITH_AS(resolve_sites(listed, with_site("")),
+                       doctest::Contains("sites[0].timeout: Splash refuses"), config_error);
+  // A site file may ask for any renderer; one that is not set up falls back to the automatic
+  // choice (Splash here), as a C++ scraper's hint does.
+  for (const char* renderer : {"splash", "chromium", "browserless", "direct"}) {
+    CAPTURE(renderer);
+    auto sites = resolve_sites(cfg, with_site(std::string(R"(, "renderer": ")") + renderer + "\""));
+    REQUIRE(sites.size() == 1);
+    const bool available = std::string(renderer) == "splash" || std::string(renderer) == "direct";
+    CHECK(sites[0].renderer == (available ? renderer : "splash"));
+  }
 }
 
 TEST_CASE("config.example.json has every key, each at its default") {
@@ -169,7 +210,11 @@ TEST_CASE("config.example.json has every key, each at its default") {
   auto loaded = config_to_json(cfg);
   loaded.erase("sites");
   CHECK(loaded.flatten() == defaults);
-  CHECK(resolve_sites(cfg, builtins()).size() == 2);
+  // The example shows every shipped site: the C++ scrapers and the site files in sites/.
+  auto shipped = std::make_shared<newsdesk::scrapers::registry>();
+  newsdesk::scrapers::register_builtin_scrapers(*shipped);
+  newsdesk::scrapers::load_site_folder(std::string(NEWSDESK_SOURCE_DIR) + "/sites", *shipped);
+  CHECK(resolve_sites(cfg, shipped).size() == shipped->size());
 }
 
 TEST_CASE("every config key has an environment variable, in the file's units") {

@@ -68,7 +68,7 @@ TEST_CASE(
 
   auto data = http_get(nd.port, "/news.json");
   CHECK(data.status == 200);
-  CHECK(data.header("Content-Type") == "application/json");
+  CHECK(data.header("Content-Type") == "application/json; charset=utf-8");
   auto j = json::parse(data.body);
   CHECK(j.at("headlines").size() == 4);
   CHECK(j.at("sites").size() == 3);
@@ -89,6 +89,7 @@ TEST_CASE("one site answering 504 still gives a 200 page with the others and a n
   newsdesk_process nd(
       json{{"splash_url", splash.base_url()},
            {"timeout", 30},
+           {"refresh", {{"retries", 0}}}, // the notice at once, not after three retries
            {"sites",
             {site("ok", "cnn", "https://ok.cnn.com/"),
              site("slow", "cnn", "https://slow.cnn.com/", {{"display_name", "CNN"}})}}});
@@ -137,7 +138,8 @@ TEST_CASE("every Splash failure mode becomes a per-site notice while the page st
   CHECK(errors["hang"].rfind("Splash did not answer within", 0) == 0);
   CHECK(errors["nothing"] == "Splash returned an empty page (is the site's URL right?)");
   CHECK(errors["noheadlines"] ==
-        "no headlines found on the page (the site's markup may have changed)");
+        "no headlines found on the page (the site may have sent an error page, or its markup "
+        "changed)");
   CHECK(errors["dns"] ==
         "Splash could not load the page: Host http://unknown-host.test/ not found");
 }
@@ -148,6 +150,7 @@ TEST_CASE("Splash that cannot be reached gives a notice per site, not an error p
 
   newsdesk_process nd(
       json{{"splash_url", dead},
+           {"refresh", {{"retries", 0}}}, // the notice at once, not after three retries
            {"sites", {site("one", "cnn", "https://one.cnn.com/", {{"display_name", "CNN"}})}}});
   REQUIRE_MESSAGE(nd.port != 0, nd.log());
   auto page = http_get(nd.port, "/news");
@@ -636,6 +639,33 @@ TEST_CASE("--check-scrapers validates a folder without starting the server") {
   CHECK(err.find("a.json: url") != std::string::npos);
   CHECK(err.find("b.json: colour") != std::string::npos);
   CHECK(err.find("2 problems") != std::string::npos);
+}
+
+TEST_CASE("--check-scrapers checks the configured folder as startup would") {
+  temp_dir dir;
+  temp_dir sites;
+  sites.write("slow.json", R"({"name": "slow", "display_name": "Slow", "url": "https://slow/",
+                              "colour": "#000", "link": "a", "timeout": 120})");
+  sites.write(".draft.json", "{ an editor's leftover, not read");
+  std::filesystem::create_directory(sites.path / "old.json");
+  // Valid on its own, and the folder comes from the environment when no DIR is given.
+  child_process alone(NEWSDESK_BINARY, {"--check-scrapers"},
+                      {"NEWSDESK_SITES_DIR=" + sites.path.string(), "SPLASH_URL="});
+  CHECK(alone.wait_for_line(sites.path.string() + ": ").value_or("") == "1 site files, all valid");
+  CHECK(alone.wait_exit() == 0);
+  // With a Splash configured, its --max-timeout (90 s) refuses the file's 120 s, naming the file.
+  child_process splash(NEWSDESK_BINARY,
+                       {"--check-scrapers", sites.path.string(), "--splash-url", "http://s:8050"},
+                       {}, (dir.path / "err").string());
+  CHECK(splash.wait_exit() == 1);
+  CHECK(read_file((dir.path / "err").string())
+            .find((sites.path / "slow.json").string() +
+                  ": timeout: Splash refuses timeouts above its --max-timeout (90 s") !=
+        std::string::npos);
+  // A bad option is a usage error, not a verdict on the files.
+  child_process typo(NEWSDESK_BINARY, {"--check-scrapers", sites.path.string(), "--prot", "1"}, {},
+                     (dir.path / "err2").string());
+  CHECK(typo.wait_exit() == 2);
 }
 
 TEST_CASE("--try-site prints what a site file extracts from a saved page") {
