@@ -104,6 +104,10 @@ struct http_response {
 // A short plain-text answer: "404 Not Found\n". Users see generic text; logs get the detail.
 http_response text_response(unsigned status, std::string_view text = {});
 
+// Decodes an application/x-www-form-urlencoded component of a query ('+' is a space). Invalid
+// escapes are kept as written.
+std::string form_decode(std::string_view text);
+
 // Reason phrase for a status code ("Not Found"), or "Unknown".
 std::string_view reason_phrase(unsigned status);
 

@@ -1,5 +1,7 @@
 #include "server/news_query.hpp"
 
+#include "server/http_message.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -15,23 +17,6 @@ std::string lower(std::string_view s) {
 }
 
 } // namespace
-
-std::string form_decode(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '+') {
-      out += ' ';
-    } else if (text[i] == '%' && i + 2 < text.size() && hex_digit(text[i + 1]) >= 0 &&
-               hex_digit(text[i + 2]) >= 0) {
-      out += static_cast<char>(hex_digit(text[i + 1]) * 16 + hex_digit(text[i + 2]));
-      i += 2;
-    } else {
-      out += text[i];
-    }
-  }
-  return out;
-}
 
 std::variant<news_query, std::string> parse_news_query(std::string_view query,
                                                        const std::vector<site_report>& sites) {

@@ -34,8 +34,4 @@ std::variant<news_query, std::string> parse_news_query(std::string_view query,
 // The part of `snapshot` the query asks for: the chosen sites and their matching headlines.
 news_snapshot apply_query(const news_snapshot& snapshot, const news_query& query);
 
-// Decodes a application/x-www-form-urlencoded component ('+' is a space). Invalid escapes are
-// kept as written.
-std::string form_decode(std::string_view text);
-
 } // namespace newsdesk::server

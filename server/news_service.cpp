@@ -423,8 +423,11 @@ void news_service::on_rendered(const slot_ptr& s, std::shared_ptr<const site_con
     }
     for (auto& h : found)
       h.site = site->name; // one scraper may serve several configured sites
+    // Splash answers 200 with the site's own error page when the site answers 404 or 500, so
+    // an empty result names both causes.
     if (error.empty() && found.empty())
-      error = "no headlines found on the page (the site's markup may have changed)";
+      error = "no headlines found on the page (the site may have sent an error page, or its "
+              "markup changed)";
     milliseconds took;
     {
       std::lock_guard lock(mutex_);

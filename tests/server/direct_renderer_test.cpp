@@ -65,6 +65,19 @@ TEST_CASE("direct: redirect loops, error statuses and bad targets become notices
   CHECK(r.render("ftp://example.test/").failure == render_failure::rejected);
 }
 
+TEST_CASE("direct: a page over the 16 MiB limit is refused, naming the limit") {
+  splash_standin origin;
+  origin.set_origin("huge", std::string(16 * 1024 * 1024 + 1, 'x'));
+  origin.set_origin("just-fits", std::string(16 * 1024 * 1024, 'y'));
+  rig r;
+  auto huge = r.render(origin.base_url() + "/origin/huge", 20s);
+  CHECK(huge.failure == render_failure::too_large);
+  CHECK(huge.message.starts_with("page too large: response larger than 16777216 bytes"));
+  auto fits = r.render(origin.base_url() + "/origin/just-fits", 20s);
+  CHECK(fits.ok());
+  CHECK(fits.html.size() == 16 * 1024 * 1024);
+}
+
 TEST_CASE("direct: a server that accepts but never answers hits the deadline") {
   splash_standin standin; // render.html of an unknown hang target: use a hang page via Splash path
   standin.set("http://hang.test/", standin_page::hang());

@@ -39,6 +39,10 @@ struct echo_server {
       : server(
             ioc,
             [this](http_request req, responder respond) {
+              if (req.path() == "/big") {
+                respond(text_response(200, std::string(32 * 1024 * 1024, 'b')));
+                return;
+              }
               if (req.path() == "/later") {
                 // Answer from another thread, as /news does after its renders.
                 std::lock_guard lock(later_mutex);
@@ -152,6 +156,37 @@ TEST_CASE("a client trickling its headers is cut off at the read deadline") {
   CHECK(closed_within(fd, 2s));
   CHECK(std::chrono::steady_clock::now() - started < 1500ms);
   ::close(fd);
+  CHECK(http_get(s.port(), "/still-serving").status == 200);
+}
+
+TEST_CASE("a client that stops reading its response is cut off at the write deadline") {
+  http_server_limits limits;
+  limits.write_timeout = 300ms;
+  echo_server s(limits);
+  // A 4 KiB receive buffer: the 32 MiB answer cannot fit in the kernel's buffers.
+  int fd = connect_loopback(s.port(), 4096);
+  REQUIRE(fd >= 0);
+  const std::string request = "GET /big HTTP/1.1\r\nHost: x\r\n\r\n";
+  ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::this_thread::sleep_for(1s); // reading nothing, well past the deadline
+  // What was sent before the deadline can still be read; then the connection ends.
+  std::size_t received = 0;
+  char buf[65536];
+  bool ended = false;
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!ended && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0)
+      continue;
+    auto n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0)
+      ended = true;
+    else
+      received += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  CHECK(ended);
+  CHECK(received < 32u * 1024 * 1024);
   CHECK(http_get(s.port(), "/still-serving").status == 200);
 }
 

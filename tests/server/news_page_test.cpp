@@ -53,7 +53,8 @@ TEST_CASE("a failed site shows its notice with the site's display name, escaped"
   auto html = page().render(sample());
   CHECK(html.find("Al &lt;Jazeera&gt;: Splash timed out after 30 s") != std::string::npos);
   CHECK(html.find("2 headlines, updated") != std::string::npos);
-  CHECK(html.find("days ago</time> via splash") != std::string::npos);
+  CHECK(html.find("days ago</time> via splash in 1.2 s") != std::string::npos);
+  CHECK(html.find("Splash timed out after 30 s (via splash)") != std::string::npos);
 }
 
 TEST_CASE("news.json carries sites and headlines built from the snapshot") {

@@ -99,6 +99,27 @@ TEST_CASE("200 concurrent views during a refresh cause one render per site") {
   CHECK(splash.renders("https://two.cnn.com/") == 1);
 }
 
+TEST_CASE("no more than max_concurrent_renders sites render at once") {
+  splash_standin splash;
+  json sites = json::array();
+  for (int i = 0; i < 6; ++i) {
+    const std::string url = "https://s" + std::to_string(i) + ".cnn.com/";
+    splash.set(url, standin_page::page(cnn_page({{"/" + std::to_string(i) + "/index.html",
+                                                  "Story " + std::to_string(i)}}),
+                                       400ms));
+    sites.push_back(site("s" + std::to_string(i), "cnn", url));
+  }
+  newsdesk_process nd(json{{"splash_url", splash.base_url()},
+                           {"refresh", {{"max_concurrent_renders", 2}}},
+                           {"sites", sites}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  // The cold start waits for all six: three rounds of two.
+  auto news = news_json(nd.port);
+  for (const auto& s : news.at("sites"))
+    CHECK_MESSAGE(s.at("ok") == true, s.dump());
+  CHECK(splash.peak_concurrent_renders() == 2);
+}
+
 TEST_CASE("each site refreshes on its own interval") {
   splash_standin splash;
   splash.set("https://fast.cnn.com/", standin_page::page(cnn_page({{"/a/index.html", "Fast"}})));

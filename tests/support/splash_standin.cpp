@@ -1,5 +1,6 @@
 #include "tests/support/splash_standin.hpp"
 
+#include "server/http_message.hpp"
 #include "server/http_server.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -8,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -51,31 +53,14 @@ std::string serve_files(splash_standin& standin, int argc, char** argv) {
 
 namespace {
 
-std::string decode(std::string_view in) {
-  std::string out;
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    if (in[i] == '+') {
-      out += ' ';
-    } else if (in[i] == '%' && i + 2 < in.size()) {
-      int value = 0;
-      std::from_chars(in.data() + i + 1, in.data() + i + 3, value, 16);
-      out += static_cast<char>(value);
-      i += 2;
-    } else {
-      out += in[i];
-    }
-  }
-  return out;
-}
-
 std::map<std::string, std::string> parse_query(std::string_view query) {
   std::map<std::string, std::string> params;
   while (!query.empty()) {
     auto amp = query.find('&');
     auto pair = query.substr(0, amp);
     auto eq = pair.find('=');
-    params[decode(pair.substr(0, eq))] =
-        eq == std::string_view::npos ? "" : decode(pair.substr(eq + 1));
+    params[server::form_decode(pair.substr(0, eq))] =
+        eq == std::string_view::npos ? "" : server::form_decode(pair.substr(eq + 1));
     query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
   }
   return params;
@@ -124,6 +109,8 @@ struct splash_standin::impl {
   std::map<std::string, std::string> origin_pages;
   std::map<std::string, std::pair<std::string, unsigned>> origin_redirects;
   std::vector<responder> hung; // held until shutdown: a render that never finishes
+  std::size_t rendering = 0;   // pages answered after their delay, not yet answered
+  std::size_t peak_rendering = 0;
 
   impl()
       : http(ioc,
@@ -216,7 +203,18 @@ struct splash_standin::impl {
       http_response res;
       res.content_type = "text/html; charset=utf-8";
       res.body = page.html;
-      return answer_later(page.delay, std::move(res), std::move(respond));
+      {
+        std::lock_guard lock(mutex);
+        peak_rendering = std::max(peak_rendering, ++rendering);
+      }
+      return answer_later(page.delay, std::move(res),
+                          [this, respond = std::move(respond)](http_response r) {
+                            {
+                              std::lock_guard lock(mutex);
+                              --rendering;
+                            }
+                            respond(std::move(r));
+                          });
     }
     case standin_page::kind::splash_error:
       break;
@@ -292,6 +290,11 @@ void splash_standin::set_origin_redirect(const std::string& name, std::string lo
                                          unsigned status) {
   std::lock_guard lock(impl_->mutex);
   impl_->origin_redirects[name] = {std::move(location), status};
+}
+
+std::size_t splash_standin::peak_concurrent_renders() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->peak_rendering;
 }
 
 std::size_t splash_standin::renders(const std::string& target_url) const {

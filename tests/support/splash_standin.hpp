@@ -52,6 +52,8 @@ class splash_standin {
 
   // How many render.html requests named `target_url`.
   std::size_t renders(const std::string& target_url) const;
+  // The most pages that were being rendered (delayed before their answer) at one time.
+  std::size_t peak_concurrent_renders() const;
 
   // Splash's --max-timeout.
   static constexpr double max_timeout = 90;
