@@ -4,37 +4,17 @@
 //
 // Usage: bench_parse [page.html] [runs]   (default: the shared cnn-2025 page, 15 runs)
 // Benchmarks may include <gumbo.h> as the reference point; production code may not.
+#include "bench_support.hpp"
 #include "scrapers/dom.hpp"
 #include "scrapers/registry.hpp"
 
 #include <gumbo.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
-#include <vector>
 
-namespace {
-
-using clock_type = std::chrono::steady_clock;
-
-template <typename F> double median_ms(int runs, F&& work) {
-  std::vector<double> times;
-  times.reserve(static_cast<std::size_t>(runs));
-  for (int i = 0; i < runs; ++i) {
-    auto start = clock_type::now();
-    work();
-    times.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - start).count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
-
-} // namespace
+using newsdesk::bench::median_ms;
 
 int main(int argc, char** argv) {
   std::string path = argc > 1 ? argv[1] : NEWSDESK_SHARED_PAGES "/cnn-2025-home-rendered.html";
@@ -43,14 +23,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_parse: runs must be at least 1\n");
     return 2;
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  const auto page = newsdesk::bench::read_file(path);
+  if (!page) {
     std::fprintf(stderr, "bench_parse: cannot read %s\n", path.c_str());
     return 1;
   }
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  const std::string html = bytes.str();
+  const std::string& html = *page;
 
   newsdesk::scrapers::registry scrapers;
   newsdesk::scrapers::register_builtin_scrapers(scrapers);
