@@ -53,8 +53,9 @@ struct chromium_options {
 };
 
 // The command line newsdesk runs (without the program): headless, no sandbox (it runs as root in
-// containers), no background network traffic, images off (headlines are text), DevTools on
-// loopback at port 0.
+// containers), no background network traffic, no throttling of tabs that are not in front
+// (renders run side by side, and only one tab can be in front), images off (headlines are
+// text), DevTools on loopback at port 0.
 std::vector<std::string> chromium_arguments(const std::string& profile_dir,
                                             const std::vector<std::string>& extra);
 
