@@ -174,6 +174,46 @@ TEST_CASE("chromium: a browser killed between renders is restarted and the next 
   CHECK(r.chromium.browsers_started() == 2);
 }
 
+TEST_CASE("chromium: a browser killed during a render fails that render; renders queued behind it "
+          "succeed on the restarted browser") {
+  SKIP_WITHOUT_CHROMIUM();
+  splash_standin origin;
+  origin.set_origin("js", js_page("timer-headlines.html"));
+  auto options = rig::quick();
+  options.max_concurrent = 1; // the others have to queue behind the render that is killed
+  rig r(options);
+  auto url = origin.base_url() + "/origin/js";
+
+  auto submit = [&](std::chrono::milliseconds wait) {
+    auto p = std::make_shared<std::promise<render_result>>();
+    r.chromium.render({url, wait, 20s}, [p](render_result res) { p->set_value(std::move(res)); });
+    return p->get_future();
+  };
+  // A 10 s wait keeps the first render in flight, with its tab open, until the kill.
+  auto started = std::chrono::steady_clock::now();
+  auto in_flight = submit(10s);
+  REQUIRE(eventually([&] { return r.chromium.open_targets() == 1; }, 15s));
+  int first = r.chromium.browser_pid();
+  REQUIRE(first > 0);
+  auto second = submit(1s);
+  auto third = submit(1s);
+  REQUIRE(::kill(first, SIGKILL) == 0);
+
+  REQUIRE(in_flight.wait_for(15s) == std::future_status::ready);
+  auto killed = in_flight.get();
+  CHECK(killed.failure == render_failure::upstream);
+  CHECK_MESSAGE(killed.message.find("Chromium crashed during the render") == 0, killed.message);
+  CHECK(std::chrono::steady_clock::now() - started < 8s); // it did not wait out its 10 s
+  for (auto* queued : {&second, &third}) {
+    REQUIRE(queued->wait_for(30s) == std::future_status::ready);
+    auto result = queued->get();
+    REQUIRE_MESSAGE(result.ok(), result.message);
+    CHECK(cnn_scraper().parse(result.html, result.url).size() == 3);
+  }
+  CHECK(r.chromium.browsers_started() == 2);
+  CHECK(r.chromium.browser_pid() != first);
+}
+
 TEST_CASE("chromium: a browser that stops answering is restarted") {
   SKIP_WITHOUT_CHROMIUM();
   splash_standin origin;
