@@ -31,6 +31,8 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <optional>
+#include <set>
 #include <string_view>
 #include <thread>
 
@@ -62,6 +64,29 @@ bool chromium_required() {
       return;                                                                                      \
     }                                                                                              \
   } while (false)
+
+// Removes a variable from this process's environment for one scope and puts it back after.
+// The test harness appends its settings to the inherited environment, and getenv() returns the
+// first match, so an inherited SPLASH_URL would win over the harness's empty one.
+class scoped_unsetenv {
+ public:
+  explicit scoped_unsetenv(const char* name)
+      : name_(name) {
+    if (const char* value = std::getenv(name))
+      saved_ = value;
+    ::unsetenv(name);
+  }
+  ~scoped_unsetenv() {
+    if (saved_)
+      ::setenv(name_, saved_->c_str(), 1);
+  }
+  scoped_unsetenv(const scoped_unsetenv&) = delete;
+  scoped_unsetenv& operator=(const scoped_unsetenv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> saved_;
+};
 
 std::string js_page(const std::string& name) {
   bool found = false;
@@ -348,6 +373,35 @@ TEST_CASE("newsdesk with renderer chromium shows JavaScript-built headlines on /
   }
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
+}
+
+TEST_CASE("newsdesk with no renderer and no Splash configured renders through the installed "
+          "Chromium") {
+  SKIP_WITHOUT_CHROMIUM();
+  splash_standin origin;
+  origin.set_origin("js", js_page("timer-headlines.html"));
+  // Nothing may choose for newsdesk: the automatic default is what this test is about.
+  scoped_unsetenv no_splash("SPLASH_URL");
+  scoped_unsetenv no_renderer("NEWSDESK_RENDERER");
+  scoped_unsetenv no_chromium("NEWSDESK_CHROMIUM");
+  newsdesk_process nd(json{
+      {"sites",
+       {site("jsnews", "cnn", origin.base_url() + "/origin/js", {{"wait", 1}, {"timeout", 15}})}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  auto answer = send_request(nd.port, "GET", "/news.json", {}, 30s);
+  REQUIRE(answer.status == 200);
+  INFO(answer.body);
+  auto j = json::parse(answer.body);
+  REQUIRE(j.at("sites").size() == 1);
+  CHECK(j.at("sites")[0].at("renderer") == "chromium");
+  CHECK(j.at("sites")[0].at("ok") == true);
+  std::set<std::string> titles;
+  for (const auto& h : j.at("headlines"))
+    titles.insert(h.at("title").get<std::string>());
+  CHECK(titles == std::set<std::string>{"JavaScript built this first headline",
+                                        "A second headline from a timer",
+                                        "Third headline, absolute link"});
+  CHECK(nd.process->stop(SIGTERM) == 0);
 }
 
 TEST_CASE("renderer choice: Splash if configured, else an installed Chromium, else direct") {
