@@ -1,7 +1,7 @@
 // The chromium renderer on a small JavaScript page served from loopback: time per render
 // (sequential), the browser's memory (PSS of its whole process group) as renders accumulate,
 // and throughput at several concurrency limits. Prints a Markdown table.
-// Usage: bench_render [chromium-path] [sequential-renders]
+// Usage: bench_render [chromium-path (default: chromium on PATH)] [sequential-renders]
 #include "server/chromium_renderer.hpp"
 #include "server/http_server.hpp"
 
@@ -83,7 +83,13 @@ double percentile(std::vector<double> v, double p) {
 } // namespace
 
 int main(int argc, char** argv) {
-  std::string path = argc > 1 ? argv[1] : "/usr/bin/chromium";
+  // The browser newsdesk itself would start when no chromium_path is configured.
+  std::string path = argc > 1 ? argv[1] : find_chromium("");
+  if (path.empty()) {
+    std::fprintf(stderr,
+                 "bench_render: no chromium on PATH; pass its path as the first argument\n");
+    return 1;
+  }
   int sequential = argc > 2 ? std::atoi(argv[2]) : 50;
 
   boost::asio::io_context ioc;
