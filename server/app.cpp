@@ -157,9 +157,14 @@ void app::serve_news(const http_request& request, const std::string& path, respo
   if (auto* error = std::get_if<std::string>(&parsed))
     return respond(text_response(400, "Bad Request: " + *error));
   auto query = std::get<news_query>(std::move(parsed));
-  auto self_url = base_url(request) + request.target;
-  auto page_url = base_url(request) + "/news" +
-                  (request.query().empty() ? std::string() : "?" + std::string(request.query()));
+  // Only the feeds name their own and the page's address; /news, the hot path, skips building
+  // them.
+  std::string self_url, page_url;
+  if (path == "/news.atom" || path == "/news.feed.json") {
+    self_url = base_url(request) + request.target;
+    page_url = base_url(request) + "/news" +
+               (request.query().empty() ? std::string() : "?" + std::string(request.query()));
+  }
 
   news_.when_ready([this, path, query = std::move(query), self_url, page_url,
                     respond = std::move(respond)](std::shared_ptr<const news_snapshot> snapshot) {

@@ -31,7 +31,6 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
-#include <optional>
 #include <set>
 #include <string_view>
 #include <thread>
@@ -64,29 +63,6 @@ bool chromium_required() {
       return;                                                                                      \
     }                                                                                              \
   } while (false)
-
-// Removes a variable from this process's environment for one scope and puts it back after.
-// The test harness appends its settings to the inherited environment, and getenv() returns the
-// first match, so an inherited SPLASH_URL would win over the harness's empty one.
-class scoped_unsetenv {
- public:
-  explicit scoped_unsetenv(const char* name)
-      : name_(name) {
-    if (const char* value = std::getenv(name))
-      saved_ = value;
-    ::unsetenv(name);
-  }
-  ~scoped_unsetenv() {
-    if (saved_)
-      ::setenv(name_, saved_->c_str(), 1);
-  }
-  scoped_unsetenv(const scoped_unsetenv&) = delete;
-  scoped_unsetenv& operator=(const scoped_unsetenv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> saved_;
-};
 
 std::string js_page(const std::string& name) {
   bool found = false;
@@ -380,10 +356,8 @@ TEST_CASE("newsdesk with no renderer and no Splash configured renders through th
   SKIP_WITHOUT_CHROMIUM();
   splash_standin origin;
   origin.set_origin("js", js_page("timer-headlines.html"));
-  // Nothing may choose for newsdesk: the automatic default is what this test is about.
-  scoped_unsetenv no_splash("SPLASH_URL");
-  scoped_unsetenv no_renderer("NEWSDESK_RENDERER");
-  scoped_unsetenv no_chromium("NEWSDESK_CHROMIUM");
+  // Nothing chooses for newsdesk (the harness clears SPLASH_URL and NEWSDESK_* for the child):
+  // the automatic default is what this test is about.
   newsdesk_process nd(json{
       {"sites",
        {site("jsnews", "cnn", origin.base_url() + "/origin/js", {{"wait", 1}, {"timeout", 15}})}}});

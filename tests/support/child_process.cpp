@@ -7,8 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 extern char** environ;
@@ -36,9 +38,18 @@ child_process::child_process(const std::string& program, const std::vector<std::
     argv.push_back(a.data());
   argv.push_back(nullptr);
 
+  // The test's own entries replace inherited ones of the same name: getenv returns the first
+  // match, so appending "SPLASH_URL=" after an inherited SPLASH_URL would not clear it.
+  auto name_of = [](std::string_view entry) { return entry.substr(0, entry.find('=')); };
   std::vector<std::string> env_store;
-  for (char** e = environ; *e; ++e)
-    env_store.emplace_back(*e);
+  for (char** e = environ; *e; ++e) {
+    std::string_view inherited = *e;
+    bool replaced = std::any_of(env.begin(), env.end(), [&](const std::string& mine) {
+      return name_of(mine) == name_of(inherited);
+    });
+    if (!replaced)
+      env_store.emplace_back(inherited);
+  }
   env_store.insert(env_store.end(), env.begin(), env.end());
   std::vector<char*> envp;
   for (auto& e : env_store)

@@ -14,7 +14,8 @@ namespace newsdesk::testing {
 
 class child_process {
  public:
-  // Starts `program` with `args`; `env` entries ("NAME=value") are added to the environment.
+  // Starts `program` with `args` and this process's environment, in which `env` entries
+  // ("NAME=value") replace inherited variables of the same name ("NAME=" clears one).
   // stderr goes to `stderr_path` (a file tests can read) when given.
   child_process(const std::string& program, const std::vector<std::string>& args,
                 const std::vector<std::string>& env = {}, const std::string& stderr_path = {});

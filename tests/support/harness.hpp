@@ -17,6 +17,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -74,8 +75,7 @@ struct newsdesk_process {
                                   "--broker-listen", "127.0.0.1:0",
                                   "--store",         (dir.path / "store.db").string()};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
-    process = std::make_unique<child_process>(NEWSDESK_BINARY, args,
-                                              std::vector<std::string>{"SPLASH_URL="},
+    process = std::make_unique<child_process>(NEWSDESK_BINARY, args, settings_cleared(),
                                               (dir.path / "stderr.log").string());
     port = wait_for_port(*process);
     if (port != 0)
@@ -85,6 +85,19 @@ struct newsdesk_process {
   // What it logged (stdout) and any error output.
   std::string log() const {
     return process->output() + read_file((dir.path / "stderr.log").string());
+  }
+
+  // Entries that clear every setting the test's own environment could pass on (NEWSDESK_*,
+  // SPLASH_URL, BROWSERLESS_URL: newsdesk ignores empty values), so a developer's shell never
+  // changes what a test runs.
+  static std::vector<std::string> settings_cleared() {
+    std::vector<std::string> cleared{"SPLASH_URL=", "BROWSERLESS_URL="};
+    for (char** e = environ; *e; ++e) {
+      std::string_view entry = *e;
+      if (entry.starts_with("NEWSDESK_"))
+        cleared.push_back(std::string(entry.substr(0, entry.find('='))) + "=");
+    }
+    return cleared;
   }
 };
 
