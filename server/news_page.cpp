@@ -155,14 +155,18 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
     ++shown;
   }
 
+  // The same filters as a query string for the feed links: "?site=a&site=b&q=...&limit=N".
   std::string feed_query;
+  auto add_parameter = [&feed_query](std::string_view name, std::string_view value) {
+    feed_query += feed_query.empty() ? '?' : '&';
+    feed_query.append(name).append("=").append(value);
+  };
   for (const auto& site : query.sites)
-    feed_query += (feed_query.empty() ? "?" : "&") + std::string("site=") + site;
+    add_parameter("site", site);
   if (!query.q.empty())
-    feed_query += (feed_query.empty() ? "?q=" : "&q=") + form_encode(query.q);
+    add_parameter("q", form_encode(query.q));
   if (query.limit)
-    feed_query +=
-        (feed_query.empty() ? "?" : "&") + std::string("limit=") + std::to_string(query.limit);
+    add_parameter("limit", std::to_string(query.limit));
 
   mustache::data page;
   page.set("sites", sites);

@@ -92,3 +92,18 @@ TEST_CASE("a missing or broken template is an error naming the file") {
                        std::runtime_error);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("a filtered page's feed links carry the same filters") {
+  news_query query;
+  query.sites = {"cnn", "aj"};
+  query.q = "a&b";
+  query.words = {"a&b"};
+  query.limit = 5;
+  auto html = page().render(sample(), query);
+  // Mustache escapes '&' in the attribute; the browser reads back "?site=cnn&site=aj&q=a%26b&...".
+  CHECK(html.find("href=\"/news.atom?site=cnn&amp;site=aj&amp;q=a%26b&amp;limit=5\"") !=
+        std::string::npos);
+  CHECK(html.find("href=\"/news.feed.json?site=cnn&amp;site=aj&amp;q=a%26b&amp;limit=5\"") !=
+        std::string::npos);
+  CHECK(page().render(sample()).find("href=\"/news.atom\"") != std::string::npos);
+}
