@@ -117,11 +117,11 @@ void app::handle(http_request request, responder respond) {
   if (path == "/")
     return respond(text_response(302).with_header("Location", "/news"));
   if (path == "/healthz")
-    return respond(page_response("application/json; charset=utf-8", "{\"status\":\"ok\"}\n"));
+    return respond(page_response(json_content_type, "{\"status\":\"ok\"}\n"));
   if (path.rfind("/static/", 0) == 0)
     return respond(files_.serve(std::string_view(path).substr(8), request));
   if (json_endpoint != json_endpoints_.end())
-    return respond(page_response("application/json; charset=utf-8", json_endpoint->second()));
+    return respond(page_response(json_content_type, json_endpoint->second()));
   serve_news(request, path, std::move(respond));
 }
 
@@ -186,7 +186,7 @@ void app::serve_news(const http_request& request, const std::string& path, respo
       }
       auto view = apply_query(*snapshot, query);
       if (path == "/news.json")
-        return respond(page_response("application/json; charset=utf-8", news_json(view)));
+        return respond(page_response(json_content_type, news_json(view)));
 
       std::map<std::string, const site_report*> sites;
       for (const auto& s : view.sites)
@@ -245,7 +245,7 @@ void app::serve_refresh(const http_request& request, responder respond) {
   }
   nlohmann::json body = {
       {"started", started}, {"already_running", running}, {"rate_limited", too_soon}};
-  auto res = page_response("application/json; charset=utf-8", body.dump() + "\n");
+  auto res = page_response(json_content_type, body.dump() + "\n");
   res.status = started.empty() && running.empty() && !too_soon.empty() ? 429 : 202;
   if (res.status == 429)
     res.with_header("Retry-After", "10");

@@ -101,6 +101,9 @@ struct http_response {
   }
 };
 
+// The Content-Type of every JSON answer (/news.json, /healthz, /readyz, /api/...).
+inline constexpr const char* json_content_type = "application/json; charset=utf-8";
+
 // A short plain-text answer: "404 Not Found\n". Users see generic text; logs get the detail.
 http_response text_response(unsigned status, std::string_view text = {});
 

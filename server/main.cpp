@@ -64,8 +64,7 @@ void drain_connections(net::steady_timer& timer, http_server& http,
       });
 }
 
-// The sites to show: the built-in scrapers and the site files in cfg.site_files_dir, as the
-// config's "sites" entries choose them. Throws config_error or site_file_error.
+// Each site's display name and colour, which live events carry with its headlines.
 std::map<std::string, live_events::site_look> looks_of(const std::vector<site_config>& sites) {
   std::map<std::string, live_events::site_look> looks;
   for (const auto& s : sites)
@@ -248,7 +247,7 @@ int run(std::vector<std::string> args) {
                            {"reasons", reasons}};
     http_response res;
     res.status = reasons.empty() ? 200 : 503;
-    res.content_type = "application/json; charset=utf-8";
+    res.content_type = json_content_type;
     res.body = body.dump() + "\n";
     res.with_header("Cache-Control", "no-store");
     respond(std::move(res));
