@@ -10,8 +10,8 @@
 // Checked: nothing crashes, leaks or grows without bound; refused requests get 400, 413 or 431;
 // no request carries more header or body bytes than the limits allow; /static never serves a
 // file outside its folder (a secret beside it, a symlink pointing out), and only 200, 304 or 404.
-#include "server/http_server.hpp"
-#include "server/static_files.hpp"
+#include "server/http/http_server.hpp"
+#include "server/http/static_files.hpp"
 
 #include <cstddef>
 #include <cstdint>

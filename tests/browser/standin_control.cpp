@@ -8,8 +8,8 @@
 // SIGINT/SIGTERM (or stdin closing, so it never outlives the test that started it). Control:
 //   POST /control/set?url=URL       body: the HTML a render of URL returns from now on (200)
 //   GET  /control/renders?url=URL   how many renders of URL the stand-in has answered
-#include "server/http_message.hpp"
-#include "server/http_server.hpp"
+#include "server/http/http_message.hpp"
+#include "server/http/http_server.hpp"
 #include "tests/support/splash_standin.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>

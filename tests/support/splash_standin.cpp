@@ -1,7 +1,7 @@
 #include "tests/support/splash_standin.hpp"
 
-#include "server/http_message.hpp"
-#include "server/http_server.hpp"
+#include "server/http/http_message.hpp"
+#include "server/http/http_server.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>

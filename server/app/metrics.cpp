@@ -1,0 +1,245 @@
+#include "server/app/metrics.hpp"
+
+#include "broker/stats.hpp"
+#include "server/news/news_service.hpp"
+
+#include <cstdio>
+
+namespace newsdesk::server {
+
+namespace {
+
+std::string number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+void header(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
+  out.append("# HELP ").append(name).append(" ").append(help).append("\n");
+  out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
+}
+
+void sample(std::string& out, std::string_view name, std::string_view labels, double value) {
+  out.append(name);
+  if (!labels.empty())
+    out.append("{").append(labels).append("}");
+  out.append(" ").append(number(value)).append("\n");
+}
+
+// Label values come from config and code, but escape anyway: \ " and newline.
+std::string label(std::string_view key, std::string_view value) {
+  std::string out(key);
+  out += "=\"";
+  for (char c : value) {
+    if (c == '\\' || c == '"')
+      out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+// Request latency: from sub-millisecond (cached page) to seconds (cold start).
+const std::vector<double> request_bounds = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                            0.1,    0.25,  0.5,    1,     2.5,  5,     10};
+// Fetch latency: a render takes from a fraction of a second to Splash's timeout.
+const std::vector<double> fetch_bounds = {0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 90};
+
+// Route labels: newsdesk's routes, then "/static" and "other" (a fixed set, so counters can be
+// a fixed table).
+constexpr std::string_view known_routes[] = {
+    "/",        "/news",        "/news.json",  "/news.atom", "/news.feed.json",
+    "/events",  "/api/refresh", "/api/broker", "/healthz",   "/readyz",
+    "/metrics", "/static",      "other"};
+static_assert(std::size(known_routes) == metrics::route_count);
+
+std::size_t route_index(std::string_view route) {
+  std::size_t r = 0;
+  while (r + 1 < std::size(known_routes) && known_routes[r] != route)
+    ++r;
+  return r; // "other" when unknown
+}
+
+std::string_view route_name(std::size_t index) {
+  return known_routes[index];
+}
+
+} // namespace
+
+histogram::histogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds))
+    , counts_(new std::atomic<std::uint64_t>[bounds_.size() + 1]) {
+  for (std::size_t i = 0; i <= bounds_.size(); ++i)
+    counts_[i] = 0;
+}
+
+void histogram::observe(double seconds) {
+  std::size_t i = 0;
+  while (i < bounds_.size() && seconds > bounds_[i])
+    ++i;
+  counts_[i].fetch_add(1, std::memory_order_relaxed);
+  sum_ns_.fetch_add(static_cast<std::uint64_t>(seconds * 1e9), std::memory_order_relaxed);
+}
+
+void histogram::render(std::string& out, std::string_view name, std::string_view labels) const {
+  std::uint64_t cumulative = 0;
+  std::string prefix = labels.empty() ? std::string() : std::string(labels) + ",";
+  for (std::size_t i = 0; i <= bounds_.size(); ++i) {
+    cumulative += counts_[i].load(std::memory_order_relaxed);
+    auto le = i < bounds_.size() ? number(bounds_[i]) : std::string("+Inf");
+    sample(out, std::string(name) + "_bucket", prefix + "le=\"" + le + "\"",
+           static_cast<double>(cumulative));
+  }
+  sample(out, std::string(name) + "_sum", labels,
+         static_cast<double>(sum_ns_.load(std::memory_order_relaxed)) / 1e9);
+  // The count is the +Inf bucket, so the two always agree within one scrape.
+  sample(out, std::string(name) + "_count", labels, static_cast<double>(cumulative));
+}
+
+metrics::metrics()
+    : request_latency_(request_bounds) {}
+
+std::string_view metrics::route_of(std::string_view path) {
+  for (auto r : known_routes)
+    if (path == r && r != "/static" && r != "other")
+      return r;
+  if (path.rfind("/static/", 0) == 0)
+    return "/static";
+  return "other";
+}
+
+void metrics::observe_request(std::string_view route, unsigned status,
+                              std::chrono::nanoseconds latency) {
+  auto r = route_index(route);
+  std::size_t c = 0;
+  while (c < common_statuses.size() && common_statuses[c] != status)
+    ++c;
+  if (c < common_statuses.size()) {
+    common_requests_[r][c].fetch_add(1, std::memory_order_relaxed);
+  } else {
+    std::lock_guard lock(mutex_);
+    ++requests_[{std::string(route_name(r)), status}];
+  }
+  request_latency_.observe(std::chrono::duration<double>(latency).count());
+}
+
+void metrics::observe_fetch(const std::string& site, std::chrono::milliseconds latency,
+                            std::string_view error_kind) {
+  histogram* h = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    auto& slot = fetch_latency_[site];
+    if (!slot)
+      slot = std::make_unique<histogram>(fetch_bounds);
+    h = slot.get();
+    if (!error_kind.empty())
+      ++fetch_errors_[{site, std::string(error_kind)}];
+  }
+  h->observe(std::chrono::duration<double>(latency).count());
+}
+
+std::string metrics::render(const std::vector<site_report>& sites,
+                            const broker::stats_snapshot* broker, std::size_t sse_clients) const {
+  std::string out;
+  out.reserve(8192);
+  {
+    std::lock_guard lock(mutex_);
+    header(out, "newsdesk_http_requests_total", "counter",
+           "HTTP requests answered, by route and status.");
+    auto all = requests_;
+    for (std::size_t r = 0; r < route_count; ++r)
+      for (std::size_t c = 0; c < common_statuses.size(); ++c)
+        if (auto n = common_requests_[r][c].load(std::memory_order_relaxed))
+          all[{std::string(route_name(r)), common_statuses[c]}] += n;
+    for (const auto& [key, n] : all)
+      sample(out, "newsdesk_http_requests_total",
+             label("route", key.first) + "," + label("status", std::to_string(key.second)),
+             static_cast<double>(n));
+    header(out, "newsdesk_http_request_duration_seconds", "histogram",
+           "Time from a parsed request to its response.");
+    request_latency_.render(out, "newsdesk_http_request_duration_seconds", "");
+    header(out, "newsdesk_fetch_duration_seconds", "histogram",
+           "Time for one refresh of a site: render and parse.");
+    for (const auto& [site, h] : fetch_latency_)
+      h->render(out, "newsdesk_fetch_duration_seconds", label("site", site));
+    header(out, "newsdesk_fetch_errors_total", "counter", "Failed refreshes, by site and kind.");
+    for (const auto& [key, n] : fetch_errors_)
+      sample(out, "newsdesk_fetch_errors_total",
+             label("site", key.first) + "," + label("kind", key.second), static_cast<double>(n));
+  }
+
+  header(out, "newsdesk_site_headlines", "gauge", "Headlines shown for a site.");
+  for (const auto& s : sites)
+    sample(out, "newsdesk_site_headlines", label("site", s.name),
+           static_cast<double>(s.headline_count));
+  header(out, "newsdesk_site_last_success_timestamp_seconds", "gauge",
+         "Unix time of a site's last successful refresh (0: never).");
+  for (const auto& s : sites)
+    sample(out, "newsdesk_site_last_success_timestamp_seconds", label("site", s.name),
+           static_cast<double>(s.last_success_ms) / 1000.0);
+  header(out, "newsdesk_site_up", "gauge", "1 when a site's last refresh succeeded.");
+  for (const auto& s : sites)
+    sample(out, "newsdesk_site_up", label("site", s.name), s.ok ? 1 : 0);
+
+  header(out, "newsdesk_sse_clients", "gauge", "Open /events streams.");
+  sample(out, "newsdesk_sse_clients", "", static_cast<double>(sse_clients));
+
+  if (broker) {
+    const auto& b = *broker;
+    auto gauge = [&](const char* name, const char* help, std::uint64_t v) {
+      header(out, name, "gauge", help);
+      sample(out, name, "", static_cast<double>(v));
+    };
+    auto counter = [&](const char* name, const char* help, std::uint64_t v) {
+      header(out, name, "counter", help);
+      sample(out, name, "", static_cast<double>(v));
+    };
+    gauge("newsdesk_broker_connections", "Open broker connections.", b.connections_current);
+    counter("newsdesk_broker_connections_total", "Broker connections accepted.",
+            b.connections_total);
+    counter("newsdesk_broker_connections_rejected_total",
+            "Broker connections refused over the limit.", b.connections_rejected);
+    gauge("newsdesk_broker_channels", "Broker channels with subscribers or backlog.",
+          b.channels_current);
+    gauge("newsdesk_broker_subscribers", "Broker subscribers.", b.subscribers_current);
+    counter("newsdesk_broker_messages_total", "Messages published to the broker.", b.messages_in);
+    counter("newsdesk_broker_deliveries_total", "Message copies queued to subscribers.",
+            b.deliveries);
+    gauge("newsdesk_broker_queued_bytes", "Bytes waiting in subscriber queues.", b.queued_bytes);
+    gauge("newsdesk_broker_backlog_messages", "Messages waiting in /queue backlogs.",
+          b.backlog_messages);
+    header(out, "newsdesk_broker_drops_total", "counter", "Messages dropped, by reason.");
+    const std::pair<const char*, std::uint64_t> drops[] = {{"no_subscriber", b.drops.no_subscriber},
+                                                           {"queue_full", b.drops.queue_full},
+                                                           {"backlog_full", b.drops.backlog_full},
+                                                           {"disconnected", b.drops.disconnected},
+                                                           {"shutdown", b.drops.shutdown}};
+    for (const auto& [reason, n] : drops)
+      sample(out, "newsdesk_broker_drops_total", label("reason", reason), static_cast<double>(n));
+    header(out, "newsdesk_broker_disconnects_total", "counter",
+           "Broker connections closed, by reason.");
+    const auto& d = b.disconnects;
+    const std::pair<const char*, std::uint64_t> closes[] = {
+        {"client_closed", d.client_closed},
+        {"done", d.done},
+        {"truncated_frame", d.truncated_frame},
+        {"frame_too_large", d.frame_too_large},
+        {"channel_name_too_long", d.channel_name_too_long},
+        {"slow_consumer", d.slow_consumer},
+        {"hard_limit", d.hard_limit},
+        {"write_timeout", d.write_timeout},
+        {"partial_frame_timeout", d.partial_frame_timeout},
+        {"io_error", d.io_error},
+        {"shutdown", d.shutdown}};
+    for (const auto& [reason, n] : closes)
+      sample(out, "newsdesk_broker_disconnects_total", label("reason", reason),
+             static_cast<double>(n));
+  }
+  return out;
+}
+
+} // namespace newsdesk::server

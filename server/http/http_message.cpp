@@ -1,0 +1,195 @@
+#include "server/http/http_message.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <system_error>
+#include <utility>
+
+namespace newsdesk::server {
+
+std::shared_ptr<const memory_file> memory_file::create(std::string_view bytes) {
+  int fd = ::memfd_create("newsdesk-body", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0)
+    throw std::system_error(errno, std::generic_category(), "memfd_create");
+  auto file = std::shared_ptr<memory_file>(new memory_file(fd, bytes.size()));
+  for (std::size_t done = 0; done < bytes.size();) {
+    auto n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      throw std::system_error(errno, std::generic_category(), "writing an in-memory file");
+    done += static_cast<std::size_t>(n);
+  }
+  // Sealed: nothing can change the bytes while responses are being sent from them.
+  ::fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+  return file;
+}
+
+memory_file::~memory_file() {
+  ::close(fd_);
+}
+
+std::string memory_file::read() const {
+  std::string out(size_, '\0');
+  for (std::size_t done = 0; done < size_;) {
+    auto n = ::pread(fd_, out.data() + done, size_ - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      throw std::system_error(errno, std::generic_category(), "reading an in-memory file");
+    done += static_cast<std::size_t>(n);
+  }
+  return out;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::string_view http_request::path() const {
+  std::string_view t = target;
+  return t.substr(0, t.find('?'));
+}
+
+std::string_view http_request::query() const {
+  std::string_view t = target;
+  auto q = t.find('?');
+  return q == std::string_view::npos ? std::string_view{} : t.substr(q + 1);
+}
+
+std::optional<std::string_view> http_request::header(std::string_view name) const {
+  for (const auto& [key, value] : headers)
+    if (iequals(key, name))
+      return value;
+  return std::nullopt;
+}
+
+std::string_view reason_phrase(unsigned status) {
+  switch (status) {
+  case 200:
+    return "OK";
+  case 204:
+    return "No Content";
+  case 301:
+    return "Moved Permanently";
+  case 302:
+    return "Found";
+  case 304:
+    return "Not Modified";
+  case 400:
+    return "Bad Request";
+  case 403:
+    return "Forbidden";
+  case 404:
+    return "Not Found";
+  case 405:
+    return "Method Not Allowed";
+  case 408:
+    return "Request Timeout";
+  case 413:
+    return "Payload Too Large";
+  case 414:
+    return "URI Too Long";
+  case 429:
+    return "Too Many Requests";
+  case 431:
+    return "Request Header Fields Too Large";
+  case 500:
+    return "Internal Server Error";
+  case 502:
+    return "Bad Gateway";
+  case 503:
+    return "Service Unavailable";
+  case 504:
+    return "Gateway Timeout";
+  default:
+    return "Unknown";
+  }
+}
+
+std::string form_decode(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '+') {
+      out += ' ';
+    } else if (text[i] == '%' && i + 2 < text.size() && hex_digit(text[i + 1]) >= 0 &&
+               hex_digit(text[i + 2]) >= 0) {
+      out += static_cast<char>(hex_digit(text[i + 1]) * 16 + hex_digit(text[i + 2]));
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+http_response text_response(unsigned status, std::string_view text) {
+  http_response res;
+  res.status = status;
+  res.content_type = "text/plain; charset=utf-8";
+  res.body = std::to_string(status) + " " +
+             std::string(text.empty() ? reason_phrase(status) : text) + "\n";
+  return res;
+}
+
+bool event_stream::push(std::string_view chunk) {
+  std::function<void()> wake;
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_)
+      return false;
+    if (backlog_.size() + chunk.size() > max_bytes_) {
+      closed_ = true; // too slow: drop it; it reconnects and replays what it missed
+      wake = std::move(wake_);
+    } else {
+      backlog_.append(chunk);
+      wake = wake_;
+    }
+  }
+  if (wake)
+    wake();
+  return !closed();
+}
+
+void event_stream::close() {
+  std::function<void()> wake;
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_)
+      return;
+    closed_ = true;
+    wake = std::move(wake_); // the connection holds itself through wake_: release it
+  }
+  if (wake)
+    wake();
+}
+
+bool event_stream::closed() const {
+  std::lock_guard lock(mutex_);
+  return closed_;
+}
+
+void event_stream::on_activity(std::function<void()> wake) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!closed_)
+      wake_ = wake;
+  }
+  wake(); // whatever was pushed before the connection was ready
+}
+
+std::string event_stream::take() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(backlog_, {});
+}
+
+} // namespace newsdesk::server

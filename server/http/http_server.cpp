@@ -1,0 +1,537 @@
+#include "server/http/http_server.hpp"
+
+#include "server/core/log.hpp"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <list>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+namespace newsdesk::server {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using error_code = boost::system::error_code;
+
+namespace {
+// What stop() needs from an open connection.
+struct connection_base {
+  virtual ~connection_base() = default;
+  // Called from any thread when the server stops.
+  virtual void on_server_stop() = 0;
+};
+} // namespace
+
+struct http_server::state {
+  state(net::io_context& ioc_, request_handler h, http_server_limits l)
+      : ioc(ioc_)
+      , handler(std::move(h))
+      , limits(l)
+      , acceptor(net::make_strand(ioc_))
+      , retry_timer(acceptor.get_executor()) {}
+
+  net::io_context& ioc;
+  request_handler handler;
+  http_server_limits limits;
+  tcp::acceptor acceptor;
+  net::steady_timer retry_timer;
+  std::chrono::milliseconds backoff{0};
+  std::atomic<bool> stopping{false};
+  std::atomic<std::size_t> connections{0};
+  // Every open connection, so stop() can reach the idle ones. Weak: a connection's lifetime is
+  // still its chain of pending operations; it removes itself when it ends.
+  std::mutex open_mutex;
+  std::list<std::weak_ptr<connection_base>> open;
+};
+
+namespace {
+
+// The request parser every connection uses, and how its read errors are answered. Shared with
+// read_requests() so that tests and fuzzers exercise exactly what a connection does.
+using request_parser = http::request_parser<http::string_body>;
+
+void apply_limits(request_parser& parser, const http_server_limits& limits) {
+  parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
+  parser.body_limit(limits.max_body_bytes);
+}
+
+// 431, 413 or 400 for a request that must be refused; 0 for anything else.
+unsigned status_for_read_error(error_code ec) {
+  if (ec == http::error::end_of_stream) // closed between requests: nothing to answer
+    return 0;
+  if (ec == http::error::header_limit)
+    return 431;
+  if (ec == http::error::body_limit)
+    return 413;
+  if (ec.category() == make_error_code(http::error::bad_target).category() ||
+      ec == http::error::partial_message)
+    return 400;
+  return 0;
+}
+
+http_request to_request(http::request<http::string_body>& msg) {
+  http_request req;
+  req.method = std::string(msg.method_string());
+  req.target = std::string(msg.target());
+  for (const auto& field : msg)
+    req.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+  req.body = std::move(msg.body());
+  return req;
+}
+
+void fail(error_code ec, const char* step) {
+  log(log_level::debug,
+      std::string("msg=\"http ") + step + " failed\" error=\"" + ec.message() + "\"");
+}
+
+// One client connection. Its lifetime is the chain of pending operations.
+class session : public connection_base, public std::enable_shared_from_this<session> {
+ public:
+  session(tcp::socket&& socket, std::shared_ptr<http_server::state> st)
+      : stream_(std::move(socket))
+      , state_(std::move(st))
+      , file_deadline_(stream_.get_executor()) {
+    ++state_->connections;
+    // Every response ends with a flush: without this, Nagle holds a body's last partial segment
+    // until the client acknowledges, and a client delaying its ACK stalls it ~40 ms.
+    error_code ignored;
+    stream_.socket().set_option(tcp::no_delay(true), ignored);
+  }
+  ~session() override {
+    if (registered_) {
+      std::lock_guard lock(state_->open_mutex);
+      state_->open.erase(*registered_);
+    }
+    --state_->connections;
+  }
+
+  void run() {
+    {
+      std::lock_guard lock(state_->open_mutex);
+      registered_ = state_->open.insert(state_->open.end(), weak_from_this());
+    }
+    net::dispatch(stream_.get_executor(),
+                  beast::bind_front_handler(&session::do_read, shared_from_this()));
+  }
+
+  void on_server_stop() override {
+    net::post(stream_.get_executor(), [self = shared_from_this()] { self->notice_stop(); });
+  }
+
+ private:
+  void do_read() {
+    parser_.emplace();
+    apply_limits(*parser_, state_->limits);
+    auto timeout = state_->limits.read_timeout;
+    if (state_->stopping)
+      timeout = std::min(timeout, state_->limits.stop_idle_grace);
+    stream_.expires_after(timeout);
+    reading_ = true;
+    http::async_read(stream_, buffer_, *parser_,
+                     beast::bind_front_handler(&session::on_read, shared_from_this()));
+  }
+
+  // The server is stopping. A connection waiting for its next request, with nothing of it read
+  // yet, restarts its read under the short stop_idle_grace deadline (do_read sees `stopping`);
+  // a request being read, handled or written is left to finish.
+  void notice_stop() {
+    if (!reading_ || parser_->got_some() || buffer_.size() != 0)
+      return;
+    restart_read_ = true;
+    stream_.cancel(); // no bytes are lost: the request, if any, is still in the socket
+  }
+
+  void on_read(error_code ec, std::size_t) {
+    reading_ = false;
+    if (std::exchange(restart_read_, false) && ec == net::error::operation_aborted)
+      return do_read();
+    if (ec == http::error::end_of_stream || ec == net::error::operation_aborted ||
+        ec == beast::error::timeout || ec == net::error::connection_reset || ec == net::error::eof)
+      return do_close();
+    if (unsigned status = status_for_read_error(ec))
+      return send_error(status);
+    if (ec)
+      return fail(ec, "read");
+
+    auto& msg = parser_->get();
+    keep_alive_ = msg.keep_alive();
+    version_ = msg.version();
+    head_ = msg.method() == http::verb::head;
+
+    http_request req = to_request(msg);
+
+    // The handler may answer from any thread; writing happens back on this strand.
+    auto self = shared_from_this();
+    state_->handler(std::move(req), [self](http_response res) {
+      net::post(self->stream_.get_executor(),
+                [self, res = std::move(res)]() mutable { self->do_write(std::move(res)); });
+    });
+  }
+
+  void send_error(unsigned status) {
+    keep_alive_ = false;
+    head_ = false;
+    version_ = 11;
+    do_write(text_response(status));
+  }
+
+  void do_write(http_response res) {
+    if (state_->stopping)
+      keep_alive_ = false;
+    stream_.expires_after(state_->limits.write_timeout);
+    if (res.stream && !head_)
+      return start_stream(std::move(res));
+    if (res.stream)
+      res.stream->close();
+    if (head_) {
+      auto msg = std::make_shared<http::response<http::empty_body>>(
+          static_cast<http::status>(res.status), version_);
+      fill_headers(*msg, res);
+      msg->content_length(res.body_size());
+      write_message(std::move(msg));
+    } else if (res.file_body) {
+      // The header through Beast, then the body with sendfile(2). The socket is corked
+      // meanwhile, so the header and the body's last bytes leave in full segments.
+      auto msg = std::make_shared<http::response<http::empty_body>>(
+          static_cast<http::status>(res.status), version_);
+      fill_headers(*msg, res);
+      msg->content_length(res.file_body->size());
+      set_cork(true);
+      http::async_write(stream_, *msg,
+                        [self = shared_from_this(), msg,
+                         file = std::move(res.file_body)](error_code ec, std::size_t n) mutable {
+                          if (ec)
+                            return self->on_write(ec, n);
+                          self->send_file(std::move(file), 0);
+                        });
+    } else {
+      auto msg = std::make_shared<http::response<http::string_body>>(
+          static_cast<http::status>(res.status), version_);
+      fill_headers(*msg, res);
+      msg->body() = std::move(res.body);
+      msg->prepare_payload();
+      write_message(std::move(msg));
+    }
+  }
+
+  template <class Message> void fill_headers(Message& msg, const http_response& res) {
+    msg.set(http::field::server, "newsdesk");
+    if (!res.content_type.empty())
+      msg.set(http::field::content_type, res.content_type);
+    for (const auto& [name, value] : res.headers)
+      msg.insert(name, value);
+    msg.keep_alive(keep_alive_);
+  }
+
+  template <class Message> void write_message(std::shared_ptr<Message> msg) {
+    http::async_write(
+        stream_, *msg,
+        [self = shared_from_this(), msg](error_code ec, std::size_t n) { self->on_write(ec, n); });
+  }
+
+  void set_cork(bool on) {
+    int value = on ? 1 : 0;
+    ::setsockopt(stream_.socket().native_handle(), IPPROTO_TCP, TCP_CORK, &value, sizeof value);
+  }
+
+  // Sends `file` from `offset` on: as much as the socket takes now, then again when it can take
+  // more, within the write deadline.
+  void send_file(std::shared_ptr<const memory_file> file, off_t offset) {
+    auto& socket = stream_.socket();
+    error_code ec;
+    if (!socket.native_non_blocking())
+      socket.native_non_blocking(true, ec); // sendfile must not block a network thread
+    const auto size = static_cast<off_t>(file->size());
+    while (!ec && offset < size) {
+      auto n = ::sendfile(socket.native_handle(), file->fd(), &offset,
+                          static_cast<std::size_t>(size - offset));
+      if (n > 0 || (n < 0 && errno == EINTR))
+        continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        // The deadline may fire just as the socket turns writable, its handler already queued
+        // where cancel() cannot stop it: it acts only if this wait is still the current one.
+        const auto wait = ++file_waits_;
+        file_deadline_.expires_after(state_->limits.write_timeout);
+        file_deadline_.async_wait([self = shared_from_this(), wait](error_code timer_ec) {
+          if (!timer_ec && self->file_waits_ == wait) // the client stopped reading: give up
+            self->stream_.socket().cancel();
+        });
+        socket.async_wait(tcp::socket::wait_write,
+                          [self = shared_from_this(), file, offset](error_code wait_ec) mutable {
+                            ++self->file_waits_;
+                            self->file_deadline_.cancel();
+                            if (wait_ec)
+                              return self->on_write(wait_ec, 0);
+                            self->send_file(std::move(file), offset);
+                          });
+        return;
+      }
+      ec = n == 0 ? error_code(net::error::eof)
+                  : error_code(errno, boost::system::system_category());
+    }
+    set_cork(false); // sends what the cork held back
+    on_write(ec, static_cast<std::size_t>(offset));
+  }
+
+  void on_write(error_code ec, std::size_t) {
+    if (ec == net::error::operation_aborted || ec == beast::error::timeout ||
+        ec == net::error::broken_pipe || ec == net::error::connection_reset)
+      return;
+    if (ec)
+      return fail(ec, "write");
+    if (!keep_alive_)
+      return do_close();
+    do_read();
+  }
+
+  void do_close() {
+    error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  }
+
+  // A streamed body: the headers, then whatever the event stream produces until it closes.
+  void start_stream(http_response res) {
+    keep_alive_ = false; // the body ends when the connection does
+    events_ = std::move(res.stream);
+    auto msg = std::make_shared<http::response<http::empty_body>>(
+        static_cast<http::status>(res.status), version_);
+    fill_headers(*msg, res);
+    http::async_write(stream_, *msg, [self = shared_from_this(), msg](error_code ec, std::size_t) {
+      if (ec)
+        return self->events_->close();
+      self->stream_.expires_never(); // idle between events; each write has its own deadline
+      // The stream holds the session while it is open; closing it releases the session.
+      self->events_->on_activity(
+          [self] { net::post(self->stream_.get_executor(), [self] { self->do_stream_write(); }); });
+    });
+  }
+
+  void do_stream_write() {
+    if (writing_events_)
+      return;
+    auto data = std::make_shared<std::string>(events_->take());
+    if (data->empty()) {
+      if (events_->closed())
+        do_close();
+      return;
+    }
+    writing_events_ = true;
+    stream_.expires_after(state_->limits.write_timeout);
+    net::async_write(stream_, net::buffer(*data),
+                     [self = shared_from_this(), data](error_code ec, std::size_t) {
+                       self->writing_events_ = false;
+                       if (ec)
+                         return self->events_->close(); // the client left or stopped reading
+                       self->stream_.expires_never();
+                       self->do_stream_write();
+                     });
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<request_parser> parser_;
+  std::shared_ptr<http_server::state> state_;
+  net::steady_timer file_deadline_; // bounds each wait while sending a file body
+  std::uint64_t file_waits_ = 0;    // which wait the deadline belongs to
+  bool keep_alive_ = false;
+  bool head_ = false;
+  unsigned version_ = 11;
+  std::shared_ptr<event_stream> events_; // set while streaming a body
+  bool writing_events_ = false;
+  bool reading_ = false;      // waiting in async_read for a request
+  bool restart_read_ = false; // notice_stop() cancelled that read to restart it
+  std::optional<std::list<std::weak_ptr<connection_base>>::iterator> registered_;
+};
+
+void do_accept(const std::shared_ptr<http_server::state>& st);
+
+// Starts a session for an accepted connection, or closes it at once past max_connections.
+void serve(const std::shared_ptr<http_server::state>& st, tcp::socket socket) {
+  if (st->connections.load() >= st->limits.max_connections) {
+    log_warn("msg=\"connection limit reached, closing new connection\"");
+    error_code ignored;
+    socket.close(ignored);
+    return;
+  }
+  std::make_shared<session>(std::move(socket), st)->run();
+}
+
+void on_accept(const std::shared_ptr<http_server::state>& st, error_code ec, tcp::socket socket) {
+  if (ec == net::error::operation_aborted)
+    return;
+  if (!ec) {
+    // Served even when stop() has closed the listener since: the client is connected and may
+    // have sent its request, and dropping the socket would reset it unanswered.
+    st->backoff = std::chrono::milliseconds{0};
+    serve(st, std::move(socket));
+  }
+  if (!st->acceptor.is_open())
+    return;
+  if (ec) {
+    // Out of descriptors (EMFILE/ENFILE) or a transient network error: wait and retry, with
+    // back-off, so the loop neither spins nor dies.
+    st->backoff = std::min(std::max(st->backoff * 2, std::chrono::milliseconds{10}),
+                           std::chrono::milliseconds{1000});
+    log_warn("msg=\"accept failed, retrying\" error=\"" + ec.message() +
+             "\" retry_ms=" + std::to_string(st->backoff.count()));
+    st->retry_timer.expires_after(st->backoff);
+    st->retry_timer.async_wait([st](error_code wait_ec) {
+      if (!wait_ec)
+        do_accept(st);
+    });
+    return;
+  }
+  do_accept(st);
+}
+
+void do_accept(const std::shared_ptr<http_server::state>& st) {
+  st->acceptor.async_accept(net::make_strand(st->ioc), [st](error_code ec, tcp::socket socket) {
+    on_accept(st, ec, std::move(socket));
+  });
+}
+
+// A socket stand-in for read_requests(): hands out at most `chunk` bytes per read, then EOF.
+class memory_stream {
+ public:
+  memory_stream(std::string_view bytes, std::size_t chunk)
+      : rest_(bytes)
+      , chunk_(std::max<std::size_t>(chunk, 1)) {}
+  template <class Buffers> std::size_t read_some(const Buffers& buffers, error_code& ec) {
+    if (rest_.empty()) {
+      ec = net::error::eof;
+      return 0;
+    }
+    ec = {};
+    auto n = net::buffer_copy(buffers, net::buffer(rest_.data(), std::min(rest_.size(), chunk_)));
+    rest_.remove_prefix(n);
+    return n;
+  }
+  template <class Buffers> std::size_t read_some(const Buffers& buffers) {
+    error_code ec;
+    auto n = read_some(buffers, ec);
+    if (ec)
+      throw boost::system::system_error(ec);
+    return n;
+  }
+
+ private:
+  std::string_view rest_;
+  std::size_t chunk_;
+};
+
+} // namespace
+
+unsigned read_requests(std::string_view bytes, std::size_t chunk, const http_server_limits& limits,
+                       const std::function<void(http_request)>& on_request) {
+  memory_stream stream(bytes, chunk);
+  beast::flat_buffer buffer;
+  for (;;) {
+    request_parser parser;
+    apply_limits(parser, limits);
+    error_code ec;
+    http::read(stream, buffer, parser, ec);
+    if (ec)
+      return status_for_read_error(ec);
+    auto& msg = parser.get();
+    const bool keep_alive = msg.keep_alive();
+    on_request(to_request(msg));
+    if (!keep_alive)
+      return 0;
+  }
+}
+
+http_server::http_server(net::io_context& ioc, request_handler handler, http_server_limits limits)
+    : state_(std::make_shared<state>(ioc, std::move(handler), limits)) {}
+
+http_server::~http_server() {
+  stop();
+}
+
+void http_server::listen(const std::string& address, unsigned short port) {
+  auto where = address + ":" + std::to_string(port);
+  error_code ec;
+  auto ip = net::ip::make_address(address, ec);
+  if (ec)
+    throw std::runtime_error("cannot listen on " + where + ": '" + address +
+                             "' is not an IP address");
+  tcp::endpoint endpoint{ip, port};
+  auto& acc = state_->acceptor;
+  acc.open(endpoint.protocol(), ec);
+  if (!ec)
+    acc.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec)
+    acc.bind(endpoint, ec);
+  if (!ec)
+    acc.listen(net::socket_base::max_listen_connections, ec);
+  if (!ec)
+    return;
+  error_code ignored;
+  acc.close(ignored);
+  throw std::runtime_error("cannot listen on " + where + ": " + ec.message());
+}
+
+unsigned short http_server::port() const {
+  error_code ec;
+  return state_->acceptor.local_endpoint(ec).port();
+}
+
+void http_server::start() {
+  net::dispatch(state_->acceptor.get_executor(), [st = state_] { do_accept(st); });
+}
+
+void http_server::stop() {
+  state_->stopping = true;
+  net::dispatch(state_->acceptor.get_executor(), [st = state_] {
+    // Closing a listener resets the connections the kernel has completed but nobody accepted
+    // yet, whose clients may already have sent a request: accept and serve those first.
+    error_code ec;
+    if (st->acceptor.is_open())
+      st->acceptor.non_blocking(true, ec);
+    while (!ec && st->acceptor.is_open()) {
+      tcp::socket socket(net::make_strand(st->ioc));
+      st->acceptor.accept(socket, ec); // would_block once the backlog is empty
+      if (!ec)
+        serve(st, std::move(socket));
+    }
+    error_code ignored;
+    st->acceptor.close(ignored);
+    st->retry_timer.cancel();
+  });
+  // Connections idle between requests would otherwise keep shutdown waiting for read_timeout.
+  std::vector<std::shared_ptr<connection_base>> open;
+  {
+    std::lock_guard lock(state_->open_mutex);
+    for (auto& weak : state_->open)
+      if (auto c = weak.lock())
+        open.push_back(std::move(c));
+  }
+  for (auto& c : open)
+    c->on_server_stop();
+}
+
+std::size_t http_server::open_connections() const {
+  return state_->connections.load();
+}
+
+} // namespace newsdesk::server

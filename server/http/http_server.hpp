@@ -1,0 +1,82 @@
+// Async HTTP/1.1 server (Boost.Beast): keep-alive, per-connection strands, deadlines, size
+// limits and HEAD. Routing is not its business: every parsed request goes to one handler.
+//
+// Threads: the server runs on the io_context it is given, which any number of threads may run.
+// Each connection lives on its own strand; the handler is called on that strand and may answer
+// from any thread. File bodies (memory_file) go out with sendfile(2), which raises SIGPIPE when
+// the client has gone: a process serving them ignores SIGPIPE (newsdesk's main does).
+#pragma once
+
+#include "server/http/http_message.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace newsdesk::server {
+
+struct http_server_limits {
+  // Request line + headers. Browsers send 1-4 KiB; 16 KiB leaves room for big cookies while
+  // refusing header floods (answered 431).
+  std::size_t max_header_bytes = 16 * 1024;
+  // Request bodies. No route takes uploads; 64 KiB is plenty for a form or JSON (413 beyond).
+  std::size_t max_body_bytes = 64 * 1024;
+  // Deadline for a whole request to arrive, including idle time on a kept-alive connection.
+  // Cuts off slowloris-style clients that trickle headers.
+  std::chrono::milliseconds read_timeout{30'000};
+  // Deadline for writing one response; a client that stops reading is dropped.
+  std::chrono::milliseconds write_timeout{30'000};
+  // Open connections at once; more are accepted and closed at once so the process keeps
+  // file descriptors for the ones it serves.
+  std::size_t max_connections = 10'000;
+  // After stop(), how long a kept-alive connection waiting for its next request may still send
+  // one (it is answered, with "Connection: close") before it is closed. Long enough for a
+  // request already on its way to arrive; short, so idle browsers do not hold shutdown up for
+  // read_timeout.
+  std::chrono::milliseconds stop_idle_grace{500};
+};
+
+class http_server {
+ public:
+  http_server(boost::asio::io_context& ioc, request_handler handler,
+              http_server_limits limits = {});
+  ~http_server();
+  http_server(const http_server&) = delete;
+  http_server& operator=(const http_server&) = delete;
+
+  // Binds and listens. Throws std::runtime_error naming the address on failure.
+  void listen(const std::string& address, unsigned short port);
+  // The bound port (useful after listening on port 0).
+  unsigned short port() const;
+  // Starts accepting connections.
+  void start();
+  // Closes the listener (connections the kernel has already completed are accepted and served
+  // first); responses written from now on carry "Connection: close" so kept-alive clients
+  // finish their current request and leave; a connection idle between requests gets
+  // `stop_idle_grace` to send one more, then is closed. Requests being read or handled are
+  // answered. Safe from any thread.
+  void stop();
+  std::size_t open_connections() const;
+
+  struct state; // defined in http_server.cpp; shared with the sessions it serves
+
+ private:
+  std::shared_ptr<state> state_;
+};
+
+// For tests and fuzzing, without a socket: reads requests from `bytes` exactly as a connection
+// does (the same parser, limits and read loop; the bytes arrive `chunk` at a time, then EOF) and
+// calls `on_request` with each request a connection would hand to its handler, for as long as
+// the connection would stay open. Returns the status a connection answers before closing (400,
+// 413 or 431), or 0 when it would just close (EOF, or a request without keep-alive).
+unsigned read_requests(std::string_view bytes, std::size_t chunk, const http_server_limits& limits,
+                       const std::function<void(http_request)>& on_request);
+
+} // namespace newsdesk::server

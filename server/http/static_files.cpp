@@ -1,0 +1,133 @@
+#include "server/http/static_files.hpp"
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace newsdesk::server {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Decodes %XX; nullopt for malformed escapes or a decoded NUL.
+std::optional<std::string> percent_decode(std::string_view in) {
+  std::string out;
+  out.reserve(in.size());
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '%') {
+      out += in[i];
+      continue;
+    }
+    if (i + 2 >= in.size())
+      return std::nullopt;
+    int hi = hex_digit(in[i + 1]), lo = hex_digit(in[i + 2]);
+    if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+      return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+// Every segment must be a plain name: not empty, not "." or "..", not hidden, no backslash.
+bool safe_relative_path(std::string_view path) {
+  if (path.empty())
+    return false;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    auto end = path.find('/', start);
+    if (end == std::string_view::npos)
+      end = path.size();
+    auto segment = path.substr(start, end - start);
+    if (segment.empty() || segment.front() == '.' || segment.find('\\') != std::string_view::npos)
+      return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+std::string etag_for(std::uintmax_t size, fs::file_time_type mtime) {
+  auto ticks = mtime.time_since_epoch().count();
+  std::ostringstream out;
+  out << '"' << std::hex << size << '-' << static_cast<unsigned long long>(ticks) << '"';
+  return out.str();
+}
+
+} // namespace
+
+std::string_view mime_type_for(std::string_view filename) {
+  auto dot = filename.rfind('.');
+  auto ext = dot == std::string_view::npos ? std::string_view{} : filename.substr(dot + 1);
+  static constexpr std::pair<std::string_view, std::string_view> types[] = {
+      {"css", "text/css; charset=utf-8"},
+      {"js", "text/javascript; charset=utf-8"},
+      {"mjs", "text/javascript; charset=utf-8"},
+      {"html", "text/html; charset=utf-8"},
+      {"txt", "text/plain; charset=utf-8"},
+      {"json", "application/json"},
+      {"svg", "image/svg+xml"},
+      {"png", "image/png"},
+      {"jpg", "image/jpeg"},
+      {"jpeg", "image/jpeg"},
+      {"gif", "image/gif"},
+      {"webp", "image/webp"},
+      {"ico", "image/x-icon"},
+      {"woff2", "font/woff2"},
+      {"woff", "font/woff"},
+      {"map", "application/json"},
+  };
+  for (const auto& [e, type] : types)
+    if (iequals(e, ext))
+      return type;
+  return "application/octet-stream";
+}
+
+static_files::static_files(const fs::path& root) {
+  std::error_code ec;
+  root_ = fs::canonical(root, ec);
+  if (ec || !fs::is_directory(root_))
+    throw std::runtime_error("static folder " + root.string() +
+                             " does not exist (set --static or NEWSDESK_STATIC)");
+}
+
+http_response static_files::serve(std::string_view relative, const http_request& request) const {
+  auto decoded = percent_decode(relative);
+  if (!decoded || !safe_relative_path(*decoded))
+    return text_response(404);
+  std::error_code ec;
+  auto path = fs::canonical(root_ / *decoded, ec);
+  // canonical() resolves symlinks: the result must still lie inside the folder.
+  if (ec)
+    return text_response(404);
+  auto rel = path.lexically_relative(root_);
+  if (rel.empty() || *rel.begin() == "..")
+    return text_response(404);
+  auto status = fs::status(path, ec);
+  if (ec || !fs::is_regular_file(status))
+    return text_response(404);
+  auto size = fs::file_size(path, ec);
+  auto mtime = fs::last_write_time(path, ec);
+  if (ec || size > max_file_bytes)
+    return text_response(404);
+
+  auto etag = etag_for(size, mtime);
+  http_response res;
+  res.content_type = std::string(mime_type_for(path.filename().string()));
+  res.with_header("ETag", etag).with_header("Cache-Control", "public, max-age=300");
+  if (auto match = request.header("If-None-Match");
+      match && match->find(etag) != std::string_view::npos) {
+    res.status = 304;
+    res.content_type.clear();
+    return res;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return text_response(404);
+  res.body.resize(size);
+  in.read(res.body.data(), static_cast<std::streamsize>(size));
+  res.body.resize(static_cast<std::size_t>(in.gcount()));
+  return res;
+}
+
+} // namespace newsdesk::server

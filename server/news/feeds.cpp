@@ -1,0 +1,256 @@
+#include "server/news/feeds.hpp"
+#include "scrapers/utf8.hpp"
+
+#include "scrapers/url.hpp"
+
+#include <nlohmann/json.hpp>
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+
+namespace newsdesk::server {
+
+using json = nlohmann::json;
+
+namespace {
+
+// The namespace of newsdesk's version-5 UUIDs (RFC 9562 section 5.5). Chosen once at random;
+// changing it would change every entry id and make readers show every headline again.
+constexpr std::array<unsigned char, 16> uuid_namespace = {
+    0x5d, 0x0e, 0x8b, 0x4a, 0x3f, 0x7c, 0x4c, 0x1e, 0x9a, 0x62, 0x0b, 0x7e, 0x2f, 0x4d, 0x8c, 0x31};
+
+std::string uuid_v5_urn(std::string_view name) {
+  std::string input(uuid_namespace.begin(), uuid_namespace.end());
+  input.append(name);
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int digest_len = 0;
+  if (EVP_Digest(input.data(), input.size(), digest, &digest_len, EVP_sha1(), nullptr) != 1 ||
+      digest_len < 16)
+    throw std::runtime_error("SHA-1 is not available");
+  digest[6] = static_cast<unsigned char>((digest[6] & 0x0F) | 0x50); // version 5
+  digest[8] = static_cast<unsigned char>((digest[8] & 0x3F) | 0x80); // RFC variant
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out = "urn:uuid:";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10)
+      out += '-';
+    out += hex[digest[i] >> 4];
+    out += hex[digest[i] & 0x0F];
+  }
+  return out;
+}
+
+bool keep(char32_t cp) {
+  if (cp < 0x20)
+    return cp == 0x09 || cp == 0x0A || cp == 0x0D;
+  if (cp >= 0x7F && cp <= 0x9F) // DEL and C1: legal in XML 1.0 but never meant in a headline
+    return false;
+  return cp != 0xFFFE && cp != 0xFFFF;
+}
+
+void append_xml(std::string& out, std::string_view raw) {
+  for (char c : clean_text(raw)) {
+    switch (c) {
+    case '&':
+      out += "&amp;";
+      break;
+    case '<':
+      out += "&lt;";
+      break;
+    case '>':
+      out += "&gt;";
+      break;
+    case '"':
+      out += "&quot;";
+      break;
+    case '\'':
+      out += "&apos;";
+      break;
+    default:
+      out += c;
+    }
+  }
+}
+
+// <name attributes>text</name> on its own line.
+void element(std::string& out, std::string_view indent, std::string_view name,
+             std::string_view text, std::string_view attributes = {}) {
+  out.append(indent).append("<").append(name).append(attributes).append(">");
+  append_xml(out, text);
+  out.append("</").append(name).append(">\n");
+}
+
+bool usable(const feed_entry& e) {
+  return scrapers::url::is_http_url(e.url);
+}
+
+std::string entry_id(const feed_entry& e) {
+  return e.id.empty() ? stable_entry_id(e.site, e.url) : e.id;
+}
+
+const std::string& display_name(const feed_entry& e) {
+  return e.site_display_name.empty() ? e.site : e.site_display_name;
+}
+
+std::int64_t feed_updated(const feed_info& info, const std::vector<feed_entry>& entries) {
+  auto t = info.updated_ms;
+  for (const auto& e : entries)
+    if (usable(e))
+      t = std::max({t, e.first_seen_ms, e.last_seen_ms});
+  return t;
+}
+
+} // namespace
+
+std::string clean_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  const auto n = text.size();
+  auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  for (std::size_t i = 0; i < n;) {
+    const unsigned char c = byte(i);
+    if (c < 0x80) {
+      if (keep(c))
+        out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    // Length and the allowed range of the second byte (this excludes overlong forms,
+    // surrogates and code points above U+10FFFF), per the Unicode well-formed byte table.
+    std::size_t len = 0;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      lo = c == 0xE0 ? 0xA0 : 0x80;
+      hi = c == 0xED ? 0x9F : 0xBF;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      lo = c == 0xF0 ? 0x90 : 0x80;
+      hi = c == 0xF4 ? 0x8F : 0xBF;
+    }
+    if (len == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+      continue;
+    }
+    char32_t cp = c & (0xFF >> (len + 1));
+    std::size_t j = i + 1;
+    for (; j < i + len && j < n; ++j) {
+      const unsigned char b = byte(j);
+      const bool ok = j == i + 1 ? (b >= lo && b <= hi) : (b >= 0x80 && b <= 0xBF);
+      if (!ok)
+        break;
+      cp = (cp << 6) | (b & 0x3F);
+    }
+    if (j != i + len) { // truncated or broken: one U+FFFD for the maximal valid prefix
+      out += "\xEF\xBF\xBD";
+      i = j;
+      continue;
+    }
+    if (keep(cp))
+      scrapers::append_utf8(out, cp);
+    i = j;
+  }
+  return out;
+}
+
+std::string stable_entry_id(std::string_view site, std::string_view url) {
+  std::string name = "entry\n";
+  name.append(site).append("\n").append(url);
+  return uuid_v5_urn(name);
+}
+
+std::string rfc3339(std::int64_t unix_ms) {
+  using namespace std::chrono;
+  constexpr std::int64_t day_ms = 86'400'000;
+  const std::int64_t min_ms =
+      std::int64_t{sys_days{year{0} / January / 1}.time_since_epoch().count()} * day_ms;
+  const std::int64_t max_ms =
+      std::int64_t{sys_days{year{9999} / December / 31}.time_since_epoch().count()} * day_ms +
+      day_ms - 1;
+  unix_ms = std::clamp(unix_ms, min_ms, max_ms);
+  std::int64_t day = unix_ms / day_ms;
+  std::int64_t rest = unix_ms % day_ms;
+  if (rest < 0) {
+    rest += day_ms;
+    --day;
+  }
+  const year_month_day ymd{sys_days{days{day}}};
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", int(ymd.year()),
+                unsigned(ymd.month()), unsigned(ymd.day()), static_cast<int>(rest / 3'600'000),
+                static_cast<int>(rest / 60'000 % 60), static_cast<int>(rest / 1000 % 60),
+                static_cast<int>(rest % 1000));
+  return buf;
+}
+
+std::string atom_feed(const feed_info& info, const std::vector<feed_entry>& entries) {
+  std::string out;
+  out.reserve(1024 + entries.size() * 600);
+  out += "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n";
+  out += "<feed xmlns=\"http://www.w3.org/2005/Atom\">\n";
+  element(out, "  ", "id", uuid_v5_urn("feed\n" + info.self_url));
+  element(out, "  ", "title", info.title, " type=\"text\"");
+  element(out, "  ", "updated", rfc3339(feed_updated(info, entries)));
+  out += "  <link rel=\"self\" type=\"application/atom+xml\" href=\"";
+  append_xml(out, info.self_url);
+  out += "\"/>\n  <link rel=\"alternate\" type=\"text/html\" href=\"";
+  append_xml(out, info.page_url);
+  out += "\"/>\n  <author><name>newsdesk</name></author>\n";
+  out += "  <generator>newsdesk</generator>\n";
+  for (const auto& e : entries) {
+    if (!usable(e))
+      continue;
+    out += "  <entry>\n";
+    element(out, "    ", "id", entry_id(e));
+    element(out, "    ", "title", e.title, " type=\"text\"");
+    out += "    <link rel=\"alternate\" href=\"";
+    append_xml(out, e.url);
+    out += "\"/>\n";
+    element(out, "    ", "published", rfc3339(e.first_seen_ms));
+    element(out, "    ", "updated", rfc3339(std::max(e.first_seen_ms, e.last_seen_ms)));
+    out += "    <author>";
+    element(out, "", "name", display_name(e));
+    out.pop_back(); // keep </author> on the same line
+    out += "</author>\n    <category term=\"";
+    append_xml(out, e.site);
+    out += "\" label=\"";
+    append_xml(out, display_name(e));
+    out += "\"/>\n  </entry>\n";
+  }
+  out += "</feed>\n";
+  return out;
+}
+
+std::string json_feed(const feed_info& info, const std::vector<feed_entry>& entries) {
+  json items = json::array();
+  for (const auto& e : entries) {
+    if (!usable(e))
+      continue;
+    auto title = clean_text(e.title);
+    items.push_back({{"id", clean_text(entry_id(e))},
+                     {"url", clean_text(e.url)},
+                     {"title", title},
+                     {"content_text", title},
+                     {"date_published", rfc3339(e.first_seen_ms)},
+                     {"date_modified", rfc3339(std::max(e.first_seen_ms, e.last_seen_ms))},
+                     {"authors", json::array({{{"name", clean_text(display_name(e))}}})},
+                     {"tags", json::array({clean_text(e.site)})}});
+  }
+  json out = {{"version", "https://jsonfeed.org/version/1.1"},
+              {"title", clean_text(info.title)},
+              {"authors", json::array({{{"name", "newsdesk"}}})}};
+  if (!info.page_url.empty())
+    out["home_page_url"] = clean_text(info.page_url);
+  if (!info.self_url.empty())
+    out["feed_url"] = clean_text(info.self_url);
+  out["items"] = std::move(items);
+  return out.dump(2, ' ', false, json::error_handler_t::replace);
+}
+
+} // namespace newsdesk::server

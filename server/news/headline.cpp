@@ -1,0 +1,31 @@
+#include "server/news/headline.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <ctime>
+
+namespace newsdesk::server {
+
+std::string iso8601(std::chrono::system_clock::time_point t) {
+  auto secs = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string iso8601_ms(std::int64_t unix_ms) {
+  return iso8601(std::chrono::system_clock::time_point(std::chrono::milliseconds(unix_ms)));
+}
+
+void to_json(nlohmann::json& j, const news_item& item) {
+  j = {{"id", item.id},
+       {"title", item.headline.title},
+       {"url", item.headline.url},
+       {"site", item.headline.site},
+       {"first_seen", iso8601_ms(item.first_seen_ms)},
+       {"new", item.is_new}};
+}
+
+} // namespace newsdesk::server

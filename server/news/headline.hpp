@@ -1,0 +1,55 @@
+// The headline and site-status types every output reads: the page, the JSON and feed
+// representations, live events and metrics. Plain values, no behaviour beyond their JSON form.
+#pragma once
+
+#include "scrapers/scraper.hpp"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace newsdesk::server {
+
+// One headline as the outputs show it.
+struct news_item {
+  scrapers::headline headline;
+  std::int64_t id = 0;            // the store's row id: stable, increasing
+  std::int64_t first_seen_ms = 0; // unix ms
+  bool is_new = false;            // first seen in the site's latest refresh (not its first)
+};
+
+// How one site stands.
+struct site_report {
+  std::string name;
+  std::string display_name;
+  std::string colour;
+  std::string url;
+  std::string renderer;
+  bool ok = false;    // the last refresh succeeded
+  bool stale = false; // the last refresh failed, older headlines are shown
+  std::string error;  // short notice when !ok, e.g. "Splash timed out after 30 s"
+  std::size_t headline_count = 0;
+  std::chrono::milliseconds elapsed{0}; // the last refresh: render + parse
+  std::int64_t last_success_ms = 0;     // 0: never
+  std::int64_t last_attempt_ms = 0;     // 0: never
+};
+
+struct news_snapshot {
+  std::vector<site_report> sites;   // in config order
+  std::vector<news_item> headlines; // sorted by title, then site
+  std::chrono::system_clock::time_point generated_at;
+  std::uint64_t version = 0; // increases with every change
+};
+
+// RFC 3339 UTC time to the second, e.g. "2026-11-22T09:35:25Z".
+std::string iso8601(std::chrono::system_clock::time_point t);
+std::string iso8601_ms(std::int64_t unix_ms);
+
+// A headline's one JSON shape, shared by /news.json, the broker payload and /events:
+// {"id","title","url","site","first_seen","new"} (first_seen as iso8601_ms gives it).
+void to_json(nlohmann::json& j, const news_item& item);
+
+} // namespace newsdesk::server

@@ -1,0 +1,105 @@
+#include "server/news/news_query.hpp"
+
+#include "server/http/http_message.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+namespace newsdesk::server {
+
+namespace {
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+} // namespace
+
+std::variant<news_query, std::string> parse_news_query(std::string_view query,
+                                                       const std::vector<site_report>& sites) {
+  news_query result;
+  while (!query.empty()) {
+    auto amp = query.find('&');
+    auto pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+    if (pair.empty())
+      continue;
+    auto eq = pair.find('=');
+    auto key = form_decode(pair.substr(0, eq));
+    auto value = eq == std::string_view::npos ? std::string{} : form_decode(pair.substr(eq + 1));
+    if (key == "site") {
+      std::string_view rest = value;
+      while (!rest.empty()) {
+        auto comma = rest.find(',');
+        auto name = rest.substr(0, comma);
+        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+        if (name.empty())
+          continue;
+        bool known = std::any_of(sites.begin(), sites.end(),
+                                 [&](const site_report& s) { return s.name == name; });
+        if (!known)
+          return "site: no site named '" + std::string(name.substr(0, 64)) + "'";
+        if (std::find(result.sites.begin(), result.sites.end(), name) == result.sites.end())
+          result.sites.emplace_back(name);
+      }
+    } else if (key == "q") {
+      if (value.size() > max_q_bytes)
+        return "q: longer than " + std::to_string(max_q_bytes) + " bytes";
+      result.q = value;
+      std::string_view rest = value;
+      while (!rest.empty()) {
+        auto start = rest.find_first_not_of(" \t");
+        if (start == std::string_view::npos)
+          break;
+        rest = rest.substr(start);
+        auto end = rest.find_first_of(" \t");
+        result.words.push_back(lower(rest.substr(0, end)));
+        rest = end == std::string_view::npos ? std::string_view{} : rest.substr(end);
+      }
+    } else if (key == "limit") {
+      std::size_t n = 0;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc{} || end != value.data() + value.size() || n == 0 || n > max_limit)
+        return "limit: expected a whole number from 1 to " + std::to_string(max_limit);
+      result.limit = n;
+    }
+    // Other parameters are ignored, as browsers and feed readers add their own.
+  }
+  return result;
+}
+
+news_snapshot apply_query(const news_snapshot& snapshot, const news_query& query) {
+  if (query.empty())
+    return snapshot;
+  news_snapshot out;
+  out.generated_at = snapshot.generated_at;
+  out.version = snapshot.version;
+  auto wanted = [&](const std::string& site) {
+    return query.sites.empty() ||
+           std::find(query.sites.begin(), query.sites.end(), site) != query.sites.end();
+  };
+  for (const auto& s : snapshot.sites)
+    if (wanted(s.name))
+      out.sites.push_back(s);
+  for (const auto& item : snapshot.headlines) {
+    if (!wanted(item.headline.site))
+      continue;
+    if (!query.words.empty()) {
+      auto title = lower(item.headline.title);
+      bool all = std::all_of(query.words.begin(), query.words.end(), [&](const std::string& w) {
+        return title.find(w) != std::string::npos;
+      });
+      if (!all)
+        continue;
+    }
+    out.headlines.push_back(item);
+    if (query.limit && out.headlines.size() >= query.limit)
+      break;
+  }
+  return out;
+}
+
+} // namespace newsdesk::server

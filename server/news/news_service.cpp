@@ -1,0 +1,555 @@
+#include "server/news/news_service.hpp"
+
+#include "server/news/headline_store.hpp"
+#include "server/core/log.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <unordered_map>
+
+namespace newsdesk::server {
+
+using clock_type = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+namespace {
+// The key a title sorts by: lower case, without leading quotes and punctuation, so
+// "'Quoted' headline" sorts under Q, not before A.
+std::string sort_key(std::string_view title) {
+  std::size_t start = 0;
+  while (start < title.size()) {
+    auto c = static_cast<unsigned char>(title[start]);
+    if (std::isalnum(c) || c >= 0x80) {
+      // Typographic quotes are UTF-8 (E2 80 98/99/9C/9D): skip them too.
+      if (c == 0xE2 && start + 2 < title.size() &&
+          static_cast<unsigned char>(title[start + 1]) == 0x80) {
+        auto third = static_cast<unsigned char>(title[start + 2]);
+        if (third >= 0x98 && third <= 0x9F) {
+          start += 3;
+          continue;
+        }
+      }
+      break;
+    }
+    ++start;
+  }
+  std::string out(title.substr(start));
+  for (auto& c : out)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+template <class T, class TitleOf, class SiteOf>
+void sort_by_title(std::vector<T>& list, TitleOf title_of, SiteOf site_of) {
+  std::vector<std::pair<std::string, std::size_t>> keys;
+  keys.reserve(list.size());
+  for (std::size_t i = 0; i < list.size(); ++i)
+    keys.emplace_back(sort_key(title_of(list[i])), i);
+  std::stable_sort(keys.begin(), keys.end(), [&](const auto& a, const auto& b) {
+    if (a.first != b.first)
+      return a.first < b.first;
+    return site_of(list[a.second]) < site_of(list[b.second]);
+  });
+  std::vector<T> sorted;
+  sorted.reserve(list.size());
+  for (const auto& [key, index] : keys)
+    sorted.push_back(std::move(list[index]));
+  list = std::move(sorted);
+}
+} // namespace
+
+void sort_items(std::vector<news_item>& items) {
+  sort_by_title(
+      items, [](const news_item& i) -> const std::string& { return i.headline.title; },
+      [](const news_item& i) -> const std::string& { return i.headline.site; });
+}
+
+bool is_transient(render_failure failure) {
+  switch (failure) {
+  case render_failure::unreachable:
+  case render_failure::timeout:
+  case render_failure::upstream:
+    return true;
+  default:
+    return false;
+  }
+}
+
+// One site's state. Guarded by news_service::mutex_.
+struct news_service::slot {
+  slot(boost::asio::io_context& ioc, site_config s)
+      : site(std::make_shared<const site_config>(std::move(s)))
+      , timer(ioc) {}
+  // Replaced whole by reconfigure(); a refresh in flight keeps the one it started with.
+  std::shared_ptr<const site_config> site;
+  boost::asio::steady_timer timer;
+  bool in_flight = false;
+  bool removed = false;      // reconfigure() dropped the site: results in flight are ignored
+  bool refresh_next = false; // the settings changed during a refresh: refresh again at once
+  bool tried = false;        // at least one refresh has finished
+  int attempt = 0;           // retries used by the refresh in flight
+  int failures_in_row = 0;   // refreshes that failed for good
+  clock_type::time_point refresh_started;
+  std::int64_t last_manual_ms = 0;
+  site_report report;
+  std::vector<news_item> items;
+};
+
+news_service::news_service(boost::asio::io_context& ioc, std::vector<site_config> sites,
+                           std::map<std::string, renderer*> renderers,
+                           boost::asio::thread_pool& parse_pool, headline_store* store,
+                           refresh_settings settings)
+    : ioc_(ioc)
+    , renderers_(std::move(renderers))
+    , parse_pool_(parse_pool)
+    , store_(store)
+    , settings_(settings)
+    , random_(std::random_device{}()) {
+  std::lock_guard lock(mutex_);
+  for (auto& site : sites) {
+    if (!renderers_.count(site.renderer))
+      throw std::invalid_argument("site '" + site.name + "' uses the " + site.renderer +
+                                  " renderer, which is not running");
+    slots_.push_back(make_slot_locked(std::move(site)));
+  }
+  publish_snapshot_locked();
+}
+
+news_service::~news_service() {
+  stop();
+}
+
+void news_service::on_new_headlines(std::function<void(const std::vector<news_item>&)> listener) {
+  listener_ = std::move(listener);
+}
+
+void news_service::on_refresh_done(
+    std::function<void(const site_config&, std::chrono::milliseconds, std::string_view)> listener) {
+  refresh_listener_ = std::move(listener);
+}
+
+std::int64_t news_service::now_ms() {
+  return std::chrono::duration_cast<milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+milliseconds news_service::jittered(milliseconds base) {
+  std::uniform_real_distribution<double> spread(1.0 - settings_.jitter, 1.0 + settings_.jitter);
+  return milliseconds(static_cast<long long>(static_cast<double>(base.count()) * spread(random_)));
+}
+
+news_service::slot_ptr news_service::make_slot_locked(site_config site) {
+  auto s = std::make_shared<slot>(ioc_, std::move(site));
+  const auto& c = *s->site;
+  s->report = {c.name, c.display_name, c.colour, c.url, c.renderer};
+  return s;
+}
+
+void news_service::load_stored_locked(slot& s) {
+  // Serve what the store has at once: the last successful refresh of the site.
+  if (!store_)
+    return;
+  for (const auto& row : store_->current(s.site->name))
+    s.items.push_back({{row.title, row.url, row.site}, row.id, row.first_seen_ms, false});
+  for (const auto& st : store_->sites())
+    if (st.site == s.site->name) {
+      s.report.last_success_ms = st.last_success_ms;
+      s.report.last_attempt_ms = st.last_attempt_ms;
+    }
+  s.report.headline_count = s.items.size();
+  s.report.ok = !s.items.empty();
+}
+
+void news_service::start() {
+  std::lock_guard lock(mutex_);
+  started_ = true;
+  for (auto& s : slots_)
+    load_stored_locked(*s);
+  publish_snapshot_locked();
+  // Every site starts at once; the render cap queues what Splash could not take, so a cold
+  // start takes about as long as the slowest site.
+  for (auto& s : slots_)
+    schedule(s, milliseconds(0));
+
+  // A cold start with nothing stored: answer waiting views after cold_start_wait at the latest.
+  auto timer = std::make_shared<boost::asio::steady_timer>(ioc_, settings_.cold_start_wait);
+  timer->async_wait([this, timer](boost::system::error_code ec) {
+    if (ec)
+      return;
+    std::vector<std::function<void(std::shared_ptr<const news_snapshot>)>> waiters;
+    std::shared_ptr<const news_snapshot> snap;
+    {
+      std::lock_guard guard(mutex_);
+      waiters.swap(ready_waiters_);
+      snap = snapshot_;
+    }
+    for (auto& w : waiters)
+      w(snap);
+  });
+}
+
+void news_service::stop() {
+  std::lock_guard lock(mutex_);
+  stopped_ = true;
+  for (auto& s : slots_)
+    s->timer.cancel();
+}
+
+std::shared_ptr<const news_snapshot> news_service::snapshot() const {
+  std::lock_guard lock(mutex_);
+  return snapshot_;
+}
+
+std::vector<site_config> news_service::sites() const {
+  std::lock_guard lock(mutex_);
+  std::vector<site_config> out;
+  for (const auto& s : slots_)
+    out.push_back(*s->site);
+  return out;
+}
+
+namespace {
+bool same_settings(const site_config& a, const site_config& b) {
+  return a.scraper == b.scraper && a.url == b.url && a.renderer == b.renderer && a.wait == b.wait &&
+         a.timeout == b.timeout && a.interval == b.interval;
+}
+} // namespace
+
+news_service::changes news_service::reconfigure(std::vector<site_config> sites) {
+  for (const auto& site : sites)
+    if (!renderers_.count(site.renderer))
+      throw std::invalid_argument("site '" + site.name + "' uses the " + site.renderer +
+                                  " renderer, which is not running (restart newsdesk to start it)");
+  changes result;
+  std::lock_guard lock(mutex_);
+  std::vector<slot_ptr> next;
+  for (auto& site : sites) {
+    auto old = std::find_if(slots_.begin(), slots_.end(),
+                            [&](const slot_ptr& s) { return s && s->site->name == site.name; });
+    if (old == slots_.end()) {
+      result.added.push_back(site.name);
+      auto s = make_slot_locked(std::move(site));
+      if (started_) {
+        load_stored_locked(*s);
+        schedule(s, milliseconds(0));
+      }
+      next.push_back(std::move(s));
+      continue;
+    }
+    auto s = std::move(*old); // leaves a null in slots_: what remains there was removed
+    const bool refresh = !same_settings(*s->site, site);
+    s->report.display_name = site.display_name;
+    s->report.colour = site.colour;
+    s->report.url = site.url;
+    s->report.renderer = site.renderer;
+    s->site = std::make_shared<const site_config>(std::move(site));
+    if (refresh) {
+      result.changed.push_back(s->site->name);
+      if (s->in_flight)
+        s->refresh_next = true;
+      else if (started_)
+        schedule(s, milliseconds(0));
+    }
+    next.push_back(std::move(s));
+  }
+  for (auto& s : slots_)
+    if (s) {
+      result.removed.push_back(s->site->name);
+      s->removed = true;
+      s->timer.cancel();
+    }
+  waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(),
+                                [](const slot_ptr& s) { return s->removed; }),
+                 waiting_.end());
+  slots_ = std::move(next);
+  publish_snapshot_locked();
+  return result;
+}
+
+void news_service::when_ready(std::function<void(std::shared_ptr<const news_snapshot>)> done) {
+  std::shared_ptr<const news_snapshot> snap;
+  {
+    std::lock_guard lock(mutex_);
+    bool ready =
+        std::all_of(slots_.begin(), slots_.end(), [](const auto& s) { return s->tried; }) ||
+        std::any_of(slots_.begin(), slots_.end(), [](const auto& s) { return !s->items.empty(); });
+    if (!ready) {
+      ready_waiters_.push_back(std::move(done));
+      return;
+    }
+    snap = snapshot_;
+  }
+  done(std::move(snap));
+}
+
+std::vector<std::pair<std::string, news_service::trigger>>
+news_service::refresh_now(const std::optional<std::string>& site) {
+  std::vector<slot_ptr> chosen;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& s : slots_)
+      if (!site || s->site->name == *site)
+        chosen.push_back(s);
+  }
+  std::vector<std::pair<std::string, trigger>> results;
+  for (const auto& s : chosen)
+    results.emplace_back(s->report.name, begin_refresh(s, true));
+  if (site && results.empty())
+    results.emplace_back(*site, trigger::unknown_site);
+  return results;
+}
+
+void news_service::schedule(const slot_ptr& s, milliseconds delay) {
+  // Called with mutex_ held.
+  if (stopped_ || s->removed)
+    return;
+  s->timer.expires_after(delay);
+  // The timer lives in the slot: a weak pointer keeps the wait from owning its own slot.
+  s->timer.async_wait([this, weak = std::weak_ptr<slot>(s)](boost::system::error_code ec) {
+    if (auto self = weak.lock(); self && !ec)
+      begin_refresh(self, false);
+  });
+}
+
+news_service::trigger news_service::begin_refresh(const slot_ptr& s, bool manual) {
+  std::lock_guard lock(mutex_);
+  if (stopped_ || s->removed)
+    return trigger::too_soon;
+  if (s->in_flight)
+    return trigger::already_running; // single flight: at most one fetch of a site at a time
+  if (manual) {
+    auto now = now_ms();
+    if (now - s->last_manual_ms < settings_.manual_min_interval.count())
+      return trigger::too_soon;
+    s->last_manual_ms = now;
+    s->timer.cancel(); // the scheduled refresh is replaced by this one
+  }
+  s->in_flight = true;
+  s->refresh_next = false;
+  s->attempt = 0;
+  s->refresh_started = clock_type::now();
+  s->report.last_attempt_ms = now_ms();
+  queue_render(s);
+  return trigger::started;
+}
+
+void news_service::queue_render(const slot_ptr& s) {
+  // Called with mutex_ held.
+  if (active_renders_ < settings_.max_concurrent_renders) {
+    ++active_renders_;
+    boost::asio::post(ioc_, [this, s] { launch_render(s); });
+  } else {
+    waiting_.push_back(s);
+  }
+}
+
+void news_service::release_render_slot() {
+  // Free the render slot first, so the next waiting site starts while this one is parsed.
+  std::lock_guard lock(mutex_);
+  --active_renders_;
+  if (!waiting_.empty() && !stopped_) {
+    auto next = std::move(waiting_.front());
+    waiting_.pop_front();
+    ++active_renders_;
+    boost::asio::post(ioc_, [this, next = std::move(next)] { launch_render(next); });
+  }
+}
+
+void news_service::launch_render(const slot_ptr& s) {
+  std::shared_ptr<const site_config> site;
+  {
+    std::lock_guard lock(mutex_);
+    site = s->site;
+  }
+  renderers_.at(site->renderer)
+      ->render({site->url, site->wait, site->timeout}, [this, s, site](render_result result) {
+        release_render_slot();
+        on_rendered(s, site, std::move(result));
+      });
+}
+
+void news_service::on_rendered(const slot_ptr& s, std::shared_ptr<const site_config> site,
+                               render_result result) {
+  milliseconds elapsed{0};
+  {
+    std::lock_guard lock(mutex_);
+    if (s->removed)
+      return;
+    if (!result.ok()) {
+      if (is_transient(result.failure) && s->attempt < settings_.retries && !stopped_) {
+        ++s->attempt;
+        // Full jitter: a random wait up to the exponential bound spreads retries of many sites.
+        auto bound = std::min<milliseconds>(
+            settings_.retry_max, settings_.retry_base * (1LL << std::min(s->attempt - 1, 30)));
+        std::uniform_int_distribution<long long> pick(0, bound.count());
+        auto delay = milliseconds(pick(random_));
+        log_info(
+            "msg=\"retrying site\" site=" + site->name + " attempt=" + std::to_string(s->attempt) +
+            " delay_ms=" + std::to_string(delay.count()) + " error=\"" + result.message + "\"");
+        s->timer.expires_after(delay);
+        s->timer.async_wait([this, weak = std::weak_ptr<slot>(s)](boost::system::error_code ec) {
+          auto self = weak.lock();
+          if (ec || !self)
+            return;
+          std::lock_guard relock(mutex_);
+          if (!self->removed)
+            queue_render(self);
+        });
+        return;
+      }
+      elapsed = std::chrono::duration_cast<milliseconds>(clock_type::now() - s->refresh_started);
+    }
+  }
+  if (!result.ok()) {
+    log_warn("msg=\"site failed\" site=" + site->name + " kind=" +
+             std::string(to_string(result.failure)) + " error=\"" + result.message + "\"");
+    return finish_failure(s, *site, std::move(result.message), elapsed, to_string(result.failure));
+  }
+  // A 4 MB page takes tens of milliseconds to parse: keep it off the network threads.
+  boost::asio::post(parse_pool_, [this, s, site, result = std::move(result)]() mutable {
+    std::vector<scrapers::headline> found;
+    std::string error;
+    try {
+      found = site->scraper->parse(result.html, result.url);
+    } catch (const std::exception& e) {
+      error = "the scraper failed on this page";
+      log_error("msg=\"scraper threw\" site=" + site->name + " error=\"" + e.what() + "\"");
+    }
+    for (auto& h : found)
+      h.site = site->name; // one scraper may serve several configured sites
+    // Splash answers 200 with the site's own error page when the site answers 404 or 500, so
+    // an empty result names both causes.
+    if (error.empty() && found.empty())
+      error = "no headlines found on the page (the site may have sent an error page, or its "
+              "markup changed)";
+    milliseconds took;
+    {
+      std::lock_guard lock(mutex_);
+      took = std::chrono::duration_cast<milliseconds>(clock_type::now() - s->refresh_started);
+    }
+    on_parsed(s, *site, std::move(found), took, std::move(error));
+  });
+}
+
+void news_service::on_parsed(const slot_ptr& s, const site_config& site,
+                             std::vector<scrapers::headline> found, milliseconds elapsed,
+                             std::string parse_error) {
+  if (!parse_error.empty())
+    return finish_failure(s, site, std::move(parse_error), elapsed,
+                          found.empty() ? "no_headlines" : "scraper");
+
+  const auto now = now_ms();
+  // The store is written on this worker thread: SQLite work stays off the network threads.
+  std::vector<news_item> items;
+  std::vector<std::int64_t> new_ids;
+  if (store_) {
+    try {
+      for (const auto& row : store_->record_refresh(site.name, found, now))
+        new_ids.push_back(row.id);
+      for (const auto& row : store_->current(site.name))
+        items.push_back({{row.title, row.url, row.site}, row.id, row.first_seen_ms, false});
+    } catch (const std::exception& e) {
+      log_error("msg=\"store write failed\" site=" + site.name + " error=\"" + e.what() + "\"");
+      items.clear();
+    }
+  }
+  if (items.empty()) // no store, or it failed: show the page as found
+    for (auto& h : found)
+      items.push_back({std::move(h), 0, now, false});
+
+  std::vector<news_item> fresh;
+  {
+    std::lock_guard lock(mutex_);
+    if (s->removed)
+      return;
+    const bool had_success = s->report.last_success_ms != 0;
+    for (auto& item : items) {
+      item.is_new =
+          had_success && std::find(new_ids.begin(), new_ids.end(), item.id) != new_ids.end();
+      if (item.is_new)
+        fresh.push_back(item);
+    }
+    s->items = std::move(items);
+    s->report.ok = true;
+    s->report.stale = false;
+    s->report.error.clear();
+    s->report.headline_count = s->items.size();
+    s->report.elapsed = elapsed;
+    s->report.last_success_ms = now;
+    s->failures_in_row = 0;
+    finish_refresh_locked(s, jittered(s->site->interval));
+    publish_snapshot_locked();
+  }
+  log_info("msg=\"site refreshed\" site=" + site.name +
+           " headlines=" + std::to_string(found.size()) + " new=" + std::to_string(fresh.size()) +
+           " ms=" + std::to_string(elapsed.count()));
+  if (refresh_listener_)
+    refresh_listener_(site, elapsed, "");
+  if (!fresh.empty() && listener_)
+    listener_(fresh);
+}
+
+void news_service::finish_failure(const slot_ptr& s, const site_config& site, std::string error,
+                                  milliseconds elapsed, std::string_view kind) {
+  if (refresh_listener_)
+    refresh_listener_(site, elapsed, kind);
+  if (store_) {
+    boost::asio::post(parse_pool_, [this, name = site.name, error, now = now_ms()] {
+      try {
+        store_->record_failure(name, error, now);
+      } catch (const std::exception& e) {
+        log_error("msg=\"store write failed\" site=" + name + " error=\"" + e.what() + "\"");
+      }
+    });
+  }
+  std::lock_guard lock(mutex_);
+  if (s->removed)
+    return;
+  s->report.ok = false;
+  s->report.stale = !s->items.empty(); // keep serving the last good headlines
+  s->report.error = std::move(error);
+  s->report.elapsed = elapsed;
+  for (auto& item : s->items)
+    item.is_new = false;
+  ++s->failures_in_row;
+  auto factor =
+      std::min<long long>(settings_.max_backoff_factor, 1LL << std::min(s->failures_in_row, 30));
+  finish_refresh_locked(s, jittered(s->site->interval * factor));
+  publish_snapshot_locked();
+}
+
+void news_service::finish_refresh_locked(const slot_ptr& s, milliseconds next) {
+  s->in_flight = false;
+  s->tried = true;
+  // Settings that changed while this refresh ran (a reload) are tried at once.
+  schedule(s, s->refresh_next ? milliseconds(0) : next);
+  s->refresh_next = false;
+}
+
+void news_service::publish_snapshot_locked() {
+  auto snap = std::make_shared<news_snapshot>();
+  for (const auto& s : slots_) {
+    snap->sites.push_back(s->report);
+    snap->headlines.insert(snap->headlines.end(), s->items.begin(), s->items.end());
+  }
+  sort_items(snap->headlines);
+  snap->generated_at = std::chrono::system_clock::now();
+  snap->version = ++version_;
+  snapshot_ = std::move(snap);
+
+  bool ready = std::all_of(slots_.begin(), slots_.end(), [](const auto& s) { return s->tried; });
+  if (ready && !ready_waiters_.empty()) {
+    auto waiters = std::move(ready_waiters_);
+    ready_waiters_.clear();
+    for (auto& w : waiters)
+      boost::asio::post(ioc_, [w = std::move(w), snap = snapshot_] { w(snap); });
+  }
+}
+
+} // namespace newsdesk::server

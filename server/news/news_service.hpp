@@ -1,0 +1,140 @@
+// Keeps every configured site's headlines fresh in the background and serves them from memory.
+//
+// Each site refreshes on its own interval (with jitter), never with more than one render in
+// flight whatever the traffic, and the renders sent out at once are capped (Splash's slots).
+// A page is parsed on the worker pool, never on a network thread. Transient failures (connect
+// errors, 502/503/504, timeouts) are retried with exponential backoff and full jitter; a site
+// that keeps failing waits longer between refreshes. A failed refresh keeps the site's last good
+// headlines on the page, marked stale with the error. Every headline is recorded in the
+// headline store, so a restart serves the last headlines at once. The set of sites can change
+// while it runs (reconfigure(), on SIGHUP): renders in flight for a removed site are dropped.
+//
+// Threads: all public members may be called from any thread.
+#pragma once
+
+#include "scrapers/scraper.hpp"
+#include "server/news/headline.hpp"
+#include "server/news/site_config.hpp"
+#include "server/render/renderer.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace boost::asio {
+class io_context;
+class thread_pool;
+} // namespace boost::asio
+
+namespace newsdesk::server {
+
+class headline_store;
+
+class news_service {
+ public:
+  // `renderers` maps the renderer names `sites` use; `store` may be null (no history). All must
+  // outlive the service.
+  news_service(boost::asio::io_context& ioc, std::vector<site_config> sites,
+               std::map<std::string, renderer*> renderers, boost::asio::thread_pool& parse_pool,
+               headline_store* store, refresh_settings settings);
+  ~news_service();
+
+  // Called with each refresh's new headlines (not on a site's first refresh), from a worker
+  // thread. Set before start().
+  void on_new_headlines(std::function<void(const std::vector<news_item>&)> listener);
+
+  // Called when a refresh of a site finishes (after its retries), with how long it took and
+  // the kind of failure ("" on success), from any thread. Set before start().
+  void on_refresh_done(
+      std::function<void(const site_config&, std::chrono::milliseconds, std::string_view)>
+          listener);
+
+  // Loads the stored headlines and starts every site's first refresh.
+  void start();
+  // Cancels the timers; renders in flight finish and are dropped.
+  void stop();
+
+  std::shared_ptr<const news_snapshot> snapshot() const;
+
+  // Calls `done` with the snapshot: at once when any site has headlines or every site has been
+  // tried; on a cold start, when the first round of refreshes completes or
+  // settings.cold_start_wait passes, whichever is first.
+  void when_ready(std::function<void(std::shared_ptr<const news_snapshot>)> done);
+
+  enum class trigger { started, already_running, too_soon, unknown_site };
+  // Starts a refresh of `site` (or of every site) now. Rate limited per site by
+  // settings.manual_min_interval.
+  std::vector<std::pair<std::string, trigger>> refresh_now(const std::optional<std::string>& site);
+
+  // The sites as configured now, in page order.
+  std::vector<site_config> sites() const;
+
+  struct changes {
+    std::vector<std::string> added, removed, changed;
+  };
+  // Replaces the set of sites. A site that keeps its name keeps its headlines and state; one
+  // whose settings or scraper changed is refreshed now (after a render in flight finishes). A
+  // new site shows what the store has for it and is refreshed now. Throws std::invalid_argument,
+  // changing nothing, when a site names a renderer the service was not given.
+  changes reconfigure(std::vector<site_config> sites);
+
+ private:
+  struct slot;
+  using slot_ptr = std::shared_ptr<slot>;
+  slot_ptr make_slot_locked(site_config site);
+  void load_stored_locked(slot& s);
+  void schedule(const slot_ptr& s, std::chrono::milliseconds delay);
+  trigger begin_refresh(const slot_ptr& s, bool manual);
+  void queue_render(const slot_ptr& s);
+  void launch_render(const slot_ptr& s);
+  void release_render_slot();
+  void on_rendered(const slot_ptr& s, std::shared_ptr<const site_config> site,
+                   render_result result);
+  void on_parsed(const slot_ptr& s, const site_config& site, std::vector<scrapers::headline> found,
+                 std::chrono::milliseconds elapsed, std::string parse_error);
+  void finish_failure(const slot_ptr& s, const site_config& site, std::string error,
+                      std::chrono::milliseconds elapsed, std::string_view kind);
+  void finish_refresh_locked(const slot_ptr& s, std::chrono::milliseconds next);
+  void publish_snapshot_locked();
+  std::chrono::milliseconds jittered(std::chrono::milliseconds base);
+  static std::int64_t now_ms();
+
+  boost::asio::io_context& ioc_;
+  std::map<std::string, renderer*> renderers_;
+  boost::asio::thread_pool& parse_pool_;
+  headline_store* store_;
+  refresh_settings settings_;
+  std::function<void(const std::vector<news_item>&)> listener_;
+  std::function<void(const site_config&, std::chrono::milliseconds, std::string_view)>
+      refresh_listener_;
+
+  mutable std::mutex mutex_;    // guards everything below
+  std::vector<slot_ptr> slots_; // in page order
+  std::size_t active_renders_ = 0;
+  std::deque<slot_ptr> waiting_; // sites waiting for a render slot, FIFO
+  std::vector<std::function<void(std::shared_ptr<const news_snapshot>)>> ready_waiters_;
+  std::shared_ptr<const news_snapshot> snapshot_;
+  std::uint64_t version_ = 0;
+  std::mt19937_64 random_;
+  bool started_ = false;
+  bool stopped_ = false;
+};
+
+// Sorts headlines by title (case-insensitively, ignoring leading quotes and punctuation), then
+// site, as the page shows them.
+void sort_items(std::vector<news_item>& items);
+
+// True for failures worth retrying soon: the renderer or site was unreachable, overloaded or
+// slow. A refused request, an empty page or a page without headlines is not retried.
+bool is_transient(render_failure failure);
+
+} // namespace newsdesk::server

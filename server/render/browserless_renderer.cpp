@@ -1,0 +1,153 @@
+#include "server/render/browserless_renderer.hpp"
+
+#include "server/render/cdp_client.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <charconv>
+
+namespace newsdesk::server {
+
+namespace {
+
+// The same cap as the other renderers: a front page runs to ~4 MB.
+constexpr std::size_t max_page_bytes = 16 * 1024 * 1024;
+
+double seconds(std::chrono::milliseconds ms) {
+  return static_cast<double>(ms.count()) / 1000.0;
+}
+
+render_result failure(render_failure kind, std::string message) {
+  render_result r;
+  r.failure = kind;
+  r.message = std::move(message);
+  return r;
+}
+
+std::string header_of(const header_list& headers, std::string_view name) {
+  for (const auto& [key, value] : headers)
+    if (iequals(key, name))
+      return value;
+  return {};
+}
+
+// browserless's errors are short plain text ("Timed out", "net::ERR_NAME_NOT_RESOLVED at ...");
+// the first line, capped, reads well in a notice.
+std::string snippet(std::string_view body) {
+  auto line = body.substr(0, body.find('\n'));
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' '))
+    line.remove_suffix(1);
+  if (line.size() > 160)
+    return std::string(line.substr(0, 160)) + "...";
+  return std::string(line);
+}
+
+} // namespace
+
+std::string browserless_content_url(const std::string& base_url, const render_request& request) {
+  std::string base = base_url;
+  std::string query;
+  if (auto q = base.find('?'); q != std::string::npos) {
+    query = base.substr(q + 1);
+    base.erase(q);
+  }
+  while (!base.empty() && base.back() == '/')
+    base.pop_back();
+  std::string url = base + "/content?timeout=" + std::to_string(request.timeout.count());
+  if (!query.empty())
+    url += "&" + query;
+  return url;
+}
+
+std::string browserless_request_body(const render_request& request) {
+  nlohmann::json body = {
+      {"url", request.url},
+      {"gotoOptions", {{"waitUntil", "load"}, {"timeout", request.timeout.count()}}},
+      {"waitForTimeout", request.wait.count()},
+      // Headlines are text; images only slow the render down.
+      {"rejectResourceTypes", {"image", "media", "font"}}};
+  return body.dump();
+}
+
+render_result interpret_browserless_answer(unsigned status, const header_list& headers,
+                                           std::string body, const render_request& request) {
+  if (status == 200) {
+    auto code_text = header_of(headers, "X-Response-Code");
+    int code = 0;
+    std::from_chars(code_text.data(), code_text.data() + code_text.size(), code);
+    if (code >= 400)
+      return failure(render_failure::upstream, "site answered HTTP " + std::to_string(code));
+    if (body.size() > max_page_bytes)
+      return failure(render_failure::too_large,
+                     "page too large: " + std::to_string(body.size()) + " bytes");
+    if (is_empty_page(body))
+      return failure(render_failure::empty, "browserless returned an empty page");
+    render_result ok;
+    ok.html = std::move(body);
+    ok.url = header_of(headers, "X-Response-URL");
+    if (ok.url.empty())
+      ok.url = request.url;
+    return ok;
+  }
+  auto text = snippet(body);
+  auto with_text = [&](std::string message) {
+    return text.empty() ? message : message + ": " + text;
+  };
+  switch (status) {
+  case 400:
+    return failure(render_failure::rejected, with_text("browserless rejected the request"));
+  case 401:
+  case 403:
+    return failure(render_failure::rejected, "browserless refused the request (HTTP " +
+                                                 std::to_string(status) +
+                                                 "): is the token in browserless_url right?");
+  case 404:
+    return failure(
+        render_failure::unreachable,
+        "browserless answered 404: is browserless_url pointing at a browserless server?");
+  case 408:
+    return failure(render_failure::timeout, "browserless timed out after " +
+                                                format_seconds(seconds(request.timeout)) + " s");
+  case 429:
+  case 503:
+    return failure(render_failure::upstream,
+                   "browserless is at capacity (" + std::to_string(status) + ")");
+  default:
+    return failure(render_failure::upstream,
+                   with_text("browserless answered HTTP " + std::to_string(status)));
+  }
+}
+
+browserless_renderer::browserless_renderer(boost::asio::io_context& ioc, std::string base_url)
+    : ioc_(ioc)
+    , base_(std::move(base_url)) {}
+
+void browserless_renderer::render(render_request request, std::function<void(render_result)> done) {
+  auto limit = request.timeout + grace_for(request.timeout);
+  auto url = browserless_content_url(base_, request);
+  auto body = browserless_request_body(request);
+  cdp::http_post(
+      boost::asio::make_strand(ioc_), url, "application/json", std::move(body), limit,
+      max_page_bytes + 1,
+      [this, limit, request = std::move(request), done = std::move(done)](cdp::post_result answer) {
+        render_result result;
+        if (answer.ok)
+          result = interpret_browserless_answer(answer.status, answer.headers,
+                                                std::move(answer.body), request);
+        else if (answer.timed_out)
+          result = failure(render_failure::timeout, "browserless did not answer within " +
+                                                        format_seconds(seconds(limit)) + " s");
+        else if (answer.error.find("too large") != std::string::npos)
+          result = failure(render_failure::too_large, "page too large: " + answer.error);
+        else
+          result = failure(render_failure::unreachable,
+                           "cannot reach browserless at " + base_ + " (" + answer.error + ")");
+        result.elapsed = answer.elapsed;
+        done(std::move(result));
+      });
+}
+
+} // namespace newsdesk::server

@@ -1,0 +1,101 @@
+#include "server/render/direct_renderer.hpp"
+
+#include "scrapers/url.hpp"
+#include "server/render/http_client.hpp"
+
+#include <memory>
+
+namespace newsdesk::server {
+
+namespace {
+using clock_type = std::chrono::steady_clock;
+
+// The state of one render across redirect hops.
+struct direct_fetch : std::enable_shared_from_this<direct_fetch> {
+  http_client& client;
+  render_request request;
+  std::function<void(render_result)> done;
+  clock_type::time_point deadline;
+  clock_type::time_point started = clock_type::now();
+  int redirects = 0;
+
+  direct_fetch(http_client& c, render_request r, std::function<void(render_result)> d)
+      : client(c)
+      , request(std::move(r))
+      , done(std::move(d))
+      , deadline(clock_type::now() + request.timeout) {}
+
+  void fetch(std::string url) {
+    auto remaining =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
+    if (remaining <= std::chrono::milliseconds{0})
+      return finish_timeout();
+    http_fetch_options options;
+    options.timeout = remaining;
+    client.get(url, std::move(options), [self = shared_from_this(), url](http_fetch_result answer) {
+      self->on_answer(url, std::move(answer));
+    });
+  }
+
+  void on_answer(const std::string& url, http_fetch_result answer) {
+    switch (answer.failure) {
+    case fetch_failure::none:
+      break;
+    case fetch_failure::timeout:
+      return finish_timeout();
+    case fetch_failure::too_large:
+      return finish(render_failure::too_large, "page too large: " + answer.error);
+    case fetch_failure::bad_url:
+      return finish(render_failure::rejected, answer.error);
+    default:
+      return finish(render_failure::unreachable, "cannot fetch " + url + ": " + answer.error);
+    }
+    if (answer.status >= 300 && answer.status < 400 && answer.status != 304) {
+      auto location = answer.header("Location");
+      if (location.empty())
+        return finish(render_failure::upstream, "site redirected without a Location");
+      if (++redirects > direct_renderer::max_redirects)
+        return finish(render_failure::upstream, "too many redirects (more than " +
+                                                    std::to_string(direct_renderer::max_redirects) +
+                                                    ")");
+      auto next = scrapers::url::resolve(url, location);
+      if (!next || !scrapers::url::is_http_url(*next))
+        return finish(render_failure::upstream, "site redirected to a non-http(s) address");
+      return fetch(*next);
+    }
+    if (answer.status != 200)
+      return finish(render_failure::upstream,
+                    "site answered HTTP " + std::to_string(answer.status));
+    render_result ok;
+    ok.html = std::move(answer.body);
+    ok.url = url;
+    complete(std::move(ok));
+  }
+
+  void finish_timeout() {
+    finish(render_failure::timeout,
+           "site did not answer within " +
+               format_seconds(static_cast<double>(request.timeout.count()) / 1000.0) + " s");
+  }
+
+  void finish(render_failure kind, std::string message) {
+    render_result r;
+    r.failure = kind;
+    r.message = std::move(message);
+    complete(std::move(r));
+  }
+
+  void complete(render_result r) {
+    r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - started);
+    done(std::move(r));
+  }
+};
+} // namespace
+
+void direct_renderer::render(render_request request, std::function<void(render_result)> done) {
+  auto url = request.url;
+  std::make_shared<direct_fetch>(client_, std::move(request), std::move(done))
+      ->fetch(std::move(url));
+}
+
+} // namespace newsdesk::server

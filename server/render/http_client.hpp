@@ -1,0 +1,64 @@
+// Async HTTP/1.1 GET client for http:// and https:// URLs (Boost.Beast + OpenSSL).
+//
+// One connection per request, one overall deadline covering resolve, connect, TLS handshake,
+// write and read, and a cap on the response body. It does not follow redirects: callers that
+// want to (the direct renderer) decide per hop. Thread-safe: get() may be called from any
+// thread; the callback runs on an io_context thread, exactly once.
+#pragma once
+
+#include "server/http/http_message.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace newsdesk::server {
+
+struct http_fetch_options {
+  std::chrono::milliseconds timeout{30'000};
+  // Rendered front pages run to ~4 MB (CNN); 16 MiB leaves room and stops a runaway body.
+  std::size_t max_body_bytes = 16 * 1024 * 1024;
+  header_list headers; // sent in addition to Host, User-Agent and Connection
+};
+
+enum class fetch_failure { none, bad_url, resolve, connect, tls, timeout, too_large, protocol, io };
+
+struct http_fetch_result {
+  fetch_failure failure = fetch_failure::none;
+  std::string error;   // what went wrong, for logs and notices ("Connection refused")
+  unsigned status = 0; // HTTP status when failure == none
+  header_list headers;
+  std::string body;
+  std::chrono::milliseconds elapsed{0};
+
+  bool ok() const { return failure == fetch_failure::none; }
+  std::string header(std::string_view name) const; // empty when absent
+};
+
+struct tls_options {
+  bool verify_peer = true; // check the certificate chain and host name
+  std::string ca_file;     // extra CA bundle (PEM); the system store is always used
+};
+
+class http_client {
+ public:
+  explicit http_client(boost::asio::io_context& ioc, const tls_options& tls = {});
+  ~http_client();
+  http_client(const http_client&) = delete;
+  http_client& operator=(const http_client&) = delete;
+
+  void get(const std::string& url, http_fetch_options options,
+           std::function<void(http_fetch_result)> done);
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace newsdesk::server

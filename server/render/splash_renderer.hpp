@@ -1,0 +1,45 @@
+// Renders pages through Splash's HTTP API (GET /render.html). See ../shared/splash-api.md for
+// how a real Splash answers; every case there becomes a render_result with a notice.
+#pragma once
+
+#include "server/render/renderer.hpp"
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+namespace newsdesk::server {
+
+class http_client;
+
+class splash_renderer final : public renderer {
+ public:
+  // `splash_url` is the service's base, e.g. "http://splash:8050".
+  splash_renderer(http_client& client, std::string splash_url);
+
+  std::string_view name() const override { return "splash"; }
+  void render(render_request request, std::function<void(render_result)> done) override;
+
+  // Splash answers 504 itself when `timeout` passes; our own deadline waits a little longer
+  // (1 s plus a tenth of the timeout, for queueing and transfer) so a hung Splash or network
+  // is still cut off.
+  static constexpr std::chrono::milliseconds grace_for(std::chrono::milliseconds timeout) {
+    return std::chrono::milliseconds{1'000} + timeout / 10;
+  }
+
+ private:
+  http_client& client_;
+  std::string base_;
+};
+
+// The render.html URL for a request, with the target URL percent-encoded.
+std::string splash_render_url(std::string_view splash_url, const render_request& request);
+
+// Turns one Splash answer into a result: a page, or a notice naming what went wrong.
+render_result interpret_splash_answer(unsigned status, std::string body,
+                                      const render_request& request);
+
+// RFC 3986 percent-encoding of everything but unreserved characters.
+std::string percent_encode(std::string_view text);
+
+} // namespace newsdesk::server

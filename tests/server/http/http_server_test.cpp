@@ -1,0 +1,277 @@
+#include "server/http/http_server.hpp"
+#include "tests/support/harness.hpp"
+#include "tests/support/http_get.hpp"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <doctest/doctest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <mutex>
+#include <thread>
+#include <vector>
+
+using namespace newsdesk::server;
+using namespace newsdesk::testing;
+using namespace std::chrono_literals;
+
+namespace {
+// A server on 127.0.0.1:0 run by two threads; the handler echoes method, target and body.
+struct echo_server {
+  boost::asio::io_context ioc;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{ioc.get_executor()};
+  // Threads answering /later. Joined before the server and its io_context go: a responder holds
+  // its connection, and the last one released (on that thread, after the client already has its
+  // answer) closes the connection's socket, which must not race the io_context's destruction.
+  std::mutex later_mutex;
+  std::vector<std::thread> later;
+  http_server server;
+  std::vector<std::thread> threads;
+
+  explicit echo_server(http_server_limits limits = {})
+      : server(
+            ioc,
+            [this](http_request req, responder respond) {
+              if (req.path() == "/big") {
+                respond(text_response(200, std::string(32 * 1024 * 1024, 'b')));
+                return;
+              }
+              if (req.path() == "/later") {
+                // Answer from another thread, as /news does after its renders.
+                std::lock_guard lock(later_mutex);
+                later.emplace_back([respond] {
+                  std::this_thread::sleep_for(50ms);
+                  respond(text_response(200, "later"));
+                });
+                return;
+              }
+              http_response res;
+              res.content_type = "text/plain; charset=utf-8";
+              res.body = req.method + " " + req.target + " " + req.body;
+              respond(std::move(res));
+            },
+            limits) {
+    server.listen("127.0.0.1", 0);
+    server.start();
+    for (int i = 0; i < 2; ++i)
+      threads.emplace_back([this] { ioc.run(); });
+  }
+  ~echo_server() {
+    {
+      std::lock_guard lock(later_mutex);
+      for (auto& t : later)
+        t.join();
+    }
+    server.stop();
+    work.reset();
+    ioc.stop();
+    for (auto& t : threads)
+      t.join();
+  }
+  unsigned short port() const { return server.port(); }
+};
+
+int connect_raw(unsigned short port) {
+  int fd = connect_loopback(port);
+  REQUIRE(fd >= 0);
+  return fd;
+}
+
+// True when the server closes the connection within `within`.
+bool closed_within(int fd, std::chrono::milliseconds within) {
+  auto deadline = std::chrono::steady_clock::now() + within;
+  char buf[4096];
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 50) > 0 && ::recv(fd, buf, sizeof buf, 0) <= 0)
+      return true;
+  }
+  return false;
+}
+} // namespace
+
+TEST_CASE("keep-alive: several requests on one connection, answered in order") {
+  echo_server s;
+  auto raw = raw_exchange(s.port(), "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"
+                                    "GET /b HTTP/1.1\r\nHost: x\r\n\r\n"
+                                    "GET /c HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  auto answers = parse_answers(raw);
+  REQUIRE(answers.size() == 3);
+  CHECK(answers[0].body == "GET /a ");
+  CHECK(answers[1].body == "GET /b ");
+  CHECK(answers[2].body == "GET /c ");
+  CHECK(answers[2].header("Connection") == "close");
+}
+
+TEST_CASE("HEAD gets the headers and Content-Length of the GET, without a body") {
+  echo_server s;
+  auto head = send_request(s.port(), "HEAD", "/x");
+  CHECK(head.status == 200);
+  CHECK(head.header("Content-Length") == std::to_string(std::string("HEAD /x ").size()));
+  CHECK(head.body.empty());
+}
+
+TEST_CASE("a handler may answer later from another thread") {
+  echo_server s;
+  auto a = http_get(s.port(), "/later");
+  CHECK(a.status == 200);
+  CHECK(a.body == "200 later\n");
+}
+
+TEST_CASE("oversized headers get 431, oversized bodies 413, garbage 400; each closes") {
+  http_server_limits limits;
+  limits.max_header_bytes = 1024;
+  limits.max_body_bytes = 100;
+  echo_server s(limits);
+  auto big_header = raw_exchange(
+      s.port(), "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(4000, 'a') + "\r\n\r\n");
+  CHECK(big_header.rfind("HTTP/1.1 431", 0) == 0);
+  auto big_body =
+      raw_exchange(s.port(), "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n" +
+                                 std::string(1000, 'b'));
+  CHECK(big_body.rfind("HTTP/1.1 413", 0) == 0);
+  auto garbage = raw_exchange(s.port(), "\x01\x02 not http at all\r\n\r\n");
+  CHECK(garbage.rfind("HTTP/1.1 400", 0) == 0);
+  auto bad_length =
+      raw_exchange(s.port(), "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n");
+  CHECK(bad_length.rfind("HTTP/1.1 400", 0) == 0);
+  // The server still serves others.
+  CHECK(http_get(s.port(), "/ok").status == 200);
+}
+
+TEST_CASE("a client trickling its headers is cut off at the read deadline") {
+  http_server_limits limits;
+  limits.read_timeout = 300ms;
+  echo_server s(limits);
+  int fd = connect_raw(s.port());
+  ::send(fd, "GET / HTTP/1.1\r\nHost", 20, MSG_NOSIGNAL);
+  auto started = std::chrono::steady_clock::now();
+  CHECK(closed_within(fd, 2s));
+  CHECK(std::chrono::steady_clock::now() - started < 1500ms);
+  ::close(fd);
+  CHECK(http_get(s.port(), "/still-serving").status == 200);
+}
+
+TEST_CASE("a client that stops reading its response is cut off at the write deadline") {
+  http_server_limits limits;
+  limits.write_timeout = 300ms;
+  echo_server s(limits);
+  // A 4 KiB receive buffer: the 32 MiB answer cannot fit in the kernel's buffers.
+  int fd = connect_loopback(s.port(), 4096);
+  REQUIRE(fd >= 0);
+  const std::string request = "GET /big HTTP/1.1\r\nHost: x\r\n\r\n";
+  ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::this_thread::sleep_for(1s); // reading nothing, well past the deadline
+  // What was sent before the deadline can still be read; then the connection ends.
+  std::size_t received = 0;
+  char buf[65536];
+  bool ended = false;
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!ended && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0)
+      continue;
+    auto n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0)
+      ended = true;
+    else
+      received += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  CHECK(ended);
+  CHECK(received < 32u * 1024 * 1024);
+  CHECK(http_get(s.port(), "/still-serving").status == 200);
+}
+
+TEST_CASE("connections over the cap are closed at once while existing ones keep working") {
+  http_server_limits limits;
+  limits.max_connections = 2;
+  echo_server s(limits);
+  int a = connect_raw(s.port());
+  int b = connect_raw(s.port());
+  // Both accepted before the third arrives, however slowly the server runs.
+  REQUIRE(eventually([&] { return s.server.open_connections() == 2; }));
+  int c = connect_raw(s.port());
+  CHECK(closed_within(c, 1s));
+  ::close(c);
+  const std::string request = "GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  ::send(a, request.data(), request.size(), MSG_NOSIGNAL);
+  char buf[256];
+  auto n = ::recv(a, buf, sizeof buf, 0);
+  CHECK(n > 0);
+  CHECK(std::string(buf, 12) == "HTTP/1.1 200");
+  ::close(a);
+  ::close(b);
+}
+
+TEST_CASE("after stop() a kept-alive connection's next request is answered with Connection: "
+          "close, and an idle one is closed within the grace, not at the read deadline") {
+  http_server_limits limits;
+  limits.read_timeout = 30s;
+  limits.stop_idle_grace = 200ms;
+  echo_server s(limits);
+  const std::string keep = "GET /a HTTP/1.1\r\nHost: x\r\n\r\n";
+  int busy = connect_raw(s.port());
+  int idle = connect_raw(s.port());
+  char buf[512];
+  for (int fd : {busy, idle}) {
+    ::send(fd, keep.data(), keep.size(), MSG_NOSIGNAL);
+    REQUIRE(::recv(fd, buf, sizeof buf, 0) > 0); // one small answer, kept alive
+  }
+  s.server.stop();
+  auto stopped = std::chrono::steady_clock::now();
+  // A request arriving after stop() on a kept-alive connection is still answered.
+  timeval five_seconds{5, 0}; // the read loop below ends even if the server never closes
+  ::setsockopt(busy, SOL_SOCKET, SO_RCVTIMEO, &five_seconds, sizeof five_seconds);
+  ::send(busy, keep.data(), keep.size(), MSG_NOSIGNAL);
+  std::string answer;
+  for (ssize_t n; (n = ::recv(busy, buf, sizeof buf, 0)) > 0;)
+    answer.append(buf, static_cast<std::size_t>(n)); // until the server closes
+  auto answers = parse_answers(answer);
+  REQUIRE(answers.size() == 1);
+  CHECK(answers[0].status == 200);
+  CHECK(answers[0].header("Connection") == "close");
+  CHECK(closed_within(idle, 5s));
+  CHECK(std::chrono::steady_clock::now() - stopped < 3s);
+  ::close(busy);
+  ::close(idle);
+}
+
+TEST_CASE("listening on a port in use throws a message naming the address") {
+  echo_server s;
+  boost::asio::io_context ioc;
+  http_server other(ioc, [](http_request, responder) {});
+  CHECK_THROWS_WITH_AS(
+      other.listen("127.0.0.1", s.port()),
+      doctest::Contains(("cannot listen on 127.0.0.1:" + std::to_string(s.port())).c_str()),
+      std::runtime_error);
+  CHECK_THROWS_WITH_AS(other.listen("not-an-ip", 80), doctest::Contains("not an IP address"),
+                       std::runtime_error);
+}
+
+TEST_CASE("read_requests parses pipelined bytes as a connection does and maps errors to statuses") {
+  std::vector<std::string> targets;
+  auto collect = [&](http_request req) { targets.push_back(req.target); };
+  CHECK(read_requests("GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\nConnection: "
+                      "close\r\n\r\nGET /c HTTP/1.1\r\n\r\n",
+                      3, {}, collect) == 0);
+  CHECK(targets == std::vector<std::string>{"/a", "/b"});
+  CHECK(read_requests("", 1, {}, collect) == 0);
+  CHECK(read_requests("garbage\r\n\r\n", 1, {}, collect) == 400);
+  CHECK(read_requests("GET / HTTP/1.1\r\nHost: x\r\n", 5, {}, collect) == 400);
+  http_server_limits small;
+  small.max_header_bytes = 64;
+  small.max_body_bytes = 4;
+  CHECK(read_requests("GET / HTTP/1.1\r\nX: " + std::string(100, 'a') + "\r\n\r\n", 7, small,
+                      collect) == 431);
+  CHECK(read_requests("POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\n0123456789", 64, small,
+                      collect) == 413);
+  CHECK(targets.size() == 2);
+}
