@@ -106,8 +106,8 @@ check_alive() {
   exit 3
 }
 for side in on off; do
-  http[$side]=$(wait_for_line "$tmp/$side/newsdesk.out" 'http://127\.0\.0\.1:[0-9]+' 20)
-  broker[$side]=$(wait_for_line "$tmp/$side/newsdesk.out" 'broker listening on [0-9.]+:[0-9]+' 20 | sed 's/.*://')
+  http[$side]=$(wait_for_line "$tmp/$side/newsdesk.out" 'url=http://127\.0\.0\.1:[0-9]+' 20 | sed 's/^url=//')
+  broker[$side]=$(wait_for_line "$tmp/$side/newsdesk.out" 'service=broker address=[0-9.]+:[0-9]+' 20 | sed 's/.*://')
 done
 
 # Both must serve the same page: every site refreshed, the same headlines.

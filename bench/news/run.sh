@@ -79,7 +79,7 @@ EOF
   --templates "$root/templates" --static "$root/static" --sites-dir "$root/sites" \
   --store "$tmp/store.db" >"$tmp/newsdesk.out" 2>"$tmp/newsdesk.log" &
 pids+=("$!")
-newsdesk=$(wait_for_line "$tmp/newsdesk.out" 'http://127\.0\.0\.1:[0-9]+' 20)
+newsdesk=$(wait_for_line "$tmp/newsdesk.out" 'url=http://127\.0\.0\.1:[0-9]+' 20 | sed 's/^url=//')
 
 sites_ok() {
   curl -s "$newsdesk/news.json" | python3 -c '

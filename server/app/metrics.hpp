@@ -8,7 +8,10 @@
 // Threads: every member may be called from any thread.
 #pragma once
 
+#include "server/http/http_message.hpp"
+
 #include <array>
+#include <functional>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -77,5 +80,12 @@ class metrics {
   std::map<std::string, std::unique_ptr<histogram>> fetch_latency_;
   std::map<std::pair<std::string, std::string>, std::uint64_t> fetch_errors_;
 };
+
+// Wraps `next` so each request, once its response is ready, is counted in `counters` (when
+// not null) and written as one logfmt access line to `access_log` (when set):
+// `msg=access method=GET path="/news" status=200 bytes=1234 us=87`. Returns `next` itself when
+// both are off, so an unobserved server pays nothing.
+request_handler observe_requests(request_handler next, metrics* counters,
+                                 std::function<void(std::string_view)> access_log);
 
 } // namespace newsdesk::server

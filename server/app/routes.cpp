@@ -52,7 +52,7 @@ std::string sites_title(const news_snapshot& s) {
 
 } // namespace
 
-app::app(news_service& news, std::shared_ptr<const news_page> page, const static_files& files,
+routes::routes(news_service& news, std::shared_ptr<const news_page> page, const static_files& files,
          std::string public_url)
     : news_(news)
     , files_(files)
@@ -62,33 +62,33 @@ app::app(news_service& news, std::shared_ptr<const news_page> page, const static
     public_url_.pop_back();
 }
 
-void app::set_page(std::shared_ptr<const news_page> page) {
+void routes::set_page(std::shared_ptr<const news_page> page) {
   std::lock_guard lock(cache_mutex_);
   page_ = std::move(page);
   cached_body_.reset(); // rendered with the old template
 }
 
-std::shared_ptr<const news_page> app::page() const {
+std::shared_ptr<const news_page> routes::page() const {
   std::lock_guard lock(cache_mutex_);
   return page_;
 }
 
-void app::add_json_endpoint(std::string path, std::function<std::string()> body) {
+void routes::add_json_endpoint(std::string path, std::function<std::string()> body) {
   json_endpoints_.emplace_back(std::move(path), std::move(body));
 }
 
-void app::add_route(std::string path, request_handler handler) {
+void routes::add_route(std::string path, request_handler handler) {
   routes_.emplace_back(std::move(path), std::move(handler));
 }
 
-std::string app::base_url(const http_request& request) const {
+std::string routes::base_url(const http_request& request) const {
   if (!public_url_.empty())
     return public_url_;
   auto host = request.header("Host");
   return "http://" + std::string(host && plain_host(*host) ? *host : std::string_view("localhost"));
 }
 
-void app::handle(http_request request, responder respond) {
+void routes::handle(http_request request, responder respond) {
   const auto path = std::string(request.path());
   const bool readable = request.method == "GET" || request.method == "HEAD";
   const bool news_path =
@@ -126,7 +126,7 @@ void app::handle(http_request request, responder respond) {
 }
 
 std::shared_ptr<const memory_file>
-app::cached_page(const std::shared_ptr<const news_snapshot>& snapshot) {
+routes::cached_page(const std::shared_ptr<const news_snapshot>& snapshot) {
   auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(cache_mutex_);
@@ -152,7 +152,7 @@ app::cached_page(const std::shared_ptr<const news_snapshot>& snapshot) {
   return body;
 }
 
-void app::serve_news(const http_request& request, const std::string& path, responder respond) {
+void routes::serve_news(const http_request& request, const std::string& path, responder respond) {
   auto parsed = parse_news_query(request.query(), news_.snapshot()->sites);
   if (auto* error = std::get_if<std::string>(&parsed))
     return respond(text_response(400, "Bad Request: " + *error));
@@ -218,7 +218,7 @@ void app::serve_news(const http_request& request, const std::string& path, respo
   });
 }
 
-void app::serve_refresh(const http_request& request, responder respond) {
+void routes::serve_refresh(const http_request& request, responder respond) {
   std::optional<std::string> site;
   auto query = request.query();
   if (!query.empty()) {

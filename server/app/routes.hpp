@@ -27,11 +27,11 @@ class news_page;
 class static_files;
 struct news_snapshot;
 
-class app {
+class routes {
  public:
   // `public_url` ("https://news.example.org") makes feed links absolute; empty: taken from
   // the request's Host header.
-  app(news_service& news, std::shared_ptr<const news_page> page, const static_files& files,
+  routes(news_service& news, std::shared_ptr<const news_page> page, const static_files& files,
       std::string public_url = {});
 
   // Serves pages from `page` from now on (a template reload). Thread-safe.

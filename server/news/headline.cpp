@@ -28,4 +28,8 @@ void to_json(nlohmann::json& j, const news_item& item) {
        {"new", item.is_new}};
 }
 
+std::string headlines_json(const std::vector<news_item>& items) {
+  return nlohmann::json(items).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 } // namespace newsdesk::server

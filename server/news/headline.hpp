@@ -52,4 +52,8 @@ std::string iso8601_ms(std::int64_t unix_ms);
 // {"id","title","url","site","first_seen","new"} (first_seen as iso8601_ms gives it).
 void to_json(nlohmann::json& j, const news_item& item);
 
+// A refresh's new headlines as the broker carries them to /events and other subscribers: a JSON
+// array of the shape above. Invalid UTF-8 in scraped text is replaced, never thrown on.
+std::string headlines_json(const std::vector<news_item>& items);
+
 } // namespace newsdesk::server

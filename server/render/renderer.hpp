@@ -37,6 +37,11 @@ class renderer {
   virtual std::string_view name() const = 0; // "splash", "direct"
   // Starts a render; `done` runs exactly once, on some io_context thread.
   virtual void render(render_request request, std::function<void(render_result)> done) = 0;
+  // Prepares for the first render now (a browser starts its process). Default: nothing.
+  virtual void warm_up() {}
+  // Stops what the renderer runs outside this process (a browser's process group), after the
+  // io_context has stopped; renders in flight are dropped. Default: nothing.
+  virtual void shutdown() {}
 };
 
 // True when the HTML has no content in its body: what a renderer returns for an empty, garbage or

@@ -149,7 +149,7 @@ async function main() {
     "--static", join(sourceDir, "static"),
     "--broker-listen", "127.0.0.1:0",
     "--store", join(work, "store.db"),
-  ], /listening on (http:\/\/127\.0\.0\.1:\d+)/);
+  ], /service=http url=(http:\/\/127\.0\.0\.1:\d+)/);
   const base = newsdesk.match[1];
   const failWithLog = (e) => {
     e.message += `\n--- newsdesk log ---\n${newsdesk.child.logText()}`;

@@ -100,6 +100,16 @@ child_process::~child_process() {
 
 std::optional<std::string> child_process::wait_for_line(const std::string& prefix,
                                                         std::chrono::milliseconds timeout) {
+  return next_line(prefix, false, timeout);
+}
+
+std::optional<std::string> child_process::wait_for_log(const std::string& text,
+                                                       std::chrono::milliseconds timeout) {
+  return next_line(text, true, timeout);
+}
+
+std::optional<std::string> child_process::next_line(const std::string& text, bool anywhere,
+                                                    std::chrono::milliseconds timeout) {
   auto deadline = clock_type::now() + timeout;
   std::unique_lock lock(mutex_);
   for (;;) {
@@ -107,8 +117,9 @@ std::optional<std::string> child_process::wait_for_line(const std::string& prefi
          nl = all_.find('\n', consumed_)) {
       std::string line = all_.substr(consumed_, nl - consumed_);
       consumed_ = nl + 1;
-      if (line.rfind(prefix, 0) == 0)
-        return line.substr(prefix.size());
+      auto at = anywhere ? line.find(text) : line.rfind(text, 0);
+      if (at != std::string::npos)
+        return line.substr(at + text.size());
     }
     if (eof_ || arrived_.wait_until(lock, deadline) == std::cv_status::timeout)
       return std::nullopt;
@@ -144,7 +155,7 @@ std::optional<int> child_process::stop(int signal, std::chrono::milliseconds tim
 }
 
 unsigned short wait_for_port(child_process& p) {
-  auto rest = p.wait_for_line("listening on http://");
+  auto rest = p.wait_for_log("msg=listening service=http url=http://");
   if (!rest)
     return 0;
   auto colon = rest->rfind(':');

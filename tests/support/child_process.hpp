@@ -27,6 +27,11 @@ class child_process {
   std::optional<std::string>
   wait_for_line(const std::string& prefix,
                 std::chrono::milliseconds timeout = std::chrono::seconds(20));
+  // The same for a log line holding `text` anywhere (a logfmt line begins with its time): what
+  // follows `text`.
+  std::optional<std::string>
+  wait_for_log(const std::string& text,
+               std::chrono::milliseconds timeout = std::chrono::seconds(20));
   // Sends `signal` and waits for the exit; returns the exit code (128+N when killed by N),
   // or nullopt when it did not exit in time (it is then killed).
   std::optional<int> stop(int signal, std::chrono::milliseconds timeout = std::chrono::seconds(20));
@@ -41,6 +46,9 @@ class child_process {
   void drain(); // reads stdout until EOF on its own thread, so the child never blocks on a pipe
 
   int pid_ = -1;
+  std::optional<std::string> next_line(const std::string& text, bool anywhere,
+                                       std::chrono::milliseconds timeout);
+
   int stdout_fd_ = -1;
   mutable std::mutex mutex_;
   std::condition_variable arrived_;

@@ -79,7 +79,7 @@ struct newsdesk_process {
                                               (dir.path / "stderr.log").string());
     port = wait_for_port(*process);
     if (port != 0)
-      if (auto line = process->wait_for_line("broker listening on 127.0.0.1:"))
+      if (auto line = process->wait_for_log("msg=listening service=broker address=127.0.0.1:"))
         broker_port = static_cast<unsigned short>(std::stoi(*line));
   }
   // What it logged (stdout) and any error output.

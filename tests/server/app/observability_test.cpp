@@ -56,8 +56,9 @@ TEST_CASE("/metrics counts requests, refreshes, site state and the broker in Pro
   CHECK(metric(m, "newsdesk_broker_drops_total{reason=\"queue_full\"}") == 0);
   CHECK(m.find("# TYPE newsdesk_http_request_duration_seconds histogram") != std::string::npos);
 
-  // The access log has a line per request, on stdout.
-  CHECK(nd.log().find("msg=access method=GET path=\"/nope\" status=404") != std::string::npos);
+  // The access log has a line per request, on stdout (written before the response, but read
+  // from the pipe by another thread: wait for it rather than look once).
+  CHECK(nd.process->wait_for_log("msg=access method=GET path=\"/nope\" status=404"));
 }
 
 TEST_CASE("/readyz says why it is not ready until a site has refreshed") {

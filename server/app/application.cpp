@@ -1,0 +1,389 @@
+#include "server/app/application.hpp"
+
+#include "broker/broker.hpp"
+#include "server/app/metrics.hpp"
+#include "server/app/readiness.hpp"
+#include "server/app/routes.hpp"
+#include "server/core/log.hpp"
+#include "server/http/http_server.hpp"
+#include "server/http/static_files.hpp"
+#include "server/news/headline_store.hpp"
+#include "server/news/live_events.hpp"
+#include "server/news/news_page.hpp"
+#include "server/news/news_service.hpp"
+#include "server/render/renderers.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <mutex>
+#include <thread>
+
+namespace newsdesk::server {
+
+namespace net = boost::asio;
+
+namespace {
+
+// History older than the retention is pruned this often.
+constexpr std::chrono::hours prune_period{1};
+// The topic new headlines go out on, where /events and any broker client follow them.
+constexpr const char* headlines_topic = "/topic/headlines";
+
+std::int64_t unix_ms_now() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Each site's display name and colour, which live events carry with its headlines.
+std::map<std::string, live_events::site_look> looks_of(const std::vector<site_config>& sites) {
+  std::map<std::string, live_events::site_look> looks;
+  for (const auto& s : sites)
+    looks[s.name] = {s.display_name, s.colour};
+  return looks;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names)
+    out += (out.empty() ? "" : ",") + n;
+  return out;
+}
+
+unsigned thread_count(const config& cfg) {
+  return cfg.threads ? cfg.threads : std::max(1u, std::thread::hardware_concurrency());
+}
+
+renderer_options renderer_options_of(const config& cfg) {
+  renderer_options options;
+  options.splash_url = cfg.splash_url;
+  options.browserless_url = cfg.browserless_url;
+  options.chromium.path = cfg.chromium_found;
+  options.chromium.max_concurrent = cfg.chromium_max_concurrent;
+  options.chromium.recycle_after = cfg.chromium_recycle_after;
+  options.tls_verify = cfg.tls_verify;
+  return options;
+}
+
+// Where each renderer sends its work, for the first log lines.
+std::string renderer_address(const config& cfg, const std::string& name) {
+  if (name == "splash")
+    return cfg.splash_url;
+  if (name == "browserless")
+    return cfg.browserless_url;
+  if (name == "chromium")
+    return cfg.chromium_found;
+  return "each site's own URL";
+}
+
+} // namespace
+
+struct application::parts {
+  explicit parts(config c)
+      : cfg(std::move(c))
+      , threads(thread_count(cfg))
+      , ioc(static_cast<int>(threads))
+      , parse_pool(threads)
+      , sites(load_sites(cfg))
+      , page(std::make_shared<const news_page>(news_page::load(cfg.templates_dir)))
+      , files(cfg.static_dir)
+      , renderers(ioc, renderer_options_of(cfg))
+      // The store opens before anything listens: a broken store file stops startup with its name.
+      , store(headline_store::open(cfg.store_path))
+      , news(ioc, sites, renderers.by_name(), parse_pool, &store, cfg.refresh)
+      , routes(news, page, files)
+      , live(ioc, parse_pool, &store, looks_of(sites))
+      , prune_timer(ioc)
+      , hangup(ioc, SIGHUP)
+      , terminate(ioc, SIGINT, SIGTERM)
+      , drain_timer(ioc) {
+    if (cfg.broker.enabled)
+      pubsub = std::make_unique<broker::server>(ioc, cfg.broker);
+    add_routes();
+    wire_news();
+    http = std::make_unique<http_server>(
+        ioc,
+        observe_requests([this](http_request req,
+                                responder respond) { routes.handle(std::move(req), std::move(respond)); },
+                         cfg.metrics ? &counters : nullptr,
+                         cfg.access_log ? std::function<void(std::string_view)>(log_info)
+                                        : nullptr),
+        cfg.http);
+  }
+
+  // Worker tasks use the store and the service: they finish before those go away.
+  ~parts() {
+    parse_pool.stop();
+    parse_pool.join();
+  }
+
+  void add_routes() {
+    routes.add_route("/events", [this](http_request req, responder res) {
+      live.handle(std::move(req), std::move(res));
+    });
+    if (pubsub)
+      routes.add_json_endpoint(
+          "/api/broker", [this] { return nlohmann::json(pubsub->stats()).dump() + "\n"; });
+    if (cfg.metrics)
+      routes.add_route("/metrics", [this](http_request, responder respond) {
+        std::optional<broker::stats_snapshot> broker_stats;
+        if (pubsub)
+          broker_stats = pubsub->stats();
+        http_response res;
+        res.content_type = "text/plain; version=0.0.4; charset=utf-8";
+        res.body = counters.render(news.snapshot()->sites,
+                                   broker_stats ? &*broker_stats : nullptr, live.clients());
+        res.with_header("Cache-Control", "no-store");
+        respond(std::move(res));
+      });
+    routes.add_route("/readyz", [this](http_request, responder respond) {
+      std::optional<std::string> store_error;
+      try {
+        (void)store.last_id();
+      } catch (const std::exception& e) {
+        store_error = e.what();
+      }
+      auto verdict = decide_readiness(*news.snapshot(), news.sites(), cfg.refresh.jitter,
+                                      unix_ms_now(), store_error);
+      http_response res;
+      res.status = verdict.ready ? 200 : 503;
+      res.content_type = json_content_type;
+      res.body = verdict.to_json();
+      res.with_header("Cache-Control", "no-store");
+      respond(std::move(res));
+    });
+  }
+
+  void wire_news() {
+    // New headlines go out on the broker's topic, where /events and any client follow them;
+    // without a broker, straight to the /events clients.
+    news.on_new_headlines([this](const std::vector<news_item>& items) {
+      auto text = headlines_json(items);
+      if (!pubsub)
+        return live.publish(text);
+      try {
+        pubsub->publish(headlines_topic, text);
+      } catch (const std::exception& e) {
+        log_warn(std::string("msg=\"cannot publish headlines\" error=\"") + e.what() + "\"");
+      }
+    });
+    if (cfg.metrics)
+      news.on_refresh_done([this](const site_config& site, std::chrono::milliseconds took,
+                                  std::string_view kind) {
+        counters.observe_fetch(site.name, took, kind);
+      });
+  }
+
+  // The first log lines: where the configuration came from and what was chosen.
+  void log_configuration() {
+    log_info("msg=configuration file=\"" + (cfg_file.empty() ? "none" : cfg_file) +
+             "\" store=\"" + cfg.store_path.string() + "\" sites=" +
+             std::to_string(sites.size()) + " threads=" + std::to_string(threads));
+    for (const auto& [name, r] : renderers.by_name())
+      log_info("msg=renderer name=" + name + " address=\"" + renderer_address(cfg, name) + "\"");
+    std::vector<std::string> site_list;
+    for (const auto& s : sites)
+      site_list.push_back(s.name + "(" + s.renderer + ")");
+    log_info("msg=sites count=" + std::to_string(sites.size()) + " sites=" + joined(site_list));
+  }
+
+  void start() {
+    if (pubsub) {
+      pubsub->listen(); // a bind failure stops startup like the HTTP one does
+      pubsub->start();
+      // TEMPORARY until the in-process subscription lands: follow over loopback.
+      auto endpoint = pubsub->local_endpoint();
+      live.follow_broker(endpoint.address().is_unspecified() ? std::string("127.0.0.1")
+                                                             : endpoint.address().to_string(),
+                         endpoint.port());
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      while (pubsub->stats().subscribers_current == 0 &&
+             std::chrono::steady_clock::now() < deadline)
+        ioc.run_one_for(std::chrono::milliseconds(5));
+      ioc.restart();
+    }
+    live.start();
+    // A Chromium that a site renders through from the start is started now, not on first use.
+    if (auto* chromium = renderers.find("chromium");
+        chromium && std::any_of(sites.begin(), sites.end(),
+                                [](const auto& s) { return s.renderer == "chromium"; }))
+      chromium->warm_up();
+    news.start();
+    prune();
+    http->listen(cfg.address, cfg.port);
+    http->start();
+    // Scripts and tests read these lines to learn the ports (either may have been 0).
+    log_info("msg=listening service=http url=http://" + cfg.address + ":" +
+             std::to_string(http->port()));
+    if (pubsub) {
+      auto endpoint = pubsub->local_endpoint();
+      log_info("msg=listening service=broker address=" + endpoint.address().to_string() + ":" +
+               std::to_string(endpoint.port()));
+    }
+    wait_for_hangup();
+    terminate.async_wait([this](boost::system::error_code ec, int signal) {
+      if (!ec)
+        shut_down("signal=" + std::to_string(signal));
+    });
+  }
+
+  void prune() {
+    net::post(parse_pool, [this] {
+      auto cutoff = unix_ms_now() - cfg.refresh.retention.count();
+      try {
+        if (auto removed = store.prune(cutoff))
+          log_info("msg=\"pruned history\" rows=" + std::to_string(removed));
+      } catch (const std::exception& e) {
+        log_warn(std::string("msg=\"prune failed\" error=\"") + e.what() + "\"");
+      }
+    });
+    prune_timer.expires_after(prune_period);
+    prune_timer.async_wait([this](boost::system::error_code ec) {
+      if (!ec)
+        prune();
+    });
+  }
+
+  // SIGHUP reloads the site files and the templates (on a worker: it reads files and parses
+  // templates). Connections stay open; anything broken keeps the old ones and says why.
+  void wait_for_hangup() {
+    hangup.async_wait([this](boost::system::error_code ec, int) {
+      if (ec)
+        return;
+      log_info("msg=\"reloading site files and templates\" signal=SIGHUP");
+      net::post(parse_pool, [this] { reload(); });
+      wait_for_hangup();
+    });
+  }
+
+  void reload() {
+    std::lock_guard lock(reload_mutex);
+    try {
+      auto new_sites = load_sites(cfg);
+      for (const auto& s : new_sites)
+        if (!renderers.find(s.renderer))
+          throw config_error("site '" + s.name + "' needs the " + s.renderer +
+                             " renderer, which was not configured at startup");
+      auto new_page = std::make_shared<const news_page>(news_page::load(cfg.templates_dir));
+      live.set_sites(looks_of(new_sites)); // before the service can publish for a new site
+      auto changed = news.reconfigure(std::move(new_sites));
+      routes.set_page(std::move(new_page));
+      std::vector<std::string> names;
+      for (const auto& s : news.sites())
+        names.push_back(s.name);
+      log_info("msg=reloaded sites=" + joined(names) + " added=" + joined(changed.added) +
+               " removed=" + joined(changed.removed) + " changed=" + joined(changed.changed));
+    } catch (const std::exception& e) {
+      log_error(std::string("msg=\"reload failed, keeping the old site files and templates\" "
+                            "error=\"") +
+                e.what() + "\"");
+    }
+  }
+
+  // Stop accepting everywhere, let HTTP requests in flight finish and the broker deliver what
+  // it has queued (each within its deadline), then stop the threads.
+  void shut_down(const std::string& why) {
+    if (stopping.exchange(true))
+      return;
+    log_info("msg=\"shutting down\" " + why);
+    http->stop();
+    hangup.cancel();
+    terminate.cancel();
+    news.stop();
+    live.stop(); // SSE connections end here, so the connection drain below can finish
+    prune_timer.cancel();
+    auto parts_left = std::make_shared<std::atomic<int>>(pubsub ? 2 : 1);
+    auto part_done = [this, parts_left] {
+      if (parts_left->fetch_sub(1) == 1)
+        ioc.stop();
+    };
+    if (pubsub)
+      pubsub->async_shutdown(part_done);
+    drain_connections(std::chrono::steady_clock::now() + shutdown_deadline, part_done);
+  }
+
+  // Waits (polling every 50 ms) until no HTTP connection is open or the deadline passes.
+  void drain_connections(std::chrono::steady_clock::time_point deadline,
+                         std::function<void()> done) {
+    if (http->open_connections() == 0 || std::chrono::steady_clock::now() >= deadline) {
+      if (http->open_connections() > 0)
+        log_warn("msg=\"shutdown deadline passed, closing open connections\" open=" +
+                 std::to_string(http->open_connections()));
+      return done();
+    }
+    drain_timer.expires_after(std::chrono::milliseconds(50));
+    drain_timer.async_wait([this, deadline, done = std::move(done)](boost::system::error_code ec) {
+      if (!ec)
+        drain_connections(deadline, done);
+    });
+  }
+
+  int run() {
+    log_configuration();
+    start();
+    std::vector<std::thread> network;
+    for (unsigned i = 1; i < threads; ++i)
+      network.emplace_back([this] { ioc.run(); });
+    ioc.run();
+    for (auto& t : network)
+      t.join();
+    renderers.shutdown(); // kills the browser's process group; renders in flight are dropped
+    parse_pool.join();
+    log_info("msg=\"newsdesk stopped\"");
+    return 0;
+  }
+
+  config cfg;
+  std::string cfg_file;
+  unsigned threads;
+  net::io_context ioc;
+  net::thread_pool parse_pool; // parsing, store writes, reloads: never on a network thread
+  std::vector<site_config> sites; // as loaded at startup; news.sites() has the current ones
+  std::shared_ptr<const news_page> page;
+  static_files files;
+  renderer_set renderers;
+  headline_store store;
+  news_service news;
+  server::routes routes;
+  live_events live;
+  server::metrics counters;
+  std::unique_ptr<broker::server> pubsub;
+  std::unique_ptr<http_server> http;
+  net::steady_timer prune_timer;
+  net::signal_set hangup;
+  net::signal_set terminate;
+  net::steady_timer drain_timer;
+  std::mutex reload_mutex;
+  std::atomic<bool> stopping{false};
+};
+
+nlohmann::json effective_config(const config& cfg) {
+  auto effective = config_to_json(cfg);
+  effective["sites"] = sites_to_json(load_sites(cfg));
+  if (!cfg.site_files_dir_given && !std::filesystem::is_directory(cfg.site_files_dir))
+    effective.erase("site_files_dir"); // named, a missing folder would stop the next start
+  return effective;
+}
+
+application::application(config cfg) : parts_(std::make_unique<parts>(std::move(cfg))) {}
+
+application::~application() = default;
+
+int application::run() {
+  return parts_->run();
+}
+
+void application::stop() {
+  net::post(parts_->ioc, [p = parts_.get()] { p->shut_down("reason=requested"); });
+}
+
+} // namespace newsdesk::server
