@@ -1,11 +1,10 @@
 #include "server/news/news_service.hpp"
 
-#include "server/news/headline_store.hpp"
 #include "server/core/log.hpp"
+#include "server/news/headline_store.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 
 #include <algorithm>
@@ -14,7 +13,6 @@
 
 namespace newsdesk::server {
 
-using clock_type = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 namespace {
@@ -82,19 +80,19 @@ bool is_transient(render_failure failure) {
 
 // One site's state. Guarded by news_service::mutex_.
 struct news_service::slot {
-  slot(boost::asio::io_context& ioc, site_config s)
+  slot(news_clock& clock, site_config s)
       : site(std::make_shared<const site_config>(std::move(s)))
-      , timer(ioc) {}
+      , timer(clock.make_timer()) {}
   // Replaced whole by reconfigure(); a refresh in flight keeps the one it started with.
   std::shared_ptr<const site_config> site;
-  boost::asio::steady_timer timer;
+  std::unique_ptr<news_clock::timer> timer; // the next refresh, or the next retry
   bool in_flight = false;
   bool removed = false;      // reconfigure() dropped the site: results in flight are ignored
   bool refresh_next = false; // the settings changed during a refresh: refresh again at once
   bool tried = false;        // at least one refresh has finished
   int attempt = 0;           // retries used by the refresh in flight
   int failures_in_row = 0;   // refreshes that failed for good
-  clock_type::time_point refresh_started;
+  std::chrono::steady_clock::time_point refresh_started;
   std::int64_t last_manual_ms = 0;
   site_report report;
   std::vector<news_item> items;
@@ -103,13 +101,15 @@ struct news_service::slot {
 news_service::news_service(boost::asio::io_context& ioc, std::vector<site_config> sites,
                            std::map<std::string, renderer*> renderers,
                            boost::asio::thread_pool& parse_pool, headline_store* store,
-                           refresh_settings settings)
+                           refresh_settings settings, news_service_seams seams)
     : ioc_(ioc)
+    , own_clock_(seams.clock ? nullptr : std::make_unique<asio_clock>(ioc))
+    , clock_(seams.clock ? seams.clock : own_clock_.get())
     , renderers_(std::move(renderers))
     , parse_pool_(parse_pool)
     , store_(store)
     , settings_(settings)
-    , random_(std::random_device{}()) {
+    , random_(seams.seed ? *seams.seed : std::random_device{}()) {
   std::lock_guard lock(mutex_);
   for (auto& site : sites) {
     if (!renderers_.count(site.renderer))
@@ -133,10 +133,8 @@ void news_service::on_refresh_done(
   refresh_listener_ = std::move(listener);
 }
 
-std::int64_t news_service::now_ms() {
-  return std::chrono::duration_cast<milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+std::int64_t news_service::now_ms() const {
+  return std::chrono::duration_cast<milliseconds>(clock_->system_now().time_since_epoch()).count();
 }
 
 milliseconds news_service::jittered(milliseconds base) {
@@ -145,7 +143,7 @@ milliseconds news_service::jittered(milliseconds base) {
 }
 
 news_service::slot_ptr news_service::make_slot_locked(site_config site) {
-  auto s = std::make_shared<slot>(ioc_, std::move(site));
+  auto s = std::make_shared<slot>(*clock_, std::move(site));
   const auto& c = *s->site;
   s->report = {c.name, c.display_name, c.colour, c.url, c.renderer};
   return s;
@@ -178,10 +176,8 @@ void news_service::start() {
     schedule(s, milliseconds(0));
 
   // A cold start with nothing stored: answer waiting views after cold_start_wait at the latest.
-  auto timer = std::make_shared<boost::asio::steady_timer>(ioc_, settings_.cold_start_wait);
-  timer->async_wait([this, timer](boost::system::error_code ec) {
-    if (ec)
-      return;
+  cold_start_timer_ = clock_->make_timer();
+  cold_start_timer_->wait(settings_.cold_start_wait, [this] {
     std::vector<std::function<void(std::shared_ptr<const news_snapshot>)>> waiters;
     std::shared_ptr<const news_snapshot> snap;
     {
@@ -198,7 +194,7 @@ void news_service::stop() {
   std::lock_guard lock(mutex_);
   stopped_ = true;
   for (auto& s : slots_)
-    s->timer.cancel();
+    s->timer->cancel();
 }
 
 std::shared_ptr<const news_snapshot> news_service::snapshot() const {
@@ -262,7 +258,7 @@ news_service::changes news_service::reconfigure(std::vector<site_config> sites) 
     if (s) {
       result.removed.push_back(s->site->name);
       s->removed = true;
-      s->timer.cancel();
+      s->timer->cancel();
     }
   waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(),
                                 [](const slot_ptr& s) { return s->removed; }),
@@ -309,10 +305,9 @@ void news_service::schedule(const slot_ptr& s, milliseconds delay) {
   // Called with mutex_ held.
   if (stopped_ || s->removed)
     return;
-  s->timer.expires_after(delay);
   // The timer lives in the slot: a weak pointer keeps the wait from owning its own slot.
-  s->timer.async_wait([this, weak = std::weak_ptr<slot>(s)](boost::system::error_code ec) {
-    if (auto self = weak.lock(); self && !ec)
+  s->timer->wait(delay, [this, weak = std::weak_ptr<slot>(s)] {
+    if (auto self = weak.lock())
       begin_refresh(self, false);
   });
 }
@@ -328,12 +323,12 @@ news_service::trigger news_service::begin_refresh(const slot_ptr& s, bool manual
     if (now - s->last_manual_ms < settings_.manual_min_interval.count())
       return trigger::too_soon;
     s->last_manual_ms = now;
-    s->timer.cancel(); // the scheduled refresh is replaced by this one
+    s->timer->cancel(); // the scheduled refresh is replaced by this one
   }
   s->in_flight = true;
   s->refresh_next = false;
   s->attempt = 0;
-  s->refresh_started = clock_type::now();
+  s->refresh_started = clock_->steady_now();
   s->report.last_attempt_ms = now_ms();
   queue_render(s);
   return trigger::started;
@@ -392,10 +387,9 @@ void news_service::on_rendered(const slot_ptr& s, std::shared_ptr<const site_con
         log_info(
             "msg=\"retrying site\" site=" + site->name + " attempt=" + std::to_string(s->attempt) +
             " delay_ms=" + std::to_string(delay.count()) + " error=\"" + result.message + "\"");
-        s->timer.expires_after(delay);
-        s->timer.async_wait([this, weak = std::weak_ptr<slot>(s)](boost::system::error_code ec) {
+        s->timer->wait(delay, [this, weak = std::weak_ptr<slot>(s)] {
           auto self = weak.lock();
-          if (ec || !self)
+          if (!self)
             return;
           std::lock_guard relock(mutex_);
           if (!self->removed)
@@ -403,7 +397,7 @@ void news_service::on_rendered(const slot_ptr& s, std::shared_ptr<const site_con
         });
         return;
       }
-      elapsed = std::chrono::duration_cast<milliseconds>(clock_type::now() - s->refresh_started);
+      elapsed = std::chrono::duration_cast<milliseconds>(clock_->steady_now() - s->refresh_started);
     }
   }
   if (!result.ok()) {
@@ -431,7 +425,7 @@ void news_service::on_rendered(const slot_ptr& s, std::shared_ptr<const site_con
     milliseconds took;
     {
       std::lock_guard lock(mutex_);
-      took = std::chrono::duration_cast<milliseconds>(clock_type::now() - s->refresh_started);
+      took = std::chrono::duration_cast<milliseconds>(clock_->steady_now() - s->refresh_started);
     }
     on_parsed(s, *site, std::move(found), took, std::move(error));
   });
@@ -497,8 +491,6 @@ void news_service::on_parsed(const slot_ptr& s, const site_config& site,
 
 void news_service::finish_failure(const slot_ptr& s, const site_config& site, std::string error,
                                   milliseconds elapsed, std::string_view kind) {
-  if (refresh_listener_)
-    refresh_listener_(site, elapsed, kind);
   if (store_) {
     boost::asio::post(parse_pool_, [this, name = site.name, error, now = now_ms()] {
       try {
@@ -508,20 +500,25 @@ void news_service::finish_failure(const slot_ptr& s, const site_config& site, st
       }
     });
   }
-  std::lock_guard lock(mutex_);
-  if (s->removed)
-    return;
-  s->report.ok = false;
-  s->report.stale = !s->items.empty(); // keep serving the last good headlines
-  s->report.error = std::move(error);
-  s->report.elapsed = elapsed;
-  for (auto& item : s->items)
-    item.is_new = false;
-  ++s->failures_in_row;
-  auto factor =
-      std::min<long long>(settings_.max_backoff_factor, 1LL << std::min(s->failures_in_row, 30));
-  finish_refresh_locked(s, jittered(s->site->interval * factor));
-  publish_snapshot_locked();
+  {
+    std::lock_guard lock(mutex_);
+    if (!s->removed) {
+      s->report.ok = false;
+      s->report.stale = !s->items.empty(); // keep serving the last good headlines
+      s->report.error = std::move(error);
+      s->report.elapsed = elapsed;
+      for (auto& item : s->items)
+        item.is_new = false;
+      ++s->failures_in_row;
+      auto factor = std::min<long long>(settings_.max_backoff_factor,
+                                        1LL << std::min(s->failures_in_row, 30));
+      finish_refresh_locked(s, jittered(s->site->interval * factor));
+      publish_snapshot_locked();
+    }
+  }
+  // After the state changed, as on success: a listener sees the snapshot and schedule it reports.
+  if (refresh_listener_)
+    refresh_listener_(site, elapsed, kind);
 }
 
 void news_service::finish_refresh_locked(const slot_ptr& s, milliseconds next) {
@@ -539,7 +536,7 @@ void news_service::publish_snapshot_locked() {
     snap->headlines.insert(snap->headlines.end(), s->items.begin(), s->items.end());
   }
   sort_items(snap->headlines);
-  snap->generated_at = std::chrono::system_clock::now();
+  snap->generated_at = clock_->system_now();
   snap->version = ++version_;
   snapshot_ = std::move(snap);
 

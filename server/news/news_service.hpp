@@ -9,11 +9,16 @@
 // headline store, so a restart serves the last headlines at once. The set of sites can change
 // while it runs (reconfigure(), on SIGHUP): renders in flight for a removed site are dropped.
 //
+// Time comes from a news_clock (news_clock.hpp): the real clocks and asio timers by default, a
+// manual clock in tests. Jitter comes from a random engine seeded at random unless a seed is
+// given, so a test can replay the same delays.
+//
 // Threads: all public members may be called from any thread.
 #pragma once
 
 #include "scrapers/scraper.hpp"
 #include "server/news/headline.hpp"
+#include "server/news/news_clock.hpp"
 #include "server/news/site_config.hpp"
 #include "server/render/renderer.hpp"
 
@@ -39,13 +44,21 @@ namespace newsdesk::server {
 
 class headline_store;
 
+// What tests replace. Both optional: the defaults are what production runs with.
+struct news_service_seams {
+  // Time and timers; must outlive the service. Null: an asio_clock on the service's io_context.
+  news_clock* clock = nullptr;
+  // Seed of the random engine behind the refresh and retry jitter. None: std::random_device.
+  std::optional<std::uint64_t> seed;
+};
+
 class news_service {
  public:
   // `renderers` maps the renderer names `sites` use; `store` may be null (no history). All must
-  // outlive the service.
+  // outlive the service. Renders start and ready views are answered on `ioc`'s threads.
   news_service(boost::asio::io_context& ioc, std::vector<site_config> sites,
                std::map<std::string, renderer*> renderers, boost::asio::thread_pool& parse_pool,
-               headline_store* store, refresh_settings settings);
+               headline_store* store, refresh_settings settings, news_service_seams seams = {});
   ~news_service();
 
   // Called with each refresh's new headlines (not on a site's first refresh), from a worker
@@ -53,7 +66,8 @@ class news_service {
   void on_new_headlines(std::function<void(const std::vector<news_item>&)> listener);
 
   // Called when a refresh of a site finishes (after its retries), with how long it took and
-  // the kind of failure ("" on success), from any thread. Set before start().
+  // the kind of failure ("" on success), from any thread, once the snapshot and the site's next
+  // refresh reflect it. Set before start().
   void on_refresh_done(
       std::function<void(const site_config&, std::chrono::milliseconds, std::string_view)>
           listener);
@@ -106,9 +120,11 @@ class news_service {
   void finish_refresh_locked(const slot_ptr& s, std::chrono::milliseconds next);
   void publish_snapshot_locked();
   std::chrono::milliseconds jittered(std::chrono::milliseconds base);
-  static std::int64_t now_ms();
+  std::int64_t now_ms() const;
 
   boost::asio::io_context& ioc_;
+  std::unique_ptr<news_clock> own_clock_; // the default clock, when none was given
+  news_clock* clock_;
   std::map<std::string, renderer*> renderers_;
   boost::asio::thread_pool& parse_pool_;
   headline_store* store_;
@@ -122,6 +138,7 @@ class news_service {
   std::size_t active_renders_ = 0;
   std::deque<slot_ptr> waiting_; // sites waiting for a render slot, FIFO
   std::vector<std::function<void(std::shared_ptr<const news_snapshot>)>> ready_waiters_;
+  std::unique_ptr<news_clock::timer> cold_start_timer_;
   std::shared_ptr<const news_snapshot> snapshot_;
   std::uint64_t version_ = 0;
   std::mt19937_64 random_;

@@ -19,11 +19,17 @@
 // (unreachable: Chromium cannot start; upstream: the site failed to load, answered >= 400, or
 // the browser crashed mid-render; timeout; empty; too_large).
 //
-// Threading: render() and the accessors may be called from any thread. All state lives on one
-// strand of the io_context; `done` runs on an io_context thread, exactly once (unless the
-// io_context is stopped first, as for every renderer).
+// The renderer itself is the small part that queues renders and joins the two state machines
+// below it: browser_process.hpp supervises the browser (the list above), tab_job.hpp runs one
+// render in one tab. A lost browser ends the renders on it; a failed start ends the queued ones.
+//
+// Threading: render() and the accessors may be called from any thread. All state (the
+// renderer's queue, the browser_process and every tab_job) lives on one strand of the io_context;
+// `done` runs on an io_context thread, exactly once (unless the io_context is stopped first, as for
+// every renderer).
 #pragma once
 
+#include "server/render/chromium_options.hpp"
 #include "server/render/renderer.hpp"
 
 #include <chrono>
@@ -37,31 +43,6 @@ class io_context;
 }
 
 namespace newsdesk::server {
-
-struct chromium_options {
-  std::string path = "/usr/bin/chromium";
-  // Each tab is a renderer process of 50-150 MB; 4 keeps a 2-core, 2 GB machine responsive
-  // while still overlapping the network waits of four sites.
-  unsigned max_concurrent = 4;
-  // Chromium's memory grows with every page (caches, leaked renderer memory, V8 heaps); a fresh
-  // process every 100 renders bounds it for the cost of a ~1 s start now and then.
-  unsigned recycle_after = 100;
-  std::chrono::milliseconds startup_timeout{20'000}; // process start to DevTools handshake
-  std::chrono::milliseconds ping_interval{10'000};   // how often a busy or idle browser is pinged
-  std::chrono::milliseconds ping_timeout{10'000};    // no Browser.getVersion reply: hung
-  std::vector<std::string> extra_args;               // appended to the command line
-};
-
-// The command line newsdesk runs (without the program): headless, no sandbox (it runs as root in
-// containers), no background network traffic, no throttling of tabs that are not in front
-// (renders run side by side, and only one tab can be in front), images off (headlines are
-// text), DevTools on loopback at port 0.
-std::vector<std::string> chromium_arguments(const std::string& profile_dir,
-                                            const std::vector<std::string>& extra);
-
-// Finds a Chromium: `configured` when given (must be executable), else the first of
-// chromium, chromium-browser, google-chrome on PATH. Empty when none.
-std::string find_chromium(const std::string& configured);
 
 class chromium_renderer final : public renderer {
  public:

@@ -1,6 +1,16 @@
 #include "server/news/news_service.hpp"
 
+#include "server/news/news_clock.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
+
 #include <doctest/doctest.h>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <set>
 
 using namespace newsdesk::server;
 
@@ -21,4 +31,309 @@ TEST_CASE("headlines sort by title ignoring case and leading quotes, then by sit
   // them.
   CHECK(urls == std::vector<std::string>{"https://a/5", "https://a/4", "https://a/2", "https://a/1",
                                          "https://a/3", "https://a/6"});
+}
+
+// ---- the refresh policy, with a manual clock and a renderer the test answers by hand ----------
+
+namespace {
+
+using namespace std::chrono_literals;
+using std::chrono::milliseconds;
+
+// Finds one headline per page, named after the page's URL, and none on a page whose URL says
+// "empty": what a refresh found is then decided by the URL the test's render answers with.
+class url_scraper final : public newsdesk::scrapers::scraper {
+ public:
+  const newsdesk::scrapers::site_info& site() const override { return info_; }
+  std::vector<newsdesk::scrapers::headline> extract(const newsdesk::scrapers::dom::document&,
+                                                    std::string_view page_url) const override {
+    if (page_url.find("empty") != std::string_view::npos)
+      return {};
+    return {{"Headline of " + std::string(page_url), std::string(page_url), ""}};
+  }
+
+ private:
+  newsdesk::scrapers::site_info info_{"fake", "Fake", "https://fake.test/", "#123456"};
+};
+
+// Renders nothing by itself: each render waits until the test answers it.
+class manual_renderer final : public renderer {
+ public:
+  std::string_view name() const override { return "manual"; }
+  void render(render_request request, std::function<void(render_result)> done) override {
+    std::lock_guard lock(mutex_);
+    ++started_;
+    pending_.push_back({std::move(request), std::move(done)});
+  }
+
+  std::size_t started() const {
+    std::lock_guard lock(mutex_);
+    return started_;
+  }
+  std::size_t in_flight() const {
+    std::lock_guard lock(mutex_);
+    return pending_.size();
+  }
+  // Answers the oldest render in flight with a page at `url`.
+  void succeed(const std::string& url) {
+    render_result r;
+    r.html = "<html><body><p>page</p></body></html>";
+    r.url = url;
+    answer(std::move(r));
+  }
+  void fail(render_failure kind, const std::string& message) {
+    render_result r;
+    r.failure = kind;
+    r.message = message;
+    answer(std::move(r));
+  }
+
+ private:
+  struct call {
+    render_request request;
+    std::function<void(render_result)> done;
+  };
+  void answer(render_result r) {
+    call c;
+    {
+      std::lock_guard lock(mutex_);
+      REQUIRE(!pending_.empty());
+      c = std::move(pending_.front());
+      pending_.pop_front();
+    }
+    c.done(std::move(r));
+  }
+
+  mutable std::mutex mutex_;
+  std::deque<call> pending_;
+  std::size_t started_ = 0;
+};
+
+// One site ("a") on a manual renderer and a manual clock. The service posts render starts to
+// the io_context, which the test runs on its own thread (run()); pages are parsed on a
+// one-thread pool, whose completion the test waits for through on_refresh_done.
+struct policy_rig {
+  boost::asio::io_context ioc;
+  boost::asio::thread_pool pool{1};
+  manual_clock clock;
+  manual_renderer fake;
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<std::string> outcomes; // each finished refresh's failure kind, "" on success
+  std::unique_ptr<news_service> service;
+
+  // No jitter on intervals and an hour between refreshes; the cold-start wait ends with the
+  // first advance (nobody waits on it here), so the only wait pending is the one a test is about.
+  static refresh_settings quiet() {
+    refresh_settings s;
+    s.interval = 1h;
+    s.jitter = 0;
+    s.cold_start_wait = 0ms;
+    return s;
+  }
+
+  explicit policy_rig(refresh_settings settings = quiet(), std::uint64_t seed = 1) {
+    site_config site;
+    site.name = "a";
+    site.scraper = std::make_shared<url_scraper>();
+    site.url = "https://a.test/";
+    site.renderer = "manual";
+    site.wait = 0ms;
+    site.timeout = 30s;
+    site.interval = settings.interval;
+    service = std::make_unique<news_service>(
+        ioc, std::vector<site_config>{site}, std::map<std::string, renderer*>{{"manual", &fake}},
+        pool, nullptr, settings, news_service_seams{&clock, seed});
+    service->on_refresh_done([this](const site_config&, milliseconds, std::string_view kind) {
+      std::lock_guard lock(mutex);
+      outcomes.emplace_back(kind);
+      changed.notify_all();
+    });
+    service->start();
+    advance(0ms); // the first refresh is due at once
+  }
+  ~policy_rig() {
+    service->stop();
+    pool.join(); // a parse still queued finishes before the service goes
+    service.reset();
+  }
+
+  // Runs the renders the service has posted.
+  void run() {
+    ioc.restart();
+    ioc.poll();
+  }
+  void advance(milliseconds by) {
+    clock.advance(by);
+    run();
+  }
+  // Waits (with a generous backstop, not as synchronisation) until `n` refreshes have finished.
+  bool finished(std::size_t n) {
+    std::unique_lock lock(mutex);
+    return changed.wait_for(lock, 10s, [&] { return outcomes.size() >= n; });
+  }
+  std::string outcome(std::size_t i) {
+    std::lock_guard lock(mutex);
+    return i < outcomes.size() ? outcomes[i] : "(none)";
+  }
+  // The one wait pending: the site's next refresh or retry.
+  milliseconds next_wait() {
+    auto waits = clock.pending();
+    REQUIRE(waits.size() == 1);
+    return waits.front();
+  }
+  site_report report() { return service->snapshot()->sites.at(0); }
+};
+
+} // namespace
+
+TEST_CASE("a manual refresh while a render is in flight starts no second render") {
+  policy_rig r;
+  REQUIRE(r.fake.in_flight() == 1);
+  auto result = r.service->refresh_now("a");
+  REQUIRE(result.size() == 1);
+  CHECK(result[0].second == news_service::trigger::already_running);
+  r.run();
+  CHECK(r.fake.started() == 1);
+
+  r.fake.succeed("https://a.test/1");
+  REQUIRE(r.finished(1));
+  CHECK(r.service->refresh_now("a").at(0).second == news_service::trigger::started);
+  r.run();
+  CHECK(r.fake.started() == 2);
+}
+
+TEST_CASE("transient failures are retried with full jitter under the exponential bound, then "
+          "the refresh fails for good") {
+  auto settings = policy_rig::quiet();
+  settings.retries = 3;
+  settings.retry_base = 1000ms;
+  settings.retry_max = 3000ms;
+  // The bound for retry k (1-based): min(retry_max, retry_base * 2^(k-1)).
+  const std::vector<milliseconds> bounds{1000ms, 2000ms, 3000ms};
+  std::set<long long> seen;
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    CAPTURE(seed);
+    policy_rig r(settings, seed);
+    for (std::size_t k = 0; k < bounds.size(); ++k) {
+      r.fake.fail(render_failure::timeout, "Splash timed out after 30 s");
+      auto delay = r.next_wait();
+      CHECK(delay >= 0ms);
+      CHECK(delay <= bounds[k]);
+      seen.insert(delay.count());
+      r.advance(delay);
+      REQUIRE(r.fake.started() == k + 2);
+    }
+    r.fake.fail(render_failure::timeout, "Splash timed out after 30 s");
+    REQUIRE(r.finished(1));
+    CHECK(r.outcome(0) == "timeout");
+    CHECK(r.fake.started() == 4); // the first try and three retries
+    CHECK(r.report().error == "Splash timed out after 30 s");
+  }
+  // Full jitter: the delays are spread out, not pinned to the bound.
+  CHECK(seen.size() > 30);
+}
+
+TEST_CASE("a failure that is not transient is not retried") {
+  auto settings = policy_rig::quiet();
+  settings.retries = 3;
+  policy_rig r(settings);
+  r.fake.fail(render_failure::rejected, "Splash refused the URL");
+  REQUIRE(r.finished(1));
+  CHECK(r.outcome(0) == "rejected");
+  CHECK(r.fake.started() == 1);
+  CHECK(r.next_wait() == 2h); // the next refresh, after the failure back-off
+}
+
+TEST_CASE("a failed refresh keeps the last good headlines, marked stale with the error") {
+  auto settings = policy_rig::quiet();
+  settings.retries = 0;
+  policy_rig r(settings);
+  r.fake.succeed("https://a.test/good");
+  REQUIRE(r.finished(1));
+  REQUIRE(r.report().ok);
+  REQUIRE(r.service->snapshot()->headlines.size() == 1);
+
+  r.advance(1h);
+  REQUIRE(r.fake.in_flight() == 1);
+  r.fake.fail(render_failure::upstream, "Splash answered 502");
+  REQUIRE(r.finished(2));
+  auto snap = r.service->snapshot();
+  REQUIRE(snap->headlines.size() == 1);
+  CHECK(snap->headlines[0].headline.title == "Headline of https://a.test/good");
+  CHECK(snap->headlines[0].headline.site == "a");
+  CHECK_FALSE(snap->sites[0].ok);
+  CHECK(snap->sites[0].stale);
+  CHECK(snap->sites[0].error == "Splash answered 502");
+
+  // A site that never had headlines is failed, not stale.
+  policy_rig cold(settings);
+  cold.fake.fail(render_failure::upstream, "Splash answered 502");
+  REQUIRE(cold.finished(1));
+  CHECK_FALSE(cold.report().ok);
+  CHECK_FALSE(cold.report().stale);
+}
+
+TEST_CASE("a site that keeps failing waits interval * 2^failures, capped, until it succeeds") {
+  auto settings = policy_rig::quiet();
+  settings.retries = 0;
+  settings.interval = 60s;
+  settings.max_backoff_factor = 4;
+  policy_rig r(settings);
+  // A page without headlines fails the refresh without a retry, like any lasting failure.
+  const std::vector<milliseconds> expected{120s, 240s, 240s};
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    CAPTURE(i);
+    r.fake.succeed("https://a.test/empty");
+    REQUIRE(r.finished(i + 1));
+    CHECK(r.outcome(i) == "no_headlines");
+    CHECK(r.next_wait() == expected[i]);
+    r.advance(expected[i]);
+    REQUIRE(r.fake.in_flight() == 1);
+  }
+  r.fake.succeed("https://a.test/back");
+  REQUIRE(r.finished(4));
+  CHECK(r.outcome(3) == "");
+  CHECK(r.next_wait() == 60s); // success resets the back-off
+}
+
+TEST_CASE("interval jitter keeps each wait within interval +/- jitter") {
+  auto settings = policy_rig::quiet();
+  settings.interval = 100s;
+  settings.jitter = 0.1;
+  std::set<long long> seen;
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    policy_rig r(settings, seed);
+    r.fake.succeed("https://a.test/1");
+    REQUIRE(r.finished(1));
+    auto wait = r.next_wait();
+    CHECK(wait >= 90s);
+    CHECK(wait <= 110s);
+    seen.insert(wait.count());
+  }
+  CHECK(seen.size() > 1);
+}
+
+TEST_CASE("manual refreshes of a site are limited to one per manual_min_interval") {
+  auto settings = policy_rig::quiet();
+  settings.manual_min_interval = 10s;
+  policy_rig r(settings);
+  r.fake.succeed("https://a.test/1");
+  REQUIRE(r.finished(1));
+
+  CHECK(r.service->refresh_now("a").at(0).second == news_service::trigger::started);
+  r.run();
+  r.fake.succeed("https://a.test/2");
+  REQUIRE(r.finished(2));
+  CHECK(r.service->refresh_now("a").at(0).second == news_service::trigger::too_soon);
+  r.advance(9'999ms);
+  CHECK(r.service->refresh_now("a").at(0).second == news_service::trigger::too_soon);
+  r.advance(1ms);
+  CHECK(r.service->refresh_now("a").at(0).second == news_service::trigger::started);
+  r.run();
+  CHECK(r.fake.started() == 3);
+
+  auto unknown = r.service->refresh_now("nosuch");
+  REQUIRE(unknown.size() == 1);
+  CHECK(unknown[0].second == news_service::trigger::unknown_site);
 }
