@@ -160,21 +160,12 @@ int run(std::vector<std::string> args) {
     live.handle(std::move(req), std::move(res));
   });
   live.start();
-  if (pubsub) {
-    // /events follows the broker's channel like any client (over loopback when the broker is
-    // bound to every address).
-    auto endpoint = pubsub->local_endpoint();
-    auto address = endpoint.address().is_unspecified() ? std::string("127.0.0.1")
-                                                       : endpoint.address().to_string();
-    live.follow_broker(address, endpoint.port());
-    // The first refresh may publish within milliseconds; the broker drops /topic messages
-    // nobody is subscribed to yet, so wait (briefly) until it counts this subscriber.
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    // The network threads start later; this thread runs the io_context meanwhile.
-    while (pubsub->stats().subscribers_current == 0 && std::chrono::steady_clock::now() < deadline)
-      ioc.run_one_for(std::chrono::milliseconds(5));
-    ioc.restart();
-  }
+  // /events follows the broker's channel in process: the subscription is registered before any
+  // later publish is processed, so the first refresh cannot outrun it.
+  broker::subscription live_feed;
+  if (pubsub)
+    live_feed = pubsub->subscribe(
+        "/topic/headlines", [&live](broker::message_ptr batch) { live.publish(std::move(batch)); });
 
   // New headlines go out on the broker's /topic/headlines, where any client (and /events)
   // follows them.
