@@ -152,13 +152,32 @@ void fail(const error_code& ec, const char* step) {
 
 class core;
 class session;
+struct channel;
+
+} // namespace detail
+
+// An in-process subscriber (server::subscribe). The channel owns it while it is registered, so
+// its handler stays valid for every delivery; the handle and a pending removal share it too.
+struct detail::local_subscriber {
+  message_handler handler; // strand only; destroyed on the strand when the subscriber leaves
+  channel* chan = nullptr; // strand only: where it is registered (a channel with locals stays)
+  std::atomic<bool> cancelled{false}; // any thread: no more calls once set
+  // A handler call is under way: cancel() on another thread waits for it to end. Together with
+  // `cancelled` (both sequentially consistent) either the deliverer sees the cancel or the
+  // canceller sees the call.
+  std::atomic<bool> calling{false};
+};
+
+namespace detail {
 
 struct channel {
   std::string name;
   bool is_queue = false;
   std::vector<session*> subs; // index kept in session::chan_index_, so removal is O(1)
-  std::size_t rr = 0;         // next subscriber in turn (/queue)
-  slice_ring backlog;         // /queue messages no subscriber could take yet
+  // In-process subscribers (never on a /queue): few per channel, so removal is a linear erase.
+  std::vector<std::shared_ptr<local_subscriber>> locals;
+  std::size_t rr = 0; // next subscriber in turn (/queue)
+  slice_ring backlog; // /queue messages no subscriber could take yet
   std::size_t backlog_messages = 0;
   std::size_t backlog_bytes = 0;
   std::vector<std::shared_ptr<session>> blocked; // publishers paused on a full backlog
@@ -265,6 +284,9 @@ class core : public std::enable_shared_from_this<core> {
   // Tables (strand only). subscribe() is false when the channel would be one too many.
   [[nodiscard]] bool subscribe(session& s, std::string_view name);
   void unsubscribe(session& s);
+  void subscribe_local(const std::shared_ptr<local_subscriber>& s, std::string_view name);
+  void unsubscribe_local(local_subscriber& s);
+  void drop_local(local_subscriber& s);
   void register_session(session& s);
   void unregister_session(session& s);
   std::shared_ptr<channel> find_or_create(std::string_view name);
@@ -277,6 +299,7 @@ class core : public std::enable_shared_from_this<core> {
   std::size_t publish_queue(channel& ch, std::span<const msg_view> msgs, session* from);
   std::size_t assign_and_deliver(channel& ch, std::span<const msg_view> msgs);
   void offer(session& s, const block_ptr& block, std::size_t total, std::span<const msg_view> msgs);
+  void deliver_local(channel& ch, std::span<const msg_view> msgs);
   void schedule_pump(channel& ch);
   void pump(channel& ch);
   void resume_blocked(channel& ch);
@@ -823,7 +846,7 @@ std::shared_ptr<channel> core::find_or_create(std::string_view name) {
 }
 
 void core::maybe_erase(channel& ch) {
-  if (ch.subs.empty() && ch.backlog.empty() && ch.blocked.empty()) {
+  if (ch.subs.empty() && ch.locals.empty() && ch.backlog.empty() && ch.blocked.empty()) {
     if (auto it = channels_.find(ch.name); it != channels_.end() && it->second.get() == &ch) {
       channels_.erase(it);
       sub(ctr_.channels_current, 1);
@@ -856,6 +879,40 @@ void core::unsubscribe(session& s) {
   maybe_erase(*ch);
 }
 
+void core::subscribe_local(const std::shared_ptr<local_subscriber>& s, std::string_view name) {
+  if (shutting_down_ || s->cancelled.load()) {
+    drop_local(*s);
+    return;
+  }
+  auto ch = find_or_create(name);
+  if (!ch) {
+    std::cerr << "broker: in-process subscribe to " << name << " refused: max_channels reached\n";
+    drop_local(*s);
+    return;
+  }
+  ch->locals.push_back(s);
+  s->chan = ch.get();
+  add(ctr_.subscribers_current, 1);
+}
+
+void core::unsubscribe_local(local_subscriber& s) {
+  channel* ch = s.chan; // `s` stays alive: the posted removal owns it
+  if (ch == nullptr)    // never registered, or already dropped by a shutdown
+    return;
+  std::erase_if(ch->locals, [&](const auto& p) { return p.get() == &s; });
+  drop_local(s);
+  sub(ctr_.subscribers_current, 1);
+  maybe_erase(*ch);
+}
+
+// Forgets the handler here, on the strand, so what it captured is released where no delivery
+// can be using it.
+void core::drop_local(local_subscriber& s) {
+  s.cancelled.store(true);
+  s.chan = nullptr;
+  s.handler = nullptr;
+}
+
 std::size_t core::publish_run(std::string_view name, std::span<const msg_view> msgs, session* from,
                               const block_ptr* whole) {
   const std::size_t n = msgs.size();
@@ -870,7 +927,7 @@ std::size_t core::publish_run(std::string_view name, std::span<const msg_view> m
       return n;
     }
   }
-  if (!ch || (!ch->is_queue && ch->subs.empty())) {
+  if (!ch || (!ch->is_queue && ch->subs.empty() && ch->locals.empty())) {
     add(ctr_.messages_in, n);
     add(ctr_.drop_no_subscriber, n);
     return n;
@@ -881,24 +938,56 @@ std::size_t core::publish_run(std::string_view name, std::span<const msg_view> m
     maybe_erase(*ch); // a channel this call created but left empty (all dropped) must not stay
     return taken;
   }
-  std::size_t total = 0;
-  for (const auto& m : msgs)
-    total += m.size;
-  block_ptr block;
-  if (whole) {
-    block = *whole;
-  } else {
-    block = make_block(total);
-    char* p = block.get();
-    for (const auto& m : msgs) {
-      std::memcpy(p, m.data, m.size);
-      p += m.size;
+  if (!ch->subs.empty()) {
+    std::size_t total = 0;
+    for (const auto& m : msgs)
+      total += m.size;
+    block_ptr block;
+    if (whole) {
+      block = *whole;
+    } else {
+      block = make_block(total);
+      char* p = block.get();
+      for (const auto& m : msgs) {
+        std::memcpy(p, m.data, m.size);
+        p += m.size;
+      }
     }
+    for (session* s : ch->subs)
+      offer(*s, block, total, msgs);
   }
-  for (session* s : ch->subs)
-    offer(*s, block, total, msgs);
+  if (!ch->locals.empty())
+    deliver_local(*ch, msgs);
   add(ctr_.messages_in, n);
   return n;
+}
+
+// In-process subscribers get each message as a string of its own (they hold on to single
+// messages, not runs of frames): one copy per message, shared by all of them. Handlers cannot
+// change ch.locals while this loops: subscribe and cancel reach the tables through posts.
+void core::deliver_local(channel& ch, std::span<const msg_view> msgs) {
+  std::size_t calls = 0;
+  for (const auto& m : msgs) {
+    auto data = std::make_shared<const std::string>(m.data + frame_header_bytes,
+                                                    m.size - frame_header_bytes);
+    for (const auto& s : ch.locals) {
+      s->calling.store(true);
+      if (!s->cancelled.load()) {
+        ++calls;
+        try {
+          s->handler(data);
+        } catch (const std::exception& e) {
+          std::cerr << "broker: in-process subscriber of " << ch.name << " threw: " << e.what()
+                    << '\n';
+        } catch (...) {
+          std::cerr << "broker: in-process subscriber of " << ch.name << " threw\n";
+        }
+      }
+      s->calling.store(false);
+      s->calling.notify_all();
+    }
+  }
+  add(ctr_.deliveries, calls);
 }
 
 // Slow-consumer policy for /topic: what does not fit is dropped for that subscriber only.
@@ -1206,6 +1295,13 @@ void core::maybe_finish_shutdown() {
     shutdown_done_ = true;
     shutdown_timer_.cancel();
     sweep_timer_.cancel();
+    for (auto& [name, ch] : channels_) {
+      for (auto& s : ch->locals) {
+        drop_local(*s);
+        sub(ctr_.subscribers_current, 1);
+      }
+      ch->locals.clear();
+    }
     channels_.clear();
     starved_.clear();
     backlog_total_ = 0;
@@ -1307,6 +1403,23 @@ void server::publish(std::string_view channel, std::string_view data) {
   });
 }
 
+subscription server::subscribe(std::string_view channel, message_handler on_message) {
+  if (channel.empty())
+    throw std::invalid_argument("broker: subscribe to an empty channel name");
+  if (channel.size() > core_->cfg_.max_channel_name)
+    throw std::length_error("broker: channel name exceeds max_channel_name");
+  if (detail::is_queue_name(channel))
+    throw std::invalid_argument("broker: in-process subscribers take /topic channels only, not " +
+                                std::string(channel));
+  if (!on_message)
+    throw std::invalid_argument("broker: subscribe without a handler");
+  auto s = std::make_shared<detail::local_subscriber>();
+  s->handler = std::move(on_message);
+  net::post(core_->strand_,
+            [c = core_, s, name = std::string(channel)] { c->subscribe_local(s, name); });
+  return subscription(core_, std::move(s));
+}
+
 stats_snapshot server::stats() const {
   return core_->snapshot();
 }
@@ -1318,6 +1431,44 @@ void server::async_shutdown(std::function<void()> handler) {
 
 const config& server::settings() const noexcept {
   return core_->cfg_;
+}
+
+// -------------------------------------------------------------------------------------------
+// subscription
+
+subscription& subscription::operator=(subscription&& other) noexcept {
+  if (this != &other) {
+    cancel();
+    core_ = std::move(other.core_);
+    sub_ = std::move(other.sub_);
+  }
+  return *this;
+}
+
+subscription::~subscription() {
+  cancel();
+}
+
+void subscription::cancel() {
+  auto s = std::move(sub_);
+  auto c = core_.lock();
+  core_.reset();
+  if (!s)
+    return;
+  const bool already = s->cancelled.exchange(true);
+  if (!c) // the broker is gone, and with it every delivery
+    return;
+  if (!already)
+    net::post(c->strand_, [c, s] { c->unsubscribe_local(*s); });
+  // Inside a handler the strand is this thread: waiting for "the call under way" would wait
+  // for ourselves. Anywhere else a call under way ends soon (handlers never block).
+  if (!c->strand_.running_in_this_thread())
+    while (s->calling.load())
+      s->calling.wait(true);
+}
+
+bool subscription::active() const noexcept {
+  return sub_ && !sub_->cancelled.load();
 }
 
 } // namespace newsdesk::broker

@@ -1,6 +1,7 @@
 #pragma once
 // The embedded pub/sub broker: a TCP listener speaking the length-prefixed frame protocol
-// described in docs/broker.md, plus an in-process publish() for the rest of the program.
+// described in docs/broker.md, plus an in-process publish() and subscribe() for the rest of the
+// program.
 //
 // Threads: the server runs on an io_context supplied by the caller, which may be run by any
 // number of threads. All broker state (channels, queues, sessions) lives on one strand, so
@@ -11,6 +12,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include <boost/asio/io_context.hpp>
@@ -24,7 +26,45 @@ namespace newsdesk::broker {
 
 namespace detail {
 class core;
-}
+struct local_subscriber;
+} // namespace detail
+
+/// What an in-process subscriber is handed: one message's data, shared by every in-process
+/// subscriber of the channel and immutable, so a receiver may keep it as long as it likes.
+using message_ptr = std::shared_ptr<const std::string>;
+using message_handler = std::function<void(message_ptr message)>;
+
+/// The handle of an in-process subscription (server::subscribe). Destroying it or calling
+/// cancel() unsubscribes. Movable, not copyable; a default-constructed or moved-from handle
+/// subscribes to nothing. It may outlive the server (cancel() then does nothing).
+class subscription {
+ public:
+  subscription() = default;
+  subscription(subscription&& other) noexcept = default;
+  subscription& operator=(subscription&& other) noexcept;
+  subscription(const subscription&) = delete;
+  subscription& operator=(const subscription&) = delete;
+  ~subscription();
+
+  /// Unsubscribes; idempotent, any thread. When it returns the handler is not running and will
+  /// not be called again, with one exception: called from inside a handler (on the broker's
+  /// strand), the handler calling it finishes normally. Waits only for a handler call already
+  /// under way on another thread, which handlers keep short. The removal from the broker's
+  /// tables (and subscribers_current) happens on the strand soon after.
+  void cancel();
+
+  /// True from subscribe() until cancel(), destruction or the end of a broker shutdown.
+  [[nodiscard]] bool active() const noexcept;
+
+ private:
+  friend class server;
+  subscription(std::weak_ptr<detail::core> core, std::shared_ptr<detail::local_subscriber> sub)
+      : core_(std::move(core))
+      , sub_(std::move(sub)) {}
+
+  std::weak_ptr<detail::core> core_;
+  std::shared_ptr<detail::local_subscriber> sub_;
+};
 
 class server {
  public:
@@ -52,6 +92,36 @@ class server {
   /// cfg.max_frame_bytes (the limits a network publisher meets), std::invalid_argument if
   /// channel is empty.
   void publish(std::string_view channel, std::string_view data);
+
+  /// Subscribes code in this process to a fan-out channel (/topic or any name not starting with
+  /// /queue): `on_message` gets the data of every message published on exactly that channel,
+  /// by network publishers and by publish(), in publish order, one call per message.
+  ///
+  /// Ordering: the registration is queued on the broker's strand before subscribe() returns,
+  /// and the strand runs its work in the order it was queued. So every publish() called after
+  /// subscribe() returned (on any thread that the return happens-before) is delivered, and so
+  /// is every network message the broker reads after the registration ran (once it has run,
+  /// subscribers_current counts it). A network message the broker is already reading while
+  /// the registration waits for the strand may be missed, as for a network subscriber whose
+  /// subscribe frame has not been read yet. No waiting is needed before publishing.
+  ///
+  /// The handler runs on the broker's strand, inside the publish loop: it must be cheap and
+  /// must never block (take the message and post the real work elsewhere); anything it throws
+  /// is caught and logged to stderr. It may call publish(), subscribe() and cancel(); their
+  /// effects are queued behind the current publish. There is no queue between the broker and
+  /// the handler, so the slow-consumer limits do not apply and nothing is dropped for it.
+  /// Each call counts in `deliveries`; the subscriber counts in `subscribers_current` while
+  /// registered, like a network subscriber.
+  ///
+  /// /queue channels are refused (std::invalid_argument): their round-robin, backlog and
+  /// backpressure are built around per-connection queues an in-process handler does not have.
+  /// Also throws std::invalid_argument for an empty channel name or an empty handler, and
+  /// std::length_error above cfg.max_channel_name. A subscribe made once shutdown began, or
+  /// one that would exceed cfg.max_channels, registers nothing (the latter is logged) and the
+  /// handle turns inactive. When async_shutdown() completes every in-process subscriber is
+  /// dropped (its handler destroyed on the strand) and never called again; from the moment a
+  /// shutdown begins no new message is published, so in practice the last call comes before.
+  [[nodiscard]] subscription subscribe(std::string_view channel, message_handler on_message);
 
   /// A consistent-enough snapshot of the counters (each read atomically; see stats.hpp).
   [[nodiscard]] stats_snapshot stats() const;

@@ -200,16 +200,10 @@ struct application::parts {
     if (pubsub) {
       pubsub->listen(); // a bind failure stops startup like the HTTP one does
       pubsub->start();
-      // TEMPORARY until the in-process subscription lands: follow over loopback.
-      auto endpoint = pubsub->local_endpoint();
-      live.follow_broker(endpoint.address().is_unspecified() ? std::string("127.0.0.1")
-                                                             : endpoint.address().to_string(),
-                         endpoint.port());
-      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-      while (pubsub->stats().subscribers_current == 0 &&
-             std::chrono::steady_clock::now() < deadline)
-        ioc.run_one_for(std::chrono::milliseconds(5));
-      ioc.restart();
+      // /events follows the topic in process; registered before any refresh can publish.
+      live_feed = pubsub->subscribe(headlines_topic, [this](broker::message_ptr batch) {
+        live.publish(std::move(batch));
+      });
     }
     live.start();
     // A Chromium that a site renders through from the start is started now, not on first use.
@@ -357,6 +351,7 @@ struct application::parts {
   live_events live;
   server::metrics counters;
   std::unique_ptr<broker::server> pubsub;
+  broker::subscription live_feed; // before pubsub and live go, it does
   std::unique_ptr<http_server> http;
   net::steady_timer prune_timer;
   net::signal_set hangup;

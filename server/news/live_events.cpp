@@ -1,19 +1,16 @@
 #include "server/news/live_events.hpp"
 
 #include "scrapers/url.hpp"
-#include "server/news/headline_store.hpp"
 #include "server/core/log.hpp"
+#include "server/news/headline.hpp"
+#include "server/news/headline_store.hpp"
 #include "server/news/news_page.hpp"
 
-#include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
-#include <boost/asio/write.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -23,37 +20,19 @@
 namespace newsdesk::server {
 
 namespace net = boost::asio;
-using tcp = net::ip::tcp;
 using json = nlohmann::json;
 using error_code = boost::system::error_code;
-
-namespace {
-constexpr const char* channel = "/topic/headlines";
-// Batches larger than this from the broker are ignored (the broker's own frame limit is 1 MiB).
-constexpr std::uint32_t max_batch_bytes = 1024 * 1024;
-
-std::string frame(std::string_view payload) {
-  auto n = static_cast<std::uint32_t>(payload.size());
-  std::string out{static_cast<char>(n >> 24), static_cast<char>(n >> 16), static_cast<char>(n >> 8),
-                  static_cast<char>(n)};
-  out.append(payload);
-  return out;
-}
-} // namespace
 
 struct live_events::state : std::enable_shared_from_this<live_events::state> {
   state(net::io_context& ioc_, net::thread_pool& pool_, headline_store* store_,
         std::map<std::string, site_look> sites_)
-      : ioc(ioc_)
-      , pool(pool_)
+      : pool(pool_)
       , store(store_)
       , sites(std::make_shared<const std::map<std::string, site_look>>(std::move(sites_)))
       , strand(net::make_strand(ioc_))
       , heartbeat_timer(strand)
-      , retry_timer(strand)
-      , socket(strand) {}
+      , publish_strand(net::make_strand(pool_)) {}
 
-  net::io_context& ioc;
   net::thread_pool& pool;
   headline_store* store;
   mutable std::mutex sites_mutex; // guards sites (replaced whole on a reload)
@@ -63,36 +42,34 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
   std::vector<std::shared_ptr<event_stream>> streams;
   bool stopped = false;
 
-  // The broker subscription lives on this strand.
+  // The heartbeat lives on this strand.
   net::strand<net::io_context::executor_type> strand;
   net::steady_timer heartbeat_timer;
-  net::steady_timer retry_timer;
-  tcp::socket socket;
-  std::string broker_address;
-  unsigned short broker_port = 0;
-  std::array<unsigned char, 4> header{};
-  std::string payload;
+  // Published batches are parsed here: off the caller's thread (the broker's strand, when a
+  // subscription feeds us), and one at a time so events go out in publish order.
+  net::strand<net::thread_pool::executor_type> publish_strand;
 
-  // One SSE event for a stored or published headline; empty when it must not be shown.
-  std::string event_for(std::int64_t id, const std::string& site, const std::string& title,
-                        const std::string& url, const std::string& first_seen) const {
+  // One SSE event for a headline, its data the headline's JSON (to_json) plus how its site
+  // looks; empty when it must not be shown. `first_seen`, when given, replaces the one
+  // to_json writes from item.first_seen_ms: a published batch carries only that text.
+  std::string event_for(const news_item& item, const std::string* first_seen = nullptr) const {
     std::shared_ptr<const std::map<std::string, site_look>> known;
     {
       std::lock_guard lock(sites_mutex);
       known = sites;
     }
-    auto look = known->find(site);
-    if (id <= 0 || look == known->end() || title.empty() || !scrapers::url::is_http_url(url))
+    const auto& h = item.headline;
+    auto look = known->find(h.site);
+    if (item.id <= 0 || look == known->end() || h.title.empty() ||
+        !scrapers::url::is_http_url(h.url))
       return {};
-    json data = {{"id", id},
-                 {"title", title},
-                 {"url", url},
-                 {"site", site},
-                 {"site_display_name", look->second.display_name},
-                 {"colour", look->second.colour},
-                 {"first_seen", first_seen}};
+    json data = item;
+    if (first_seen)
+      data["first_seen"] = *first_seen;
+    data["site_display_name"] = look->second.display_name;
+    data["colour"] = look->second.colour;
     // dump() escapes newlines, so the data stays on one line as SSE requires.
-    return "id: " + std::to_string(id) +
+    return "id: " + std::to_string(item.id) +
            "\nevent: headline\ndata: " + data.dump(-1, ' ', false, json::error_handler_t::replace) +
            "\n\n";
   }
@@ -119,64 +96,8 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
     });
   }
 
-  // --- the broker subscription ---
-  void connect() {
-    error_code ec;
-    auto address = net::ip::make_address(broker_address, ec);
-    if (ec)
-      return log_warn("msg=\"live events: bad broker address\" address=" + broker_address);
-    socket = tcp::socket(strand);
-    socket.async_connect({address, broker_port}, [self = shared_from_this()](error_code cec) {
-      if (cec)
-        return self->retry("connect", cec);
-      auto subscribe = std::make_shared<std::string>(frame(channel));
-      net::async_write(self->socket, net::buffer(*subscribe),
-                       [self, subscribe](error_code wec, std::size_t) {
-                         if (wec)
-                           return self->retry("subscribe", wec);
-                         self->read_header();
-                       });
-    });
-  }
-
-  void read_header() {
-    net::async_read(
-        socket, net::buffer(header), [self = shared_from_this()](error_code ec, std::size_t) {
-          if (ec)
-            return self->retry("read", ec);
-          std::uint32_t n = (std::uint32_t{self->header[0]} << 24) |
-                            (std::uint32_t{self->header[1]} << 16) |
-                            (std::uint32_t{self->header[2]} << 8) | std::uint32_t{self->header[3]};
-          if (n > max_batch_bytes)
-            return self->retry("read", net::error::message_size);
-          self->payload.resize(n);
-          net::async_read(self->socket, net::buffer(self->payload),
-                          [self](error_code pec, std::size_t) {
-                            if (pec)
-                              return self->retry("read", pec);
-                            self->publish(self->payload);
-                            self->read_header();
-                          });
-        });
-  }
-
-  void retry(const char* step, error_code ec) {
-    {
-      std::lock_guard lock(mutex);
-      if (stopped)
-        return;
-    }
-    log_warn(std::string("msg=\"live events: broker subscription lost, retrying\" step=") + step +
-             " error=\"" + ec.message() + "\"");
-    error_code ignored;
-    socket.close(ignored);
-    retry_timer.expires_after(std::chrono::seconds(1));
-    retry_timer.async_wait([self = shared_from_this()](error_code tec) {
-      if (!tec)
-        self->connect();
-    });
-  }
-
+  // Runs on publish_strand. Anyone may publish on the broker's channel, so every field is
+  // checked for its type rather than trusted.
   void publish(std::string_view batch_json) {
     auto batch = json::parse(batch_json, nullptr, false);
     if (!batch.is_array())
@@ -189,10 +110,16 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
         auto it = h.find(key);
         return it != h.end() && it->is_string() ? it->get<std::string>() : std::string();
       };
-      auto id_it = h.find("id");
-      std::int64_t id =
-          id_it != h.end() && id_it->is_number_integer() ? id_it->get<std::int64_t>() : 0;
-      text += event_for(id, str("site"), str("title"), str("url"), str("first_seen"));
+      news_item item;
+      item.headline.title = str("title");
+      item.headline.url = str("url");
+      item.headline.site = str("site");
+      if (auto it = h.find("id"); it != h.end() && it->is_number_integer())
+        item.id = it->get<std::int64_t>();
+      if (auto it = h.find("new"); it != h.end() && it->is_boolean())
+        item.is_new = it->get<bool>();
+      const std::string first_seen = str("first_seen");
+      text += event_for(item, &first_seen);
     }
     if (text.empty())
       return;
@@ -215,16 +142,19 @@ void live_events::set_sites(std::map<std::string, site_look> sites) {
   state_->sites = std::move(replacement);
 }
 
-void live_events::follow_broker(std::string address, unsigned short port) {
-  net::dispatch(state_->strand, [st = state_, address = std::move(address), port] {
-    st->broker_address = address;
-    st->broker_port = port;
-    st->connect();
-  });
+void live_events::publish(std::string_view batch_json) {
+  publish(std::make_shared<const std::string>(batch_json));
 }
 
-void live_events::publish(std::string_view batch_json) {
-  state_->publish(batch_json);
+void live_events::publish(std::shared_ptr<const std::string> batch_json) {
+  net::post(state_->publish_strand, [st = state_, batch = std::move(batch_json)] {
+    {
+      std::lock_guard lock(st->mutex);
+      if (st->stopped)
+        return;
+    }
+    st->publish(*batch);
+  });
 }
 
 void live_events::start() {
@@ -242,12 +172,7 @@ void live_events::stop() {
   }
   for (auto& s : streams)
     s->close();
-  net::dispatch(state_->strand, [st = state_] {
-    st->heartbeat_timer.cancel();
-    st->retry_timer.cancel();
-    error_code ignored;
-    st->socket.close(ignored);
-  });
+  net::dispatch(state_->strand, [st = state_] { st->heartbeat_timer.cancel(); });
 }
 
 std::size_t live_events::clients() const {
@@ -284,9 +209,15 @@ void live_events::handle(http_request request, responder respond) {
         return respond(text_response(503));
       if (after > 0 && st->store) {
         try {
-          for (const auto& row : st->store->since(after, max_replay))
-            stream->push(
-                st->event_for(row.id, row.site, row.title, row.url, iso8601_ms(row.first_seen_ms)));
+          for (const auto& row : st->store->since(after, max_replay)) {
+            news_item item;
+            item.headline.title = row.title;
+            item.headline.url = row.url;
+            item.headline.site = row.site;
+            item.id = row.id;
+            item.first_seen_ms = row.first_seen_ms;
+            stream->push(st->event_for(item));
+          }
         } catch (const std::exception& e) {
           log_warn(std::string("msg=\"live events: replay failed\" error=\"") + e.what() + "\"");
         }

@@ -1,14 +1,16 @@
 // GET /events: new headlines as Server-Sent Events, for the open /news page.
 //
-// The feed is the broker's /topic/headlines channel: live_events subscribes to it like any
-// broker client, so headlines published there by newsdesk or anyone else reach the page. Every
-// event carries the headline's store id as `id:`; a client that reconnects with Last-Event-ID
-// (or ?after=ID) first gets what it missed, replayed from the store. Each client has a bounded
-// backlog: one that stops reading is cut off (it will reconnect and replay), never slowing the
-// others. Comments (": ping") every 15 s keep proxies from closing idle streams and reveal
-// clients that left.
+// The feed is whatever calls publish(): in newsdesk, an in-process subscription to the broker's
+// /topic/headlines channel (so headlines published there by newsdesk or any network client
+// reach the page), or the news service directly when the broker is off. live_events itself
+// knows nothing of the broker. Every event carries the headline's store id as `id:`; a client that
+// reconnects with Last-Event-ID (or ?after=ID) first gets what it missed, replayed from the store.
+// Each client has a bounded backlog: one that stops reading is cut off (it will reconnect and
+// replay), never slowing the others. Comments (": ping") every 15 s keep proxies from closing idle
+// streams and reveal clients that left.
 //
-// Threads: all members may be called from any thread.
+// Threads: all members may be called from any thread. publish() only queues: the batch is
+// parsed and sent on a strand of the worker pool, in the order publish() was called.
 #pragma once
 
 #include "server/http/http_message.hpp"
@@ -45,17 +47,20 @@ class live_events {
   // Replaces the configured sites (a reload). Thread-safe.
   void set_sites(std::map<std::string, site_look> sites);
 
-  // Follows /topic/headlines on the broker at address:port, reconnecting after failures.
-  void follow_broker(std::string address, unsigned short port);
-  // Sends a batch (a JSON array of {"id","title","url","site",...}) to every client. Entries that
-  // are malformed, for unknown sites or with non-http(s) URLs are skipped.
+  // Sends a batch (a JSON array of headlines in headline.hpp's to_json shape: "id", "title",
+  // "url", "site", optionally "first_seen" and "new") to every client. Entries that are
+  // malformed, for unknown sites or with non-http(s) URLs are skipped. Returns at once: the
+  // parse runs on the worker pool, so this is cheap enough for a broker subscription's handler
+  // (which runs on the broker's strand). The first form copies the text once; the second
+  // keeps the shared buffer it is given (the broker hands its subscribers exactly that).
   void publish(std::string_view batch_json);
+  void publish(std::shared_ptr<const std::string> batch_json);
 
   // The /events route.
   void handle(http_request request, responder respond);
 
   void start(); // heartbeats
-  void stop();  // closes every stream and stops following the broker
+  void stop();  // closes every stream; later batches are dropped
 
   std::size_t clients() const;
 

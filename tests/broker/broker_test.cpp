@@ -6,7 +6,11 @@
 #include <sys/resource.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <future>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -734,4 +738,229 @@ TEST_CASE("thousands of concurrent connections each receive a fan-out message") 
   cs.clear();
   CHECK(wait_until([&] { return b.stats().connections_current == 0; }, 10000ms));
   CHECK(b.stats().channels_current == 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// In-process subscribers (server::subscribe)
+
+namespace {
+
+// Collects what an in-process subscriber is handed, for a test thread to wait on.
+class inbox {
+ public:
+  message_handler handler() {
+    return [this](message_ptr m) {
+      std::lock_guard lock(mutex_);
+      got_.push_back(*m);
+      changed_.notify_all();
+    };
+  }
+
+  // True once at least `n` messages arrived within `timeout`.
+  bool wait_for(std::size_t n, std::chrono::milliseconds timeout = 5000ms) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, timeout, [&] { return got_.size() >= n; });
+  }
+
+  std::vector<std::string> messages() {
+    std::lock_guard lock(mutex_);
+    return got_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<std::string> got_;
+};
+
+std::vector<std::string> expected(int from, int to) {
+  std::vector<std::string> out;
+  for (int i = from; i < to; ++i)
+    out.push_back(msg(i));
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("an in-process subscriber gets its channel's messages from publish() and the network, "
+          "in order") {
+  running_broker b;
+  inbox in;
+  auto sub = b.srv().subscribe("/topic/headlines", in.handler());
+  CHECK(sub.active());
+  for (int i = 0; i < 100; ++i)
+    b.srv().publish("/topic/headlines", msg(i));
+  b.srv().publish("/topic/other", "not for it");
+  REQUIRE(in.wait_for(100));
+  CHECK(b.stats().subscribers_current == 1);
+
+  client pub(b.port());
+  pub.send_frame("/null");
+  std::string out;
+  for (int i = 100; i < 300; ++i) {
+    append_message(out, "/topic/headlines", i, 0);
+    append_message(out, "/topic/other", i, 0);
+  }
+  pub.send_raw(out);
+  REQUIRE(in.wait_for(300));
+  b.srv().publish("/topic/headlines", msg(300));
+  REQUIRE(in.wait_for(301));
+  CHECK(in.messages() == expected(0, 301));
+  CHECK(b.stats().deliveries == 301);
+}
+
+TEST_CASE("a publish() right after subscribe() returns is delivered, with no wait in between") {
+  running_broker b(test_config(), 2);
+  inbox in;
+  std::vector<subscription> subs;
+  for (int i = 0; i < 200; ++i) {
+    subs.push_back(b.srv().subscribe("/topic/race" + std::to_string(i), in.handler()));
+    b.srv().publish("/topic/race" + std::to_string(i), msg(i));
+  }
+  REQUIRE(in.wait_for(200));
+  CHECK(in.messages() == expected(0, 200));
+  CHECK(b.stats().drops.no_subscriber == 0);
+}
+
+TEST_CASE("subscribe() before the io_context runs takes effect before publishes queued after it") {
+  // The embedding server subscribes while it starts, before any thread runs the io_context.
+  boost::asio::io_context ioc;
+  server srv(ioc, test_config());
+  std::vector<std::string> got;
+  auto sub = srv.subscribe("/topic/early", [&](message_ptr m) { got.push_back(*m); });
+  srv.publish("/topic/early", "first");
+  ioc.poll();
+  CHECK(got == std::vector<std::string>{"first"});
+  CHECK(srv.stats().subscribers_current == 1);
+}
+
+TEST_CASE("after cancel() or destruction an in-process subscriber gets nothing more, and its "
+          "channel goes") {
+  running_broker b;
+  inbox cancelled, destroyed, witness;
+  auto a = b.srv().subscribe("/topic/c", cancelled.handler());
+  std::optional<subscription> d = b.srv().subscribe("/topic/c", destroyed.handler());
+  auto w = b.srv().subscribe("/topic/c", witness.handler());
+  b.srv().publish("/topic/c", msg(0));
+  REQUIRE(witness.wait_for(1));
+  REQUIRE(b.wait_subscribers(3));
+
+  a.cancel();
+  CHECK_FALSE(a.active());
+  a.cancel(); // idempotent
+  d.reset();
+  b.srv().publish("/topic/c", msg(1));
+  client pub(b.port());
+  pub.send_frame("/null");
+  pub.publish("/topic/c", msg(2));
+  // The witness is served in the same loop the others would have been: once it has m2, they
+  // would have too.
+  REQUIRE(witness.wait_for(3));
+  CHECK(witness.messages() == expected(0, 3));
+  CHECK(cancelled.messages() == expected(0, 1));
+  CHECK(destroyed.messages() == expected(0, 1));
+  CHECK(b.wait_subscribers(2)); // the witness and the network client
+
+  w.cancel();
+  CHECK(b.wait_subscribers(1));
+  CHECK(wait_until([&] { return b.stats().channels_current == 1; })); // only /null remains
+}
+
+TEST_CASE("a handler may cancel its own subscription: later messages of the same run skip it") {
+  running_broker b;
+  std::vector<std::string> got; // written on the broker's strand only, read after it is done
+  subscription sub;
+  inbox witness;
+  sub = b.srv().subscribe("/topic/self", [&](message_ptr m) {
+    got.push_back(*m);
+    if (got.size() == 3)
+      sub.cancel(); // on the strand: must not wait for itself
+  });
+  auto w = b.srv().subscribe("/topic/self", witness.handler());
+  client pub(b.port());
+  pub.send_frame("/null");
+  publish_many(pub, "/topic/self", 10);
+  REQUIRE(witness.wait_for(10));
+  CHECK(got == expected(0, 3));
+  CHECK(b.wait_subscribers(2));
+}
+
+TEST_CASE("cancel() on another thread returns only after a handler call under way has ended") {
+  running_broker b;
+  subscription sub;
+  std::atomic<bool> cancelling{false};
+  std::atomic<bool> cancel_returned{false};
+  std::atomic<bool> returned_during_call{false};
+  std::promise<void> entered;
+  sub = b.srv().subscribe("/topic/slow", [&](message_ptr) {
+    entered.set_value();
+    // The canceller is about to call cancel(); had cancel() not waited for this call, it would
+    // return well within this window.
+    wait_until([&] { return cancelling.load(); });
+    returned_during_call = wait_until([&] { return cancel_returned.load(); }, 300ms);
+  });
+  b.srv().publish("/topic/slow", "one");
+  REQUIRE(entered.get_future().wait_for(5s) == std::future_status::ready);
+  std::thread canceller([&] {
+    cancelling = true;
+    sub.cancel();
+    cancel_returned = true;
+  });
+  canceller.join();
+  CHECK(cancel_returned);
+  CHECK_FALSE(returned_during_call);
+}
+
+TEST_CASE("a handler that throws is logged; it and the others still get later messages") {
+  running_broker b;
+  int thrown = 0; // strand only
+  inbox other;
+  auto bad = b.srv().subscribe("/topic/t", [&](message_ptr) {
+    ++thrown;
+    throw std::runtime_error("handler failure (expected by the test)");
+  });
+  auto good = b.srv().subscribe("/topic/t", other.handler());
+  b.srv().publish("/topic/t", msg(0));
+  b.srv().publish("/topic/t", msg(1));
+  REQUIRE(other.wait_for(2));
+  CHECK(other.messages() == expected(0, 2));
+  CHECK(thrown == 2);
+}
+
+TEST_CASE("in-process subscribe refuses /queue channels and the names publish() refuses") {
+  auto cfg = test_config();
+  cfg.max_channel_name = 16;
+  running_broker b(cfg);
+  auto nothing = [](message_ptr) {};
+  CHECK_THROWS_AS((void)b.srv().subscribe("/queue/jobs", nothing), std::invalid_argument);
+  CHECK_THROWS_AS((void)b.srv().subscribe("", nothing), std::invalid_argument);
+  CHECK_THROWS_AS((void)b.srv().subscribe(std::string(17, 'x'), nothing), std::length_error);
+  CHECK_THROWS_AS((void)b.srv().subscribe("/topic/x", nullptr), std::invalid_argument);
+  CHECK(b.stats().subscribers_current == 0);
+}
+
+TEST_CASE("shutdown drops in-process subscribers: their handlers are released, never called "
+          "again") {
+  running_broker b;
+  auto token = std::make_shared<int>(0); // captured by the handler: gone once it is released
+  std::weak_ptr<int> watch = token;
+  inbox in;
+  auto sub = b.srv().subscribe("/topic/s", [token, h = in.handler()](message_ptr m) { h(m); });
+  token.reset();
+  b.srv().publish("/topic/s", msg(0));
+  REQUIRE(in.wait_for(1));
+  client pub(b.port());
+  pub.send_frame("/null");
+  REQUIRE(b.wait_subscribers(2));
+
+  REQUIRE(b.shutdown(5000ms));
+  CHECK_FALSE(sub.active());
+  CHECK(watch.expired());
+  CHECK(b.stats().subscribers_current == 0);
+  b.srv().publish("/topic/s", msg(1));
+  CHECK(wait_until([&] { return b.stats().drops.shutdown == 1; }));
+  CHECK(in.messages() == expected(0, 1));
+  auto late = b.srv().subscribe("/topic/s", in.handler());
+  CHECK(wait_until([&] { return !late.active(); }));
+  sub.cancel(); // after the shutdown: harmless
 }
