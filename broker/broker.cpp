@@ -966,14 +966,14 @@ std::size_t core::publish_run(std::string_view name, std::span<const msg_view> m
 // messages, not runs of frames): one copy per message, shared by all of them. Handlers cannot
 // change ch.locals while this loops: subscribe and cancel reach the tables through posts.
 void core::deliver_local(channel& ch, std::span<const msg_view> msgs) {
-  std::size_t calls = 0;
   for (const auto& m : msgs) {
     auto data = std::make_shared<const std::string>(m.data + frame_header_bytes,
                                                     m.size - frame_header_bytes);
     for (const auto& s : ch.locals) {
       s->calling.store(true);
       if (!s->cancelled.load()) {
-        ++calls;
+        // Counted before the call, so whoever the handler wakes sees the delivery counted.
+        add(ctr_.deliveries, 1);
         try {
           s->handler(data);
         } catch (const std::exception& e) {
@@ -987,7 +987,6 @@ void core::deliver_local(channel& ch, std::span<const msg_view> msgs) {
       s->calling.notify_all();
     }
   }
-  add(ctr_.deliveries, calls);
 }
 
 // Slow-consumer policy for /topic: what does not fit is dropped for that subscriber only.
