@@ -85,8 +85,7 @@ int run(std::vector<std::string> args) {
   if (print_config)
     args.erase(print_flag);
   bool help = false;
-  auto cfg = load_config(
-      args, [](const char* name) { return std::getenv(name); }, help);
+  auto cfg = load_config(args, process_environment(), help);
   if (help) {
     std::cout << usage();
     return 0;
@@ -123,12 +122,8 @@ int run(std::vector<std::string> args) {
   // A found Chromium is always available (a reload may add a site that uses it); the browser
   // itself starts on its first render, or now when a site renders through it from the start.
   std::unique_ptr<chromium_renderer> chromium;
-  if (!cfg.chromium_found.empty()) {
-    chromium_options options;
-    options.path = cfg.chromium_found;
-    options.max_concurrent = cfg.chromium_max_concurrent;
-    options.recycle_after = cfg.chromium_recycle_after;
-    chromium = std::make_unique<chromium_renderer>(ioc, options);
+  if (!cfg.chromium.path.empty()) {
+    chromium = std::make_unique<chromium_renderer>(ioc, cfg.chromium);
     if (std::any_of(sites.begin(), sites.end(),
                     [](const auto& s) { return s.renderer == "chromium"; }))
       chromium->warm_up();
