@@ -21,10 +21,10 @@ WORKDIR /app
 USER newsdesk
 ENV NEWSDESK_ADDRESS=0.0.0.0 \
     NEWSDESK_PORT=8080 \
-    NEWSDESK_TEMPLATES=/app/templates \
-    NEWSDESK_STATIC=/app/static \
-    NEWSDESK_SITES_DIR=/app/sites \
-    NEWSDESK_STORE=/app/data/newsdesk.db
+    NEWSDESK_TEMPLATES_DIR=/app/templates \
+    NEWSDESK_STATIC_DIR=/app/static \
+    NEWSDESK_SITE_FILES_DIR=/app/sites \
+    NEWSDESK_STORE_PATH=/app/data/newsdesk.db
 # The headline store (SQLite): /app itself is root's, so the store lives in the one folder the
 # newsdesk user may write. Mount a volume there to keep history across container rebuilds.
 VOLUME /app/data

@@ -1,5 +1,7 @@
 #include "broker/config.hpp"
 
+#include "server/core/settings.hpp"
+
 #include <fstream>
 #include <stdexcept>
 
@@ -9,117 +11,120 @@ namespace newsdesk::broker {
 
 namespace {
 
-const char* policy_name(slow_consumer_policy p) {
-  return p == slow_consumer_policy::disconnect ? "disconnect" : "drop_newest";
+using settings::field;
+using settings::kind;
+
+settings::setting slow_consumer_row() {
+  return settings::custom<config>(
+      {.path = "slow_consumer",
+       .choices = {"drop_newest", "disconnect"},
+       .help = "a /topic subscriber whose queue is full: drop_newest drops the message for it, "
+               "disconnect closes it"},
+      kind::text,
+      [](const config& c) {
+        return nlohmann::json(c.slow_consumer == slow_consumer_policy::disconnect ? "disconnect"
+                                                                                  : "drop_newest");
+      },
+      [](config& c, const nlohmann::json& v) {
+        c.slow_consumer = v == "disconnect" ? slow_consumer_policy::disconnect
+                                            : slow_consumer_policy::drop_newest;
+      });
 }
 
-slow_consumer_policy policy_from(const std::string& s) {
-  if (s == "drop_newest")
-    return slow_consumer_policy::drop_newest;
-  if (s == "disconnect")
-    return slow_consumer_policy::disconnect;
-  throw std::invalid_argument("broker config: slow_consumer must be \"drop_newest\" or "
-                              "\"disconnect\", got \"" +
-                              s + "\"");
-}
-
-template <class T> void read_key(const nlohmann::json& j, const char* key, T& out) {
-  try {
-    j.at(key).get_to(out);
-  } catch (const nlohmann::json::exception& e) {
-    throw std::invalid_argument(std::string("broker config: key \"") + key + "\": " + e.what());
-  }
-}
-
-void read_ms(const nlohmann::json& j, const char* key, std::chrono::milliseconds& out) {
-  std::int64_t v = 0;
-  read_key(j, key, v);
-  if (v < 0)
-    throw std::invalid_argument(std::string("broker config: key \"") + key +
-                                "\" must not be negative");
-  out = std::chrono::milliseconds(v);
+settings::table<config> make_table() {
+  // The ranges keep values the code relies on: a frame length fits the 31-bit prefix, names and
+  // channels can exist at all, and a read buffer holds at least a frame header many times over.
+  return settings::table<config>({{
+      "broker",
+      {
+          field(&config::enabled, {.path = "enabled",
+                                   .help = "run the broker (the server starts it only when true)"}),
+          field(
+              &config::address,
+              {.path = "address", .help = "listen address (loopback: there is no authentication)"}),
+          field(&config::port, {.path = "port", .help = "listen port (0: any free)"}),
+          field(&config::max_frame_bytes,
+                {.path = "max_frame_bytes",
+                 .unit = "bytes",
+                 .min = 1,
+                 .max = 2147483647,
+                 .help = "largest data frame; a bigger length prefix closes the connection"}),
+          field(&config::max_channel_name, {.path = "max_channel_name",
+                                            .unit = "bytes",
+                                            .min = 1,
+                                            .help = "longest channel name"}),
+          field(&config::max_connections, {.path = "max_connections",
+                                           .help = "connections at once; more are closed at once"}),
+          field(&config::queue_max_messages,
+                {.path = "queue_max_messages", .help = "messages queued for one subscriber"}),
+          field(&config::queue_max_bytes, {.path = "queue_max_bytes",
+                                           .unit = "bytes",
+                                           .help = "bytes queued for one subscriber"}),
+          slow_consumer_row(),
+          field(&config::hard_limit_bytes,
+                {.path = "hard_limit_bytes",
+                 .unit = "bytes",
+                 .help = "a subscriber owing more than this is disconnected (0: no limit)"}),
+          field(&config::write_deadline,
+                {.path = "write_deadline_ms",
+                 .unit = "ms",
+                 .min = 0,
+                 .help = "a subscriber making no write progress this long is disconnected (0: "
+                         "never)"}),
+          field(&config::backlog_max_messages,
+                {.path = "backlog_max_messages",
+                 .help = "messages kept for a /queue channel nobody can take them from"}),
+          field(&config::backlog_max_bytes, {.path = "backlog_max_bytes",
+                                             .unit = "bytes",
+                                             .help = "bytes kept for one /queue channel"}),
+          field(&config::backlog_total_max_bytes,
+                {.path = "backlog_total_max_bytes",
+                 .unit = "bytes",
+                 .help = "bytes kept for all /queue channels together"}),
+          field(&config::max_channels,
+                {.path = "max_channels", .min = 1, .help = "channels at once"}),
+          field(&config::partial_frame_timeout,
+                {.path = "partial_frame_timeout_ms",
+                 .unit = "ms",
+                 .min = 0,
+                 .help = "a connection silent this long in the middle of a frame is closed (0: "
+                         "never)"}),
+          field(&config::shutdown_deadline,
+                {.path = "shutdown_deadline_ms",
+                 .unit = "ms",
+                 .min = 0,
+                 .help = "graceful shutdown delivers queued messages for at most this long"}),
+          field(&config::read_chunk_bytes, {.path = "read_chunk_bytes",
+                                            .unit = "bytes",
+                                            .min = 4096,
+                                            .help = "bytes read from a socket per read call"}),
+          field(&config::send_buffer_bytes,
+                {.path = "send_buffer_bytes",
+                 .unit = "bytes",
+                 .help = "SO_SNDBUF of each connection (0: the kernel's autotuning)"}),
+      },
+  }});
 }
 
 } // namespace
 
+const settings::table<config>& config_table() {
+  static const settings::table<config> table = make_table();
+  return table;
+}
+
 void to_json(nlohmann::json& j, const config& c) {
-  j = nlohmann::json{{"enabled", c.enabled},
-                     {"address", c.address},
-                     {"port", c.port},
-                     {"max_frame_bytes", c.max_frame_bytes},
-                     {"max_channel_name", c.max_channel_name},
-                     {"max_connections", c.max_connections},
-                     {"queue_max_messages", c.queue_max_messages},
-                     {"queue_max_bytes", c.queue_max_bytes},
-                     {"slow_consumer", policy_name(c.slow_consumer)},
-                     {"hard_limit_bytes", c.hard_limit_bytes},
-                     {"write_deadline_ms", c.write_deadline.count()},
-                     {"backlog_max_messages", c.backlog_max_messages},
-                     {"backlog_max_bytes", c.backlog_max_bytes},
-                     {"backlog_total_max_bytes", c.backlog_total_max_bytes},
-                     {"max_channels", c.max_channels},
-                     {"partial_frame_timeout_ms", c.partial_frame_timeout.count()},
-                     {"shutdown_deadline_ms", c.shutdown_deadline.count()},
-                     {"read_chunk_bytes", c.read_chunk_bytes},
-                     {"send_buffer_bytes", c.send_buffer_bytes}};
+  j = config_table().to_json(c);
 }
 
 void from_json(const nlohmann::json& j, config& c) {
   if (!j.is_object())
     throw std::invalid_argument("broker config: expected a JSON object");
-  for (const auto& item : j.items()) {
-    const std::string& k = item.key();
-    if (k == "enabled")
-      read_key(j, "enabled", c.enabled);
-    else if (k == "address")
-      read_key(j, "address", c.address);
-    else if (k == "port")
-      read_key(j, "port", c.port);
-    else if (k == "max_frame_bytes")
-      read_key(j, "max_frame_bytes", c.max_frame_bytes);
-    else if (k == "max_channel_name")
-      read_key(j, "max_channel_name", c.max_channel_name);
-    else if (k == "max_connections")
-      read_key(j, "max_connections", c.max_connections);
-    else if (k == "queue_max_messages")
-      read_key(j, "queue_max_messages", c.queue_max_messages);
-    else if (k == "queue_max_bytes")
-      read_key(j, "queue_max_bytes", c.queue_max_bytes);
-    else if (k == "slow_consumer") {
-      std::string s;
-      read_key(j, "slow_consumer", s);
-      c.slow_consumer = policy_from(s);
-    } else if (k == "hard_limit_bytes")
-      read_key(j, "hard_limit_bytes", c.hard_limit_bytes);
-    else if (k == "write_deadline_ms")
-      read_ms(j, "write_deadline_ms", c.write_deadline);
-    else if (k == "backlog_max_messages")
-      read_key(j, "backlog_max_messages", c.backlog_max_messages);
-    else if (k == "backlog_max_bytes")
-      read_key(j, "backlog_max_bytes", c.backlog_max_bytes);
-    else if (k == "backlog_total_max_bytes")
-      read_key(j, "backlog_total_max_bytes", c.backlog_total_max_bytes);
-    else if (k == "max_channels")
-      read_key(j, "max_channels", c.max_channels);
-    else if (k == "partial_frame_timeout_ms")
-      read_ms(j, "partial_frame_timeout_ms", c.partial_frame_timeout);
-    else if (k == "shutdown_deadline_ms")
-      read_ms(j, "shutdown_deadline_ms", c.shutdown_deadline);
-    else if (k == "read_chunk_bytes")
-      read_key(j, "read_chunk_bytes", c.read_chunk_bytes);
-    else if (k == "send_buffer_bytes")
-      read_key(j, "send_buffer_bytes", c.send_buffer_bytes);
-    else
-      throw std::invalid_argument("broker config: unknown key \"" + k + "\"");
+  try {
+    config_table().apply_json(c, j);
+  } catch (const settings::error& e) {
+    throw std::invalid_argument(std::string("broker config: ") + e.what());
   }
-  if (c.max_frame_bytes == 0 || c.max_frame_bytes > 0x7fffffffU)
-    throw std::invalid_argument("broker config: key \"max_frame_bytes\" must be in 1..2^31-1");
-  if (c.max_channel_name == 0)
-    throw std::invalid_argument("broker config: key \"max_channel_name\" must be positive");
-  if (c.max_channels == 0)
-    throw std::invalid_argument("broker config: key \"max_channels\" must be positive");
-  if (c.read_chunk_bytes < 4096)
-    throw std::invalid_argument("broker config: key \"read_chunk_bytes\" must be >= 4096");
 }
 
 config load_config_file(const std::string& path) {

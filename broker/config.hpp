@@ -1,10 +1,12 @@
 #pragma once
 // Settings of the embedded pub/sub broker.
 //
-// Every limit says what it protects against and why its default is what it is. The struct
-// round-trips through JSON so the server's config file can embed it as "broker": {...};
-// from_json rejects unknown keys with a std::invalid_argument naming the key, and keys that
-// are absent keep their defaults.
+// Every limit says what it protects against and why its default is what it is; the defaults
+// are the member initializers below and nowhere else. Each setting is declared once, as a row of
+// config_table() (broker/config.cpp), which the standalone broker's config file, the server's
+// embedded "broker": {...}, NEWSDESK_BROKER_* and --help all read. from_json rejects unknown
+// keys, wrong types and values out of range with a std::invalid_argument naming the key (and
+// the range); keys that are absent keep their defaults.
 
 #include <chrono>
 #include <cstddef>
@@ -12,6 +14,10 @@
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
+
+namespace newsdesk::settings {
+template <class Config> class table; // server/core/settings.hpp
+} // namespace newsdesk::settings
 
 namespace newsdesk::broker {
 
@@ -90,8 +96,12 @@ struct config {
   std::size_t send_buffer_bytes = 0;
 };
 
+/// Every broker setting, one row each: key, unit, range, help. Built once; any thread may read it.
+const settings::table<config>& config_table();
+
 void to_json(nlohmann::json& j, const config& c);
-/// Throws std::invalid_argument naming the key on unknown keys or values of the wrong type.
+/// Throws std::invalid_argument naming the key on unknown keys, values of the wrong type and
+/// values out of range.
 void from_json(const nlohmann::json& j, config& c);
 
 /// Reads a JSON file holding a broker config object; the message names the file on failure.

@@ -8,6 +8,7 @@
 #include <boost/asio/signal_set.hpp>
 
 #include "broker/broker.hpp"
+#include "server/core/settings.hpp"
 
 namespace newsdesk::broker {
 
@@ -16,6 +17,14 @@ namespace {
 int usage(const std::string& program) {
   std::cerr << "usage: " << program << " [--listen ADDR:PORT] [--config FILE] [--threads N]\n";
   return 1;
+}
+
+int help(const std::string& program) {
+  std::cout << "usage: " << program << " [--listen ADDR:PORT] [--config FILE] [--threads N]\n\n"
+            << "The config FILE is a JSON object with these keys, each optional (the same keys\n"
+            << "as \"broker\" in newsdesk's config file):\n"
+            << config_table().help("");
+  return 0;
 }
 
 } // namespace
@@ -37,7 +46,7 @@ int run_standalone(const std::vector<std::string>& args, const std::string& prog
       else if (arg == "--threads")
         threads = static_cast<unsigned>(std::stoul(args[++i]));
       else if (arg == "--help" || arg == "-h")
-        return usage(program), 0;
+        return help(program);
       else
         return usage(program);
     }

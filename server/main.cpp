@@ -8,10 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <iostream>
 
 using namespace newsdesk::server;
@@ -19,18 +17,13 @@ using namespace newsdesk::server;
 namespace {
 
 int serve(std::vector<std::string> args) {
-  auto print_flag = std::find(args.begin(), args.end(), "--print-config");
-  const bool print_config = print_flag != args.end();
-  if (print_config)
-    args.erase(print_flag);
   bool help = false;
-  auto cfg = load_config(
-      args, [](const char* name) { return std::getenv(name); }, help);
+  auto cfg = load_config(args, process_environment(), help);
   if (help) {
     std::cout << usage();
     return 0;
   }
-  if (print_config) {
+  if (cfg.print_config) {
     std::cout << effective_config(cfg).dump(2) << "\n";
     return 0;
   }

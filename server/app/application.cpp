@@ -67,9 +67,7 @@ renderer_options renderer_options_of(const config& cfg) {
   renderer_options options;
   options.splash_url = cfg.splash_url;
   options.browserless_url = cfg.browserless_url;
-  options.chromium.path = cfg.chromium_found;
-  options.chromium.max_concurrent = cfg.chromium_max_concurrent;
-  options.chromium.recycle_after = cfg.chromium_recycle_after;
+  options.chromium = cfg.chromium;
   options.tls_verify = cfg.tls_verify;
   return options;
 }
@@ -81,7 +79,7 @@ std::string renderer_address(const config& cfg, const std::string& name) {
   if (name == "browserless")
     return cfg.browserless_url;
   if (name == "chromium")
-    return cfg.chromium_found;
+    return cfg.chromium.path;
   return "each site's own URL";
 }
 
@@ -185,9 +183,11 @@ struct application::parts {
 
   // The first log lines: where the configuration came from and what was chosen.
   void log_configuration() {
-    log_info("msg=configuration file=\"" + (cfg_file.empty() ? "none" : cfg_file) +
+    log_info("msg=configuration file=\"" + (cfg.source.empty() ? "none" : cfg.source) +
              "\" store=\"" + cfg.store_path.string() + "\" sites=" +
              std::to_string(sites.size()) + " threads=" + std::to_string(threads));
+    for (const auto& warning : cfg.warnings)
+      log_warn("msg=\"" + warning + "\"");
     for (const auto& [name, r] : renderers.by_name())
       log_info("msg=renderer name=" + name + " address=\"" + renderer_address(cfg, name) + "\"");
     std::vector<std::string> site_list;
@@ -337,7 +337,6 @@ struct application::parts {
   }
 
   config cfg;
-  std::string cfg_file;
   unsigned threads;
   net::io_context ioc;
   net::thread_pool parse_pool; // parsing, store writes, reloads: never on a network thread

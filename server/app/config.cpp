@@ -4,16 +4,16 @@
 #include "scrapers/scraper.hpp"
 #include "scrapers/site_file.hpp"
 #include "scrapers/url.hpp"
-#include "server/render/chromium_renderer.hpp"
 #include "server/render/renderer.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <charconv>
 #include <fstream>
 #include <set>
 #include <sstream>
+
+extern char** environ;
 
 namespace newsdesk::server {
 
@@ -21,10 +21,230 @@ using json = nlohmann::json;
 
 namespace {
 
+constexpr std::string_view env_prefix = "NEWSDESK";
+
 [[noreturn]] void fail(std::string_view where, std::string_view what) {
   throw config_error(std::string(where) + ": " + std::string(what));
 }
 
+using settings::field;
+using settings::kind;
+using settings::setting;
+
+// Wraps a row's setter so applying it also runs `then` (a fact the config keeps about the value).
+setting and_then(setting row, std::function<void(config&)> then) {
+  row.set = [set = std::move(row.set), then = std::move(then)](void* c, const json& v) {
+    set(c, v);
+    then(*static_cast<config*>(c));
+  };
+  return row;
+}
+
+settings::table<http_server_limits> make_http_table() {
+  using limits = http_server_limits;
+  return settings::table<limits>({{
+      "http",
+      {
+          field(&limits::max_header_bytes,
+                {.path = "max_header_bytes",
+                 .unit = "bytes",
+                 .min = 1024,
+                 .help = "request line and headers; larger requests get 431"}),
+          field(&limits::max_body_bytes, {.path = "max_body_bytes",
+                                          .unit = "bytes",
+                                          .help = "request bodies; larger ones get 413"}),
+          field(&limits::read_timeout,
+                {.path = "read_timeout",
+                 .min = 0.001,
+                 .max = 3600,
+                 .help = "for a whole request to arrive, idle keep-alive time included"}),
+          field(&limits::write_timeout, {.path = "write_timeout",
+                                         .min = 0.001,
+                                         .max = 3600,
+                                         .help = "for writing one response"}),
+          field(&limits::max_connections,
+                {.path = "max_connections",
+                 .min = 1,
+                 .help = "open connections at once; more are accepted and closed"}),
+      },
+  }});
+}
+
+settings::table<refresh_settings> make_refresh_table() {
+  using r = refresh_settings;
+  return settings::table<r>({{
+      "refresh",
+      {
+          field(&r::interval, {.path = "interval",
+                               .min = 1,
+                               .max = 7 * 24 * 3600,
+                               .help = "between refreshes of one site"}),
+          field(&r::jitter, {.path = "jitter",
+                             .unit = "fraction",
+                             .min = 0,
+                             .max = 0.99,
+                             .help = "each wait is the interval +/- this fraction at random"}),
+          field(&r::max_concurrent_renders, {.path = "max_concurrent_renders",
+                                             .min = 1,
+                                             .max = 1000,
+                                             .help = "renders in flight at once, all sites"}),
+          field(&r::retries, {.path = "retries",
+                              .min = 0,
+                              .max = 20,
+                              .help = "retries of a refresh after a transient failure"}),
+          field(&r::retry_base, {.path = "retry_base",
+                                 .min = 0.01,
+                                 .max = 3600,
+                                 .help = "a retry waits up to this, doubled each attempt"}),
+          field(&r::retry_max, {.path = "retry_max",
+                                .min = 0.01,
+                                .max = 24 * 3600,
+                                .help = "the longest wait before a retry"}),
+          field(
+              &r::max_backoff_factor,
+              {.path = "max_backoff_factor",
+               .min = 1,
+               .max = 1024,
+               .help = "a failing site waits interval * 2^failures, at most this many intervals"}),
+          field(&r::cold_start_wait, {.path = "cold_start_wait",
+                                      .min = 0,
+                                      .max = 600,
+                                      .help = "with nothing stored, /news waits this long for the "
+                                              "first refreshes"}),
+          field(&r::manual_min_interval,
+                {.path = "manual_min_interval",
+                 .min = 0,
+                 .max = 24 * 3600,
+                 .help = "POST /api/refresh refreshes a site at most this often"}),
+          field(&r::retention, {.path = "retention",
+                                .min = 60,
+                                .max = 3650.0 * 24 * 3600,
+                                .help = "headlines not seen for this long are deleted"}),
+      },
+  }});
+}
+
+settings::table<config> make_table() {
+  static const auto http_table = make_http_table();
+  static const auto refresh_table = make_refresh_table();
+  auto log_level_row = settings::custom<config>(
+      {.path = "log_level",
+       .flag = "--log-level LEVEL",
+       .choices = {"debug", "info", "warn", "error"},
+       .help = "the least severe lines logged"},
+      kind::text, [](const config& c) { return json(std::string(to_string(c.level))); },
+      [](config& c, const json& v) { c.level = parse_log_level(v.get<std::string>()); });
+  auto log_target_row = settings::custom<config>(
+      {.path = "log_target",
+       .flag = "--log-target T",
+       .choices = {"stdout", "stderr"},
+       .help = "where log lines go"},
+      kind::text, [](const config& c) { return json(c.log_to_stderr ? "stderr" : "stdout"); },
+      [](config& c, const json& v) { c.log_to_stderr = v == "stderr"; });
+  // Absent (null) means every registered scraper, which the printed file leaves out rather than
+  // spell as an empty list (which would mean none).
+  auto sites_row = settings::custom<config>(
+      {.path = "sites",
+       .help = "the sites to show: scraper names or objects (see config.example.json); unset: "
+               "every registered scraper. In the environment: a JSON array or names separated by "
+               "commas"},
+      kind::list, [](const config& c) { return c.sites ? *c.sites : json(); },
+      [](config& c, const json& v) { c.sites = std::make_shared<const json>(v); });
+  using c = config;
+  return settings::table<config>({
+      {"server",
+       {
+           field(&c::address,
+                 {.path = "address", .flag = "--address ADDR", .help = "listen address"}),
+           field(&c::port,
+                 {.path = "port", .flag = "--port N", .help = "listen port (0: any free one)"}),
+           field(&c::threads, {.path = "threads",
+                               .flag = "--threads N",
+                               .max = 256,
+                               .help = "network threads (0: one per core)"}),
+           field(&c::templates_dir, {.path = "templates_dir",
+                                     .flag = "--templates DIR",
+                                     .help = "folder holding news.html"}),
+           field(&c::static_dir, {.path = "static_dir",
+                                  .flag = "--static DIR",
+                                  .help = "folder served under /static"}),
+           and_then(field(&c::site_files_dir,
+                          {.path = "site_files_dir",
+                           .flag = "--sites-dir DIR",
+                           .help = "folder of site files (*.json); must exist when named"}),
+                    [](config& cfg) { cfg.site_files_dir_given = true; }),
+           field(&c::store_path, {.path = "store_path",
+                                  .flag = "--store FILE",
+                                  .help = "the headline store, SQLite (:memory: keeps nothing)"}),
+           sites_row,
+       }},
+      {"logging and observability",
+       {
+           log_level_row,
+           log_target_row,
+           field(&c::access_log, {.path = "access_log", .help = "one log line per HTTP request"}),
+           field(&c::metrics,
+                 {.path = "metrics", .help = "GET /metrics and the counting behind it"}),
+       }},
+      {"rendering",
+       {
+           field(&c::renderer, {.path = "renderer",
+                                .flag = "--renderer NAME",
+                                .help = "for sites that name none: splash, chromium, browserless "
+                                        "or direct; unset: splash when a Splash URL is set, else "
+                                        "chromium when installed, else direct"}),
+           field(&c::default_wait, {.path = "wait",
+                                    .flag = "--wait S",
+                                    .unit = "seconds",
+                                    .min = 0,
+                                    .max = 3600,
+                                    .help = "default wait after a page's load event"}),
+           field(&c::default_timeout, {.path = "timeout",
+                                       .flag = "--timeout S",
+                                       .unit = "seconds",
+                                       .min = 0.001,
+                                       .max = 3600,
+                                       .help = "default time for a whole render"}),
+           field(&c::splash_url, {.path = "splash_url",
+                                  .flag = "--splash-url URL",
+                                  .alias = "SPLASH_URL",
+                                  .help = "Splash's address, e.g. http://splash:8050"}),
+           field(&c::splash_max_timeout,
+                 {.path = "splash_max_timeout",
+                  .unit = "seconds",
+                  .min = 0.001,
+                  .help = "Splash's --max-timeout: sites may not ask for longer renders"}),
+           field(&c::chromium_path,
+                 {.path = "chromium_path",
+                  .flag = "--chromium-path P",
+                  .help = "the Chromium to run; unset: chromium, chromium-browser or "
+                          "google-chrome on PATH"}),
+           field(&c::chromium, &chromium_options::max_concurrent,
+                 {.path = "chromium_max_concurrent",
+                  .flag = "--chromium-max-concurrent N",
+                  .min = 1,
+                  .max = 64,
+                  .help = "renders (tabs) at once in the one browser"}),
+           field(&c::chromium, &chromium_options::recycle_after,
+                 {.path = "chromium_recycle_after",
+                  .flag = "--chromium-recycle-after N",
+                  .min = 1,
+                  .help = "renders before the browser is replaced by a fresh one"}),
+           field(&c::browserless_url,
+                 {.path = "browserless_url",
+                  .flag = "--browserless-url URL",
+                  .alias = "BROWSERLESS_URL",
+                  .help = "a browserless server, e.g. http://browserless:3000"}),
+           field(&c::tls_verify,
+                 {.path = "tls_verify", .help = "direct renderer: check TLS certificates"}),
+       }},
+      settings::embed("http", &config::http, http_table),
+      settings::embed("refresh", &config::refresh, refresh_table),
+      settings::embed("broker", &config::broker, broker::config_table()),
+  });
+}
+
+// Site entries ("sites": [...]) are objects of their own, not settings: read field by field.
 // "refresh" + "interval" -> "refresh.interval"; at the top level just the key.
 std::string key_path(std::string_view where, std::string_view key) {
   return where.empty() ? std::string(key) : std::string(where) + "." + std::string(key);
@@ -77,21 +297,8 @@ template <class T> bool read(const json& object, const char* key, T& out, std::s
   return true;
 }
 
-double parse_number(std::string_view where, std::string_view text) {
-  double value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc{} || end != text.data() + text.size())
-    fail(where, "expected a number, got '" + std::string(text) + "'");
-  return value;
-}
-
-unsigned long parse_unsigned(std::string_view where, std::string_view text, unsigned long max) {
-  unsigned long value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc{} || end != text.data() + text.size() || value > max)
-    fail(where, "expected a whole number from 0 to " + std::to_string(max) + ", got '" +
-                    std::string(text) + "'");
-  return value;
+std::chrono::milliseconds seconds_to_ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
 }
 
 bool is_hex_colour(std::string_view c) {
@@ -107,242 +314,65 @@ void check_renderer(std::string_view where, const std::string& name) {
     fail(where, "unknown renderer '" + name + "' (known: " + scrapers::renderer_name_list() + ")");
 }
 
-void validate(config& cfg) {
-  if (cfg.threads > 256)
-    fail("threads", "at most 256");
+// Checks that involve more than one setting's range: names, URLs, one value against another.
+void validate(const config& cfg) {
   if (!cfg.renderer.empty())
     check_renderer("renderer", cfg.renderer);
   if (!cfg.splash_url.empty() && !scrapers::url::is_http_url(cfg.splash_url))
     fail("splash_url", "expected an http:// or https:// URL, got '" + cfg.splash_url + "'");
   if (!cfg.browserless_url.empty() && cfg.browserless_url.rfind("http://", 0) != 0)
     fail("browserless_url", "expected an http:// URL, got '" + cfg.browserless_url + "'");
-  if (cfg.chromium_max_concurrent < 1 || cfg.chromium_max_concurrent > 64)
-    fail("chromium_max_concurrent", "expected 1 to 64");
-  if (cfg.chromium_recycle_after < 1)
-    fail("chromium_recycle_after", "must be at least 1");
-  if (!(cfg.default_timeout > 0) || cfg.default_timeout > 3600)
-    fail("timeout", "expected seconds in (0, 3600]");
-  if (!(cfg.default_wait >= 0) || cfg.default_wait >= cfg.default_timeout)
-    fail("wait", "expected seconds >= 0 and below the timeout");
-  if (!(cfg.splash_max_timeout > 0))
-    fail("splash_max_timeout", "expected seconds > 0");
-  if (cfg.http.max_connections == 0)
-    fail("http.max_connections", "must be at least 1");
+  if (cfg.default_wait >= cfg.default_timeout)
+    fail("wait",
+         "expected seconds below the timeout (" + format_seconds(cfg.default_timeout) + " s)");
 }
 
-void apply_http_json(http_server_limits& limits, const json& j) {
-  const std::string_view where = "http";
-  if (!j.is_object())
-    fail(where, "expected an object");
-  reject_unknown_keys(
-      j, where,
-      {"max_header_bytes", "max_body_bytes", "read_timeout", "write_timeout", "max_connections"});
-  read(j, "max_header_bytes", limits.max_header_bytes, where);
-  read(j, "max_body_bytes", limits.max_body_bytes, where);
-  double seconds = 0;
-  if (read(j, "read_timeout", seconds, where))
-    limits.read_timeout = std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
-  if (read(j, "write_timeout", seconds, where))
-    limits.write_timeout = std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
-  read(j, "max_connections", limits.max_connections, where);
+// Flags that are not settings: where settings come from, and what to do instead of serving.
+struct command_flag {
+  const char* name;
+  const char* metavar; // empty: takes no value
+  const char* help;
+};
+constexpr command_flag command_flags[] = {
+    {"config", "FILE", "the JSON config file (env NEWSDESK_CONFIG)"},
+    {"broker-listen", "ADDR:PORT|off",
+     "the broker's broker.address and broker.port together, or off (broker.enabled false)"},
+    {"print-config", "",
+     "print the effective configuration (a config file, sites resolved) and exit"},
+    {"help", "", "this text"},
+};
+
+// Every flag, for "did you mean".
+std::vector<std::string> known_flags() {
+  std::vector<std::string> flags;
+  for (const auto& f : command_flags)
+    flags.push_back(std::string("--") + f.name);
+  for (const setting* row : config_table().rows())
+    if (!row->flag.empty())
+      flags.push_back("--" + row->flag);
+  return flags;
 }
 
-std::chrono::milliseconds seconds_to_ms(double seconds) {
-  return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
-}
-
-void apply_refresh_json(refresh_settings& r, const json& j) {
-  const std::string where = "refresh";
-  if (!j.is_object())
-    fail(where, "expected an object");
-  reject_unknown_keys(j, where,
-                      {"interval", "jitter", "max_concurrent_renders", "retries", "retry_base",
-                       "retry_max", "max_backoff_factor", "cold_start_wait", "manual_min_interval",
-                       "retention"});
-  auto seconds_key = [&](const char* key, std::chrono::milliseconds& out, double min, double max) {
-    double value = 0;
-    if (!read(j, key, value, where))
-      return;
-    if (!(value >= min && value <= max))
-      fail(where + "." + key,
-           "expected seconds from " + std::to_string(min) + " to " + std::to_string(max));
-    out = seconds_to_ms(value);
-  };
-  seconds_key("interval", r.interval, 1, 7 * 24 * 3600.0);
-  seconds_key("retry_base", r.retry_base, 0.01, 3600);
-  seconds_key("retry_max", r.retry_max, 0.01, 24 * 3600.0);
-  seconds_key("cold_start_wait", r.cold_start_wait, 0, 600);
-  seconds_key("manual_min_interval", r.manual_min_interval, 0, 24 * 3600.0);
-  seconds_key("retention", r.retention, 60, 3650 * 24 * 3600.0);
-  if (read(j, "jitter", r.jitter, where) && !(r.jitter >= 0 && r.jitter < 1))
-    fail(where + ".jitter", "expected a fraction from 0 to below 1");
-  if (read(j, "max_concurrent_renders", r.max_concurrent_renders, where) &&
-      (r.max_concurrent_renders < 1 || r.max_concurrent_renders > 1000))
-    fail(where + ".max_concurrent_renders", "expected 1 to 1000");
-  if (read(j, "retries", r.retries, where) && r.retries > 20)
-    fail(where + ".retries", "expected 0 to 20");
-  if (read(j, "max_backoff_factor", r.max_backoff_factor, where) &&
-      (r.max_backoff_factor < 1 || r.max_backoff_factor > 1024))
-    fail(where + ".max_backoff_factor", "expected 1 to 1024");
+// Reads `path` over `cfg`; messages name the file.
+void read_config_file(config& cfg, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    fail(path, "cannot open the config file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  apply_config_json(cfg, text.str(), path);
 }
 
 } // namespace
 
-namespace {
-
-// Applies one parsed config object (a file, or one environment variable's key) over `cfg`.
-// Messages name the key by its path ("refresh.interval").
-void apply_config_object(config& cfg, const json& j) {
-  const std::string where;
-  if (!j.is_object())
-    fail("config", "expected a JSON object at the top level");
-  reject_unknown_keys(j, where,
-                      {"address",
-                       "port",
-                       "threads",
-                       "templates_dir",
-                       "static_dir",
-                       "site_files_dir",
-                       "log_level",
-                       "log_target",
-                       "access_log",
-                       "metrics",
-                       "renderer",
-                       "splash_url",
-                       "splash_max_timeout",
-                       "wait",
-                       "timeout",
-                       "tls_verify",
-                       "http",
-                       "refresh",
-                       "store_path",
-                       "sites",
-                       "broker",
-                       "chromium_path",
-                       "chromium_max_concurrent",
-                       "chromium_recycle_after",
-                       "browserless_url"});
-  read(j, "address", cfg.address, where);
-  read(j, "port", cfg.port, where);
-  read(j, "threads", cfg.threads, where);
-  std::string text_value;
-  if (read(j, "templates_dir", text_value, where))
-    cfg.templates_dir = text_value;
-  if (read(j, "static_dir", text_value, where))
-    cfg.static_dir = text_value;
-  if (read(j, "site_files_dir", text_value, where)) {
-    cfg.site_files_dir = text_value;
-    cfg.site_files_dir_given = true;
-  }
-  if (read(j, "log_level", text_value, where)) {
-    try {
-      cfg.level = parse_log_level(text_value);
-    } catch (const std::invalid_argument& e) {
-      fail("log_level", e.what());
-    }
-  }
-  if (read(j, "log_target", text_value, where)) {
-    if (text_value != "stdout" && text_value != "stderr")
-      fail("log_target", "expected \"stdout\" or \"stderr\", got '" + text_value + "'");
-    cfg.log_to_stderr = text_value == "stderr";
-  }
-  read(j, "access_log", cfg.access_log, where);
-  read(j, "metrics", cfg.metrics, where);
-  read(j, "renderer", cfg.renderer, where);
-  read(j, "splash_url", cfg.splash_url, where);
-  read(j, "chromium_path", cfg.chromium_path, where);
-  read(j, "chromium_max_concurrent", cfg.chromium_max_concurrent, where);
-  read(j, "chromium_recycle_after", cfg.chromium_recycle_after, where);
-  read(j, "browserless_url", cfg.browserless_url, where);
-  read(j, "splash_max_timeout", cfg.splash_max_timeout, where);
-  read(j, "wait", cfg.default_wait, where);
-  read(j, "timeout", cfg.default_timeout, where);
-  read(j, "tls_verify", cfg.tls_verify, where);
-  if (j.contains("http"))
-    apply_http_json(cfg.http, j["http"]);
-  if (j.contains("refresh"))
-    apply_refresh_json(cfg.refresh, j["refresh"]);
-  if (read(j, "store_path", text_value, where))
-    cfg.store_path = text_value;
-  if (j.contains("sites")) {
-    if (!j["sites"].is_array())
-      fail("sites", "expected an array of site names or objects");
-    cfg.sites = std::make_shared<const json>(j["sites"]);
-  }
-  if (j.contains("broker")) {
-    const auto& b = j["broker"];
-    if (b.is_boolean()) {
-      cfg.broker.enabled = b.get<bool>();
-    } else {
-      try {
-        b.get_to(cfg.broker);
-      } catch (const std::exception& e) {
-        fail("broker", e.what());
-      }
-    }
-  }
+const settings::table<config>& config_table() {
+  static const settings::table<config> table = make_table();
+  return table;
 }
 
-// The value of one environment variable as the JSON type `like` has ("600" -> 600 where a
-// number is expected). Throws config_error naming the variable.
-json env_value(const std::string& name, const std::string& text, const json& like) {
-  if (like.is_string())
-    return text;
-  if (like.is_boolean()) {
-    if (text == "true" || text == "1" || text == "yes" || text == "on")
-      return true;
-    if (text == "false" || text == "0" || text == "no" || text == "off")
-      return false;
-    fail(name, "expected true or false, got '" + text + "'");
-  }
-  if (like.is_number()) {
-    json value = json::parse(text, nullptr, false);
-    if (!value.is_number())
-      fail(name, "expected a number, got '" + text + "'");
-    return value;
-  }
-  fail(name, "cannot be set from the environment");
+std::string env_name(std::string_view path) {
+  return settings::env_name(env_prefix, path);
 }
-
-// Calls `visit(path, default value)` for every key the config file has, nested ones by path
-// ({"refresh", "interval"}), in the order config_to_json lists them. "sites" is a leaf.
-template <class Visit>
-void for_each_key(const json& object, std::vector<std::string>& path, Visit&& visit) {
-  for (const auto& [key, value] : object.items()) {
-    path.push_back(key);
-    if (value.is_object())
-      for_each_key(value, path, visit);
-    else
-      visit(path, value);
-    path.pop_back();
-  }
-}
-
-// What an environment variable may hold for "sites": a JSON array, or names separated by
-// commas ("cnn,bbc").
-json sites_from_env(const std::string& name, const std::string& text) {
-  json value = json::parse(text, nullptr, false);
-  if (value.is_array())
-    return value;
-  if (text.find_first_of("[{") != std::string::npos)
-    fail(name, "expected a JSON array or site names separated by commas");
-  value = json::array();
-  std::string_view rest = text;
-  while (!rest.empty()) {
-    auto comma = rest.find(',');
-    auto item = rest.substr(0, comma);
-    while (!item.empty() && item.front() == ' ')
-      item.remove_prefix(1);
-    while (!item.empty() && item.back() == ' ')
-      item.remove_suffix(1);
-    if (!item.empty())
-      value.push_back(std::string(item));
-    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-  }
-  return value;
-}
-
-} // namespace
 
 void apply_config_json(config& cfg, std::string_view text, std::string_view origin) {
   json j;
@@ -352,67 +382,16 @@ void apply_config_json(config& cfg, std::string_view text, std::string_view orig
     fail(origin, std::string("not valid JSON: ") + e.what());
   }
   try {
-    apply_config_object(cfg, j);
-  } catch (const config_error& e) {
+    config_table().apply_json(cfg, j);
+  } catch (const settings::error& e) {
     fail(origin, e.what());
   }
 }
 
-std::string env_name(const std::vector<std::string>& path) {
-  std::string name = "NEWSDESK";
-  for (const auto& part : path) {
-    name += '_';
-    for (char c : part)
-      name += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  }
-  return name;
-}
-
 nlohmann::json config_to_json(const config& cfg) {
-  auto seconds = [](std::chrono::milliseconds ms) {
-    return static_cast<double>(ms.count()) / 1000;
-  };
-  json j = {{"address", cfg.address},
-            {"port", cfg.port},
-            {"threads", cfg.threads},
-            {"templates_dir", cfg.templates_dir.string()},
-            {"static_dir", cfg.static_dir.string()},
-            {"site_files_dir", cfg.site_files_dir.string()},
-            {"log_level", std::string(to_string(cfg.level))},
-            {"log_target", cfg.log_to_stderr ? "stderr" : "stdout"},
-            {"access_log", cfg.access_log},
-            {"metrics", cfg.metrics},
-            {"renderer", cfg.renderer},
-            {"splash_url", cfg.splash_url},
-            {"splash_max_timeout", cfg.splash_max_timeout},
-            {"wait", cfg.default_wait},
-            {"timeout", cfg.default_timeout},
-            {"tls_verify", cfg.tls_verify},
-            {"chromium_path", cfg.chromium_path},
-            {"chromium_max_concurrent", cfg.chromium_max_concurrent},
-            {"chromium_recycle_after", cfg.chromium_recycle_after},
-            {"browserless_url", cfg.browserless_url},
-            {"store_path", cfg.store_path.string()},
-            {"http",
-             {{"max_header_bytes", cfg.http.max_header_bytes},
-              {"max_body_bytes", cfg.http.max_body_bytes},
-              {"read_timeout", seconds(cfg.http.read_timeout)},
-              {"write_timeout", seconds(cfg.http.write_timeout)},
-              {"max_connections", cfg.http.max_connections}}},
-            {"refresh",
-             {{"interval", seconds(cfg.refresh.interval)},
-              {"jitter", cfg.refresh.jitter},
-              {"max_concurrent_renders", cfg.refresh.max_concurrent_renders},
-              {"retries", cfg.refresh.retries},
-              {"retry_base", seconds(cfg.refresh.retry_base)},
-              {"retry_max", seconds(cfg.refresh.retry_max)},
-              {"max_backoff_factor", cfg.refresh.max_backoff_factor},
-              {"cold_start_wait", seconds(cfg.refresh.cold_start_wait)},
-              {"manual_min_interval", seconds(cfg.refresh.manual_min_interval)},
-              {"retention", seconds(cfg.refresh.retention)}}},
-            {"broker", cfg.broker}};
-  if (cfg.sites)
-    j["sites"] = *cfg.sites;
+  auto j = config_table().to_json(cfg);
+  if (!cfg.sites)
+    j.erase("sites");
   return j;
 }
 
@@ -434,141 +413,123 @@ nlohmann::json sites_to_json(const std::vector<site_config>& sites) {
   return out;
 }
 
-config load_config(const std::vector<std::string>& args,
-                   const std::function<const char*(const char*)>& getenv, bool& help) {
+environment process_environment() {
+  environment env;
+  for (char** entry = environ; *entry; ++entry) {
+    std::string_view text = *entry;
+    auto eq = text.find('=');
+    if (eq != std::string_view::npos)
+      env.emplace(std::string(text.substr(0, eq)), std::string(text.substr(eq + 1)));
+  }
+  return env;
+}
+
+config load_config(const std::vector<std::string>& args, const environment& env, bool& help) {
   config cfg;
   help = false;
+  const auto& table = config_table();
 
-  // Flags first into a table, so the config file they name is read before anything else.
-  std::vector<std::pair<std::string, std::string>> flags;
+  // Flags first into a list, so the config file they name is read before anything else.
+  struct flag_value {
+    std::string name, value;
+  };
+  std::vector<flag_value> flags;
+  std::string config_path;
+  if (auto it = env.find("NEWSDESK_CONFIG"); it != env.end())
+    config_path = it->second;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
-    if (arg == "--help" || arg == "-h") {
+    if (arg == "-h") {
       help = true;
       continue;
     }
-    if (arg.rfind("--", 0) != 0)
+    if (!arg.starts_with("--"))
       fail(arg, "unexpected argument (see --help)");
     auto eq = arg.find('=');
-    if (eq != std::string::npos) {
-      flags.emplace_back(arg.substr(2, eq - 2), arg.substr(eq + 1));
-    } else {
-      if (i + 1 >= args.size())
-        fail(arg, "needs a value");
-      flags.emplace_back(arg.substr(2), args[++i]);
+    std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    const command_flag* command = nullptr;
+    for (const auto& f : command_flags)
+      if (name == f.name)
+        command = &f;
+    const setting* row = table.find_flag(name);
+    if (!command && !row) {
+      auto near = settings::closest("--" + name, known_flags());
+      throw config_error("unknown option --" + name +
+                         (near ? " (did you mean " + *near + "?)" : std::string(" (see --help)")));
     }
-  }
-
-  std::string config_path;
-  if (const char* env = getenv("NEWSDESK_CONFIG"); env && *env)
-    config_path = env;
-  for (const auto& [name, value] : flags)
+    if (command && !*command->metavar) {
+      if (eq != std::string::npos)
+        fail("--" + name, "takes no value");
+      help = help || name == "help";
+      cfg.print_config = cfg.print_config || name == "print-config";
+      continue;
+    }
+    std::string value;
+    if (eq != std::string::npos)
+      value = arg.substr(eq + 1);
+    else if (i + 1 < args.size())
+      value = args[++i];
+    else
+      fail(arg, "needs a value");
     if (name == "config")
       config_path = value;
-  if (!config_path.empty()) {
-    std::ifstream in(config_path, std::ios::binary);
-    if (!in)
-      fail(config_path, "cannot open the config file");
-    std::ostringstream text;
-    text << in.rdbuf();
-    apply_config_json(cfg, text.str(), config_path);
+    else
+      flags.push_back({name, value});
   }
 
-  // Every key of the file from the environment: NEWSDESK_ and its path in capitals
-  // (refresh.interval -> NEWSDESK_REFRESH_INTERVAL), with the file's units.
-  auto from_env = [&](const std::vector<std::string>& key, const char* text, json value) {
-    if (!text || !*text)
+  if (!config_path.empty()) {
+    read_config_file(cfg, config_path);
+    cfg.source = config_path;
+  }
+
+  // The environment: NEWSDESK_ and each setting's path, in the file's units. An alias the
+  // ecosystem uses (SPLASH_URL) is read first, so the NEWSDESK_ name wins when both are set.
+  // Empty values count as unset (tests clear inherited settings that way).
+  std::set<std::string, std::less<>> known{"NEWSDESK_CONFIG"};
+  auto from_env = [&](const setting& row, const std::string& name) {
+    auto it = env.find(name);
+    if (it == env.end() || it->second.empty())
       return;
-    for (auto part = key.rbegin(); part != key.rend(); ++part)
-      value = json{{*part, std::move(value)}};
     try {
-      apply_config_object(cfg, value);
-    } catch (const config_error& e) {
-      fail(env_name(key), e.what());
+      table.apply_text(cfg, row, it->second);
+    } catch (const settings::error& e) {
+      fail(name, e.what());
     }
   };
-  std::vector<std::string> path;
-  for_each_key(config_to_json(config{}), path,
-               [&](const std::vector<std::string>& key, const json& like) {
-                 const char* text = getenv(env_name(key).c_str());
-                 if (text && *text)
-                   from_env(key, text, env_value(env_name(key), text, like));
-               });
-  if (const char* text = getenv("NEWSDESK_SITES"); text && *text)
-    from_env({"sites"}, text, sites_from_env("NEWSDESK_SITES", text));
+  for (const setting* row : table.rows()) {
+    const auto name = env_name(row->path);
+    known.insert(name);
+    if (!row->alias.empty())
+      from_env(*row, row->alias);
+    from_env(*row, name);
+  }
+  for (const auto& [name, value] : env)
+    if (name.starts_with("NEWSDESK_") && !value.empty() && !known.contains(name)) {
+      auto near = settings::closest(name, {known.begin(), known.end()});
+      cfg.warnings.push_back("unknown environment variable " + name + " ignored" +
+                             (near ? " (did you mean " + *near + "?)" : std::string()));
+    }
 
-  // The short spellings (environment, then flags) of the common settings.
-  auto set = [&](const std::string& key, const std::string& value, const std::string& where) {
-    if (key == "address")
-      cfg.address = value;
-    else if (key == "port")
-      cfg.port = static_cast<unsigned short>(parse_unsigned(where, value, 65535));
-    else if (key == "threads")
-      cfg.threads = static_cast<unsigned>(parse_unsigned(where, value, 256));
-    else if (key == "templates")
-      cfg.templates_dir = value;
-    else if (key == "static")
-      cfg.static_dir = value;
-    else if (key == "log-target") {
-      if (value != "stdout" && value != "stderr")
-        fail(where, "expected stdout or stderr, got '" + value + "'");
-      cfg.log_to_stderr = value == "stderr";
-    } else if (key == "store")
-      cfg.store_path = value;
-    else if (key == "sites-dir") {
-      cfg.site_files_dir = value;
-      cfg.site_files_dir_given = true;
-    } else if (key == "renderer")
-      cfg.renderer = value;
-    else if (key == "splash-url")
-      cfg.splash_url = value;
-    else if (key == "chromium-path")
-      cfg.chromium_path = value;
-    else if (key == "chromium-max-concurrent")
-      cfg.chromium_max_concurrent = static_cast<unsigned>(parse_unsigned(where, value, 64));
-    else if (key == "chromium-recycle-after")
-      cfg.chromium_recycle_after = static_cast<unsigned>(parse_unsigned(where, value, 1000000));
-    else if (key == "browserless-url")
-      cfg.browserless_url = value;
-    else if (key == "wait")
-      cfg.default_wait = parse_number(where, value);
-    else if (key == "timeout")
-      cfg.default_timeout = parse_number(where, value);
-    else if (key == "log-level") {
-      try {
-        cfg.level = parse_log_level(value);
-      } catch (const std::invalid_argument& e) {
-        fail(where, e.what());
-      }
-    } else if (key == "broker-listen") {
-      if (value == "off") {
-        cfg.broker.enabled = false;
-      } else {
-        try {
+  for (const auto& [name, value] : flags) {
+    const std::string where = "--" + name;
+    try {
+      if (name == "broker-listen") {
+        if (value == "off") {
+          cfg.broker.enabled = false;
+        } else {
           broker::apply_listen_spec(cfg.broker, value);
           cfg.broker.enabled = true;
-        } catch (const std::exception& e) {
-          fail(where, e.what());
         }
+      } else {
+        table.apply_text(cfg, *table.find_flag(name), value);
       }
-    } else if (key == "config") {
-      // read above
-    } else
-      fail(where, "unknown option (see --help)");
-  };
-  const std::pair<const char*, const char*> env_names[] = {
-      {"NEWSDESK_TEMPLATES", "templates"},    {"NEWSDESK_STATIC", "static"},
-      {"NEWSDESK_SITES_DIR", "sites-dir"},    {"NEWSDESK_STORE", "store"},
-      {"SPLASH_URL", "splash-url"},           {"NEWSDESK_BROKER_LISTEN", "broker-listen"},
-      {"NEWSDESK_CHROMIUM", "chromium-path"}, {"BROWSERLESS_URL", "browserless-url"}};
-  for (const auto& [env, key] : env_names)
-    if (const char* value = getenv(env); value && *value)
-      set(key, value, env);
-  for (const auto& [name, value] : flags)
-    set(name, value, "--" + name);
+    } catch (const std::invalid_argument& e) {
+      fail(where, e.what());
+    }
+  }
 
   validate(cfg);
-  cfg.chromium_found = find_chromium(cfg.chromium_path);
+  cfg.chromium.path = find_chromium(cfg.chromium_path);
   return cfg;
 }
 
@@ -581,14 +542,14 @@ std::vector<site_config> resolve_sites(const config& cfg,
     if (name == "splash")
       return !cfg.splash_url.empty();
     if (name == "chromium")
-      return !cfg.chromium_found.empty();
+      return !cfg.chromium.path.empty();
     if (name == "browserless")
       return !cfg.browserless_url.empty();
     return true;
   };
-  const std::string automatic = !cfg.splash_url.empty()       ? "splash"
-                                : !cfg.chromium_found.empty() ? "chromium"
-                                                              : "direct";
+  const std::string automatic = !cfg.splash_url.empty()      ? "splash"
+                                : !cfg.chromium.path.empty() ? "chromium"
+                                                             : "direct";
   auto default_renderer_for = [&](const scrapers::site_info& info) {
     if (!cfg.renderer.empty())
       return cfg.renderer;
@@ -682,11 +643,11 @@ std::vector<site_config> resolve_sites(const config& cfg,
     if (!(wait >= 0) || wait >= timeout)
       fail(source("wait", info.wait_seconds.has_value(), "wait"),
            "expected seconds >= 0 and below the timeout (" + format_seconds(timeout) + " s)");
-    if (site.renderer == "chromium" && cfg.chromium_found.empty())
+    if (site.renderer == "chromium" && cfg.chromium.path.empty())
       fail(renderer_source,
            "site '" + site.name + "' uses Chromium but none was found" +
                (cfg.chromium_path.empty() ? std::string(" (install the chromium package or set "
-                                                        "chromium_path / NEWSDESK_CHROMIUM)")
+                                                        "chromium_path / NEWSDESK_CHROMIUM_PATH)")
                                           : " at '" + cfg.chromium_path + "'"));
     if (site.renderer == "browserless" && cfg.browserless_url.empty())
       fail(renderer_source,
@@ -724,35 +685,20 @@ std::string usage() {
 
 Serves /news: the current headlines of the configured sites on one page.
 
-options (each also settable in the JSON config file; flags win over environment, which wins
-over the file):
-  --config FILE       JSON config file                  env NEWSDESK_CONFIG
-  --address ADDR      listen address (127.0.0.1)
-  --port N            listen port (8080; 0 = any free)
-  --threads N         network threads (0 = one per core)
-  --templates DIR     folder holding news.html (templates)   env NEWSDESK_TEMPLATES
-  --static DIR        folder served under /static (static)    env NEWSDESK_STATIC
-  --sites-dir DIR     folder of site files, *.json (sites)    env NEWSDESK_SITES_DIR
-  --store FILE        headline store, SQLite (newsdesk.db; :memory: keeps nothing)
-                                                              env NEWSDESK_STORE
-  --renderer NAME     splash, chromium, browserless or direct (splash when a Splash URL is
-                      set, else chromium when installed, else direct)
-  --splash-url URL    Splash's address, e.g. http://splash:8050   env SPLASH_URL
-  --chromium-path P   the Chromium to run (chromium on PATH)     env NEWSDESK_CHROMIUM
-  --chromium-max-concurrent N   renders at once in Chromium (4)
-  --chromium-recycle-after N    renders before Chromium is restarted fresh (100)
-  --browserless-url URL   a browserless server, e.g. http://browserless:3000
-                                                              env BROWSERLESS_URL
-  --wait S            default seconds to wait after page load (0.5)
-  --timeout S         default seconds for a whole render (30)
-  --log-level LEVEL   debug, info, warn or error (info)
-  --log-target T      stdout or stderr (stdout)
-  --broker-listen ADDR:PORT|off
-                      the pub/sub broker's address (127.0.0.1:25000), or off
-                                                              env NEWSDESK_BROKER_LISTEN
-  --print-config      print the effective configuration (JSON, sites resolved) and exit
-  --help              this text
+Every setting below can be given in the JSON config file (by its key; dots are nested objects),
+as an environment variable, and some as a flag. Flags win over the environment, which wins
+over the file. Values are in the file's units (durations in seconds unless the key ends in _ms).
+See config.example.json for a file with every key at its default.
 
+options that are not settings:
+)";
+  for (const auto& f : command_flags) {
+    std::string flag =
+        std::string("  --") + f.name + (*f.metavar ? std::string(" ") + f.metavar : "");
+    text += flag + "\n      " + f.help + "\n";
+  }
+  text += config_table().help(env_prefix);
+  text += R"(
 commands (run instead of the server):
   newsdesk --check-scrapers [DIR]                   validate every site file in DIR (sites)
   newsdesk --try-site FILE --html PAGE [--url URL]  show what a site file extracts from a page
@@ -760,23 +706,7 @@ commands (run instead of the server):
 
 signals: SIGHUP reloads the site files and templates (a broken one keeps the old ones);
 SIGINT and SIGTERM shut down gracefully.
-
-environment: every key of the config file, as NEWSDESK_ and its path in capitals, in the
-file's units (seconds for durations); the short names above are applied after these.
-Defaults in brackets. See config.example.json for what each key does.
 )";
-  std::vector<std::string> path;
-  for_each_key(config_to_json(config{}), path,
-               [&](const std::vector<std::string>& key, const json& value) {
-                 auto name = env_name(key);
-                 auto shown = !value.is_string()                 ? value.dump()
-                              : value.get<std::string>().empty() ? std::string("unset")
-                                                                 : value.get<std::string>();
-                 text += "  " + name + std::string(name.size() < 42 ? 42 - name.size() : 1, ' ') +
-                         "(" + shown + ")\n";
-               });
-  text += "  NEWSDESK_SITES                            (every scraper; a JSON array, or names "
-          "separated by commas)\n";
   return text;
 }
 

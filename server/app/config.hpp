@@ -4,15 +4,18 @@
 #pragma once
 
 #include "broker/config.hpp"
+#include "server/core/log.hpp"
+#include "server/core/settings.hpp"
 #include "server/http/http_server.hpp"
 #include "server/news/site_config.hpp"
-#include "server/core/log.hpp"
+#include "server/render/chromium_renderer.hpp"
 
 #include <nlohmann/json_fwd.hpp>
 
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -30,6 +33,9 @@ struct config_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Every setting, declared once as a row of config_table() (config.cpp) with its key path, flag,
+// unit, range and help; the defaults are the member initializers here and in the components'
+// own option structs, which the config holds whole so each component gets its own struct.
 struct config {
   std::string address = "127.0.0.1";
   unsigned short port = 8080;
@@ -49,14 +55,13 @@ struct config {
   // Empty: splash when a Splash URL is configured, else chromium when one is installed, else
   // direct.
   std::string renderer;
-  std::string splash_url;    // e.g. "http://splash:8050"
-  std::string chromium_path; // empty: chromium, chromium-browser or google-chrome on PATH
-  unsigned chromium_max_concurrent = 4;  // renders (tabs) at once in the one browser
-  unsigned chromium_recycle_after = 100; // renders before the browser is replaced by a fresh one
-  std::string browserless_url;           // e.g. "http://browserless:3000" (token in the query)
-  // Set by load_config: the Chromium executable found from chromium_path (empty: none). Only
-  // then does a site get "chromium" automatically, or may name it.
-  std::string chromium_found;
+  std::string splash_url;      // e.g. "http://splash:8050"
+  std::string chromium_path;   // empty: chromium, chromium-browser or google-chrome on PATH
+  std::string browserless_url; // e.g. "http://browserless:3000" (token in the query)
+  // The Chromium renderer's options. load_config sets chromium.path to the executable found
+  // from chromium_path (empty: none); only then does a site get "chromium" automatically, or
+  // may name it. Empty here too, so a config built in code has no Chromium until it says so.
+  chromium_options chromium = without_chromium();
   double splash_max_timeout = 90; // Splash's --max-timeout: larger timeouts get a 400
   double default_wait = 0.5;      // seconds after the load event
   double default_timeout = 30;    // seconds for a whole render
@@ -71,13 +76,40 @@ struct config {
   std::shared_ptr<const nlohmann::json> sites;
   // The embedded broker ("broker": {...} in the file, or false to turn it off).
   broker::config broker;
+
+  // Not settings: what load_config found out, for the first log lines.
+  // The config file read (--config or NEWSDESK_CONFIG); empty: defaults, environment and flags.
+  std::string source;
+  // Problems that do not stop startup, one message each (an unknown NEWSDESK_ variable); the
+  // caller logs them.
+  std::vector<std::string> warnings;
+  // --print-config was given (the caller prints config_to_json and exits).
+  bool print_config = false;
+
+ private:
+  static chromium_options without_chromium() {
+    chromium_options options;
+    options.path.clear();
+    return options;
+  }
 };
 
-// Reads argv (after the program name and any subcommand), the environment through `getenv`,
-// and the config file named by --config or NEWSDESK_CONFIG. Throws config_error.
-// Sets `help` when --help was given (the caller prints usage()).
-config load_config(const std::vector<std::string>& args,
-                   const std::function<const char*(const char*)>& getenv, bool& help);
+// The process environment, name -> value; load_config's seam, so tests pass a fake one.
+using environment = std::map<std::string, std::string, std::less<>>;
+environment process_environment();
+
+// Reads argv (after the program name and any subcommand), the environment, and the config file
+// named by --config or NEWSDESK_CONFIG, in that order of strength: flags win over environment,
+// which wins over the file. Every setting has NEWSDESK_<PATH> (refresh.retry_base ->
+// NEWSDESK_REFRESH_RETRY_BASE) and aliases where the ecosystem has a name (SPLASH_URL,
+// BROWSERLESS_URL); empty values count as unset. Throws config_error naming the file, variable
+// or flag and the key (an unknown flag: "unknown option --prot (did you mean --port?)").
+// Unknown NEWSDESK_ variables are warnings in cfg.warnings. Sets `help` when --help was given
+// (the caller prints usage()).
+config load_config(const std::vector<std::string>& args, const environment& env, bool& help);
+
+// Every setting of the file, one row each (see settings.hpp).
+const settings::table<config>& config_table();
 
 // Parses a config file's JSON text over `base`. `origin` names the file in messages.
 void apply_config_json(config& base, std::string_view text, std::string_view origin);
@@ -91,16 +123,16 @@ std::vector<site_config> resolve_sites(const config& cfg,
 // only when it was named), resolved as above. Throws config_error or scrapers::site_file_error.
 std::vector<site_config> load_sites(const config& cfg);
 
-// The effective configuration in the config file's format and units, every key present ("sites"
-// as given, [] when absent). Read back by apply_config_json, it gives the same configuration.
+// The effective configuration in the config file's format and units, every key present but
+// "sites" when it was not given. Read back by apply_config_json, it gives the same configuration.
 nlohmann::json config_to_json(const config& cfg);
 // Resolved sites as "sites" entries with every field filled in (for --print-config).
 nlohmann::json sites_to_json(const std::vector<site_config>& sites);
-// The environment variable for a config key path: {"refresh", "interval"} ->
-// NEWSDESK_REFRESH_INTERVAL.
-std::string env_name(const std::vector<std::string>& path);
+// The environment variable of a setting: "refresh.interval" -> NEWSDESK_REFRESH_INTERVAL.
+std::string env_name(std::string_view path);
 
-// The --help text, with every environment variable and its default.
+// The --help text, from the table: every setting grouped, with its flag, environment variable
+// (and alias), default, unit, range and help.
 std::string usage();
 
 } // namespace newsdesk::server

@@ -20,8 +20,7 @@ int check_scrapers(std::vector<std::string> args, std::ostream& out, std::ostrea
   config cfg;
   try {
     bool help = false;
-    cfg = load_config(
-        args, [](const char* name) { return std::getenv(name); }, help);
+    cfg = load_config(args, process_environment(), help);
   } catch (const config_error& e) {
     err << "newsdesk: configuration error: " << e.what() << "\n";
     return 2;

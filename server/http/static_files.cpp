@@ -88,7 +88,7 @@ static_files::static_files(const fs::path& root) {
   root_ = fs::canonical(root, ec);
   if (ec || !fs::is_directory(root_))
     throw std::runtime_error("static folder " + root.string() +
-                             " does not exist (set --static or NEWSDESK_STATIC)");
+                             " does not exist (set --static or NEWSDESK_STATIC_DIR)");
 }
 
 http_response static_files::serve(std::string_view relative, const http_request& request) const {

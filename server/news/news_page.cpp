@@ -86,7 +86,7 @@ news_page news_page::load(const std::filesystem::path& dir) {
   if (!in)
     throw std::runtime_error(
         "cannot read template " + path.string() +
-        " (set --templates or NEWSDESK_TEMPLATES to the folder holding news.html)");
+        " (set --templates or NEWSDESK_TEMPLATES_DIR to the folder holding news.html)");
   std::ostringstream text;
   text << in.rdbuf();
   auto p = std::make_unique<impl>(text.str());

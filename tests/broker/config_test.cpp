@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "broker/config.hpp"
+#include "server/core/settings.hpp"
 
 using namespace newsdesk::broker;
 
@@ -48,7 +49,7 @@ TEST_CASE("an unknown key is rejected with a message naming it") {
     (void)nlohmann::json::parse(R"({"prot": 1})").get<config>();
     FAIL("no exception");
   } catch (const std::invalid_argument& e) {
-    CHECK(std::string(e.what()).find("\"prot\"") != std::string::npos);
+    CHECK(std::string(e.what()).find("prot: unknown key") != std::string::npos);
   }
 }
 
@@ -101,4 +102,28 @@ TEST_CASE("the broker-wide bounds have safe defaults, round-trip, and max_channe
   CHECK(j.at("backlog_total_max_bytes") == 1000);
   CHECK_THROWS_AS((void)nlohmann::json::parse(R"({"max_channels": 0})").get<config>(),
                   std::invalid_argument);
+}
+
+TEST_CASE("a value out of range names the key and the range") {
+  try {
+    (void)nlohmann::json::parse(R"({"partial_frame_timeout_ms": -5})").get<config>();
+    FAIL("no exception");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()) ==
+          "broker config: partial_frame_timeout_ms: expected ms at least 0, got -5");
+  }
+  CHECK_THROWS_WITH_AS((void)nlohmann::json::parse(R"({"max_frame_bytes": 0})").get<config>(),
+                       "broker config: max_frame_bytes: expected bytes from 1 to 2147483647, got 0",
+                       std::invalid_argument);
+}
+
+TEST_CASE("every broker setting has a help line, and --help shows its default and unit") {
+  for (const auto* row : config_table().rows()) {
+    CAPTURE(row->path);
+    CHECK_FALSE(row->help.empty());
+  }
+  const auto help = config_table().help("");
+  CHECK(help.find("backlog_total_max_bytes") != std::string::npos);
+  CHECK(help.find("[default 30000 ms;") != std::string::npos);
+  CHECK(help.find("[default drop_newest; one of drop_newest, disconnect]") != std::string::npos);
 }

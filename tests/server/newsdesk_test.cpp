@@ -650,7 +650,7 @@ TEST_CASE("--check-scrapers checks the configured folder as startup would") {
   std::filesystem::create_directory(sites.path / "old.json");
   // Valid on its own, and the folder comes from the environment when no DIR is given.
   child_process alone(NEWSDESK_BINARY, {"--check-scrapers"},
-                      {"NEWSDESK_SITES_DIR=" + sites.path.string(), "SPLASH_URL="});
+                      {"NEWSDESK_SITE_FILES_DIR=" + sites.path.string(), "SPLASH_URL="});
   CHECK(alone.wait_for_line(sites.path.string() + ": ").value_or("") == "1 site files, all valid");
   CHECK(alone.wait_exit() == 0);
   // With a Splash configured, its --max-timeout (90 s) refuses the file's 120 s, naming the file.

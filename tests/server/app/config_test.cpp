@@ -6,27 +6,29 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 using namespace newsdesk::server;
 
 namespace {
 struct fake_env {
-  std::map<std::string, std::string> vars;
-  std::function<const char*(const char*)> fn() const {
-    return [this](const char* name) -> const char* {
-      auto it = vars.find(name);
-      return it == vars.end() ? nullptr : it->second.c_str();
-    };
-  }
+  environment vars;
+  const environment& fn() const { return vars; }
 };
 
 config from_json(const std::string& text) {
   config cfg;
   apply_config_json(cfg, text, "test.json");
   return cfg;
+}
+
+const config& config_defaults() {
+  static const config defaults;
+  return defaults;
 }
 
 const std::shared_ptr<const newsdesk::scrapers::registry>& builtins() {
@@ -67,7 +69,7 @@ TEST_CASE("bad flags and environment values name themselves") {
   CHECK_THROWS_WITH_AS(load_config({"--colour"}, env.fn(), help), doctest::Contains("--colour"),
                        config_error);
   CHECK_THROWS_WITH_AS(load_config({"--frobnicate", "1"}, env.fn(), help),
-                       doctest::Contains("--frobnicate: unknown option"), config_error);
+                       "unknown option --frobnicate (see --help)", config_error);
   CHECK_THROWS_WITH_AS(load_config({"stray"}, env.fn(), help), doctest::Contains("stray"),
                        config_error);
   env.vars = {{"NEWSDESK_PORT", "eighty"}};
@@ -85,10 +87,12 @@ TEST_CASE("the config file rejects unknown keys, wrong types and broken JSON, na
   CHECK_THROWS_WITH_AS(from_json(R"({"prot": 80})"),
                        doctest::Contains("test.json: prot: unknown key"), config_error);
   CHECK_THROWS_WITH_AS(from_json(R"({"port": "80"})"),
-                       doctest::Contains("test.json: port: expected a number"), config_error);
+                       doctest::Contains("test.json: port: expected a whole number, got \"80\""),
+                       config_error);
   CHECK_THROWS_WITH_AS(from_json(R"({"port": 99999})"),
-                       doctest::Contains("test.json: port: out of range"), config_error);
-  CHECK_THROWS_WITH_AS(from_json(R"({"port": -1})"), doctest::Contains("out of range"),
+                       "test.json: port: expected a whole number from 0 to 65535, got 99999",
+                       config_error);
+  CHECK_THROWS_WITH_AS(from_json(R"({"port": -1})"), doctest::Contains("from 0 to 65535"),
                        config_error);
   CHECK_THROWS_WITH_AS(from_json(R"({"http": {"max_body": 1}})"),
                        doctest::Contains("http.max_body: unknown key"), config_error);
@@ -99,7 +103,8 @@ TEST_CASE("the config file rejects unknown keys, wrong types and broken JSON, na
   CHECK_THROWS_WITH_AS(from_json(R"({"sites": {"cnn": 1}})"),
                        doctest::Contains("sites: expected an array"), config_error);
   CHECK_THROWS_WITH_AS(from_json(R"({"log_level": "loud"})"),
-                       doctest::Contains("unknown log level 'loud'"), config_error);
+                       "test.json: log_level: expected one of debug, info, warn, error, got 'loud'",
+                       config_error);
   auto cfg = from_json(R"({"http": {"max_connections": 5, "read_timeout": 1.5}, "broker": false})");
   CHECK(cfg.http.max_connections == 5);
   CHECK(cfg.http.read_timeout == std::chrono::milliseconds(1500));
@@ -196,20 +201,28 @@ TEST_CASE("a site file's bad render options are reported against the site file")
   }
 }
 
-TEST_CASE("config.example.json has every key, each at its default") {
+TEST_CASE("config.example.json lists every setting of the table, each at its default") {
   std::ifstream in(std::string(NEWSDESK_SOURCE_DIR) + "/config.example.json");
   REQUIRE(in);
   std::stringstream text;
   text << in.rdbuf();
   config cfg;
   apply_config_json(cfg, text.str(), "config.example.json");
-  auto example = nlohmann::json::parse(text.str()).flatten();
-  auto defaults = config_to_json(config{}).flatten();
-  for (const auto& [key, value] : defaults.items())
-    CHECK_MESSAGE(example.contains(key), "config.example.json lacks " << key);
+  const auto example = nlohmann::json::parse(text.str());
+  for (const auto* row : config_table().rows()) {
+    CAPTURE(row->path);
+    std::string pointer = "/" + row->path;
+    std::replace(pointer.begin(), pointer.end(), '.', '/');
+    REQUIRE_MESSAGE(example.contains(nlohmann::json::json_pointer(pointer)),
+                    "config.example.json lacks " << row->path);
+    if (row->path != "sites") // the example lists the shipped sites; unset means all of them
+      CHECK(example.at(nlohmann::json::json_pointer(pointer)) ==
+            row->get(static_cast<const void*>(&config_defaults())));
+  }
+  // And nothing else: every key it has is a setting (apply_config_json refused none above).
   auto loaded = config_to_json(cfg);
   loaded.erase("sites");
-  CHECK(loaded.flatten() == defaults);
+  CHECK(loaded == config_to_json(config_defaults()));
   // The example shows every shipped site: the C++ scrapers and the site files in sites/.
   auto shipped = std::make_shared<newsdesk::scrapers::registry>();
   newsdesk::scrapers::register_builtin_scrapers(*shipped);
@@ -245,30 +258,25 @@ TEST_CASE("every config key has an environment variable, in the file's units") {
   REQUIRE(cfg.sites);
   CHECK(*cfg.sites == nlohmann::json{"cnn", "aljazeera"});
 
-  // Each key the file has can be set this way: the variable changes the value.
-  auto defaults = config_to_json(config{}).flatten();
-  for (const auto& [pointer, value] : defaults.items()) {
-    std::vector<std::string> path;
-    for (std::size_t at = 1; at < pointer.size();) {
-      auto next = pointer.find('/', at);
-      path.push_back(pointer.substr(at, next == std::string::npos ? next : next - at));
-      at = next == std::string::npos ? pointer.size() : next + 1;
-    }
-    CAPTURE(pointer);
-    env.vars = {{env_name(path), value.is_string() ? value.get<std::string>() + "x" : "1"}};
+  // Each setting can be set this way: the variable changes the value.
+  for (const auto* row : config_table().rows()) {
+    const auto value = row->get(static_cast<const void*>(&config_defaults()));
+    CAPTURE(row->path);
+    if (row->path == "log_level" || row->path == "log_target" ||
+        row->path == "broker.slow_consumer" || row->path == "renderer" ||
+        row->path.ends_with("address") || row->path == "sites")
+      continue; // enumerations, addresses and the list: covered above and by the next test case
+    env.vars = {{env_name(row->path), value.is_string() ? value.get<std::string>() + "x" : "1"}};
     if (value.is_boolean())
       env.vars.begin()->second = value.get<bool>() ? "false" : "true";
-    if (path.back() == "log_level" || path.back() == "log_target" ||
-        path.back() == "slow_consumer" || path.back() == "renderer" || path.back() == "address")
-      continue; // enumerations and addresses: covered above and by the next test case
     try {
-      auto changed = config_to_json(load_config({}, env.fn(), help)).flatten();
-      CHECK(changed[pointer] != value);
+      auto changed = config_table().to_json(load_config({}, env.fn(), help));
+      CHECK(changed.flatten() != config_to_json(config_defaults()).flatten());
     } catch (const config_error& e) {
       // A value out of range still proves the variable is read: the message names it (or the
       // key, for URLs checked after every source is read).
       std::string message = e.what();
-      CHECK((message.find(env_name(path)) == 0 || message.find(path.back()) == 0));
+      CHECK((message.find(env_name(row->path)) == 0 || message.find(row->path) == 0));
     }
   }
 
@@ -288,9 +296,9 @@ TEST_CASE("every config key has an environment variable, in the file's units") {
   env.vars = {{"NEWSDESK_SITES", "[\"cnn\""}};
   CHECK_THROWS_WITH_AS(load_config({}, env.fn(), help), doctest::Contains("NEWSDESK_SITES"),
                        config_error);
-  // Short names and flags still come after the variables of the keys.
-  env.vars = {{"NEWSDESK_STORE_PATH", "a.db"}, {"NEWSDESK_STORE", "b.db"}};
-  CHECK(load_config({}, env.fn(), help).store_path == "b.db");
+  // Flags come after the variables.
+  env.vars = {{"NEWSDESK_STORE_PATH", "a.db"}};
+  CHECK(load_config({}, env.fn(), help).store_path == "a.db");
   CHECK(load_config({"--store", "c.db"}, env.fn(), help).store_path == "c.db");
 }
 
@@ -312,4 +320,102 @@ TEST_CASE("config_to_json reads back as the same configuration") {
   printed["sites"] = sites;
   apply_config_json(again, printed.dump(), "printed.json");
   CHECK(sites_to_json(resolve_sites(again, builtins())) == sites);
+}
+
+TEST_CASE("an unknown flag is refused with the nearest known flag") {
+  bool help = false;
+  CHECK_THROWS_WITH_AS(load_config({"--prot", "80"}, {}, help),
+                       "unknown option --prot (did you mean --port?)", config_error);
+  CHECK_THROWS_WITH_AS(load_config({"--splash_url=http://s:8050"}, {}, help),
+                       "unknown option --splash_url (did you mean --splash-url?)", config_error);
+  CHECK_THROWS_WITH_AS(load_config({"--print-config=yes"}, {}, help),
+                       doctest::Contains("--print-config: takes no value"), config_error);
+  CHECK(load_config({"--print-config"}, {}, help).print_config);
+}
+
+TEST_CASE("an unknown NEWSDESK_ variable is a warning naming it, not an error") {
+  bool help = false;
+  environment env{{"NEWSDESK_STORE", "old.db"},
+                  {"NEWSDESK_PORT", "9000"},
+                  {"NEWSDESK_EMPTY", ""}, // cleared: not set at all
+                  {"HOME", "/root"}};
+  auto cfg = load_config({}, env, help);
+  CHECK(cfg.port == 9000);
+  CHECK(cfg.store_path == config_defaults().store_path);
+  REQUIRE(cfg.warnings.size() == 1);
+  CHECK(cfg.warnings[0] ==
+        "unknown environment variable NEWSDESK_STORE ignored (did you mean NEWSDESK_STORE_PATH?)");
+  CHECK(load_config({}, {{"NEWSDESK_CONFIG", ""}}, help).warnings.empty());
+}
+
+TEST_CASE("every setting has an environment name, a help line and, in --help, its default") {
+  const auto text = usage();
+  std::set<std::string> names;
+  for (const auto* row : config_table().rows()) {
+    CAPTURE(row->path);
+    CHECK_FALSE(row->help.empty());
+    const auto name = env_name(row->path);
+    CHECK(name.starts_with("NEWSDESK_"));
+    CHECK(names.insert(name).second); // one name per setting
+    CHECK(text.find(name) != std::string::npos);
+    if (!row->flag.empty())
+      CHECK(text.find("--" + row->flag) != std::string::npos);
+  }
+  CHECK(env_name("refresh.retry_base") == "NEWSDESK_REFRESH_RETRY_BASE");
+  CHECK(env_name("broker.port") == "NEWSDESK_BROKER_PORT");
+  CHECK(text.find("NEWSDESK_SPLASH_URL or SPLASH_URL") != std::string::npos);
+  CHECK(text.find("--broker-listen") != std::string::npos);
+  CHECK(text.find("[default 2 seconds; from 0.01 to 3600]") != std::string::npos);
+}
+
+TEST_CASE("a value out of range is refused with its key path and the range") {
+  CHECK_THROWS_WITH_AS(
+      from_json(R"({"refresh": {"retry_base": 5000}})"),
+      "test.json: refresh.retry_base: expected seconds from 0.01 to 3600, got 5000", config_error);
+  CHECK_THROWS_WITH_AS(from_json(R"({"broker": {"read_chunk_bytes": 10}})"),
+                       "test.json: broker.read_chunk_bytes: expected bytes at least 4096, got 10",
+                       config_error);
+  bool help = false;
+  CHECK_THROWS_WITH_AS(load_config({"--threads", "1000"}, {}, help),
+                       "--threads: threads: expected a whole number at most 256, got 1000",
+                       config_error);
+  CHECK_THROWS_WITH_AS(load_config({}, {{"NEWSDESK_REFRESH_MAX_BACKOFF_FACTOR", "0"}}, help),
+                       "NEWSDESK_REFRESH_MAX_BACKOFF_FACTOR: refresh.max_backoff_factor: expected "
+                       "a whole number from 1 to 1024, got 0",
+                       config_error);
+}
+
+TEST_CASE("SPLASH_URL is an alias of NEWSDESK_SPLASH_URL, which wins when both are set") {
+  bool help = false;
+  CHECK(load_config({}, {{"SPLASH_URL", "http://a:8050"}}, help).splash_url == "http://a:8050");
+  CHECK(load_config({}, {{"SPLASH_URL", "http://a:8050"}, {"NEWSDESK_SPLASH_URL", "http://b:8050"}},
+                    help)
+            .splash_url == "http://b:8050");
+  CHECK(load_config({"--splash-url", "http://c:8050"}, {{"SPLASH_URL", "http://a:8050"}}, help)
+            .splash_url == "http://c:8050");
+  CHECK(load_config({}, {{"BROWSERLESS_URL", "http://b:3000"}}, help).browserless_url ==
+        "http://b:3000");
+  CHECK(load_config({}, {{"SPLASH_URL", "http://a:8050"}}, help).warnings.empty());
+}
+
+TEST_CASE("--broker-listen sets the broker's address and port, or turns it off") {
+  bool help = false;
+  auto cfg = load_config({"--broker-listen", "127.0.0.2:0"}, {}, help);
+  CHECK(cfg.broker.address == "127.0.0.2");
+  CHECK(cfg.broker.port == 0);
+  CHECK(cfg.broker.enabled);
+  CHECK_FALSE(load_config({"--broker-listen=off"}, {}, help).broker.enabled);
+  CHECK_THROWS_WITH_AS(load_config({"--broker-listen", "nowhere"}, {}, help),
+                       doctest::Contains("--broker-listen: "), config_error);
+}
+
+TEST_CASE("the config file named by --config is where the configuration came from") {
+  bool help = false;
+  CHECK(load_config({}, {}, help).source.empty());
+  const std::string path = "config_source_test.json";
+  std::ofstream(path) << R"({"port": 9300})";
+  auto cfg = load_config({"--config", path}, {}, help);
+  CHECK(cfg.source == path);
+  CHECK(cfg.port == 9300);
+  std::remove(path.c_str());
 }

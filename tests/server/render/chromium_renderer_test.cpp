@@ -7,8 +7,8 @@
 // of letting the suite pass without having run any of it.
 #include "scrapers/registry.hpp"
 #include "scrapers/scraper.hpp"
-#include "server/render/chromium_renderer.hpp"
 #include "server/app/config.hpp"
+#include "server/render/chromium_renderer.hpp"
 #include "server/render/direct_renderer.hpp"
 #include "server/render/http_client.hpp"
 #include "tests/support/child_process.hpp"
@@ -383,7 +383,7 @@ TEST_CASE("renderer choice: Splash if configured, else an installed Chromium, el
   newsdesk::scrapers::register_builtin_scrapers(*reg);
   config cfg;
   CHECK(resolve_sites(cfg, reg).front().renderer == "direct"); // nothing found
-  cfg.chromium_found = "/usr/bin/chromium";
+  cfg.chromium.path = "/usr/bin/chromium";
   CHECK(resolve_sites(cfg, reg).front().renderer == "chromium");
   cfg.splash_url = "http://splash:8050";
   CHECK(resolve_sites(cfg, reg).front().renderer == "splash");
@@ -405,9 +405,7 @@ TEST_CASE("renderer choice: Splash if configured, else an installed Chromium, el
                        doctest::Contains("t.json: chromium_pth: unknown key"), config_error);
 
   bool help = false;
-  auto loaded = load_config(
-      {"--chromium-path", "/nonexistent/chromium"},
-      [](const char*) -> const char* { return nullptr; }, help);
-  CHECK(loaded.chromium_found.empty());
+  auto loaded = load_config({"--chromium-path", "/nonexistent/chromium"}, {}, help);
+  CHECK(loaded.chromium.path.empty());
   CHECK(resolve_sites(loaded, reg).front().renderer == "direct");
 }
