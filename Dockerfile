@@ -2,7 +2,8 @@
 FROM debian:bookworm AS build
 WORKDIR /src
 COPY scripts/setup scripts/setup
-RUN scripts/setup
+# Build dependencies only: no browser, test tools or fuzzing toolchain in this stage.
+RUN scripts/setup --build-only
 COPY . .
 RUN BUILD_TYPE=Release scripts/build build -DNEWSDESK_BUILD_TESTS=OFF -DNEWSDESK_BUILD_BENCH=OFF
 

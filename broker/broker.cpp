@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <iostream>
 #include <span>
 #include <string>
 #include <system_error>
@@ -16,6 +15,7 @@
 #include <boost/asio/strand.hpp>
 
 #include "broker/frame.hpp"
+#include "server/core/log.hpp"
 
 namespace newsdesk::broker {
 
@@ -146,8 +146,10 @@ bool is_expected_close(const error_code& ec) {
          ec == net::error::connection_aborted;
 }
 
+// One logfmt line, like every other line newsdesk writes.
 void fail(const error_code& ec, const char* step) {
-  std::cerr << "broker: " << step << ": " << ec.message() << '\n';
+  newsdesk::server::log_warn(std::string("msg=\"broker: ") + step + "\" error=\"" + ec.message() +
+                             "\"");
 }
 
 class core;
@@ -886,7 +888,9 @@ void core::subscribe_local(const std::shared_ptr<local_subscriber>& s, std::stri
   }
   auto ch = find_or_create(name);
   if (!ch) {
-    std::cerr << "broker: in-process subscribe to " << name << " refused: max_channels reached\n";
+    newsdesk::server::log_warn("msg=\"broker: in-process subscribe refused: max_channels reached\" "
+                               "channel=\"" +
+                               std::string(name) + "\"");
     drop_local(*s);
     return;
   }
@@ -977,10 +981,11 @@ void core::deliver_local(channel& ch, std::span<const msg_view> msgs) {
         try {
           s->handler(data);
         } catch (const std::exception& e) {
-          std::cerr << "broker: in-process subscriber of " << ch.name << " threw: " << e.what()
-                    << '\n';
+          newsdesk::server::log_error("msg=\"broker: in-process subscriber threw\" channel=\"" +
+                                      ch.name + "\" error=\"" + e.what() + "\"");
         } catch (...) {
-          std::cerr << "broker: in-process subscriber of " << ch.name << " threw\n";
+          newsdesk::server::log_error("msg=\"broker: in-process subscriber threw\" channel=\"" +
+                                      ch.name + "\"");
         }
       }
       s->calling.store(false);

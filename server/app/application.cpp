@@ -110,11 +110,12 @@ struct application::parts {
     wire_news();
     http = std::make_unique<http_server>(
         ioc,
-        observe_requests([this](http_request req,
-                                responder respond) { routes.handle(std::move(req), std::move(respond)); },
-                         cfg.metrics ? &counters : nullptr,
-                         cfg.access_log ? std::function<void(std::string_view)>(log_info)
-                                        : nullptr),
+        observe_requests(
+            [this](http_request req, responder respond) {
+              routes.handle(std::move(req), std::move(respond));
+            },
+            cfg.metrics ? &counters : nullptr,
+            cfg.access_log ? std::function<void(std::string_view)>(log_info) : nullptr),
         cfg.http);
   }
 
@@ -129,8 +130,8 @@ struct application::parts {
       live.handle(std::move(req), std::move(res));
     });
     if (pubsub)
-      routes.add_json_endpoint(
-          "/api/broker", [this] { return nlohmann::json(pubsub->stats()).dump() + "\n"; });
+      routes.add_json_endpoint("/api/broker",
+                               [this] { return nlohmann::json(pubsub->stats()).dump() + "\n"; });
     if (cfg.metrics)
       routes.add_route("/metrics", [this](http_request, responder respond) {
         std::optional<broker::stats_snapshot> broker_stats;
@@ -138,8 +139,8 @@ struct application::parts {
           broker_stats = pubsub->stats();
         http_response res;
         res.content_type = "text/plain; version=0.0.4; charset=utf-8";
-        res.body = counters.render(news.snapshot()->sites,
-                                   broker_stats ? &*broker_stats : nullptr, live.clients());
+        res.body = counters.render(news.snapshot()->sites, broker_stats ? &*broker_stats : nullptr,
+                                   live.clients());
         res.with_header("Cache-Control", "no-store");
         respond(std::move(res));
       });
@@ -175,17 +176,17 @@ struct application::parts {
       }
     });
     if (cfg.metrics)
-      news.on_refresh_done([this](const site_config& site, std::chrono::milliseconds took,
-                                  std::string_view kind) {
-        counters.observe_fetch(site.name, took, kind);
-      });
+      news.on_refresh_done(
+          [this](const site_config& site, std::chrono::milliseconds took, std::string_view kind) {
+            counters.observe_fetch(site.name, took, kind);
+          });
   }
 
   // The first log lines: where the configuration came from and what was chosen.
   void log_configuration() {
     log_info("msg=configuration file=\"" + (cfg.source.empty() ? "none" : cfg.source) +
-             "\" store=\"" + cfg.store_path.string() + "\" sites=" +
-             std::to_string(sites.size()) + " threads=" + std::to_string(threads));
+             "\" store=\"" + cfg.store_path.string() + "\" sites=" + std::to_string(sites.size()) +
+             " threads=" + std::to_string(threads));
     for (const auto& warning : cfg.warnings)
       log_warn("msg=\"" + warning + "\"");
     for (const auto& [name, r] : renderers.by_name())
@@ -201,9 +202,8 @@ struct application::parts {
       pubsub->listen(); // a bind failure stops startup like the HTTP one does
       pubsub->start();
       // /events follows the topic in process; registered before any refresh can publish.
-      live_feed = pubsub->subscribe(headlines_topic, [this](broker::message_ptr batch) {
-        live.publish(std::move(batch));
-      });
+      live_feed = pubsub->subscribe(
+          headlines_topic, [this](broker::message_ptr batch) { live.publish(std::move(batch)); });
     }
     live.start();
     // A Chromium that a site renders through from the start is started now, not on first use.
@@ -339,7 +339,7 @@ struct application::parts {
   config cfg;
   unsigned threads;
   net::io_context ioc;
-  net::thread_pool parse_pool; // parsing, store writes, reloads: never on a network thread
+  net::thread_pool parse_pool;    // parsing, store writes, reloads: never on a network thread
   std::vector<site_config> sites; // as loaded at startup; news.sites() has the current ones
   std::shared_ptr<const news_page> page;
   static_files files;
@@ -368,7 +368,8 @@ nlohmann::json effective_config(const config& cfg) {
   return effective;
 }
 
-application::application(config cfg) : parts_(std::make_unique<parts>(std::move(cfg))) {}
+application::application(config cfg)
+    : parts_(std::make_unique<parts>(std::move(cfg))) {}
 
 application::~application() = default;
 

@@ -247,26 +247,27 @@ request_handler observe_requests(request_handler next, metrics* counters,
   if (!counters && !access_log)
     return next;
   // Shared, so a response that completes after the handler was copied or moved still logs.
-  auto log_line = access_log ? std::make_shared<const std::function<void(std::string_view)>>(
-                                   std::move(access_log))
-                             : nullptr;
+  auto log_line =
+      access_log
+          ? std::make_shared<const std::function<void(std::string_view)>>(std::move(access_log))
+          : nullptr;
   return [next = std::move(next), counters, log_line](http_request req, responder respond) {
     auto started = std::chrono::steady_clock::now();
     auto route = metrics::route_of(req.path());
     // The request moves into the handler, so what the log line needs is taken now.
     auto line = log_line ? "msg=access method=" + req.method + " path=\"" +
-                                 std::string(req.path().substr(0, 200)) + "\""
-                           : std::string();
+                               std::string(req.path().substr(0, 200)) + "\""
+                         : std::string();
     next(std::move(req), [counters, log_line, started, route, line = std::move(line),
                           respond = std::move(respond)](http_response res) {
       auto took = std::chrono::steady_clock::now() - started;
       if (counters)
         counters->observe_request(route, res.status, took);
       if (log_line)
-        (*log_line)(line + " status=" + std::to_string(res.status) +
-                   " bytes=" + std::to_string(res.body_size()) + " us=" +
-                   std::to_string(
-                       std::chrono::duration_cast<std::chrono::microseconds>(took).count()));
+        (*log_line)(
+            line + " status=" + std::to_string(res.status) +
+            " bytes=" + std::to_string(res.body_size()) + " us=" +
+            std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(took).count()));
       respond(std::move(res));
     });
   };

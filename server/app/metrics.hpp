@@ -11,10 +11,10 @@
 #include "server/http/http_message.hpp"
 
 #include <array>
-#include <functional>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>

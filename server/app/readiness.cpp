@@ -12,9 +12,9 @@ std::string readiness::to_json() const {
   return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-readiness decide_readiness(const news_snapshot& snapshot, const std::vector<site_config>& configured,
-                           double jitter, std::int64_t now_ms,
-                           const std::optional<std::string>& store_error) {
+readiness decide_readiness(const news_snapshot& snapshot,
+                           const std::vector<site_config>& configured, double jitter,
+                           std::int64_t now_ms, const std::optional<std::string>& store_error) {
   readiness out;
   out.sites = configured.size();
   if (store_error)

@@ -14,8 +14,8 @@ namespace newsdesk::server {
 
 struct readiness {
   bool ready = false;
-  std::size_t sites_fresh = 0; // sites whose last success is within their allowed age
-  std::size_t sites = 0;       // sites configured now
+  std::size_t sites_fresh = 0;      // sites whose last success is within their allowed age
+  std::size_t sites = 0;            // sites configured now
   std::vector<std::string> reasons; // why not ready; empty when ready
 
   // {"ready","sites_fresh","sites","reasons"}
@@ -26,8 +26,8 @@ struct readiness {
 // least one configured site succeeded within interval * (1 + jitter) + its render timeout of
 // `now_ms`. Sites in `snapshot` that are no longer configured (a reload removed them) are
 // ignored.
-readiness decide_readiness(const news_snapshot& snapshot, const std::vector<site_config>& configured,
-                           double jitter, std::int64_t now_ms,
-                           const std::optional<std::string>& store_error);
+readiness decide_readiness(const news_snapshot& snapshot,
+                           const std::vector<site_config>& configured, double jitter,
+                           std::int64_t now_ms, const std::optional<std::string>& store_error);
 
 } // namespace newsdesk::server

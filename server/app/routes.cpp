@@ -1,11 +1,11 @@
 #include "server/app/routes.hpp"
 
-#include "server/news/feeds.hpp"
 #include "server/core/log.hpp"
+#include "server/http/static_files.hpp"
+#include "server/news/feeds.hpp"
 #include "server/news/news_page.hpp"
 #include "server/news/news_query.hpp"
 #include "server/news/news_service.hpp"
-#include "server/http/static_files.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -53,7 +53,7 @@ std::string sites_title(const news_snapshot& s) {
 } // namespace
 
 routes::routes(news_service& news, std::shared_ptr<const news_page> page, const static_files& files,
-         std::string public_url)
+               std::string public_url)
     : news_(news)
     , files_(files)
     , public_url_(std::move(public_url))

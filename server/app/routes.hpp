@@ -32,7 +32,7 @@ class routes {
   // `public_url` ("https://news.example.org") makes feed links absolute; empty: taken from
   // the request's Host header.
   routes(news_service& news, std::shared_ptr<const news_page> page, const static_files& files,
-      std::string public_url = {});
+         std::string public_url = {});
 
   // Serves pages from `page` from now on (a template reload). Thread-safe.
   void set_page(std::shared_ptr<const news_page> page);

@@ -1,4 +1,5 @@
 #include "server/render/browser_process.hpp"
+#include "server/render/render_support.hpp"
 
 #include "server/core/log.hpp"
 #include "server/render/renderer.hpp"
@@ -39,10 +40,6 @@ constexpr milliseconds max_backoff{30'000};
 constexpr const char* setpriv_path = "/usr/bin/setpriv";
 // How often a starting browser's profile is checked for DevToolsActivePort.
 constexpr milliseconds port_poll_interval{25};
-
-double seconds(milliseconds ms) {
-  return static_cast<double>(ms.count()) / 1000.0;
-}
 
 bool is_executable(const std::string& path) {
   struct stat st {};
@@ -270,7 +267,7 @@ void browser_process::poll_port(std::uint64_t gen) {
   if (clock_type::now() - started_at_ > options_.startup_timeout) {
     kill_process();
     return start_failed("Chromium did not open DevTools within " +
-                        format_seconds(seconds(options_.startup_timeout)) + " s");
+                        format_seconds(seconds_of(options_.startup_timeout)) + " s");
   }
   startup_timer_.expires_after(port_poll_interval);
   startup_timer_.async_wait([self = shared_from_this(), gen](boost::system::error_code ec) {
@@ -423,7 +420,7 @@ void browser_process::ping(std::uint64_t gen) {
     if (ec || gen != self->generation_ || self->ping_answered_ >= seq)
       return;
     self->browser_died("no answer to a ping within " +
-                       format_seconds(seconds(self->options_.ping_timeout)) + " s");
+                       format_seconds(seconds_of(self->options_.ping_timeout)) + " s");
   });
 }
 

@@ -1,4 +1,5 @@
 #include "server/render/browserless_renderer.hpp"
+#include "server/render/render_support.hpp"
 
 #include "server/render/cdp_client.hpp"
 
@@ -15,17 +16,6 @@ namespace {
 
 // The same cap as the other renderers: a front page runs to ~4 MB.
 constexpr std::size_t max_page_bytes = 16 * 1024 * 1024;
-
-double seconds(std::chrono::milliseconds ms) {
-  return static_cast<double>(ms.count()) / 1000.0;
-}
-
-render_result failure(render_failure kind, std::string message) {
-  render_result r;
-  r.failure = kind;
-  r.message = std::move(message);
-  return r;
-}
 
 std::string header_of(const header_list& headers, std::string_view name) {
   for (const auto& [key, value] : headers)
@@ -79,12 +69,12 @@ render_result interpret_browserless_answer(unsigned status, const header_list& h
     int code = 0;
     std::from_chars(code_text.data(), code_text.data() + code_text.size(), code);
     if (code >= 400)
-      return failure(render_failure::upstream, "site answered HTTP " + std::to_string(code));
+      return render_failed(render_failure::upstream, "site answered HTTP " + std::to_string(code));
     if (body.size() > max_page_bytes)
-      return failure(render_failure::too_large,
-                     "page too large: " + std::to_string(body.size()) + " bytes");
+      return render_failed(render_failure::too_large,
+                           "page too large: " + std::to_string(body.size()) + " bytes");
     if (is_empty_page(body))
-      return failure(render_failure::empty, "browserless returned an empty page");
+      return render_failed(render_failure::empty, "browserless returned an empty page");
     render_result ok;
     ok.html = std::move(body);
     ok.url = header_of(headers, "X-Response-URL");
@@ -98,26 +88,27 @@ render_result interpret_browserless_answer(unsigned status, const header_list& h
   };
   switch (status) {
   case 400:
-    return failure(render_failure::rejected, with_text("browserless rejected the request"));
+    return render_failed(render_failure::rejected, with_text("browserless rejected the request"));
   case 401:
   case 403:
-    return failure(render_failure::rejected, "browserless refused the request (HTTP " +
-                                                 std::to_string(status) +
-                                                 "): is the token in browserless_url right?");
+    return render_failed(render_failure::rejected, "browserless refused the request (HTTP " +
+                                                       std::to_string(status) +
+                                                       "): is the token in browserless_url right?");
   case 404:
-    return failure(
+    return render_failed(
         render_failure::unreachable,
         "browserless answered 404: is browserless_url pointing at a browserless server?");
   case 408:
-    return failure(render_failure::timeout, "browserless timed out after " +
-                                                format_seconds(seconds(request.timeout)) + " s");
+    return render_failed(render_failure::timeout, "browserless timed out after " +
+                                                      format_seconds(seconds_of(request.timeout)) +
+                                                      " s");
   case 429:
   case 503:
-    return failure(render_failure::upstream,
-                   "browserless is at capacity (" + std::to_string(status) + ")");
+    return render_failed(render_failure::upstream,
+                         "browserless is at capacity (" + std::to_string(status) + ")");
   default:
-    return failure(render_failure::upstream,
-                   with_text("browserless answered HTTP " + std::to_string(status)));
+    return render_failed(render_failure::upstream,
+                         with_text("browserless answered HTTP " + std::to_string(status)));
   }
 }
 
@@ -138,13 +129,15 @@ void browserless_renderer::render(render_request request, std::function<void(ren
           result = interpret_browserless_answer(answer.status, answer.headers,
                                                 std::move(answer.body), request);
         else if (answer.timed_out)
-          result = failure(render_failure::timeout, "browserless did not answer within " +
-                                                        format_seconds(seconds(limit)) + " s");
+          result =
+              render_failed(render_failure::timeout, "browserless did not answer within " +
+                                                         format_seconds(seconds_of(limit)) + " s");
         else if (answer.error.find("too large") != std::string::npos)
-          result = failure(render_failure::too_large, "page too large: " + answer.error);
+          result = render_failed(render_failure::too_large, "page too large: " + answer.error);
         else
-          result = failure(render_failure::unreachable,
-                           "cannot reach browserless at " + base_ + " (" + answer.error + ")");
+          result =
+              render_failed(render_failure::unreachable,
+                            "cannot reach browserless at " + base_ + " (" + answer.error + ")");
         result.elapsed = answer.elapsed;
         done(std::move(result));
       });

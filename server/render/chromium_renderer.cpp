@@ -1,4 +1,5 @@
 #include "server/render/chromium_renderer.hpp"
+#include "server/render/render_support.hpp"
 
 #include "server/render/browser_process.hpp"
 #include "server/render/tab_job.hpp"
@@ -21,23 +22,7 @@ namespace net = boost::asio;
 using json = nlohmann::json;
 using job_ptr = std::shared_ptr<tab_job>;
 
-namespace {
-
-render_result failure(render_failure kind, std::string message) {
-  render_result r;
-  r.failure = kind;
-  r.message = std::move(message);
-  return r;
-}
-
-std::string text_of(const json& j, const char* key) {
-  if (j.is_object())
-    if (auto it = j.find(key); it != j.end() && it->is_string())
-      return it->get<std::string>();
-  return {};
-}
-
-} // namespace
+namespace {} // namespace
 
 // Joins the browser and the renders: a FIFO of renders waiting for a slot, the renders in flight
 // (at most max_concurrent), and the routing of DevTools events to the render whose session they
@@ -102,12 +87,13 @@ struct chromium_renderer::state : std::enable_shared_from_this<state> {
   std::atomic<std::size_t> peak_active{0};
 
   render_result start_failure_result() const {
-    return failure(render_failure::unreachable, "cannot start Chromium: " + browser->start_error());
+    return render_failed(render_failure::unreachable,
+                         "cannot start Chromium: " + browser->start_error());
   }
 
   void enqueue(const job_ptr& j) {
     if (browser->closed())
-      return finish_job(j, failure(render_failure::unreachable, "newsdesk is shutting down"));
+      return finish_job(j, render_failed(render_failure::unreachable, "newsdesk is shutting down"));
     if (browser->failing_fast())
       return finish_job(j, start_failure_result());
     queue.push_back(j);
@@ -146,13 +132,13 @@ struct chromium_renderer::state : std::enable_shared_from_this<state> {
   void fail_active(const std::string& why) {
     auto victims = active;
     for (const auto& j : victims)
-      finish_job(j, failure(render_failure::upstream,
-                            "Chromium crashed during the render (" + why + "); restarting it"));
+      finish_job(j, render_failed(render_failure::upstream, "Chromium crashed during the render (" +
+                                                                why + "); restarting it"));
   }
 
   void route(const std::string& method, const json& params, const std::string& session) {
     if (method == "Target.detachedFromTarget") {
-      auto it = by_session.find(text_of(params, "sessionId"));
+      auto it = by_session.find(string_field(params, "sessionId"));
       if (it != by_session.end())
         it->second->on_detached();
       return;
@@ -194,9 +180,9 @@ struct chromium_renderer::state : std::enable_shared_from_this<state> {
     auto victims = active;
     auto waiting = queue;
     for (const auto& j : victims)
-      finish_job(j, failure(render_failure::unreachable, "newsdesk is shutting down"));
+      finish_job(j, render_failed(render_failure::unreachable, "newsdesk is shutting down"));
     for (const auto& j : waiting)
-      finish_job(j, failure(render_failure::unreachable, "newsdesk is shutting down"));
+      finish_job(j, render_failed(render_failure::unreachable, "newsdesk is shutting down"));
   }
 };
 

@@ -1,4 +1,5 @@
 #include "server/render/splash_renderer.hpp"
+#include "server/render/render_support.hpp"
 
 #include "server/render/http_client.hpp"
 
@@ -56,32 +57,13 @@ std::string percent_encode(std::string_view text) {
 }
 
 namespace {
-double seconds(std::chrono::milliseconds ms) {
-  return static_cast<double>(ms.count()) / 1000.0;
-}
 
 std::string param_seconds(std::chrono::milliseconds ms) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", seconds(ms));
+  std::snprintf(buf, sizeof buf, "%.3g", seconds_of(ms));
   return buf;
 }
 
-render_result failure(render_failure kind, std::string message) {
-  render_result r;
-  r.failure = kind;
-  r.message = std::move(message);
-  return r;
-}
-
-// Reads a string member if present and a string; never throws.
-std::string text_of(const nlohmann::json& j, const char* key) {
-  if (j.is_object()) {
-    auto it = j.find(key);
-    if (it != j.end() && it->is_string())
-      return it->get<std::string>();
-  }
-  return {};
-}
 } // namespace
 
 std::string splash_render_url(std::string_view splash_url, const render_request& request) {
@@ -125,8 +107,8 @@ render_result interpret_splash_answer(unsigned status, std::string body,
                                       const render_request& request) {
   if (status == 200) {
     if (is_empty_page(body))
-      return failure(render_failure::empty,
-                     "Splash returned an empty page (is the site's URL right?)");
+      return render_failed(render_failure::empty,
+                           "Splash returned an empty page (is the site's URL right?)");
     render_result ok;
     ok.html = std::move(body);
     ok.url = request.url;
@@ -134,45 +116,47 @@ render_result interpret_splash_answer(unsigned status, std::string body,
   }
   // Splash's errors are JSON: {"error": N, "type": ..., "description": ..., "info": {...}}.
   auto error = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  auto type = text_of(error, "type");
+  auto type = string_field(error, "type");
   nlohmann::json info =
       error.is_object() && error.contains("info") ? error["info"] : nlohmann::json{};
 
   switch (status) {
   case 400: {
-    auto argument = text_of(info, "argument");
-    if (text_of(info, "type") == "argument_required")
-      return failure(render_failure::rejected,
-                     "Splash rejected the request: '" + argument + "' is missing");
+    auto argument = string_field(info, "argument");
+    if (string_field(info, "type") == "argument_required")
+      return render_failed(render_failure::rejected,
+                           "Splash rejected the request: '" + argument + "' is missing");
     if (!argument.empty())
-      return failure(render_failure::rejected,
-                     "Splash rejected the request: bad value for '" + argument + "'");
-    return failure(render_failure::rejected, "Splash rejected the request (400)");
+      return render_failed(render_failure::rejected,
+                           "Splash rejected the request: bad value for '" + argument + "'");
+    return render_failed(render_failure::rejected, "Splash rejected the request (400)");
   }
   case 502: {
-    auto text = text_of(info, "text");
+    auto text = string_field(info, "text");
     if (text.empty())
-      text = text_of(error, "description");
-    return failure(render_failure::upstream,
-                   "Splash could not load the page" + (text.empty() ? std::string{} : ": " + text));
+      text = string_field(error, "description");
+    return render_failed(render_failure::upstream,
+                         "Splash could not load the page" +
+                             (text.empty() ? std::string{} : ": " + text));
   }
   case 503:
-    return failure(render_failure::upstream, "Splash is overloaded (503)");
+    return render_failed(render_failure::upstream, "Splash is overloaded (503)");
   case 504: {
-    double limit = seconds(request.timeout);
+    double limit = seconds_of(request.timeout);
     if (info.is_object() && info.contains("timeout") && info["timeout"].is_number())
       limit = info["timeout"].get<double>();
-    return failure(render_failure::timeout,
-                   "Splash timed out after " + format_seconds(limit) + " s");
+    return render_failed(render_failure::timeout,
+                         "Splash timed out after " + format_seconds(limit) + " s");
   }
   case 520:
-    return failure(render_failure::upstream, "Splash cancelled the render");
+    return render_failed(render_failure::upstream, "Splash cancelled the render");
   case 404:
-    return failure(render_failure::unreachable,
-                   "Splash answered 404: is SPLASH_URL pointing at a Splash server?");
+    return render_failed(render_failure::unreachable,
+                         "Splash answered 404: is SPLASH_URL pointing at a Splash server?");
   default:
-    return failure(render_failure::upstream, "Splash answered HTTP " + std::to_string(status) +
-                                                 (type.empty() ? "" : " (" + type + ")"));
+    return render_failed(render_failure::upstream, "Splash answered HTTP " +
+                                                       std::to_string(status) +
+                                                       (type.empty() ? "" : " (" + type + ")"));
   }
 }
 
@@ -193,23 +177,24 @@ void splash_renderer::render(render_request request, std::function<void(render_r
           result = interpret_splash_answer(answer.status, std::move(answer.body), request);
           break;
         case fetch_failure::timeout:
-          result = failure(
+          result = render_failed(
               render_failure::timeout,
               "Splash did not answer within " +
-                  format_seconds(seconds(request.timeout + grace_for(request.timeout))) + " s");
+                  format_seconds(seconds_of(request.timeout + grace_for(request.timeout))) + " s");
           break;
         case fetch_failure::too_large:
-          result = failure(render_failure::too_large, "page too large: " + answer.error);
+          result = render_failed(render_failure::too_large, "page too large: " + answer.error);
           break;
         case fetch_failure::resolve:
         case fetch_failure::connect:
         case fetch_failure::bad_url:
         case fetch_failure::tls:
-          result = failure(render_failure::unreachable,
-                           "cannot reach Splash at " + base_ + " (" + answer.error + ")");
+          result = render_failed(render_failure::unreachable,
+                                 "cannot reach Splash at " + base_ + " (" + answer.error + ")");
           break;
         default:
-          result = failure(render_failure::upstream, "Splash connection failed: " + answer.error);
+          result =
+              render_failed(render_failure::upstream, "Splash connection failed: " + answer.error);
         }
         result.elapsed = answer.elapsed;
         done(std::move(result));

@@ -1,4 +1,5 @@
 #include "server/render/tab_job.hpp"
+#include "server/render/render_support.hpp"
 
 #include "server/core/log.hpp"
 #include "server/render/browser_process.hpp"
@@ -23,24 +24,6 @@ constexpr const char* read_page_expression =
     " url: location.href,"
     " status: ((performance.getEntriesByType('navigation')[0] || {}).responseStatus) || 0})";
 
-double seconds(milliseconds ms) {
-  return static_cast<double>(ms.count()) / 1000.0;
-}
-
-render_result failure(render_failure kind, std::string message) {
-  render_result r;
-  r.failure = kind;
-  r.message = std::move(message);
-  return r;
-}
-
-std::string text_of(const json& j, const char* key) {
-  if (j.is_object())
-    if (auto it = j.find(key); it != j.end() && it->is_string())
-      return it->get<std::string>();
-  return {};
-}
-
 } // namespace
 
 tab_job::tab_job(boost::asio::any_io_executor strand, render_request request,
@@ -60,9 +43,9 @@ void tab_job::arm_deadline() {
   deadline_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
     if (ec || self->finished_)
       return;
-    self->end(failure(render_failure::timeout, "Chromium timed out after " +
-                                                   format_seconds(seconds(self->request_.timeout)) +
-                                                   " s"));
+    self->end(render_failed(render_failure::timeout,
+                            "Chromium timed out after " +
+                                format_seconds(seconds_of(self->request_.timeout)) + " s"));
   });
 }
 
@@ -70,7 +53,7 @@ void tab_job::run(std::shared_ptr<browser_process> browser) {
   browser_ = std::move(browser);
   generation_ = browser_->generation();
   browser_->open_target([self = shared_from_this()](cdp::reply r) {
-    auto target = text_of(r.result, "targetId");
+    auto target = string_field(r.result, "targetId");
     if (self->finished_) { // abandoned while the tab was opening: close it now
       if (!target.empty())
         self->browser_->close_target(self->generation_, target);
@@ -80,7 +63,7 @@ void tab_job::run(std::shared_ptr<browser_process> browser) {
       if (!self->browser_->alive(self->generation_))
         return; // the browser died: its owner reports that
       return self->end(
-          failure(render_failure::upstream, "Chromium could not open a tab: " + r.error));
+          render_failed(render_failure::upstream, "Chromium could not open a tab: " + r.error));
     }
     self->target_id_ = target;
     self->attach();
@@ -96,10 +79,10 @@ void tab_job::attach() {
         if (!r.ok) {
           if (!self->browser_->alive(self->generation_))
             return;
-          return self->end(failure(render_failure::upstream,
-                                   "Chromium could not attach to the tab: " + r.error));
+          return self->end(render_failed(render_failure::upstream,
+                                         "Chromium could not attach to the tab: " + r.error));
         }
-        self->session_id_ = text_of(r.result, "sessionId");
+        self->session_id_ = string_field(r.result, "sessionId");
         self->owner_.attached(self);
         self->navigate();
       });
@@ -119,13 +102,13 @@ void tab_job::navigate() {
                if (!self->browser_->alive(self->generation_))
                  return;
                return self->end(
-                   failure(render_failure::rejected, "Chromium refused the URL: " + r.error));
+                   render_failed(render_failure::rejected, "Chromium refused the URL: " + r.error));
              }
-             if (auto error = text_of(r.result, "errorText"); !error.empty())
-               return self->end(
-                   failure(render_failure::upstream, "Chromium could not load the page: " + error));
+             if (auto error = string_field(r.result, "errorText"); !error.empty())
+               return self->end(render_failed(render_failure::upstream,
+                                              "Chromium could not load the page: " + error));
              self->navigated_ = true;
-             self->loader_id_ = text_of(r.result, "loaderId");
+             self->loader_id_ = string_field(r.result, "loaderId");
              if (self->loader_id_.empty() || self->loaded_.count(self->loader_id_))
                self->after_load();
            });
@@ -135,9 +118,9 @@ void tab_job::on_event(const std::string& method, const json& params, const std:
   if (finished_)
     return;
   if (method == "Page.lifecycleEvent") {
-    if (text_of(params, "name") != "load")
+    if (string_field(params, "name") != "load")
       return;
-    auto loader = text_of(params, "loaderId");
+    auto loader = string_field(params, "loaderId");
     loaded_.insert(loader);
     if (navigated_ && loader == loader_id_)
       after_load();
@@ -146,13 +129,13 @@ void tab_job::on_event(const std::string& method, const json& params, const std:
     browser_->connection().call("Page.handleJavaScriptDialog", {{"accept", true}}, session,
                                 [](cdp::reply) {});
   } else if (method == "Inspector.targetCrashed") {
-    end(failure(render_failure::upstream, "the page crashed Chromium's renderer"));
+    end(render_failed(render_failure::upstream, "the page crashed Chromium's renderer"));
   }
 }
 
 void tab_job::on_detached() {
   if (!finished_)
-    end(failure(render_failure::upstream, "Chromium closed the tab unexpectedly"));
+    end(render_failed(render_failure::upstream, "Chromium closed the tab unexpectedly"));
 }
 
 void tab_job::after_load() {
@@ -178,28 +161,29 @@ void tab_job::read_page() {
         if (!r.ok) {
           if (!self->browser_->alive(self->generation_))
             return;
-          return self->end(
-              failure(render_failure::upstream, "Chromium could not read the page: " + r.error));
+          return self->end(render_failed(render_failure::upstream,
+                                         "Chromium could not read the page: " + r.error));
         }
         if (r.result.contains("exceptionDetails"))
-          return self->end(
-              failure(render_failure::upstream, "Chromium could not read the page (script error)"));
+          return self->end(render_failed(render_failure::upstream,
+                                         "Chromium could not read the page (script error)"));
         const json& value = r.result.value("result", json::object()).value("value", json::object());
-        auto html = text_of(value, "html");
+        auto html = string_field(value, "html");
         auto status = value.is_object() && value.contains("status") && value["status"].is_number()
                           ? value["status"].get<int>()
                           : 0;
         render_result out;
         if (status >= 400)
-          out = failure(render_failure::upstream, "site answered HTTP " + std::to_string(status));
+          out = render_failed(render_failure::upstream,
+                              "site answered HTTP " + std::to_string(status));
         else if (html.size() > max_page_bytes)
-          out = failure(render_failure::too_large,
-                        "page too large: " + std::to_string(html.size()) + " bytes");
+          out = render_failed(render_failure::too_large,
+                              "page too large: " + std::to_string(html.size()) + " bytes");
         else if (is_empty_page(html))
-          out = failure(render_failure::empty, "Chromium rendered an empty page");
+          out = render_failed(render_failure::empty, "Chromium rendered an empty page");
         else {
           out.html = std::move(html);
-          out.url = text_of(value, "url");
+          out.url = string_field(value, "url");
           if (out.url.empty())
             out.url = self->request_.url;
         }

@@ -22,9 +22,16 @@ inline std::optional<std::string> read_file(const std::filesystem::path& path) {
 }
 
 // A page from the shared fixtures folder, or nullopt when it is not there (tests then skip
-// with a MESSAGE instead of failing: the folder lives outside the repository).
+// with a MESSAGE: the folder lives outside the repository). With NEWSDESK_REQUIRE_PAGES=1, as
+// .ci/run sets, a missing page throws instead, failing the test rather than skipping it.
 inline std::optional<std::string> shared_page(const std::string& name) {
-  return read_file(std::filesystem::path(NEWSDESK_SHARED_PAGES) / name);
+  auto path = std::filesystem::path(NEWSDESK_SHARED_PAGES) / name;
+  auto bytes = read_file(path);
+  const char* required = std::getenv("NEWSDESK_REQUIRE_PAGES");
+  if (!bytes && required && std::string_view(required) == "1")
+    throw std::runtime_error("saved page " + path.string() +
+                             " is missing and NEWSDESK_REQUIRE_PAGES=1");
+  return bytes;
 }
 
 // A fixture from tests/fixtures/scrapers; throws when missing, as that is a broken checkout.

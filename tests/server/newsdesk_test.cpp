@@ -317,6 +317,16 @@ TEST_CASE("startup fails with a message naming the problem") {
     CHECK(read_file((dir.path / "err").string()).find("colour_scheme: unknown key") !=
           std::string::npos);
   }
+  SUBCASE("unknown flag, with the nearest known one when there is one") {
+    child_process p(NEWSDESK_BINARY, {"--frobnicate"}, {}, (dir.path / "err").string());
+    CHECK(p.wait_exit() == 2);
+    CHECK(read_file((dir.path / "err").string()).find("unknown option --frobnicate") !=
+          std::string::npos);
+    child_process typo(NEWSDESK_BINARY, {"--prot", "1"}, {}, (dir.path / "err2").string());
+    CHECK(typo.wait_exit() == 2);
+    CHECK(read_file((dir.path / "err2").string())
+              .find("unknown option --prot (did you mean --port?)") != std::string::npos);
+  }
   SUBCASE("unknown scraper") {
     auto path = dir.write("bad.json", R"({"renderer": "direct", "sites": ["cnn", "nosuchsite"]})");
     child_process p(NEWSDESK_BINARY, {"--config", path}, {}, (dir.path / "err").string());

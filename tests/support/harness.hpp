@@ -29,8 +29,15 @@ namespace fs = std::filesystem;
 inline const std::string source_dir = NEWSDESK_SOURCE_DIR;
 inline const std::string shared_pages = NEWSDESK_SHARED_PAGES;
 
+// With NEWSDESK_REQUIRE_PAGES=1 (.ci/run) a missing page throws, failing the test, instead of
+// returning found = false for the test to skip.
 inline std::string fixture(const std::string& name, bool& found) {
-  return read_file(shared_pages + "/" + name, &found);
+  auto bytes = read_file(shared_pages + "/" + name, &found);
+  const char* required = std::getenv("NEWSDESK_REQUIRE_PAGES");
+  if (!found && required && std::string_view(required) == "1")
+    throw std::runtime_error("saved page " + shared_pages + "/" + name +
+                             " is missing and NEWSDESK_REQUIRE_PAGES=1");
+  return bytes;
 }
 
 // CNN's 2015 markup, written here so the test does not depend on a third-party page.
