@@ -61,7 +61,7 @@ struct config {
   // The Chromium renderer's options. load_config sets chromium.path to the executable found
   // from chromium_path (empty: none); only then does a site get "chromium" automatically, or
   // may name it. Empty here too, so a config built in code has no Chromium until it says so.
-  chromium_options chromium = without_chromium();
+  chromium_options chromium;
   double splash_max_timeout = 90; // Splash's --max-timeout: larger timeouts get a 400
   double default_wait = 0.5;      // seconds after the load event
   double default_timeout = 30;    // seconds for a whole render
@@ -85,13 +85,6 @@ struct config {
   std::vector<std::string> warnings;
   // --print-config was given (the caller prints config_to_json and exits).
   bool print_config = false;
-
- private:
-  static chromium_options without_chromium() {
-    chromium_options options;
-    options.path.clear();
-    return options;
-  }
 };
 
 // The process environment, name -> value; load_config's seam, so tests pass a fake one.

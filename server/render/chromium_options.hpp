@@ -10,7 +10,9 @@
 namespace newsdesk::server {
 
 struct chromium_options {
-  std::string path = "/usr/bin/chromium";
+  // The browser executable (find_chromium finds one); empty: no Chromium, so no renderer is
+  // made for it.
+  std::string path;
   // Each tab is a renderer process of 50-150 MB; 4 keeps a 2-core, 2 GB machine responsive
   // while still overlapping the network waits of four sites.
   unsigned max_concurrent = 4;
