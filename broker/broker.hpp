@@ -107,8 +107,8 @@ class server {
   ///
   /// The handler runs on the broker's strand, inside the publish loop: it must be cheap and
   /// must never block (take the message and post the real work elsewhere); anything it throws
-  /// is caught and logged (logfmt, level=error). It may call publish(), subscribe() and cancel(); their
-  /// effects are queued behind the current publish. There is no queue between the broker and
+  /// is caught and logged (logfmt, level=error). It may call publish(), subscribe() and cancel();
+  /// their effects are queued behind the current publish. There is no queue between the broker and
   /// the handler, so the slow-consumer limits do not apply and nothing is dropped for it.
   /// Each call counts in `deliveries`; the subscriber counts in `subscribers_current` while
   /// registered, like a network subscriber.

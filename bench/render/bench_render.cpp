@@ -2,8 +2,8 @@
 // (sequential), the browser's memory (PSS of its whole process group) as renders accumulate,
 // and throughput at several concurrency limits. Prints a Markdown table.
 // Usage: bench_render [chromium-path (default: chromium on PATH)] [sequential-renders]
-#include "server/render/chromium_renderer.hpp"
 #include "server/http/http_server.hpp"
+#include "server/render/chromium_renderer.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>

@@ -33,8 +33,6 @@ namespace net = boost::asio;
 
 namespace {
 
-// History older than the retention is pruned this often.
-constexpr std::chrono::hours prune_period{1};
 // The topic new headlines go out on, where /events and any broker client follow them.
 constexpr const char* headlines_topic = "/topic/headlines";
 
@@ -100,7 +98,6 @@ struct application::parts {
       , news(ioc, sites, renderers.by_name(), parse_pool, &store, cfg.refresh)
       , routes(news, page, files)
       , live(ioc, parse_pool, &store, looks_of(sites))
-      , prune_timer(ioc)
       , hangup(ioc, SIGHUP)
       , terminate(ioc, SIGINT, SIGTERM)
       , drain_timer(ioc) {
@@ -212,7 +209,6 @@ struct application::parts {
                                 [](const auto& s) { return s.renderer == "chromium"; }))
       chromium->warm_up();
     news.start();
-    prune();
     http->listen(cfg.address, cfg.port);
     http->start();
     // Scripts and tests read these lines to learn the ports (either may have been 0).
@@ -227,23 +223,6 @@ struct application::parts {
     terminate.async_wait([this](boost::system::error_code ec, int signal) {
       if (!ec)
         shut_down("signal=" + std::to_string(signal));
-    });
-  }
-
-  void prune() {
-    net::post(parse_pool, [this] {
-      auto cutoff = unix_ms_now() - cfg.refresh.retention.count();
-      try {
-        if (auto removed = store.prune(cutoff))
-          log_info("msg=\"pruned history\" rows=" + std::to_string(removed));
-      } catch (const std::exception& e) {
-        log_warn(std::string("msg=\"prune failed\" error=\"") + e.what() + "\"");
-      }
-    });
-    prune_timer.expires_after(prune_period);
-    prune_timer.async_wait([this](boost::system::error_code ec) {
-      if (!ec)
-        prune();
     });
   }
 
@@ -294,7 +273,6 @@ struct application::parts {
     terminate.cancel();
     news.stop();
     live.stop(); // SSE connections end here, so the connection drain below can finish
-    prune_timer.cancel();
     auto parts_left = std::make_shared<std::atomic<int>>(pubsub ? 2 : 1);
     auto part_done = [this, parts_left] {
       if (parts_left->fetch_sub(1) == 1)
@@ -323,7 +301,12 @@ struct application::parts {
 
   int run() {
     log_configuration();
-    start();
+    try {
+      start();
+    } catch (...) {
+      renderers.shutdown(); // a browser started by warm_up() must not outlive a failed start
+      throw;
+    }
     std::vector<std::thread> network;
     for (unsigned i = 1; i < threads; ++i)
       network.emplace_back([this] { ioc.run(); });
@@ -352,7 +335,6 @@ struct application::parts {
   std::unique_ptr<broker::server> pubsub;
   broker::subscription live_feed; // before pubsub and live go, it does
   std::unique_ptr<http_server> http;
-  net::steady_timer prune_timer;
   net::signal_set hangup;
   net::signal_set terminate;
   net::steady_timer drain_timer;

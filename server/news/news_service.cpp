@@ -176,6 +176,9 @@ void news_service::start() {
     schedule(s, milliseconds(0));
 
   // A cold start with nothing stored: answer waiting views after cold_start_wait at the latest.
+  prune_timer_ = clock_->make_timer();
+  prune_history_locked();
+
   cold_start_timer_ = clock_->make_timer();
   cold_start_timer_->wait(settings_.cold_start_wait, [this] {
     std::vector<std::function<void(std::shared_ptr<const news_snapshot>)>> waiters;
@@ -195,6 +198,28 @@ void news_service::stop() {
   stopped_ = true;
   for (auto& s : slots_)
     s->timer->cancel();
+  if (prune_timer_)
+    prune_timer_->cancel();
+  if (cold_start_timer_)
+    cold_start_timer_->cancel();
+}
+
+// The DELETE runs on the worker pool: over a large history it must not hold a network thread.
+void news_service::prune_history_locked() {
+  if (!store_ || stopped_)
+    return;
+  boost::asio::post(parse_pool_, [this, cutoff = now_ms() - settings_.retention.count()] {
+    try {
+      if (auto removed = store_->prune(cutoff))
+        log_info("msg=\"pruned history\" rows=" + std::to_string(removed));
+    } catch (const std::exception& e) {
+      log_warn(std::string("msg=\"prune failed\" error=\"") + e.what() + "\"");
+    }
+  });
+  prune_timer_->wait(prune_period, [this] {
+    std::lock_guard guard(mutex_);
+    prune_history_locked();
+  });
 }
 
 std::shared_ptr<const news_snapshot> news_service::snapshot() const {

@@ -6,7 +6,8 @@
 // errors, 502/503/504, timeouts) are retried with exponential backoff and full jitter; a site
 // that keeps failing waits longer between refreshes. A failed refresh keeps the site's last good
 // headlines on the page, marked stale with the error. Every headline is recorded in the
-// headline store, so a restart serves the last headlines at once. The set of sites can change
+// headline store, so a restart serves the last headlines at once; history older than the
+// retention is pruned at start and every prune_period after. The set of sites can change
 // while it runs (reconfigure(), on SIGHUP): renders in flight for a removed site are dropped.
 //
 // Time comes from a news_clock (news_clock.hpp): the real clocks and asio timers by default, a
@@ -54,6 +55,10 @@ struct news_service_seams {
 
 class news_service {
  public:
+  // How often history past settings.retention is pruned: the retention is days, so an hour
+  // late costs nothing, while each prune is one indexed DELETE.
+  static constexpr std::chrono::hours prune_period{1};
+
   // `renderers` maps the renderer names `sites` use; `store` may be null (no history). All must
   // outlive the service. Renders start and ready views are answered on `ioc`'s threads.
   news_service(boost::asio::io_context& ioc, std::vector<site_config> sites,
@@ -72,7 +77,7 @@ class news_service {
       std::function<void(const site_config&, std::chrono::milliseconds, std::string_view)>
           listener);
 
-  // Loads the stored headlines and starts every site's first refresh.
+  // Loads the stored headlines, starts every site's first refresh and the retention pruning.
   void start();
   // Cancels the timers; renders in flight finish and are dropped.
   void stop();
@@ -119,6 +124,7 @@ class news_service {
                       std::chrono::milliseconds elapsed, std::string_view kind);
   void finish_refresh_locked(const slot_ptr& s, std::chrono::milliseconds next);
   void publish_snapshot_locked();
+  void prune_history_locked();
   std::chrono::milliseconds jittered(std::chrono::milliseconds base);
   std::int64_t now_ms() const;
 
@@ -139,6 +145,7 @@ class news_service {
   std::deque<slot_ptr> waiting_; // sites waiting for a render slot, FIFO
   std::vector<std::function<void(std::shared_ptr<const news_snapshot>)>> ready_waiters_;
   std::unique_ptr<news_clock::timer> cold_start_timer_;
+  std::unique_ptr<news_clock::timer> prune_timer_;
   std::shared_ptr<const news_snapshot> snapshot_;
   std::uint64_t version_ = 0;
   std::mt19937_64 random_;

@@ -1,14 +1,17 @@
 #include "server/news/news_service.hpp"
 
+#include "server/news/headline_store.hpp"
 #include "server/news/news_clock.hpp"
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 
 #include <doctest/doctest.h>
 
 #include <condition_variable>
 #include <deque>
+#include <future>
 #include <mutex>
 #include <set>
 
@@ -132,7 +135,8 @@ struct policy_rig {
     return s;
   }
 
-  explicit policy_rig(refresh_settings settings = quiet(), std::uint64_t seed = 1) {
+  explicit policy_rig(refresh_settings settings = quiet(), std::uint64_t seed = 1,
+                      headline_store* store = nullptr) {
     site_config site;
     site.name = "a";
     site.scraper = std::make_shared<url_scraper>();
@@ -143,7 +147,7 @@ struct policy_rig {
     site.interval = settings.interval;
     service = std::make_unique<news_service>(
         ioc, std::vector<site_config>{site}, std::map<std::string, renderer*>{{"manual", &fake}},
-        pool, nullptr, settings, news_service_seams{&clock, seed});
+        pool, store, settings, news_service_seams{&clock, seed});
     service->on_refresh_done([this](const site_config&, milliseconds, std::string_view kind) {
       std::lock_guard lock(mutex);
       outcomes.emplace_back(kind);
@@ -158,6 +162,12 @@ struct policy_rig {
     service.reset();
   }
 
+  // Returns once the worker pool has run everything posted to it so far (it has one thread).
+  void drain_pool() {
+    std::promise<void> reached;
+    boost::asio::post(pool, [&] { reached.set_value(); });
+    reached.get_future().wait();
+  }
   // Runs the renders the service has posted.
   void run() {
     ioc.restart();
@@ -336,4 +346,40 @@ TEST_CASE("manual refreshes of a site are limited to one per manual_min_interval
   auto unknown = r.service->refresh_now("nosuch");
   REQUIRE(unknown.size() == 1);
   CHECK(unknown[0].second == news_service::trigger::unknown_site);
+}
+
+TEST_CASE("history past the retention is pruned at start and every prune period after, while "
+          "what a site shows now stays") {
+  auto store = headline_store::open(":memory:");
+  const auto day = std::chrono::duration_cast<milliseconds>(24h).count();
+  const std::int64_t start_ms =
+      std::chrono::duration_cast<milliseconds>(manual_clock().system_now().time_since_epoch())
+          .count();
+  auto seen = [&](const char* url, std::int64_t at) {
+    store.record_refresh("a", {{"Story", url, "a"}}, at);
+  };
+  seen("https://a.test/gone-at-start", start_ms - 11 * day);
+  // Within the retention at start, past it half an hour later.
+  seen("https://a.test/gone-within-the-hour", start_ms - 10 * day + 30 * 60 * 1000);
+  seen("https://a.test/current", start_ms - 20 * day); // old, but what the site shows now
+
+  auto urls = [&] {
+    std::set<std::string> out;
+    for (const auto& row : store.since(0, 100))
+      out.insert(row.url);
+    return out;
+  };
+  auto settings = policy_rig::quiet();
+  settings.retention = 10 * 24h;
+  policy_rig r(settings, 1, &store);
+  r.drain_pool();
+  CHECK(urls() ==
+        std::set<std::string>{"https://a.test/gone-within-the-hour", "https://a.test/current"});
+
+  r.advance(news_service::prune_period - 1ms);
+  r.drain_pool();
+  CHECK(urls().count("https://a.test/gone-within-the-hour") == 1);
+  r.advance(1ms);
+  r.drain_pool();
+  CHECK(urls() == std::set<std::string>{"https://a.test/current"});
 }

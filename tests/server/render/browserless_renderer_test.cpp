@@ -1,7 +1,7 @@
 // The browserless renderer against a stand-in of browserless's /content API (POST with a JSON
 // body naming the URL; the rendered HTML back, the target's own status in X-Response-Code).
-#include "server/render/browserless_renderer.hpp"
 #include "server/http/http_server.hpp"
+#include "server/render/browserless_renderer.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
