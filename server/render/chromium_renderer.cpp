@@ -22,8 +22,6 @@ namespace net = boost::asio;
 using json = nlohmann::json;
 using job_ptr = std::shared_ptr<tab_job>;
 
-namespace {} // namespace
-
 // Joins the browser and the renders: a FIFO of renders waiting for a slot, the renders in flight
 // (at most max_concurrent), and the routing of DevTools events to the render whose session they
 // name. Everything here runs on `strand`, which the browser_process and every tab_job share.

@@ -56,9 +56,9 @@ class chromium_renderer final : public renderer {
   void render(render_request request, std::function<void(render_result)> done) override;
 
   // Starts the browser now rather than on the first render.
-  void warm_up();
+  void warm_up() override;
   // Stops the browser for good; later renders fail with a notice. Idempotent, any thread.
-  void shutdown();
+  void shutdown() override;
 
   // Observability (and tests): the running browser's pid (0: none), how many browsers were
   // started, renders in flight now, the most ever in flight at once, targets opened and not yet

@@ -1,6 +1,7 @@
 #include "server/render/renderers.hpp"
 
 #include "server/render/browserless_renderer.hpp"
+#include "server/render/chromium_renderer.hpp"
 #include "server/render/direct_renderer.hpp"
 #include "server/render/http_client.hpp"
 #include "server/render/splash_renderer.hpp"

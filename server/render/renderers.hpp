@@ -2,7 +2,7 @@
 // (renderers.cpp): adding a renderer is its own file plus one line there.
 #pragma once
 
-#include "server/render/chromium_renderer.hpp"
+#include "server/render/chromium_options.hpp"
 #include "server/render/renderer.hpp"
 
 #include <map>

@@ -70,18 +70,24 @@ void tab_job::run(std::shared_ptr<browser_process> browser) {
   });
 }
 
+bool tab_job::accept(const cdp::reply& r, render_failure kind, std::string_view what) {
+  if (finished_)
+    return false;
+  if (r.ok)
+    return true;
+  if (browser_->alive(generation_))
+    end(render_failed(kind, std::string(what) + r.error));
+  return false;
+}
+
 void tab_job::attach() {
+  if (!browser_->alive(generation_))
+    return;
   browser_->connection().call(
       "Target.attachToTarget", {{"targetId", target_id_}, {"flatten", true}}, {},
       [self = shared_from_this()](cdp::reply r) {
-        if (self->finished_)
+        if (!self->accept(r, render_failure::upstream, "Chromium could not attach to the tab: "))
           return;
-        if (!r.ok) {
-          if (!self->browser_->alive(self->generation_))
-            return;
-          return self->end(render_failed(render_failure::upstream,
-                                         "Chromium could not attach to the tab: " + r.error));
-        }
         self->session_id_ = string_field(r.result, "sessionId");
         self->owner_.attached(self);
         self->navigate();
@@ -89,6 +95,8 @@ void tab_job::attach() {
 }
 
 void tab_job::navigate() {
+  if (!browser_->alive(generation_))
+    return;
   auto& cdp = browser_->connection();
   auto ignore = [](cdp::reply) {};
   cdp.call("Page.enable", json::object(), session_id_, ignore);
@@ -96,14 +104,8 @@ void tab_job::navigate() {
   cdp.call("Inspector.enable", json::object(), session_id_, ignore);
   cdp.call("Page.navigate", {{"url", request_.url}}, session_id_,
            [self = shared_from_this()](cdp::reply r) {
-             if (self->finished_)
+             if (!self->accept(r, render_failure::rejected, "Chromium refused the URL: "))
                return;
-             if (!r.ok) {
-               if (!self->browser_->alive(self->generation_))
-                 return;
-               return self->end(
-                   render_failed(render_failure::rejected, "Chromium refused the URL: " + r.error));
-             }
              if (auto error = string_field(r.result, "errorText"); !error.empty())
                return self->end(render_failed(render_failure::upstream,
                                               "Chromium could not load the page: " + error));
@@ -156,14 +158,8 @@ void tab_job::read_page() {
   browser_->connection().call(
       "Runtime.evaluate", {{"expression", read_page_expression}, {"returnByValue", true}},
       session_id_, [self = shared_from_this()](cdp::reply r) {
-        if (self->finished_)
+        if (!self->accept(r, render_failure::upstream, "Chromium could not read the page: "))
           return;
-        if (!r.ok) {
-          if (!self->browser_->alive(self->generation_))
-            return;
-          return self->end(render_failed(render_failure::upstream,
-                                         "Chromium could not read the page: " + r.error));
-        }
         if (r.result.contains("exceptionDetails"))
           return self->end(render_failed(render_failure::upstream,
                                          "Chromium could not read the page (script error)"));

@@ -20,7 +20,13 @@ const standinBinary = env.STANDIN_CONTROL;
 const sourceDir = env.NEWSDESK_SOURCE_DIR;
 const artifacts = env.NEWSDESK_ARTIFACTS || join(process.cwd(), "artifacts");
 
+// Under scripts/test (NEWSDESK_REQUIRE_CHROMIUM=1), which installs Chromium and the npm driver
+// first, anything missing is a failure, never a quiet skip.
 function skip(why) {
+  if (env.NEWSDESK_REQUIRE_CHROMIUM === "1") {
+    console.log(`FAILED: ${why} (NEWSDESK_REQUIRE_CHROMIUM=1)`);
+    process.exit(1);
+  }
   console.log(`SKIPPED: ${why}`);
   process.exit(SKIP);
 }

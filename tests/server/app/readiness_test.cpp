@@ -50,8 +50,8 @@ TEST_CASE("readiness: one site refreshed within interval * (1 + jitter) + timeou
   verdict = decide_readiness(snap, sites, 0.1, now + 21'000, std::nullopt);
   CHECK_FALSE(verdict.ready);
   CHECK(verdict.sites_fresh == 0);
-  REQUIRE(verdict.reasons.size() == 1);
-  CHECK(verdict.reasons[0] == "no site has refreshed within its interval yet");
+  CHECK(verdict.reasons ==
+        std::vector<std::string>{"no site has refreshed within its interval yet"});
 }
 
 TEST_CASE("readiness: a site that never succeeded is not fresh, and no site at all is ready") {
@@ -66,12 +66,10 @@ TEST_CASE("readiness: a site that never succeeded is not fresh, and no site at a
 TEST_CASE("readiness: a failing store makes it unready whatever the sites, naming the error") {
   news_snapshot snap;
   snap.sites = {succeeded("a", now)};
-  auto sites = one_site("a");
-  auto verdict = decide_readiness(snap, sites, 0.1, now, std::string("disk I/O error"));
+  auto verdict = decide_readiness(snap, one_site("a"), 0.1, now, std::string("disk I/O error"));
   CHECK_FALSE(verdict.ready);
   CHECK(verdict.sites_fresh == 1);
-  REQUIRE(verdict.reasons.size() == 1);
-  CHECK(verdict.reasons[0] == "store: disk I/O error");
+  CHECK(verdict.reasons == std::vector<std::string>{"store: disk I/O error"});
 }
 
 TEST_CASE("readiness: sites a reload removed do not count, even when fresh") {
