@@ -87,8 +87,8 @@ struct application::parts {
   explicit parts(config c)
       : cfg(std::move(c))
       , threads(thread_count(cfg))
-      , ioc(static_cast<int>(threads))
       , parse_pool(threads)
+      , ioc(static_cast<int>(threads))
       , sites(load_sites(cfg))
       , page(std::make_shared<const news_page>(news_page::load(cfg.templates_dir)))
       , files(cfg.static_dir)
@@ -116,11 +116,11 @@ struct application::parts {
         cfg.http);
   }
 
-  // Worker tasks use the store and the service: they finish before those go away.
-  ~parts() {
-    parse_pool.stop();
-    parse_pool.join();
-  }
+  // Worker tasks use the store and the service: they all run to the end before those go away
+  // (join without stop runs what is queued, so no task is left holding an io_context strand).
+  // The pool itself outlives the io_context: handlers the io_context still holds after a start
+  // that failed half-way may own strands on the pool (live events), destroyed with them.
+  ~parts() { parse_pool.join(); }
 
   void add_routes() {
     routes.add_route("/events", [this](http_request req, responder res) {
@@ -195,8 +195,12 @@ struct application::parts {
   }
 
   void start() {
+    // Both listeners bind before anything is started, so a bind failure (which throws, naming
+    // the address) leaves no handler queued on the io_context or the worker pool.
+    if (pubsub)
+      pubsub->listen();
+    http->listen(cfg.address, cfg.port);
     if (pubsub) {
-      pubsub->listen(); // a bind failure stops startup like the HTTP one does
       pubsub->start();
       // /events follows the topic in process; registered before any refresh can publish.
       live_feed = pubsub->subscribe(
@@ -209,7 +213,6 @@ struct application::parts {
                                 [](const auto& s) { return s.renderer == "chromium"; }))
       chromium->warm_up();
     news.start();
-    http->listen(cfg.address, cfg.port);
     http->start();
     // Scripts and tests read these lines to learn the ports (either may have been 0).
     log_info("msg=listening service=http url=http://" + cfg.address + ":" +
@@ -321,8 +324,8 @@ struct application::parts {
 
   config cfg;
   unsigned threads;
+  net::thread_pool parse_pool; // parsing, store writes, reloads: never on a network thread
   net::io_context ioc;
-  net::thread_pool parse_pool;    // parsing, store writes, reloads: never on a network thread
   std::vector<site_config> sites; // as loaded at startup; news.sites() has the current ones
   std::shared_ptr<const news_page> page;
   static_files files;
