@@ -1,6 +1,5 @@
 // The composition root: builds every component of newsdesk from one configuration and owns
-// their lifetimes. main() parses the command line and calls run(); tests can build the same
-// object in-process.
+// their lifetimes. main() parses the command line and calls run().
 //
 // Construction does everything that can fail with a clear message before anything listens:
 // the site files and templates load, the store opens (a broken store file names itself), the

@@ -83,7 +83,7 @@ struct config {
   // Problems that do not stop startup, one message each (an unknown NEWSDESK_ variable); the
   // caller logs them.
   std::vector<std::string> warnings;
-  // --print-config was given (the caller prints config_to_json and exits).
+  // --print-config was given (main prints effective_config() and exits).
   bool print_config = false;
 };
 
