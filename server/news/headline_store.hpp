@@ -1,24 +1,32 @@
-// The headline store: every headline newsdesk has seen, kept in an SQLite file so /news can
-// answer from it at once (also right after a restart) while refreshes run in the background.
+// The headline store: every headline newsdesk has seen, kept so /news can answer from it at once
+// (also right after a restart) while refreshes run in the background. One interface, two
+// backends (server/store/): an SQLite file, the embedded default for one instance, and
+// PostgreSQL, which several instances share (open_store picks by the location's form).
 //
 // What it keeps: one row per (site, url) with the latest title and the first-seen and last-seen
 // times of that link, and one row per site with its last attempt, last success and last error.
 // A row's id is assigned when the link is first seen, only grows (ids are never reused, even
-// after pruning), and so doubles as the SSE event id: since(id) replays what came later.
+// after pruning) and follows commit order (a row with a lower id is never committed after one
+// with a higher id), so it doubles as the SSE event id: since(id) replays what came later, and a
+// reader that remembers the last id it saw never skips a row.
 //
-// Threads: every method may be called from any thread at once; calls are serialised by one
-// mutex around one connection and block on disk I/O (and on another process holding the file's
-// write lock, up to busy_timeout), so call them off the network threads.
+// A shared store (cluster() is not null) also keeps the refresh schedule with its leases and a
+// log of committed refreshes, so several instances render each site once per interval and
+// every instance hears every change (see cluster_store).
 //
-// Errors: every SQLite failure (cannot open, not a database, disk full, locked past the busy
-// timeout, a schema newer than this program) throws store_error, whose message names the file
-// and says what failed. A failed record_refresh changes nothing (one transaction).
+// Threads: every method may be called from any thread at once. Calls block on disk or network
+// I/O (and on other writers), so call them off the network threads.
+//
+// Errors: every failure (cannot open or connect, not a database, disk full, locked past the busy
+// timeout, a schema newer than this program, the database gone) throws store_error, whose
+// message names the store and says what failed. A failed write changes nothing (one
+// transaction).
 #pragma once
 
 #include "scrapers/scraper.hpp"
 
+#include <chrono>
 #include <cstdint>
-#include <filesystem>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -32,8 +40,15 @@ class store_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A write refused because the instance no longer holds the site's lease: another instance took
+// the site over (this one stalled past its lease), so this result is stale and is dropped.
+class lease_lost : public store_error {
+ public:
+  using store_error::store_error;
+};
+
 struct stored_headline {
-  std::int64_t id = 0; // > 0, ascending in first-seen order
+  std::int64_t id = 0; // > 0, ascending in first-seen (and commit) order
   std::string site;
   std::string title; // the latest title seen for this link
   std::string url;
@@ -48,12 +63,24 @@ struct site_state {
   std::int64_t last_attempt_ms = 0; // latest record_refresh or record_failure; 0: none
   std::int64_t last_success_ms = 0; // latest record_refresh; 0: never succeeded
   std::string last_error;           // from the latest attempt; empty when it succeeded
+  std::int64_t last_elapsed_ms = 0; // how long the latest attempt took
 
   friend bool operator==(const site_state&, const site_state&) = default;
 };
 
+// One finished refresh, as record_refresh and record_failure write it.
+struct refresh_record {
+  std::int64_t now_ms = 0;     // when it finished (Unix milliseconds)
+  std::int64_t elapsed_ms = 0; // how long it took
+  // Shared stores only. A refresh that ran under a lease names its owner: the write is refused
+  // with lease_lost unless that owner still holds the site's lease, and it ends the lease with
+  // the site due again `due_again_in` from the database's clock. Empty: no lease (one instance).
+  std::string lease_owner;
+  std::chrono::milliseconds due_again_in{0};
+};
+
 // Limits on what one caller can put into the store. Scraped input comes from pages we do not
-// control; these keep a hostile or broken page from bloating the file or a refresh's
+// control; these keep a hostile or broken page from bloating the store or a refresh's
 // transaction. The defaults are far above what real front pages show.
 struct store_limits {
   // Longer titles are cut at a UTF-8 character boundary: a headline is a line, not an article.
@@ -74,67 +101,139 @@ struct store_limits {
   static constexpr std::size_t max_since_rows = 10000;
 };
 
+class cluster_store;
+
 class headline_store {
  public:
-  // The schema this program writes (PRAGMA user_version). Files at a lower version are
-  // migrated on open; files at a higher one are refused.
-  static constexpr int schema_version = 1;
-
-  // Opens or creates the store at `file` (":memory:" for a private in-memory store) and brings
-  // its schema to schema_version in one transaction. Sets WAL mode (files only), a 5 s busy
-  // timeout and synchronous=NORMAL (a power cut may lose the last refresh, never corrupt).
-  // Throws store_error naming the file when it cannot be opened or created, is not an SQLite
-  // database, holds tables this program did not create, or has a newer schema version.
-  static headline_store open(const std::filesystem::path& file);
-
-  // Movable, not copyable; a moved-from store may only be destroyed or assigned to.
-  headline_store(headline_store&&) noexcept;
-  headline_store& operator=(headline_store&&) noexcept;
-  ~headline_store();
+  virtual ~headline_store() = default;
 
   // Records one successful refresh of `site` that found `found` (each headline's own `site`
   // field is ignored; `site` is authoritative), in ONE transaction: links not seen before get
-  // a new row with first_seen = last_seen = now_ms; known links get last_seen = now_ms and the
-  // title just seen. The site's last success and attempt become now_ms and its error clears.
-  // A URL listed twice counts once (the first listing). Limits: see store_limits.
-  // Returns the new rows, ids ascending. O(n log N) for n headlines, N rows stored.
-  std::vector<stored_headline> record_refresh(std::string_view site,
-                                              const std::vector<scrapers::headline>& found,
-                                              std::int64_t now_ms);
+  // a new row with first_seen = last_seen = record.now_ms; known links get last_seen =
+  // record.now_ms and the title just seen. The site's last success and attempt become
+  // record.now_ms and its error clears. A URL listed twice counts once (the first listing).
+  // Limits: see store_limits. Returns the new rows, ids ascending.
+  virtual std::vector<stored_headline> record_refresh(std::string_view site,
+                                                      const std::vector<scrapers::headline>& found,
+                                                      const refresh_record& record) = 0;
 
-  // Records a failed refresh of `site`: last attempt = now_ms, last error = `error`. The
+  // Records a failed refresh of `site`: last attempt = record.now_ms, last error = `error`. The
   // site's current headlines are left as they were (the page keeps showing them).
-  void record_failure(std::string_view site, std::string_view error, std::int64_t now_ms);
+  virtual void record_failure(std::string_view site, std::string_view error,
+                              const refresh_record& record) = 0;
 
   // What `site` showed on its latest successful refresh, in the order the site listed them
   // then. Headlines that have since disappeared from the site are not current but stay in the
-  // history (since()) until pruned. Empty for a site never refreshed. O(k log N).
-  std::vector<stored_headline> current(std::string_view site) const;
+  // history (since()) until pruned. Empty for a site never refreshed.
+  virtual std::vector<stored_headline> current(std::string_view site) const = 0;
 
   // Every site that has been recorded, by name.
-  std::vector<site_state> sites() const;
+  virtual std::vector<site_state> sites() const = 0;
 
   // Rows whose id is greater than `after_id`, ids ascending, at most min(limit,
   // max_since_rows): the headlines first seen after `after_id` (SSE replay after
-  // Last-Event-ID). Pruned rows are gone. O(limit log N).
-  std::vector<stored_headline> since(std::int64_t after_id, std::size_t limit) const;
+  // Last-Event-ID). Pruned rows are gone.
+  virtual std::vector<stored_headline> since(std::int64_t after_id, std::size_t limit) const = 0;
 
   // The largest id ever assigned (0 for a store that never had a row). Never decreases, even
   // when pruning deletes the newest rows.
-  std::int64_t last_id() const;
+  virtual std::int64_t last_id() const = 0;
 
   // Deletes history: rows whose last_seen_ms < older_than_ms, except rows that are current
   // for their site (what a site showed last stays servable however old, so a restart after a
   // long stop still has something to show). Returns how many rows were deleted.
-  std::size_t prune(std::int64_t older_than_ms);
+  virtual std::size_t prune(std::int64_t older_than_ms) = 0;
 
-  // The file this store was opened from, as given to open().
-  const std::filesystem::path& file() const;
+  // The largest id prune() ever deleted (0: none). A reader that has seen every row up to id
+  // N missed nothing when N >= pruned_through(); below it, rows it never saw may be gone.
+  virtual std::int64_t pruned_through() const = 0;
 
- private:
-  struct impl;
-  explicit headline_store(std::unique_ptr<impl> p);
-  std::unique_ptr<impl> impl_;
+  // The store's identity: a random name made when the store was created, so an id from
+  // another store (or from this one before it was reset) is recognised as such.
+  virtual const std::string& epoch() const = 0;
+
+  // Where the store is, for messages: the file, or the PostgreSQL URL without its password.
+  virtual const std::string& location() const = 0;
+
+  // Not null when several instances share this store.
+  virtual cluster_store* cluster() { return nullptr; }
 };
+
+// What a store shared by several instances adds: the refresh schedule and the log of committed
+// refreshes. Times are the database's: instances' clocks never need to agree.
+//
+// The schedule holds, per site, when it is next due and who holds its lease until when. An
+// instance claims a due site in a short transaction (FOR UPDATE SKIP LOCKED: instances never
+// wait on each other's claims), renders without holding any transaction, renews the lease while
+// the render runs, and ends the lease with its write (refresh_record::lease_owner). A lease that
+// is not renewed expires, and the site is claimable again: an instance that died is taken over
+// within one lease time.
+//
+// Every record_refresh and record_failure appends one event (seq, site) in the same
+// transaction. Writers are serialised, so seq follows commit order and a reader doing
+// "seq > last" never skips one; each commit sends one notification carrying only its seq on
+// channel `notify_channel`, for listeners (server/store/change_listener.hpp) to wake up on.
+struct store_event {
+  std::int64_t seq = 0;
+  std::string site;
+
+  friend bool operator==(const store_event&, const store_event&) = default;
+};
+
+enum class claim_status {
+  claimed,     // this owner holds the lease now
+  not_due,     // the site's next refresh is later
+  leased,      // another owner holds a live lease (a render is running somewhere)
+  rate_limited // a manual claim too soon after the last manual one
+};
+
+struct claim_result {
+  claim_status status = claim_status::not_due;
+  // Not claimed: how long until the site is due or its lease expires, whichever is later (0:
+  // try again whenever). Claimed: 0.
+  std::chrono::milliseconds retry_in{0};
+};
+
+class cluster_store {
+ public:
+  virtual ~cluster_store() = default;
+
+  // The notification channel every committed write notifies on, payload the event's seq.
+  static constexpr const char* notify_channel = "newsdesk_events";
+
+  // Claims `site` for `owner` for `lease` when it is due and no other owner holds a live
+  // lease. A site never scheduled before is due at once. A manual claim makes the site due now,
+  // unless the last manual claim of it was less than `manual_min_interval` ago (rate_limited).
+  virtual claim_result claim(std::string_view site, std::string_view owner,
+                             std::chrono::milliseconds lease, bool manual = false,
+                             std::chrono::milliseconds manual_min_interval = {}) = 0;
+
+  // Extends `owner`'s lease on `site` to `lease` from now. False when `owner` no longer holds it.
+  virtual bool renew(std::string_view site, std::string_view owner,
+                     std::chrono::milliseconds lease) = 0;
+
+  // Ends `owner`'s lease on `site` without a write (shutdown, a refresh abandoned), leaving
+  // the site due when it was, so another instance claims it at once if it is due.
+  virtual void release(std::string_view site, std::string_view owner) = 0;
+
+  // Retention pruning, claimed like a site: true when `owner` should prune now (then the next
+  // prune is due `period` later, whoever does it); false when another instance pruned or is
+  // pruning within the period.
+  virtual bool claim_prune(std::string_view owner, std::chrono::milliseconds period) = 0;
+
+  // Events with seq > `after`, ascending, at most `limit`.
+  virtual std::vector<store_event> events_after(std::int64_t after, std::size_t limit) = 0;
+
+  // The newest event's seq (0: none).
+  virtual std::int64_t last_event_seq() = 0;
+
+  // The connection string, for a listener's own connection.
+  virtual const std::string& conninfo() const = 0;
+};
+
+// Opens the store at `location`: a postgresql:// or postgres:// URL opens the shared
+// PostgreSQL store, anything else is an SQLite file (":memory:" keeps nothing). Runs the
+// schema migrations. Throws store_error naming the store and the cause.
+std::unique_ptr<headline_store> open_store(const std::string& location);
 
 } // namespace newsdesk::server
