@@ -54,6 +54,9 @@
   const source = new EventSource("/events" + (lastId > 0 ? "?after=" + lastId : ""));
   source.onopen = () => show("connected", "● live");
   source.onerror = () => show("disconnected", "● reconnecting…");
+  // The server could not replay what this page missed (it was away longer than the history is
+  // kept, or the store was replaced): the page itself is the fresh start.
+  source.addEventListener("reset", () => window.location.reload());
   source.addEventListener("headline", (event) => {
     let h;
     try {

@@ -8,6 +8,7 @@
 #include "server/http/http_server.hpp"
 #include "server/http/static_files.hpp"
 #include "server/news/headline_store.hpp"
+#include "server/store/change_listener.hpp"
 #include "server/news/live_events.hpp"
 #include "server/news/news_page.hpp"
 #include "server/news/news_service.hpp"
@@ -94,15 +95,21 @@ struct application::parts {
       , files(cfg.static_dir)
       , renderers(ioc, renderer_options_of(cfg))
       // The store opens before anything listens: a broken store file stops startup with its name.
-      , store(headline_store::open(cfg.store_path))
-      , news(ioc, sites, renderers.by_name(), parse_pool, &store, cfg.refresh)
+      , store(open_store(cfg.store_path.string()))
+      , news(ioc, sites, renderers.by_name(), parse_pool, store.get(), cfg.refresh)
       , routes(news, page, files)
-      , live(ioc, parse_pool, &store, looks_of(sites))
+      , live(ioc, parse_pool, store.get(), looks_of(sites))
       , hangup(ioc, SIGHUP)
       , terminate(ioc, SIGINT, SIGTERM)
       , drain_timer(ioc) {
     if (cfg.broker.enabled)
       pubsub = std::make_unique<broker::server>(ioc, cfg.broker);
+    // A shared store: every instance's pages follow the store's event log.
+    if (auto* cluster = store->cluster())
+      changes = std::make_unique<change_listener>(
+          ioc, parse_pool, *cluster,
+          [this](const std::vector<store_event>& events) { news.apply_events(events); });
+    live.set_snapshot_source([this] { return news.snapshot()->headlines; });
     add_routes();
     wire_news();
     http = std::make_unique<http_server>(
@@ -141,21 +148,26 @@ struct application::parts {
         res.with_header("Cache-Control", "no-store");
         respond(std::move(res));
       });
+    // The store check is a query (a network round trip with PostgreSQL): on the pool.
     routes.add_route("/readyz", [this](http_request, responder respond) {
-      std::optional<std::string> store_error;
-      try {
-        (void)store.last_id();
-      } catch (const std::exception& e) {
-        store_error = e.what();
-      }
-      auto verdict = decide_readiness(*news.snapshot(), news.sites(), cfg.refresh.jitter,
-                                      unix_ms_now(), store_error);
-      http_response res;
-      res.status = verdict.ready ? 200 : 503;
-      res.content_type = json_content_type;
-      res.body = verdict.to_json();
-      res.with_header("Cache-Control", "no-store");
-      respond(std::move(res));
+      net::post(parse_pool, [this, respond = std::move(respond)] {
+        std::optional<std::string> store_error;
+        try {
+          (void)store->last_id();
+          if (changes && !changes->connected())
+            store_error = "not listening for changes from the other instances (reconnecting)";
+        } catch (const std::exception& e) {
+          store_error = e.what();
+        }
+        auto verdict = decide_readiness(*news.snapshot(), news.sites(), cfg.refresh.jitter,
+                                        unix_ms_now(), store_error);
+        http_response res;
+        res.status = verdict.ready ? 200 : 503;
+        res.content_type = json_content_type;
+        res.body = verdict.to_json();
+        res.with_header("Cache-Control", "no-store");
+        respond(std::move(res));
+      });
     });
   }
 
@@ -182,7 +194,7 @@ struct application::parts {
   // The first log lines: where the configuration came from and what was chosen.
   void log_configuration() {
     log_info("msg=configuration file=\"" + (cfg.source.empty() ? "none" : cfg.source) +
-             "\" store=\"" + cfg.store_path.string() + "\" sites=" + std::to_string(sites.size()) +
+             "\" store=\"" + store->location() + "\" sites=" + std::to_string(sites.size()) +
              " threads=" + std::to_string(threads));
     for (const auto& warning : cfg.warnings)
       log_warn("msg=\"" + warning + "\"");
@@ -212,7 +224,15 @@ struct application::parts {
         chromium && std::any_of(sites.begin(), sites.end(),
                                 [](const auto& s) { return s.renderer == "chromium"; }))
       chromium->warm_up();
+    // Shared stores: the event log's position is read before the service loads the store, so a
+    // change committed in between is applied again rather than missed.
+    const auto events_seen = changes ? store->cluster()->last_event_seq() : 0;
     news.start();
+    if (changes) {
+      changes->start(events_seen);
+      log_info("msg=cluster instance=\"" + news.instance() + "\" lease_ms=" +
+               std::to_string(cfg.refresh.lease.count()));
+    }
     http->start();
     // Scripts and tests read these lines to learn the ports (either may have been 0).
     log_info("msg=listening service=http url=http://" + cfg.address + ":" +
@@ -275,6 +295,8 @@ struct application::parts {
     hangup.cancel();
     terminate.cancel();
     news.stop();
+    if (changes)
+      changes->stop();
     live.stop(); // SSE connections end here, so the connection drain below can finish
     auto parts_left = std::make_shared<std::atomic<int>>(pubsub ? 2 : 1);
     auto part_done = [this, parts_left] {
@@ -330,12 +352,13 @@ struct application::parts {
   std::shared_ptr<const news_page> page;
   static_files files;
   renderer_set renderers;
-  headline_store store;
+  std::unique_ptr<headline_store> store;
   news_service news;
   server::routes routes;
   live_events live;
   server::metrics counters;
   std::unique_ptr<broker::server> pubsub;
+  std::unique_ptr<change_listener> changes; // shared stores only
   broker::subscription live_feed; // before pubsub and live go, it does
   std::unique_ptr<http_server> http;
   net::signal_set hangup;

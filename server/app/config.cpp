@@ -120,6 +120,11 @@ settings::table<refresh_settings> make_refresh_table() {
                                 .min = 60,
                                 .max = 3650.0 * 24 * 3600,
                                 .help = "headlines not seen for this long are deleted"}),
+          field(&r::lease, {.path = "lease",
+                            .min = 1,
+                            .max = 3600,
+                            .help = "PostgreSQL store: a site's claim lasts this long unless "
+                                    "renewed; a dead instance's sites are taken over after it"}),
       },
   }});
 }
@@ -173,9 +178,11 @@ settings::table<config> make_table() {
                            .flag = "--sites-dir DIR",
                            .help = "folder of site files (*.json); must exist when named"}),
                     [](config& cfg) { cfg.site_files_dir_given = true; }),
-           field(&c::store_path, {.path = "store_path",
-                                  .flag = "--store FILE",
-                                  .help = "the headline store, SQLite (:memory: keeps nothing)"}),
+           field(&c::store_path,
+                 {.path = "store_path",
+                  .flag = "--store FILE|URL",
+                  .help = "the headline store: an SQLite file (:memory: keeps nothing), or a "
+                          "postgresql://user@host:port/db URL that several instances share"}),
            sites_row,
        }},
       {"logging and observability",

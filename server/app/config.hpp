@@ -69,7 +69,8 @@ struct config {
 
   http_server_limits http;
   refresh_settings refresh;
-  // The headline store (SQLite). ":memory:" keeps nothing across restarts.
+  // The headline store: an SQLite file (":memory:" keeps nothing across restarts), or a
+  // postgresql:// URL for a store several instances share.
   std::filesystem::path store_path = "newsdesk.db";
 
   // The "sites" entries as given (strings or objects); absent: every registered scraper.

@@ -42,6 +42,8 @@ struct news_snapshot {
   std::vector<news_item> headlines; // sorted by title, then site
   std::chrono::system_clock::time_point generated_at;
   std::uint64_t version = 0; // increases with every change
+  // Set while the shared store cannot be reached: what is shown may be out of date.
+  std::string notice;
 };
 
 // RFC 3339 UTC time to the second, e.g. "2026-11-22T09:35:25Z".

@@ -28,6 +28,7 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
         std::map<std::string, site_look> sites_)
       : pool(pool_)
       , store(store_)
+      , epoch(store_ ? store_->epoch() : std::string())
       , sites(std::make_shared<const std::map<std::string, site_look>>(std::move(sites_)))
       , strand(net::make_strand(ioc_))
       , heartbeat_timer(strand)
@@ -35,11 +36,19 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
 
   net::thread_pool& pool;
   headline_store* store;
+  const std::string epoch; // the store's: the first half of every event id
+  std::function<std::vector<news_item>()> snapshot_source;
   mutable std::mutex sites_mutex; // guards sites (replaced whole on a reload)
   std::shared_ptr<const std::map<std::string, site_look>> sites;
 
-  mutable std::mutex mutex; // guards streams and stopped
-  std::vector<std::shared_ptr<event_stream>> streams;
+  // A client's stream and the newest id it has been sent (by its replay, then live), so a
+  // headline both replayed and then published is sent once.
+  struct client {
+    std::shared_ptr<event_stream> stream;
+    std::int64_t through = 0;
+  };
+  mutable std::mutex mutex; // guards clients and stopped
+  std::vector<client> clients;
   bool stopped = false;
 
   // The heartbeat lives on this strand.
@@ -52,6 +61,10 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
   // One SSE event for a headline, its data the headline's JSON (to_json) plus how its site
   // looks; empty when it must not be shown. `first_seen`, when given, replaces the one
   // to_json writes from item.first_seen_ms: a published batch carries only that text.
+  std::string event_id(std::int64_t id) const {
+    return epoch.empty() ? std::to_string(id) : epoch + ":" + std::to_string(id);
+  }
+
   std::string event_for(const news_item& item, const std::string* first_seen = nullptr) const {
     std::shared_ptr<const std::map<std::string, site_look>> known;
     {
@@ -69,16 +82,38 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
     data["site_display_name"] = look->second.display_name;
     data["colour"] = look->second.colour;
     // dump() escapes newlines, so the data stays on one line as SSE requires.
-    return "id: " + std::to_string(item.id) +
-           "\nevent: headline\ndata: " + data.dump(-1, ' ', false, json::error_handler_t::replace) +
+    return "id: " + event_id(item.id) + "\nevent: headline\ndata: " + data.dump(-1, ' ', false, json::error_handler_t::replace) +
            "\n\n";
   }
 
   void broadcast_locked(std::string_view text) {
-    streams.erase(
-        std::remove_if(streams.begin(), streams.end(),
-                       [&](const std::shared_ptr<event_stream>& s) { return !s->push(text); }),
-        streams.end());
+    clients.erase(std::remove_if(clients.begin(), clients.end(),
+                                 [&](const client& c) { return !c.stream->push(text); }),
+                  clients.end());
+  }
+
+  // Sends each event to the clients that have not had its id yet. `events` ascend by id.
+  void send_locked(const std::vector<std::pair<std::int64_t, std::string>>& events) {
+    std::string all;
+    for (const auto& e : events)
+      all += e.second;
+    const auto newest = events.back().first;
+    clients.erase(std::remove_if(clients.begin(), clients.end(),
+                                 [&](client& c) {
+                                   bool ok;
+                                   if (c.through < events.front().first) {
+                                     ok = c.stream->push(all);
+                                   } else {
+                                     std::string some;
+                                     for (const auto& e : events)
+                                       if (e.first > c.through)
+                                         some += e.second;
+                                     ok = some.empty() || c.stream->push(some);
+                                   }
+                                   c.through = std::max(c.through, newest);
+                                   return !ok;
+                                 }),
+                  clients.end());
   }
 
   void schedule_heartbeat() {
@@ -102,7 +137,7 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
     auto batch = json::parse(batch_json, nullptr, false);
     if (!batch.is_array())
       return;
-    std::string text;
+    std::vector<std::pair<std::int64_t, std::string>> events;
     for (const auto& h : batch) {
       if (!h.is_object())
         continue;
@@ -119,12 +154,15 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
       if (auto it = h.find("new"); it != h.end() && it->is_boolean())
         item.is_new = it->get<bool>();
       const std::string first_seen = str("first_seen");
-      text += event_for(item, &first_seen);
+      if (auto text = event_for(item, &first_seen); !text.empty())
+        events.emplace_back(item.id, std::move(text));
     }
-    if (text.empty())
+    if (events.empty())
       return;
+    std::sort(events.begin(), events.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
     std::lock_guard lock(mutex);
-    broadcast_locked(text);
+    send_locked(events);
   }
 };
 
@@ -140,6 +178,10 @@ void live_events::set_sites(std::map<std::string, site_look> sites) {
   auto replacement = std::make_shared<const std::map<std::string, site_look>>(std::move(sites));
   std::lock_guard lock(state_->sites_mutex);
   state_->sites = std::move(replacement);
+}
+
+void live_events::set_snapshot_source(std::function<std::vector<news_item>()> source) {
+  state_->snapshot_source = std::move(source);
 }
 
 void live_events::publish(std::string_view batch_json) {
@@ -168,7 +210,9 @@ void live_events::stop() {
     if (state_->stopped)
       return;
     state_->stopped = true;
-    streams.swap(state_->streams);
+    for (auto& c : state_->clients)
+      streams.push_back(std::move(c.stream));
+    state_->clients.clear();
   }
   for (auto& s : streams)
     s->close();
@@ -177,14 +221,20 @@ void live_events::stop() {
 
 std::size_t live_events::clients() const {
   std::lock_guard lock(state_->mutex);
-  return state_->streams.size();
+  return state_->clients.size();
 }
 
 void live_events::handle(http_request request, responder respond) {
-  // Where the client left off: Last-Event-ID on a reconnect, ?after=ID from the page's first
-  // connection (it knows the newest id it shows).
+  // Where the client left off: Last-Event-ID on a reconnect ("EPOCH:ID", as sent), or ?after=ID
+  // from the page's first connection (it knows the newest id it shows, from this store).
   std::int64_t after = 0;
+  bool other_store = false;
   auto parse_id = [&](std::string_view text) {
+    if (auto colon = text.rfind(':'); colon != std::string_view::npos) {
+      // An id from another store, or from this one before it was reset, cannot be replayed.
+      other_store = text.substr(0, colon) != state_->epoch;
+      text.remove_prefix(colon + 1);
+    }
     std::int64_t v = 0;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
     if (ec == std::errc{} && end == text.data() + text.size() && v > 0)
@@ -197,32 +247,46 @@ void live_events::handle(http_request request, responder respond) {
   if (auto last = request.header("Last-Event-ID"))
     parse_id(*last);
 
-  // Registering and replaying happen under the lock that publishing takes, so no event is
-  // lost or sent twice between the replay and the live stream. The store read runs on the
-  // worker pool, off the network threads.
-  net::post(state_->pool, [st = state_, after, respond = std::move(respond)] {
+  // Registering and replaying happen under the lock that publishing takes, and each client
+  // remembers the newest id it was sent, so no event is lost or sent twice between the replay
+  // and the live stream. The store reads run on the worker pool, off the network threads.
+  net::post(state_->pool, [st = state_, after, other_store, respond = std::move(respond)] {
     auto stream = std::make_shared<event_stream>(max_backlog_bytes);
     stream->push("retry: 3000\n\n"); // reconnect after 3 s
     {
       std::lock_guard lock(st->mutex);
       if (st->stopped)
         return respond(text_response(503));
-      if (after > 0 && st->store) {
+      state::client c{stream, 0};
+      if ((after > 0 || other_store) && st->store) {
         try {
-          for (const auto& row : st->store->since(after, max_replay)) {
-            news_item item;
-            item.headline.title = row.title;
-            item.headline.url = row.url;
-            item.headline.site = row.site;
-            item.id = row.id;
-            item.first_seen_ms = row.first_seen_ms;
-            stream->push(st->event_for(item));
+          // Rows after `after` may have been pruned (the client was away longer than the
+          // retention), or the id is from another store: start it over from what is current.
+          if (other_store || after < st->store->pruned_through()) {
+            c.through = st->store->last_id();
+            std::vector<news_item> current;
+            if (st->snapshot_source)
+              current = st->snapshot_source();
+            stream->push("id: " + st->event_id(c.through) +
+                         "\nevent: reset\ndata: " + headlines_json(current) + "\n\n");
+          } else {
+            auto rows = st->store->since(after, max_replay);
+            for (const auto& row : rows) {
+              news_item item;
+              item.headline.title = row.title;
+              item.headline.url = row.url;
+              item.headline.site = row.site;
+              item.id = row.id;
+              item.first_seen_ms = row.first_seen_ms;
+              stream->push(st->event_for(item));
+            }
+            c.through = rows.empty() ? after : rows.back().id;
           }
         } catch (const std::exception& e) {
           log_warn(std::string("msg=\"live events: replay failed\" error=\"") + e.what() + "\"");
         }
       }
-      st->streams.push_back(stream);
+      st->clients.push_back(std::move(c));
     }
     http_response res;
     res.content_type = "text/event-stream; charset=utf-8";

@@ -3,8 +3,11 @@
 // The feed is whatever calls publish(): in newsdesk, an in-process subscription to the broker's
 // /topic/headlines channel (so headlines published there by newsdesk or any network client
 // reach the page), or the news service directly when the broker is off. live_events itself
-// knows nothing of the broker. Every event carries the headline's store id as `id:`; a client that
-// reconnects with Last-Event-ID (or ?after=ID) first gets what it missed, replayed from the store.
+// knows nothing of the broker. Every event's `id:` is "EPOCH:ID": the store's epoch (made when the
+// store was created) and the headline's id, which grows in commit order. A client that
+// reconnects with Last-Event-ID (or ?after=ID) first gets what it missed, replayed from the
+// store, on any instance sharing it; an id from another store, or one older than what pruning
+// kept, gets an `event: reset` whose data is every current headline, and goes on from there.
 // Each client has a bounded backlog: one that stops reading is cut off (it will reconnect and
 // replay), never slowing the others. Comments (": ping") every 15 s keep proxies from closing idle
 // streams and reveal clients that left.
@@ -14,8 +17,10 @@
 #pragma once
 
 #include "server/http/http_message.hpp"
+#include "server/news/headline.hpp"
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -55,6 +60,10 @@ class live_events {
   // keeps the shared buffer it is given (the broker hands its subscribers exactly that).
   void publish(std::string_view batch_json);
   void publish(std::shared_ptr<const std::string> batch_json);
+
+  // What a client starting over gets in its reset event: the headlines shown now. Set before
+  // start().
+  void set_snapshot_source(std::function<std::vector<news_item>()> source);
 
   // The /events route.
   void handle(http_request request, responder respond);

@@ -7,9 +7,14 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
+#include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace newsdesk::server {
 
@@ -40,6 +45,22 @@ std::string sort_key(std::string_view title) {
   for (auto& c : out)
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
+}
+
+// This process's name in the schedule's leases: readable in the database (host and pid), and
+// unique even when a restarted process gets the same pid.
+std::string make_instance_name() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0)
+    std::snprintf(host, sizeof host, "unknown");
+  std::random_device random;
+  char tail[16];
+  std::snprintf(tail, sizeof tail, "%08x", random());
+  return std::string(host) + ":" + std::to_string(::getpid()) + ":" + tail;
+}
+
+news_item item_of(const stored_headline& row) {
+  return {{row.title, row.url, row.site}, row.id, row.first_seen_ms, false};
 }
 
 template <class T, class TitleOf, class SiteOf>
@@ -82,7 +103,8 @@ bool is_transient(render_failure failure) {
 struct news_service::slot {
   slot(news_clock& clock, site_config s)
       : site(std::make_shared<const site_config>(std::move(s)))
-      , timer(clock.make_timer()) {}
+      , timer(clock.make_timer())
+      , lease_timer(clock.make_timer()) {}
   // Replaced whole by reconfigure(); a refresh in flight keeps the one it started with.
   std::shared_ptr<const site_config> site;
   std::unique_ptr<news_clock::timer> timer; // the next refresh, or the next retry
@@ -92,6 +114,11 @@ struct news_service::slot {
   bool tried = false;        // at least one refresh has finished
   int attempt = 0;           // retries used by the refresh in flight
   int failures_in_row = 0;   // refreshes that failed for good
+  // Shared stores: this instance holds the site's lease (a render runs under it); lease_lost:
+  // a renewal found another owner, so the result will be dropped.
+  bool leased = false;
+  bool lease_lost = false;
+  std::unique_ptr<news_clock::timer> lease_timer;
   std::chrono::steady_clock::time_point refresh_started;
   std::int64_t last_manual_ms = 0;
   site_report report;
@@ -108,7 +135,9 @@ news_service::news_service(boost::asio::io_context& ioc, std::vector<site_config
     , renderers_(std::move(renderers))
     , parse_pool_(parse_pool)
     , store_(store)
+    , cluster_(store ? store->cluster() : nullptr)
     , settings_(settings)
+    , owner_(make_instance_name())
     , random_(seams.seed ? *seams.seed : std::random_device{}()) {
   std::lock_guard lock(mutex_);
   for (auto& site : sites) {
@@ -154,11 +183,12 @@ void news_service::load_stored_locked(slot& s) {
   if (!store_)
     return;
   for (const auto& row : store_->current(s.site->name))
-    s.items.push_back({{row.title, row.url, row.site}, row.id, row.first_seen_ms, false});
+    s.items.push_back(item_of(row));
   for (const auto& st : store_->sites())
     if (st.site == s.site->name) {
       s.report.last_success_ms = st.last_success_ms;
       s.report.last_attempt_ms = st.last_attempt_ms;
+      s.report.elapsed = milliseconds(st.last_elapsed_ms);
     }
   s.report.headline_count = s.items.size();
   s.report.ok = !s.items.empty();
@@ -169,6 +199,9 @@ void news_service::start() {
   started_ = true;
   for (auto& s : slots_)
     load_stored_locked(*s);
+  // What is stored now is shown as it is; only headlines committed from here on are new.
+  if (cluster_)
+    published_through_ = store_->last_id();
   publish_snapshot_locked();
   // Every site starts at once; the render cap queues what Splash could not take, so a cold
   // start takes about as long as the slowest site.
@@ -196,8 +229,20 @@ void news_service::start() {
 void news_service::stop() {
   std::lock_guard lock(mutex_);
   stopped_ = true;
-  for (auto& s : slots_)
+  for (auto& s : slots_) {
     s->timer->cancel();
+    s->lease_timer->cancel();
+    // Hand leases back, so another instance takes the site over now rather than when the lease
+    // runs out. On the pool: stop() may run on a network thread.
+    if (s->leased)
+      boost::asio::post(parse_pool_, [this, name = s->site->name] {
+        try {
+          cluster_->release(name, owner_);
+        } catch (const std::exception&) {
+          // The lease runs out by itself.
+        }
+      });
+  }
   if (prune_timer_)
     prune_timer_->cancel();
   if (cold_start_timer_)
@@ -210,6 +255,9 @@ void news_service::prune_history_locked() {
     return;
   boost::asio::post(parse_pool_, [this, cutoff = now_ms() - settings_.retention.count()] {
     try {
+      // In a cluster one instance prunes per period, whichever claims it.
+      if (cluster_ && !cluster_->claim_prune(owner_, prune_period))
+        return;
       if (auto removed = store_->prune(cutoff))
         log_info("msg=\"pruned history\" rows=" + std::to_string(removed));
     } catch (const std::exception& e) {
@@ -355,8 +403,236 @@ news_service::trigger news_service::begin_refresh(const slot_ptr& s, bool manual
   s->attempt = 0;
   s->refresh_started = clock_->steady_now();
   s->report.last_attempt_ms = now_ms();
-  queue_render(s);
+  if (cluster_)
+    boost::asio::post(parse_pool_, [this, s, manual] { claim(s, manual); });
+  else
+    queue_render(s);
   return trigger::started;
+}
+
+// On the worker pool: the claim is a database round trip.
+void news_service::claim(const slot_ptr& s, bool manual) {
+  std::string name;
+  {
+    std::lock_guard lock(mutex_);
+    name = s->site->name;
+  }
+  claim_result result;
+  std::string error;
+  try {
+    result = cluster_->claim(name, owner_, settings_.lease, manual, settings_.manual_min_interval);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  std::lock_guard lock(mutex_);
+  if (!error.empty()) {
+    s->in_flight = false;
+    store_unreachable_locked(error);
+    schedule(s, jittered(store_retry));
+    return;
+  }
+  if (!store_notice_.empty()) {
+    log_info("msg=\"store reachable again\"");
+    store_notice_.clear();
+    publish_snapshot_locked();
+  }
+  const bool claimed = result.status == claim_status::claimed;
+  if (!claimed || s->removed || stopped_) {
+    if (claimed)
+      boost::asio::post(parse_pool_, [this, name] {
+        try {
+          cluster_->release(name, owner_);
+        } catch (const std::exception&) {
+          // The lease runs out by itself.
+        }
+      });
+    s->in_flight = false;
+    // Look again when the site is due or its lease runs out, spread a little so instances that
+    // woke together do not all claim in the same millisecond.
+    std::uniform_int_distribution<long long> spread(0, 250);
+    schedule(s, result.retry_in + milliseconds(spread(random_)));
+    return;
+  }
+  s->leased = true;
+  s->lease_lost = false;
+  s->lease_timer->wait(settings_.lease / 3, [this, weak = std::weak_ptr<slot>(s)] {
+    if (auto self = weak.lock())
+      boost::asio::post(parse_pool_, [this, self] { renew_lease(self); });
+  });
+  queue_render(s);
+}
+
+// On the worker pool, every third of the lease while a render runs under it.
+void news_service::renew_lease(const slot_ptr& s) {
+  std::string name;
+  {
+    std::lock_guard lock(mutex_);
+    if (!s->leased || s->removed || stopped_)
+      return;
+    name = s->site->name;
+  }
+  bool held = true;
+  try {
+    held = cluster_->renew(name, owner_, settings_.lease);
+  } catch (const std::exception& e) {
+    // Try again at the next renewal; the lease may still run out meanwhile.
+    log_warn("msg=\"lease renewal failed\" site=" + name + " error=\"" + e.what() + "\"");
+  }
+  std::lock_guard lock(mutex_);
+  if (!held) {
+    log_warn("msg=\"lease lost\" site=" + name +
+             " detail=\"another instance took the site over; this render's result will be "
+             "dropped\"");
+    s->lease_lost = true;
+    return;
+  }
+  if (s->leased && !s->removed && !stopped_)
+    s->lease_timer->wait(settings_.lease / 3, [this, weak = std::weak_ptr<slot>(s)] {
+      if (auto self = weak.lock())
+        boost::asio::post(parse_pool_, [this, self] { renew_lease(self); });
+    });
+}
+
+void news_service::store_unreachable_locked(const std::string& what) {
+  if (store_notice_.empty()) {
+    log_warn("msg=\"store unreachable\" error=\"" + what + "\"");
+    store_notice_ = "The database cannot be reached: the headlines shown may be out of date.";
+    publish_snapshot_locked();
+  }
+}
+
+// On the worker pool: writes the result under the lease, then reschedules the next claim. The
+// page changes when the write's event comes back (apply_events), as on every other instance.
+void news_service::finish_shared(const slot_ptr& s, const site_config& site,
+                                 std::vector<scrapers::headline> found, std::string error,
+                                 milliseconds elapsed, std::string_view kind) {
+  milliseconds due;
+  bool lost;
+  {
+    std::lock_guard lock(mutex_);
+    s->lease_timer->cancel();
+    lost = s->lease_lost;
+    auto factor = error.empty() ? 1LL
+                                : std::min<long long>(settings_.max_backoff_factor,
+                                                      1LL << std::min(s->failures_in_row + 1, 30));
+    due = jittered(s->site->interval * factor);
+  }
+  refresh_record record{now_ms(), elapsed.count(), owner_, due};
+  std::string store_failure;
+  bool dropped = lost;
+  std::size_t fresh = 0;
+  if (!lost) {
+    try {
+      if (error.empty())
+        fresh = store_->record_refresh(site.name, found, record).size();
+      else
+        store_->record_failure(site.name, error, record);
+    } catch (const lease_lost&) {
+      dropped = true;
+    } catch (const std::exception& e) {
+      store_failure = e.what();
+    }
+  }
+  {
+    std::lock_guard lock(mutex_);
+    s->in_flight = false;
+    s->leased = false;
+    s->tried = true;
+    if (!store_failure.empty()) {
+      store_unreachable_locked(store_failure);
+      schedule(s, jittered(store_retry));
+    } else if (dropped) {
+      schedule(s, settings_.lease); // whoever holds the site now has finished by then
+    } else {
+      s->failures_in_row = error.empty() ? 0 : s->failures_in_row + 1;
+      schedule(s, s->refresh_next ? milliseconds(0) : due);
+    }
+    s->refresh_next = false;
+  }
+  if (dropped)
+    log_warn("msg=\"refresh dropped\" site=" + site.name +
+             " detail=\"the lease ran out during the render and another instance took the site "
+             "over\"");
+  else if (store_failure.empty() && error.empty())
+    log_info("msg=\"site refreshed\" site=" + site.name +
+             " headlines=" + std::to_string(found.size()) + " new=" + std::to_string(fresh) +
+             " ms=" + std::to_string(elapsed.count()));
+  if (refresh_listener_)
+    refresh_listener_(site, elapsed, kind);
+}
+
+void news_service::apply_events(const std::vector<store_event>& events) {
+  if (!store_)
+    return;
+  std::set<std::string> touched;
+  for (const auto& e : events)
+    touched.insert(e.site);
+  std::map<std::string, std::vector<stored_headline>> current;
+  std::map<std::string, site_state> states;
+  std::vector<stored_headline> fresh_rows;
+  std::int64_t through;
+  {
+    std::lock_guard lock(mutex_);
+    through = published_through_;
+  }
+  try {
+    for (const auto& site : touched)
+      current[site] = store_->current(site);
+    for (auto& st : store_->sites())
+      if (touched.count(st.site))
+        states[st.site] = std::move(st);
+    fresh_rows = store_->since(through, store_limits::max_since_rows);
+    // After a long outage more may have come than one read returns: those are in the pages
+    // already, and are not announced one by one.
+    through = fresh_rows.size() == store_limits::max_since_rows
+                  ? store_->last_id()
+                  : (fresh_rows.empty() ? through : fresh_rows.back().id);
+  } catch (const std::exception& e) {
+    std::lock_guard lock(mutex_);
+    store_unreachable_locked(e.what());
+    throw;
+  }
+  std::vector<news_item> fresh;
+  {
+    std::lock_guard lock(mutex_);
+    if (!store_notice_.empty()) {
+      log_info("msg=\"store reachable again\"");
+      store_notice_.clear();
+    }
+    published_through_ = std::max(published_through_, through);
+    std::unordered_set<std::int64_t> fresh_ids;
+    for (const auto& row : fresh_rows)
+      fresh_ids.insert(row.id);
+    for (auto& s : slots_) {
+      auto rows = current.find(s->site->name);
+      if (rows == current.end())
+        continue;
+      // As on one instance: a site's first refresh shows its headlines, it announces none.
+      const bool had_success = s->report.last_success_ms != 0;
+      s->items.clear();
+      for (const auto& row : rows->second) {
+        auto item = item_of(row);
+        item.is_new = had_success && fresh_ids.count(row.id);
+        if (item.is_new)
+          fresh.push_back(item);
+        s->items.push_back(std::move(item));
+      }
+      if (auto st = states.find(s->site->name); st != states.end()) {
+        const auto& state = st->second;
+        s->report.ok = state.last_error.empty() && state.last_success_ms != 0;
+        s->report.error = state.last_error;
+        s->report.last_success_ms = state.last_success_ms;
+        s->report.last_attempt_ms = state.last_attempt_ms;
+        s->report.elapsed = milliseconds(state.last_elapsed_ms);
+      }
+      s->report.stale = !s->report.ok && !s->items.empty();
+      s->report.headline_count = s->items.size();
+      s->tried = true;
+    }
+    publish_snapshot_locked();
+  }
+  if (!fresh.empty() && listener_)
+    listener_(fresh);
 }
 
 void news_service::queue_render(const slot_ptr& s) {
@@ -459,6 +735,10 @@ void news_service::on_rendered(const slot_ptr& s, std::shared_ptr<const site_con
 void news_service::on_parsed(const slot_ptr& s, const site_config& site,
                              std::vector<scrapers::headline> found, milliseconds elapsed,
                              std::string parse_error) {
+  if (cluster_) {
+    auto kind = parse_error.empty() ? "" : found.empty() ? "no_headlines" : "scraper";
+    return finish_shared(s, site, std::move(found), std::move(parse_error), elapsed, kind);
+  }
   if (!parse_error.empty())
     return finish_failure(s, site, std::move(parse_error), elapsed,
                           found.empty() ? "no_headlines" : "scraper");
@@ -469,10 +749,10 @@ void news_service::on_parsed(const slot_ptr& s, const site_config& site,
   std::vector<std::int64_t> new_ids;
   if (store_) {
     try {
-      for (const auto& row : store_->record_refresh(site.name, found, now))
+      for (const auto& row : store_->record_refresh(site.name, found, {now, elapsed.count()}))
         new_ids.push_back(row.id);
       for (const auto& row : store_->current(site.name))
-        items.push_back({{row.title, row.url, row.site}, row.id, row.first_seen_ms, false});
+        items.push_back(item_of(row));
     } catch (const std::exception& e) {
       log_error("msg=\"store write failed\" site=" + site.name + " error=\"" + e.what() + "\"");
       items.clear();
@@ -516,10 +796,18 @@ void news_service::on_parsed(const slot_ptr& s, const site_config& site,
 
 void news_service::finish_failure(const slot_ptr& s, const site_config& site, std::string error,
                                   milliseconds elapsed, std::string_view kind) {
+  if (cluster_) {
+    // Called on a network thread (a render's callback): the write goes to the pool.
+    boost::asio::post(parse_pool_, [this, s, site, error = std::move(error), elapsed,
+                                    kind = std::string(kind)]() mutable {
+      finish_shared(s, site, {}, std::move(error), elapsed, kind);
+    });
+    return;
+  }
   if (store_) {
-    boost::asio::post(parse_pool_, [this, name = site.name, error, now = now_ms()] {
+    boost::asio::post(parse_pool_, [this, name = site.name, error, elapsed, now = now_ms()] {
       try {
-        store_->record_failure(name, error, now);
+        store_->record_failure(name, error, {now, elapsed.count()});
       } catch (const std::exception& e) {
         log_error("msg=\"store write failed\" site=" + name + " error=\"" + e.what() + "\"");
       }
@@ -562,6 +850,7 @@ void news_service::publish_snapshot_locked() {
   }
   sort_items(snap->headlines);
   snap->generated_at = clock_->system_now();
+  snap->notice = store_notice_;
   snap->version = ++version_;
   snapshot_ = std::move(snap);
 

@@ -10,6 +10,14 @@
 // retention is pruned at start and every prune_period after. The set of sites can change
 // while it runs (reconfigure(), on SIGHUP): renders in flight for a removed site are dropped.
 //
+// With a shared store (PostgreSQL, several instances) each refresh is first claimed in the
+// store's schedule, so a site renders once per interval across the cluster: a site's timer here
+// only says when to try the claim, the claim says whether this instance renders it or when to
+// look again. The lease is renewed while the render runs and the write ends it; a write after
+// the lease was lost is dropped. What the page shows then comes only from the store's event log
+// (apply_events, fed by a change listener), on every instance alike, including the one that
+// rendered.
+//
 // Time comes from a news_clock (news_clock.hpp): the real clocks and asio timers by default, a
 // manual clock in tests. Jitter comes from a random engine seeded at random unless a seed is
 // given, so a test can replay the same delays.
@@ -44,6 +52,8 @@ class thread_pool;
 namespace newsdesk::server {
 
 class headline_store;
+class cluster_store;
+struct store_event;
 
 // What tests replace. Both optional: the defaults are what production runs with.
 struct news_service_seams {
@@ -78,6 +88,7 @@ class news_service {
           listener);
 
   // Loads the stored headlines, starts every site's first refresh and the retention pruning.
+  // Reads the store: call it off the network threads.
   void start();
   // Cancels the timers; renders in flight finish and are dropped.
   void stop();
@@ -96,6 +107,20 @@ class news_service {
 
   // The sites as configured now, in page order.
   std::vector<site_config> sites() const;
+
+  // Shared stores: the store's events after the last one applied, in seq order (from a change
+  // listener). Reloads each named site's headlines and state from the store, so every instance
+  // shows what the store holds, and passes the headlines first seen since the last call to the
+  // on_new_headlines listener. Blocks on the store: call it on a worker thread, one call at a
+  // time.
+  void apply_events(const std::vector<store_event>& events);
+
+  // Shared stores: this instance's name in the schedule's leases (host, process and a random
+  // part, so a restarted process never inherits its predecessor's leases).
+  const std::string& instance() const { return owner_; }
+
+  // Shared stores: how long to wait before claiming again when the store could not be reached.
+  static constexpr std::chrono::seconds store_retry{2};
 
   struct changes {
     std::vector<std::string> added, removed, changed;
@@ -120,6 +145,12 @@ class news_service {
                    render_result result);
   void on_parsed(const slot_ptr& s, const site_config& site, std::vector<scrapers::headline> found,
                  std::chrono::milliseconds elapsed, std::string parse_error);
+  void claim(const slot_ptr& s, bool manual);
+  void renew_lease(const slot_ptr& s);
+  void finish_shared(const slot_ptr& s, const site_config& site,
+                     std::vector<scrapers::headline> found, std::string error,
+                     std::chrono::milliseconds elapsed, std::string_view kind);
+  void store_unreachable_locked(const std::string& what);
   void finish_failure(const slot_ptr& s, const site_config& site, std::string error,
                       std::chrono::milliseconds elapsed, std::string_view kind);
   void finish_refresh_locked(const slot_ptr& s, std::chrono::milliseconds next);
@@ -134,7 +165,9 @@ class news_service {
   std::map<std::string, renderer*> renderers_;
   boost::asio::thread_pool& parse_pool_;
   headline_store* store_;
+  cluster_store* cluster_; // store_->cluster(): null for a store of one instance
   refresh_settings settings_;
+  std::string owner_;
   std::function<void(const std::vector<news_item>&)> listener_;
   std::function<void(const site_config&, std::chrono::milliseconds, std::string_view)>
       refresh_listener_;
@@ -149,6 +182,8 @@ class news_service {
   std::shared_ptr<const news_snapshot> snapshot_;
   std::uint64_t version_ = 0;
   std::mt19937_64 random_;
+  std::int64_t published_through_ = 0; // shared stores: the newest headline id passed on
+  std::string store_notice_;           // shared stores: why the page may be out of date
   bool started_ = false;
   bool stopped_ = false;
 };

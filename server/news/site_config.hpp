@@ -50,6 +50,10 @@ struct refresh_settings {
   std::chrono::milliseconds manual_min_interval{10'000};
   // Headlines not seen for this long are deleted from the store.
   std::chrono::milliseconds retention{30LL * 24 * 3600 * 1000};
+  // Shared stores (several instances): how long a claim on a site's refresh lasts without
+  // renewal. The render renews it every third of this; an instance that dies mid-render is
+  // taken over when it runs out.
+  std::chrono::milliseconds lease{15'000};
 };
 
 } // namespace newsdesk::server

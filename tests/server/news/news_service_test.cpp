@@ -1,6 +1,6 @@
 #include "server/news/news_service.hpp"
 
-#include "server/news/headline_store.hpp"
+#include "server/store/sqlite_store.hpp"
 #include "server/news/news_clock.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -350,13 +350,14 @@ TEST_CASE("manual refreshes of a site are limited to one per manual_min_interval
 
 TEST_CASE("history past the retention is pruned at start and every prune period after, while "
           "what a site shows now stays") {
-  auto store = headline_store::open(":memory:");
+  auto owned = sqlite_store::open(":memory:");
+  auto& store = *owned;
   const auto day = std::chrono::duration_cast<milliseconds>(24h).count();
   const std::int64_t start_ms =
       std::chrono::duration_cast<milliseconds>(manual_clock().system_now().time_since_epoch())
           .count();
   auto seen = [&](const char* url, std::int64_t at) {
-    store.record_refresh("a", {{"Story", url, "a"}}, at);
+    store.record_refresh("a", {{"Story", url, "a"}}, {.now_ms = at});
   };
   seen("https://a.test/gone-at-start", start_ms - 11 * day);
   // Within the retention at start, past it half an hour later.

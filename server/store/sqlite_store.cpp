@@ -1,4 +1,4 @@
-#include "server/news/headline_store.hpp"
+#include "server/store/sqlite_store.hpp"
 
 #include <sqlite3.h>
 
@@ -42,8 +42,19 @@ CREATE TABLE headlines (
 CREATE INDEX headlines_current ON headlines (site, seen_seq, position);
 CREATE INDEX headlines_last_seen ON headlines (last_seen_ms);
 )sql",
+    // Version 2: the store's epoch (so SSE ids from another store are recognised), how far
+    // pruning has deleted (so a replay that would miss deleted rows is recognised), and how
+    // long each site's latest refresh took.
+    R"sql(
+CREATE TABLE meta (
+  epoch TEXT NOT NULL,
+  pruned_through INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO meta (epoch) VALUES (lower(hex(randomblob(16))));
+ALTER TABLE sites ADD COLUMN last_elapsed_ms INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
-static_assert(std::size(migrations) == headline_store::schema_version);
+static_assert(std::size(migrations) == sqlite_store::schema_version);
 
 // How long a call waits for another connection (another process on the same file) to release
 // its lock before failing: long enough for any refresh transaction, short enough to surface a
@@ -64,7 +75,7 @@ std::string_view cut_utf8(std::string_view text, std::size_t max) {
 
 } // namespace
 
-struct headline_store::impl {
+struct sqlite_store::impl {
   // A prepared statement, finalised with its owner.
   struct statement {
     sqlite3_stmt* stmt = nullptr;
@@ -89,6 +100,8 @@ struct headline_store::impl {
   };
 
   std::filesystem::path file;
+  std::string name; // file as text, for messages
+  std::string epoch;
   sqlite3* db = nullptr;
   mutable std::mutex mutex; // guards every use of db and the statements
 
@@ -96,9 +109,11 @@ struct headline_store::impl {
   statement find_site, insert_site, count_sites, site_success, site_failure;
   statement find_headline, insert_headline, update_headline;
   statement select_current, select_sites, select_since, select_last_id, delete_old;
+  statement select_pruned_through, update_pruned_through;
 
   explicit impl(std::filesystem::path f)
-      : file(std::move(f)) {}
+      : file(std::move(f))
+      , name(file.string()) {}
   impl(const impl&) = delete;
   impl& operator=(const impl&) = delete;
   ~impl() {
@@ -106,7 +121,8 @@ struct headline_store::impl {
     for (auto* s :
          {&begin, &commit, &rollback, &find_site, &insert_site, &count_sites, &site_success,
           &site_failure, &find_headline, &insert_headline, &update_headline, &select_current,
-          &select_sites, &select_since, &select_last_id, &delete_old}) {
+          &select_sites, &select_since, &select_last_id, &delete_old, &select_pruned_through,
+          &update_pruned_through}) {
       sqlite3_finalize(s->stmt);
       s->stmt = nullptr;
     }
@@ -227,12 +243,12 @@ struct headline_store::impl {
   void migrate() {
     const auto path = file.string();
     auto version = query_int("PRAGMA user_version", "cannot read the schema version");
-    if (version > headline_store::schema_version)
+    if (version > sqlite_store::schema_version)
       throw store_error("headline store " + path + " has schema version " +
                         std::to_string(version) + ", newer than this newsdesk understands (" +
-                        std::to_string(headline_store::schema_version) +
+                        std::to_string(sqlite_store::schema_version) +
                         "); run a newer newsdesk or point it at another file");
-    if (version == headline_store::schema_version)
+    if (version == sqlite_store::schema_version)
       return;
     exec("BEGIN IMMEDIATE", "cannot begin the schema migration");
     try {
@@ -243,9 +259,9 @@ struct headline_store::impl {
         throw store_error("headline store " + path +
                           " holds tables newsdesk did not create (schema version 0); point it "
                           "at a new or newsdesk file");
-      for (auto v = version; v < headline_store::schema_version; ++v)
+      for (auto v = version; v < sqlite_store::schema_version; ++v)
         exec(migrations[v], "cannot migrate the schema");
-      auto set_version = "PRAGMA user_version = " + std::to_string(headline_store::schema_version);
+      auto set_version = "PRAGMA user_version = " + std::to_string(sqlite_store::schema_version);
       exec(set_version.c_str(), "cannot set the schema version");
       exec("COMMIT", "cannot commit the schema migration");
     } catch (...) {
@@ -262,8 +278,9 @@ struct headline_store::impl {
     prepare(insert_site, "INSERT INTO sites (site) VALUES (?1)");
     prepare(count_sites, "SELECT count(*) FROM sites");
     prepare(site_success, "UPDATE sites SET last_attempt_ms = ?2, last_success_ms = ?2, "
-                          "last_error = '', refresh_seq = ?3 WHERE site = ?1");
-    prepare(site_failure, "UPDATE sites SET last_attempt_ms = ?2, last_error = ?3 WHERE site = ?1");
+                          "last_error = '', refresh_seq = ?3, last_elapsed_ms = ?4 WHERE site = ?1");
+    prepare(site_failure, "UPDATE sites SET last_attempt_ms = ?2, last_error = ?3, "
+                          "last_elapsed_ms = ?4 WHERE site = ?1");
     prepare(find_headline, "SELECT id FROM headlines WHERE site = ?1 AND url = ?2");
     // Not an upsert: with AUTOINCREMENT, INSERT ... ON CONFLICT DO NOTHING still uses up an id,
     // and ids should only grow by the rows that exist.
@@ -275,24 +292,25 @@ struct headline_store::impl {
     prepare(select_current, std::string("SELECT ") + row_columns +
                                 " FROM headlines WHERE site = ?1 AND seen_seq = (SELECT "
                                 "refresh_seq FROM sites WHERE site = ?1) ORDER BY position");
-    prepare(select_sites, "SELECT site, last_attempt_ms, last_success_ms, last_error FROM sites "
-                          "ORDER BY site");
+    prepare(select_sites, "SELECT site, last_attempt_ms, last_success_ms, last_error, "
+                          "last_elapsed_ms FROM sites ORDER BY site");
     prepare(select_since, std::string("SELECT ") + row_columns +
                               " FROM headlines WHERE id > ?1 ORDER BY id LIMIT ?2");
     prepare(select_last_id, "SELECT seq FROM sqlite_sequence WHERE name = 'headlines'");
     prepare(delete_old, "DELETE FROM headlines WHERE last_seen_ms < ?1 AND seen_seq <> "
                         "coalesce((SELECT refresh_seq FROM sites WHERE sites.site = "
-                        "headlines.site), -1)");
+                        "headlines.site), -1) RETURNING id");
+    prepare(select_pruned_through, "SELECT pruned_through FROM meta");
+    prepare(update_pruned_through,
+            "UPDATE meta SET pruned_through = max(pruned_through, ?1)");
   }
 };
 
-headline_store::headline_store(std::unique_ptr<impl> p)
+sqlite_store::sqlite_store(std::unique_ptr<impl> p)
     : impl_(std::move(p)) {}
-headline_store::headline_store(headline_store&&) noexcept = default;
-headline_store& headline_store::operator=(headline_store&&) noexcept = default;
-headline_store::~headline_store() = default;
+sqlite_store::~sqlite_store() = default;
 
-headline_store headline_store::open(const std::filesystem::path& file) {
+std::unique_ptr<sqlite_store> sqlite_store::open(const std::filesystem::path& file) {
   auto p = std::make_unique<impl>(file);
   const auto name = file.string();
   if (sqlite3_open_v2(name.c_str(), &p->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
@@ -317,16 +335,35 @@ headline_store headline_store::open(const std::filesystem::path& file) {
   }
   p->exec("PRAGMA synchronous = NORMAL", "cannot set synchronous mode");
   p->prepare_all();
-  return headline_store(std::move(p));
+  {
+    impl::statement s;
+    if (sqlite3_prepare_v2(p->db, "SELECT epoch FROM meta", -1, &s.stmt, nullptr) != SQLITE_OK ||
+        sqlite3_step(s.stmt) != SQLITE_ROW)
+      p->fail("cannot read the store's epoch");
+    p->epoch = impl::text_column(s.stmt, 0);
+  }
+  return std::unique_ptr<sqlite_store>(new sqlite_store(std::move(p)));
 }
 
-const std::filesystem::path& headline_store::file() const {
-  return impl_->file;
+const std::string& sqlite_store::location() const {
+  return impl_->name;
+}
+
+const std::string& sqlite_store::epoch() const {
+  return impl_->epoch;
+}
+
+std::int64_t sqlite_store::pruned_through() const {
+  auto& d = *impl_;
+  std::lock_guard lock(d.mutex);
+  impl::use u(d.select_pruned_through);
+  return d.step(u.stmt, "cannot read the pruning mark") ? sqlite3_column_int64(u.stmt, 0) : 0;
 }
 
 std::vector<stored_headline>
-headline_store::record_refresh(std::string_view site, const std::vector<scrapers::headline>& found,
-                               std::int64_t now_ms) {
+sqlite_store::record_refresh(std::string_view site, const std::vector<scrapers::headline>& found,
+                             const refresh_record& record) {
+  const auto now_ms = record.now_ms;
   auto& d = *impl_;
   std::lock_guard lock(d.mutex);
   return d.transaction([&] {
@@ -374,13 +411,14 @@ headline_store::record_refresh(std::string_view site, const std::vector<scrapers
     d.bind(u.stmt, 1, site);
     d.bind(u.stmt, 2, now_ms);
     d.bind(u.stmt, 3, seq);
+    d.bind(u.stmt, 4, record.elapsed_ms);
     d.step(u.stmt, "cannot record the refresh");
     return added;
   });
 }
 
-void headline_store::record_failure(std::string_view site, std::string_view error,
-                                    std::int64_t now_ms) {
+void sqlite_store::record_failure(std::string_view site, std::string_view error,
+                                  const refresh_record& record) {
   auto& d = *impl_;
   std::lock_guard lock(d.mutex);
   // An empty notice would read as "last attempt succeeded" in sites().
@@ -390,13 +428,14 @@ void headline_store::record_failure(std::string_view site, std::string_view erro
     d.ensure_site(site);
     impl::use u(d.site_failure);
     d.bind(u.stmt, 1, site);
-    d.bind(u.stmt, 2, now_ms);
+    d.bind(u.stmt, 2, record.now_ms);
     d.bind(u.stmt, 3, notice);
+    d.bind(u.stmt, 4, record.elapsed_ms);
     d.step(u.stmt, "cannot record the failure");
   });
 }
 
-std::vector<stored_headline> headline_store::current(std::string_view site) const {
+std::vector<stored_headline> sqlite_store::current(std::string_view site) const {
   auto& d = *impl_;
   std::lock_guard lock(d.mutex);
   std::vector<stored_headline> out;
@@ -407,18 +446,19 @@ std::vector<stored_headline> headline_store::current(std::string_view site) cons
   return out;
 }
 
-std::vector<site_state> headline_store::sites() const {
+std::vector<site_state> sqlite_store::sites() const {
   auto& d = *impl_;
   std::lock_guard lock(d.mutex);
   std::vector<site_state> out;
   impl::use u(d.select_sites);
   while (d.step(u.stmt, "cannot read sites"))
     out.push_back({impl::text_column(u.stmt, 0), sqlite3_column_int64(u.stmt, 1),
-                   sqlite3_column_int64(u.stmt, 2), impl::text_column(u.stmt, 3)});
+                   sqlite3_column_int64(u.stmt, 2), impl::text_column(u.stmt, 3),
+                   sqlite3_column_int64(u.stmt, 4)});
   return out;
 }
 
-std::vector<stored_headline> headline_store::since(std::int64_t after_id, std::size_t limit) const {
+std::vector<stored_headline> sqlite_store::since(std::int64_t after_id, std::size_t limit) const {
   auto& d = *impl_;
   std::lock_guard lock(d.mutex);
   std::vector<stored_headline> out;
@@ -433,21 +473,33 @@ std::vector<stored_headline> headline_store::since(std::int64_t after_id, std::s
   return out;
 }
 
-std::int64_t headline_store::last_id() const {
+std::int64_t sqlite_store::last_id() const {
   auto& d = *impl_;
   std::lock_guard lock(d.mutex);
   impl::use u(d.select_last_id);
   return d.step(u.stmt, "cannot read the last id") ? sqlite3_column_int64(u.stmt, 0) : 0;
 }
 
-std::size_t headline_store::prune(std::int64_t older_than_ms) {
+std::size_t sqlite_store::prune(std::int64_t older_than_ms) {
   auto& d = *impl_;
   std::lock_guard lock(d.mutex);
   return d.transaction([&] {
-    impl::use u(d.delete_old);
-    d.bind(u.stmt, 1, older_than_ms);
-    d.step(u.stmt, "cannot prune");
-    return static_cast<std::size_t>(sqlite3_changes(d.db));
+    std::size_t deleted = 0;
+    std::int64_t newest = 0;
+    {
+      impl::use u(d.delete_old);
+      d.bind(u.stmt, 1, older_than_ms);
+      while (d.step(u.stmt, "cannot prune")) {
+        ++deleted;
+        newest = std::max<std::int64_t>(newest, sqlite3_column_int64(u.stmt, 0));
+      }
+    }
+    if (deleted) {
+      impl::use u(d.update_pruned_through);
+      d.bind(u.stmt, 1, newest);
+      d.step(u.stmt, "cannot record the pruning mark");
+    }
+    return deleted;
   });
 }
 

@@ -1,0 +1,10 @@
+#include "server/news/headline_store.hpp"
+#include "server/store/sqlite_store.hpp"
+
+namespace newsdesk::server {
+
+std::unique_ptr<headline_store> open_store(const std::string& location) {
+  return sqlite_store::open(location);
+}
+
+} // namespace newsdesk::server

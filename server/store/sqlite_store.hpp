@@ -1,0 +1,51 @@
+// The embedded headline store: one SQLite file, for one newsdesk instance (the default; nothing
+// else to install or run). See server/news/headline_store.hpp for what a store keeps.
+//
+// One connection behind one mutex: calls are serialised and block on disk I/O (and on another
+// process holding the file's write lock, up to the busy timeout). The file is in WAL mode with
+// synchronous=NORMAL: a power cut may lose the last refresh, never corrupt the file. Ids come
+// from AUTOINCREMENT, and SQLite has one writer at a time, so they follow commit order.
+#pragma once
+
+#include "server/news/headline_store.hpp"
+
+#include <filesystem>
+#include <memory>
+
+namespace newsdesk::server {
+
+class sqlite_store final : public headline_store {
+ public:
+  // The schema this program writes (PRAGMA user_version). Files at a lower version are
+  // migrated on open; files at a higher one are refused.
+  static constexpr int schema_version = 2;
+
+  // Opens or creates the store at `file` (":memory:" for a private in-memory store) and brings
+  // its schema to schema_version in one transaction. Throws store_error naming the file when
+  // it cannot be opened or created, is not an SQLite database, holds tables this program did
+  // not create, or has a newer schema version.
+  static std::unique_ptr<sqlite_store> open(const std::filesystem::path& file);
+
+  ~sqlite_store() override;
+
+  std::vector<stored_headline> record_refresh(std::string_view site,
+                                              const std::vector<scrapers::headline>& found,
+                                              const refresh_record& record) override;
+  void record_failure(std::string_view site, std::string_view error,
+                      const refresh_record& record) override;
+  std::vector<stored_headline> current(std::string_view site) const override;
+  std::vector<site_state> sites() const override;
+  std::vector<stored_headline> since(std::int64_t after_id, std::size_t limit) const override;
+  std::int64_t last_id() const override;
+  std::size_t prune(std::int64_t older_than_ms) override;
+  std::int64_t pruned_through() const override;
+  const std::string& epoch() const override;
+  const std::string& location() const override;
+
+ private:
+  struct impl;
+  explicit sqlite_store(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace newsdesk::server
