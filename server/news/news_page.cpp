@@ -168,6 +168,8 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
   page.set("failed_count", std::to_string(failed));
   page.set("has_failures", failed > 0);
   page.set("generated_at", iso8601(snapshot.generated_at));
+  page.set("notice", snapshot.notice);
+  page.set("has_notice", !snapshot.notice.empty());
   page.set("q", query.q);
   page.set("filtered", !query.empty());
   page.set("feed_query", feed_query);
@@ -199,6 +201,8 @@ std::string news_json(const news_snapshot& snapshot) {
   json out = {{"generated_at", iso8601(snapshot.generated_at)},
               {"sites", std::move(sites)},
               {"headlines", std::move(headlines)}};
+  if (!snapshot.notice.empty())
+    out["notice"] = snapshot.notice;
   // Scraped text is usually UTF-8 but not always; replace invalid bytes rather than throw.
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }

@@ -77,6 +77,7 @@ news_snapshot apply_query(const news_snapshot& snapshot, const news_query& query
   news_snapshot out;
   out.generated_at = snapshot.generated_at;
   out.version = snapshot.version;
+  out.notice = snapshot.notice;
   auto wanted = [&](const std::string& site) {
     return query.sites.empty() ||
            std::find(query.sites.begin(), query.sites.end(), site) != query.sites.end();

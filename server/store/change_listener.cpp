@@ -75,7 +75,10 @@ struct change_listener::state : std::enable_shared_from_this<change_listener::st
       const char* keys[] = {"dbname",         "application_name", "connect_timeout",
                             "keepalives_idle", "keepalives_interval", "keepalives_count",
                             nullptr};
-      const char* values[] = {info.c_str(), "newsdesk-listen", "5", "10", "5", "3", nullptr};
+      // The pid names the instance's listener in pg_stat_activity (operators, and tests that
+      // cut it with pg_terminate_backend).
+      const auto name = "newsdesk-listen-" + std::to_string(::getpid());
+      const char* values[] = {info.c_str(), name.c_str(), "5", "10", "5", "3", nullptr};
       PGconn* c = PQconnectdbParams(keys, values, 1);
       std::string error;
       if (!c || PQstatus(c) != CONNECTION_OK) {

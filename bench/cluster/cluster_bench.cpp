@@ -1,0 +1,307 @@
+// newsdesk instances sharing one PostgreSQL store, measured on this machine: a throwaway
+// PostgreSQL (tests/support/postgres_cluster), the Splash stand-in counting renders, the real
+// newsdesk binary, HAProxy and wrk. Four figures (run.sh prints how it was called):
+//   1. renders per site per interval with three instances (goal exactly 1; three uncoordinated
+//      instances would make 3);
+//   2. propagation: from a refresh's commit (this program LISTENs on the store's channel too,
+//      so "commit" is when PostgreSQL delivered the notification here) to the SSE frame on
+//      another instance, p50 and p99 (goal p99 <= 100 ms);
+//   3. takeover: SIGKILL of the instance rendering a site, until another instance renders it
+//      (goal <= lease + 1 s);
+//   4. /news requests/s through HAProxy with three instances against one instance alone.
+#include "tests/support/harness.hpp"
+#include "tests/support/http_get.hpp"
+#include "tests/support/postgres_cluster.hpp"
+
+#include <libpq-fe.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+using namespace newsdesk::testing;
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+json config_for(const splash_standin& splash, json sites, json refresh = json::object()) {
+  json r = {{"jitter", 0}, {"manual_min_interval", 0}};
+  r.update(refresh);
+  return json{{"splash_url", splash.base_url()},
+              {"refresh", r},
+              {"access_log", false},
+              {"sites", std::move(sites)}};
+}
+
+std::unique_ptr<newsdesk_process> start_instance(const json& config, const std::string& store) {
+  auto nd = std::make_unique<newsdesk_process>(config, std::vector<std::string>{"--store", store});
+  if (nd->port == 0)
+    throw std::runtime_error("newsdesk did not start:\n" + nd->log());
+  return nd;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  auto index = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(index, v.size() - 1)];
+}
+
+double median(std::vector<double> v) {
+  return percentile(std::move(v), 0.5);
+}
+
+// 1. Three instances, four sites on a 2 s interval: renders counted over a 20 s window.
+void renders_per_interval(postgres_cluster& pg) {
+  splash_standin splash;
+  json sites = json::array();
+  for (const char* name : {"a", "b", "c", "d"}) {
+    auto url = std::string("https://") + name + ".cnn.com/";
+    splash.set(url, standin_page::page(cnn_page({{"/1/index.html", std::string("Story ") + name}})));
+    sites.push_back(site(name, "cnn", url, {{"interval", 2}}));
+  }
+  const auto store = pg.fresh_database();
+  auto config = config_for(splash, sites);
+  std::vector<std::unique_ptr<newsdesk_process>> nds;
+  for (int i = 0; i < 3; ++i)
+    nds.push_back(start_instance(config, store));
+  std::this_thread::sleep_for(4s);
+  auto count = [&] {
+    std::size_t n = 0;
+    for (const auto& s : sites)
+      n += splash.renders(s.at("url").get<std::string>());
+    return n;
+  };
+  const auto before = count();
+  const auto from = clock_type::now();
+  std::this_thread::sleep_for(20s);
+  const auto renders = count() - before;
+  const double seconds = std::chrono::duration<double>(clock_type::now() - from).count();
+  const double intervals = seconds / 2.0;
+  std::printf("renders per site per interval (3 instances, 4 sites, 2 s interval, %.1f s): %.2f "
+              "(goal 1; %zu renders)\n",
+              seconds, static_cast<double>(renders) / (4 * intervals), renders);
+}
+
+// A minimal SSE reader: collects bytes, no parsing beyond finding text.
+struct stream_reader {
+  int fd;
+  std::string received;
+  explicit stream_reader(unsigned short port) {
+    fd = connect_loopback(port);
+    if (fd < 0)
+      throw std::runtime_error("cannot connect for /events");
+    std::string request = "GET /events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n";
+    ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  }
+  ~stream_reader() { ::close(fd); }
+  void read_some() {
+    char buf[65536];
+    auto n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0)
+      throw std::runtime_error("the /events stream closed");
+    received.append(buf, static_cast<std::size_t>(n));
+  }
+};
+
+// 2. Commit to SSE frame on another instance.
+void propagation(postgres_cluster& pg, int rounds) {
+  splash_standin splash;
+  const std::string url = "https://p.cnn.com/";
+  std::vector<std::pair<std::string, std::string>> stories{{"/0/index.html", "Round 0"}};
+  splash.set(url, standin_page::page(cnn_page(stories)));
+  const auto store = pg.fresh_database();
+  auto config = config_for(splash, {site("p", "cnn", url, {{"interval", 3600}})});
+  auto writer = start_instance(config, store);
+  auto reader = start_instance(config, store);
+  if (!eventually([&] { return http_get(reader->port, "/news.json").body.find("Round 0") !=
+                               std::string::npos; }))
+    throw std::runtime_error("the first refresh did not arrive");
+
+  PGconn* listen = PQconnectdb(store.c_str());
+  if (PQstatus(listen) != CONNECTION_OK)
+    throw std::runtime_error(std::string("cannot connect: ") + PQerrorMessage(listen));
+  PQclear(PQexec(listen, "LISTEN newsdesk_events"));
+  stream_reader sse(reader->port);
+
+  std::vector<double> to_frame, end_to_end;
+  for (int i = 1; i <= rounds; ++i) {
+    const auto title = "Round " + std::to_string(i);
+    stories.insert(stories.begin(), {"/" + std::to_string(i) + "/index.html", title});
+    if (stories.size() > 20)
+      stories.pop_back();
+    splash.set(url, standin_page::page(cnn_page(stories)));
+    const auto posted = clock_type::now();
+    if (send_request(writer->port, "POST", "/api/refresh?site=p").status != 202)
+      throw std::runtime_error("refresh refused");
+    std::optional<clock_type::time_point> committed, framed;
+    const auto needle = "\"title\":\"" + title + "\"";
+    while (!framed || !committed) {
+      pollfd fds[2] = {{PQsocket(listen), POLLIN, 0}, {sse.fd, POLLIN, 0}};
+      if (::poll(fds, 2, 10'000) <= 0)
+        throw std::runtime_error("no notification or frame within 10 s (round " +
+                                 std::to_string(i) + ")");
+      const auto now = clock_type::now();
+      if (fds[0].revents & POLLIN) {
+        PQconsumeInput(listen);
+        while (PGnotify* n = PQnotifies(listen)) {
+          if (!committed)
+            committed = now;
+          PQfreemem(n);
+        }
+      }
+      if (fds[1].revents & POLLIN) {
+        sse.read_some();
+        if (!framed && sse.received.find(needle) != std::string::npos)
+          framed = now;
+      }
+    }
+    to_frame.push_back(std::chrono::duration<double, std::milli>(*framed - *committed).count());
+    end_to_end.push_back(std::chrono::duration<double, std::milli>(*framed - posted).count());
+  }
+  PQfinish(listen);
+  std::printf("propagation, commit -> SSE frame on another instance (%d refreshes): p50 %.1f ms, "
+              "p99 %.1f ms, max %.1f ms (goal p99 <= 100 ms)\n",
+              rounds, percentile(to_frame, 0.5), percentile(to_frame, 0.99),
+              percentile(to_frame, 1.0));
+  std::printf("  from POST /api/refresh on one instance to the frame on the other (render, "
+              "parse, commit, notify, read, send): p50 %.1f ms, p99 %.1f ms\n",
+              percentile(end_to_end, 0.5), percentile(end_to_end, 0.99));
+}
+
+// 3. SIGKILL of the instance holding a site's lease mid-render.
+void takeover(postgres_cluster& pg, int trials, int lease_seconds) {
+  std::vector<double> took;
+  for (int t = 0; t < trials; ++t) {
+    splash_standin splash;
+    const std::string url = "https://k.cnn.com/";
+    splash.set(url, standin_page::hang());
+    const auto store = pg.fresh_database();
+    auto config = config_for(splash, {site("k", "cnn", url, {{"interval", 3600}})},
+                             {{"lease", lease_seconds}, {"retries", 0}});
+    auto holder = start_instance(config, store);
+    if (!eventually([&] { return splash.renders(url) == 1; }))
+      throw std::runtime_error("the first render did not start");
+    auto other = start_instance(config, store);
+    // Kill at a random point of the lease's renewal cycle.
+    std::this_thread::sleep_for(1s + std::chrono::milliseconds(std::rand() % 5000));
+    splash.set(url, standin_page::page(cnn_page({{"/1/index.html", "Taken over"}})));
+    const auto killed = clock_type::now();
+    holder->process->stop(SIGKILL);
+    if (!eventually([&] { return splash.renders(url) >= 2; }, std::chrono::seconds(lease_seconds * 3)))
+      throw std::runtime_error("no other instance took the site over");
+    took.push_back(std::chrono::duration<double>(clock_type::now() - killed).count());
+  }
+  std::printf("takeover after SIGKILL of the lease holder (lease %d s, %d trials): median %.2f s, "
+              "max %.2f s (goal <= %d s)\n",
+              lease_seconds, trials, median(took), percentile(took, 1.0), lease_seconds + 1);
+}
+
+// wrk's requests/s for `url`.
+double wrk_rate(const std::string& url, int seconds) {
+  auto command = "wrk -t2 -c64 -d" + std::to_string(seconds) + "s " + url + " 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
+  if (!pipe)
+    throw std::runtime_error("cannot run wrk");
+  std::string out;
+  char buf[4096];
+  while (auto n = std::fread(buf, 1, sizeof buf, pipe.get()))
+    out.append(buf, n);
+  auto at = out.find("Requests/sec:");
+  if (at == std::string::npos)
+    throw std::runtime_error("wrk printed no rate:\n" + out);
+  return std::stod(out.substr(at + 13));
+}
+
+// 4. /news through HAProxy in front of three instances, against one instance alone.
+void throughput(postgres_cluster& pg, const std::string& haproxy, int seconds, int runs) {
+  splash_standin splash;
+  bool found = false;
+  auto cnn = fixture("cnn-2025-home-rendered.html", found);
+  if (!found)
+    throw std::runtime_error("saved page cnn-2025-home-rendered.html not found");
+  splash.set("https://edition.cnn.com/", standin_page::page(cnn));
+  const auto store = pg.fresh_database();
+  auto config = config_for(splash, {site("cnn", "cnn", "https://edition.cnn.com/")});
+  std::vector<std::unique_ptr<newsdesk_process>> nds;
+  for (int i = 0; i < 3; ++i)
+    nds.push_back(start_instance(config, store));
+  for (auto& nd : nds)
+    if (!eventually([&] { return http_get(nd->port, "/news.json").body.find("\"headlines\":[{") !=
+                                 std::string::npos; }))
+      throw std::runtime_error("an instance shows no headlines");
+
+  temp_dir dir;
+  const auto lb_port = unused_port();
+  std::ostringstream cfg;
+  cfg << "global\n    maxconn 4096\n    nbthread 2\n"
+      << "defaults\n    mode http\n    timeout connect 5s\n    timeout client 30s\n"
+      << "    timeout server 30s\n    option http-keep-alive\n"
+      << "frontend in\n    bind 127.0.0.1:" << lb_port << "\n    default_backend newsdesk\n"
+      << "backend newsdesk\n    balance leastconn\n";
+  for (std::size_t i = 0; i < nds.size(); ++i)
+    cfg << "    server n" << i << " 127.0.0.1:" << nds[i]->port << "\n";
+  auto cfg_path = dir.write("haproxy.cfg", cfg.str());
+  child_process lb(haproxy, {"-f", cfg_path, "-db"});
+  if (!eventually([&] { return http_get(lb_port, "/news").status == 200; }))
+    throw std::runtime_error("HAProxy did not answer");
+
+  std::vector<double> through_lb, alone;
+  for (int r = 0; r < runs; ++r) {
+    through_lb.push_back(wrk_rate("http://127.0.0.1:" + std::to_string(lb_port) + "/news", seconds));
+    alone.push_back(wrk_rate("http://127.0.0.1:" + std::to_string(nds[0]->port) + "/news", seconds));
+  }
+  std::printf("/news requests/s (wrk -t2 -c64, %d s, median of %d alternating runs): HAProxy + 3 "
+              "instances %.0f, one instance alone %.0f, ratio %.2fx\n",
+              seconds, runs, median(through_lb), median(alone),
+              median(through_lb) / median(alone));
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  int rounds = 200, trials = 3, lease = 15, wrk_seconds = 10, runs = 3;
+  std::string haproxy = "/usr/sbin/haproxy";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string flag = argv[i];
+    if (flag == "--rounds")
+      rounds = std::atoi(argv[i + 1]);
+    else if (flag == "--trials")
+      trials = std::atoi(argv[i + 1]);
+    else if (flag == "--lease")
+      lease = std::atoi(argv[i + 1]);
+    else if (flag == "--wrk-seconds")
+      wrk_seconds = std::atoi(argv[i + 1]);
+    else if (flag == "--runs")
+      runs = std::atoi(argv[i + 1]);
+    else if (flag == "--haproxy")
+      haproxy = argv[i + 1];
+    else {
+      std::cerr << "usage: cluster_bench [--rounds N] [--trials N] [--lease S] [--wrk-seconds S] "
+                   "[--runs N] [--haproxy PATH]\n";
+      return 2;
+    }
+  }
+  try {
+    postgres_cluster pg;
+    renders_per_interval(pg);
+    propagation(pg, rounds);
+    takeover(pg, trials, lease);
+    throughput(pg, haproxy, wrk_seconds, runs);
+  } catch (const std::exception& e) {
+    std::cerr << "cluster_bench: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
