@@ -205,8 +205,8 @@ class cluster_store {
   // lease. A site never scheduled before is due at once. A manual claim makes the site due now,
   // unless the last manual claim of it was less than `manual_min_interval` ago (rate_limited).
   virtual claim_result claim(std::string_view site, std::string_view owner,
-                             std::chrono::milliseconds lease, bool manual = false,
-                             std::chrono::milliseconds manual_min_interval = {}) = 0;
+                             std::chrono::milliseconds lease, bool manual,
+                             std::chrono::milliseconds manual_min_interval) = 0;
 
   // Extends `owner`'s lease on `site` to `lease` from now. False when `owner` no longer holds it.
   virtual bool renew(std::string_view site, std::string_view owner,

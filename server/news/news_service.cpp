@@ -592,6 +592,9 @@ void news_service::apply_events(const std::vector<store_event>& events) {
     store_unreachable_locked(e.what());
     throw;
   }
+  log(log_level::debug, "msg=\"applying events\" first=" + std::to_string(events.front().seq) +
+                            " last=" + std::to_string(events.back().seq) +
+                            " new_headlines=" + std::to_string(fresh_rows.size()));
   std::vector<news_item> fresh;
   {
     std::lock_guard lock(mutex_);

@@ -1,11 +1,12 @@
 #include "server/store/sqlite_store.hpp"
 
+#include "server/store/store_input.hpp"
+
 #include <sqlite3.h>
 
 #include <algorithm>
 #include <mutex>
 #include <type_traits>
-#include <unordered_set>
 
 namespace newsdesk::server {
 
@@ -62,16 +63,6 @@ static_assert(std::size(migrations) == sqlite_store::schema_version);
 constexpr int busy_timeout_ms = 5000;
 
 constexpr const char* row_columns = "id, site, title, url, first_seen_ms, last_seen_ms";
-
-// Cuts `text` to at most `max` bytes without splitting a UTF-8 sequence.
-std::string_view cut_utf8(std::string_view text, std::size_t max) {
-  if (text.size() <= max)
-    return text;
-  std::size_t end = max;
-  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80)
-    --end;
-  return text.substr(0, end);
-}
 
 } // namespace
 
@@ -369,19 +360,13 @@ sqlite_store::record_refresh(std::string_view site, const std::vector<scrapers::
   return d.transaction([&] {
     const auto seq = d.ensure_site(site) + 1;
     std::vector<stored_headline> added;
-    std::unordered_set<std::string_view> urls;
     std::int64_t position = 0;
-    for (const auto& h : found) {
-      if (urls.size() >= store_limits::max_headlines_per_refresh)
-        break;
-      if (h.url.empty() || h.url.size() > store_limits::max_url_bytes || !urls.insert(h.url).second)
-        continue;
-      auto title = cut_utf8(h.title, store_limits::max_title_bytes);
+    for (const auto& [url, title] : store_input::rows_of(found)) {
       std::int64_t known = 0;
       {
         impl::use u(d.find_headline);
         d.bind(u.stmt, 1, site);
-        d.bind(u.stmt, 2, h.url);
+        d.bind(u.stmt, 2, url);
         if (d.step(u.stmt, "cannot read headlines"))
           known = sqlite3_column_int64(u.stmt, 0);
       }
@@ -396,14 +381,14 @@ sqlite_store::record_refresh(std::string_view site, const std::vector<scrapers::
       } else {
         impl::use u(d.insert_headline);
         d.bind(u.stmt, 1, site);
-        d.bind(u.stmt, 2, h.url);
+        d.bind(u.stmt, 2, url);
         d.bind(u.stmt, 3, title);
         d.bind(u.stmt, 4, now_ms);
         d.bind(u.stmt, 5, seq);
         d.bind(u.stmt, 6, position);
         d.step(u.stmt, "cannot store a headline");
         added.push_back({sqlite3_last_insert_rowid(d.db), std::string(site), std::string(title),
-                         h.url, now_ms, now_ms});
+                         std::string(url), now_ms, now_ms});
       }
       ++position;
     }
@@ -421,9 +406,7 @@ void sqlite_store::record_failure(std::string_view site, std::string_view error,
                                   const refresh_record& record) {
   auto& d = *impl_;
   std::lock_guard lock(d.mutex);
-  // An empty notice would read as "last attempt succeeded" in sites().
-  auto notice = error.empty() ? std::string_view("refresh failed")
-                              : cut_utf8(error, store_limits::max_error_bytes);
+  auto notice = store_input::failure_notice(error);
   d.transaction([&] {
     d.ensure_site(site);
     impl::use u(d.site_failure);

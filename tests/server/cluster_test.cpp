@@ -20,7 +20,8 @@ namespace {
 
 json cluster_config(const splash_standin& splash, json sites, json refresh) {
   json r = {{"jitter", 0}, {"manual_min_interval", 0}, {"cold_start_wait", 5}};
-  r.update(refresh);
+  if (refresh.is_object())
+    r.update(refresh);
   return json{{"splash_url", splash.base_url()}, {"refresh", r}, {"sites", std::move(sites)}};
 }
 
@@ -38,7 +39,8 @@ json news_json(unsigned short port) {
 
 std::set<std::string> titles(unsigned short port) {
   std::set<std::string> out;
-  for (const auto& h : news_json(port).at("headlines"))
+  const auto news = news_json(port); // kept: a range-for over a temporary's member dangles
+  for (const auto& h : news.at("headlines"))
     out.insert(h.at("title").get<std::string>());
   return out;
 }
@@ -117,7 +119,8 @@ TEST_CASE("a killed lease holder's site is taken over within the lease time") {
   INFO("taken over after " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
                            << " ms");
   CHECK(took <= 3s + 1s);
-  CHECK(eventually([&] { return titles(other->port).count("Taken over") == 1; }, 5s));
+  CHECK_MESSAGE(eventually([&] { return titles(other->port).count("Taken over") == 1; }, 5s),
+                other->log());
 }
 
 TEST_CASE("an instance whose LISTEN connection is cut reconnects and misses nothing") {

@@ -218,6 +218,40 @@ TEST_CASE("new headlines get a badge, go out on the broker and over /events, and
   CHECK(from_page.wait_for("Breaking <b>story</b>"));
 }
 
+TEST_CASE("/events ids name the store; an id from another store starts the client over") {
+  splash_standin splash;
+  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/1/index.html", "One"}})));
+  newsdesk_process nd(json{{"splash_url", splash.base_url()},
+                           {"refresh", {{"manual_min_interval", 0}}},
+                           {"sites", {site("a", "cnn", "https://a.cnn.com/")}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  REQUIRE(eventually([&] { return news_json(nd.port).at("headlines").size() == 1; }));
+
+  sse_client live(nd.port);
+  REQUIRE(live.wait_for("retry: 3000"));
+  splash.set("https://a.cnn.com/", standin_page::page(cnn_page(
+                                       {{"/1/index.html", "One"}, {"/2/index.html", "Two"}})));
+  REQUIRE(send_request(nd.port, "POST", "/api/refresh").status == 202);
+  REQUIRE(live.wait_for("\"title\":\"Two\""));
+  // "id: EPOCH:ID", the epoch 32 hex digits made when the store was created.
+  auto at = live.received.find("\nid: ");
+  REQUIRE(at != std::string::npos);
+  auto id = live.received.substr(at + 5, live.received.find('\n', at + 5) - at - 5);
+  auto colon = id.find(':');
+  REQUIRE(colon == 32);
+  CHECK(id.find_first_not_of("0123456789abcdef") == colon);
+
+  // The same id resumes: nothing missed, nothing again.
+  sse_client resumed(nd.port, "/events", id);
+  REQUIRE(resumed.wait_for("retry: 3000"));
+  CHECK_FALSE(resumed.wait_for("event: ", 500ms));
+  // An id from another store cannot be replayed: a reset with every current headline.
+  sse_client stranger(nd.port, "/events", std::string(32, 'f') + ":1");
+  REQUIRE(stranger.wait_for("event: reset"));
+  CHECK(stranger.wait_for("\"title\":\"Two\""));
+  CHECK(stranger.received.find("\"title\":\"One\"") != std::string::npos);
+}
+
 TEST_CASE("a stalled /events client is cut off while others get every event") {
   splash_standin splash;
   splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a/index.html", "A"}})));

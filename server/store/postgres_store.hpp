@@ -1,0 +1,78 @@
+// The shared headline store: PostgreSQL through libpq, for several newsdesk instances (see
+// server/news/headline_store.hpp for what a store keeps and cluster_store for the schedule and
+// the event log; README "Scaling out" for how it is run).
+//
+// Connections: a small pool (max_connections), opened on demand with application_name
+// "newsdesk", a connect timeout and a statement timeout, so a call never hangs for long. A
+// connection found broken is reset on its next use: while the database is down every call fails
+// at once with store_error, and the first call after it returns works again.
+//
+// Commit order: every write takes one transaction-level advisory lock first, so writes are
+// serialised; inside it the new headlines' ids and the event's seq are taken from counters in
+// one row (newsdesk_meta), so both follow commit order with no gaps.
+//
+// Schema: versioned migrations (newsdesk_schema) run by open() under a session advisory lock, so
+// instances starting together wait for each other instead of racing; a newer schema is refused.
+#pragma once
+
+#include "server/news/headline_store.hpp"
+
+#include <memory>
+#include <string>
+
+namespace newsdesk::server {
+
+class postgres_store final : public headline_store, public cluster_store {
+ public:
+  // The schema this program writes.
+  static constexpr int schema_version = 1;
+  // Connections open at once, at most: calls beyond it wait for a free one.
+  static constexpr std::size_t max_connections = 4;
+
+  // Connects to `url` (postgresql://user:password@host:port/db, or postgres://) and migrates the
+  // schema. Throws store_error naming the database (never the password) and the cause.
+  static std::unique_ptr<postgres_store> open(const std::string& url);
+
+  ~postgres_store() override;
+
+  // headline_store
+  std::vector<stored_headline> record_refresh(std::string_view site,
+                                              const std::vector<scrapers::headline>& found,
+                                              const refresh_record& record) override;
+  void record_failure(std::string_view site, std::string_view error,
+                      const refresh_record& record) override;
+  std::vector<stored_headline> current(std::string_view site) const override;
+  std::vector<site_state> sites() const override;
+  std::vector<stored_headline> since(std::int64_t after_id, std::size_t limit) const override;
+  std::int64_t last_id() const override;
+  std::size_t prune(std::int64_t older_than_ms) override;
+  std::int64_t pruned_through() const override;
+  const std::string& epoch() const override;
+  const std::string& location() const override;
+  cluster_store* cluster() override { return this; }
+
+  // cluster_store
+  claim_result claim(std::string_view site, std::string_view owner,
+                     std::chrono::milliseconds lease, bool manual,
+                     std::chrono::milliseconds manual_min_interval) override;
+  bool renew(std::string_view site, std::string_view owner,
+             std::chrono::milliseconds lease) override;
+  void release(std::string_view site, std::string_view owner) override;
+  bool claim_prune(std::string_view owner, std::chrono::milliseconds period) override;
+  std::vector<store_event> events_after(std::int64_t after, std::size_t limit) override;
+  std::int64_t last_event_seq() override;
+  const std::string& conninfo() const override;
+
+ private:
+  struct impl;
+  explicit postgres_store(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
+// `url` without its password (for messages and logs).
+std::string without_password(const std::string& url);
+
+// True for the locations open_store hands to PostgreSQL.
+bool is_postgres_url(std::string_view location);
+
+} // namespace newsdesk::server

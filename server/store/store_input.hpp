@@ -1,0 +1,50 @@
+// What both store backends do to a refresh's input before writing it: the limits of
+// store_limits applied the same way, so the two backends keep the same rows.
+#pragma once
+
+#include "server/news/headline_store.hpp"
+
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+namespace newsdesk::server::store_input {
+
+// Cuts `text` to at most `max` bytes without splitting a UTF-8 sequence.
+inline std::string_view cut_utf8(std::string_view text, std::size_t max) {
+  if (text.size() <= max)
+    return text;
+  std::size_t end = max;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80)
+    --end;
+  return text.substr(0, end);
+}
+
+struct row {
+  std::string_view url;
+  std::string_view title; // cut to max_title_bytes
+};
+
+// The headlines of one refresh as they are stored, in the site's order: URLs that are empty,
+// too long or listed before are skipped, titles cut, at most max_headlines_per_refresh.
+// The views point into `found`.
+inline std::vector<row> rows_of(const std::vector<scrapers::headline>& found) {
+  std::vector<row> rows;
+  std::unordered_set<std::string_view> urls;
+  for (const auto& h : found) {
+    if (rows.size() >= store_limits::max_headlines_per_refresh)
+      break;
+    if (h.url.empty() || h.url.size() > store_limits::max_url_bytes || !urls.insert(h.url).second)
+      continue;
+    rows.push_back({h.url, cut_utf8(h.title, store_limits::max_title_bytes)});
+  }
+  return rows;
+}
+
+// The notice a failed refresh stores: never empty (an empty one would read as "succeeded").
+inline std::string_view failure_notice(std::string_view error) {
+  return error.empty() ? std::string_view("refresh failed")
+                       : cut_utf8(error, store_limits::max_error_bytes);
+}
+
+} // namespace newsdesk::server::store_input
