@@ -68,7 +68,8 @@ void renders_per_interval(postgres_cluster& pg) {
   json sites = json::array();
   for (const char* name : {"a", "b", "c", "d"}) {
     auto url = std::string("https://") + name + ".cnn.com/";
-    splash.set(url, standin_page::page(cnn_page({{"/1/index.html", std::string("Story ") + name}})));
+    splash.set(url,
+               standin_page::page(cnn_page({{"/1/index.html", std::string("Story ") + name}})));
     sites.push_back(site(name, "cnn", url, {{"interval", 2}}));
   }
   const auto store = pg.fresh_database();
@@ -125,8 +126,9 @@ void propagation(postgres_cluster& pg, int rounds) {
   auto config = config_for(splash, {site("p", "cnn", url, {{"interval", 3600}})});
   auto writer = start_instance(config, store);
   auto reader = start_instance(config, store);
-  if (!eventually([&] { return http_get(reader->port, "/news.json").body.find("Round 0") !=
-                               std::string::npos; }))
+  if (!eventually([&] {
+        return http_get(reader->port, "/news.json").body.find("Round 0") != std::string::npos;
+      }))
     throw std::runtime_error("the first refresh did not arrive");
 
   PGconn* listen = PQconnectdb(store.c_str());
@@ -199,7 +201,8 @@ void takeover(postgres_cluster& pg, int trials, int lease_seconds) {
     splash.set(url, standin_page::page(cnn_page({{"/1/index.html", "Taken over"}})));
     const auto killed = clock_type::now();
     holder->process->stop(SIGKILL);
-    if (!eventually([&] { return splash.renders(url) >= 2; }, std::chrono::seconds(lease_seconds * 3)))
+    if (!eventually([&] { return splash.renders(url) >= 2; },
+                    std::chrono::seconds(lease_seconds * 3)))
       throw std::runtime_error("no other instance took the site over");
     took.push_back(std::chrono::duration<double>(clock_type::now() - killed).count());
   }
@@ -238,8 +241,10 @@ void throughput(postgres_cluster& pg, const std::string& haproxy, int seconds, i
   for (int i = 0; i < 3; ++i)
     nds.push_back(start_instance(config, store));
   for (auto& nd : nds)
-    if (!eventually([&] { return http_get(nd->port, "/news.json").body.find("\"headlines\":[{") !=
-                                 std::string::npos; }))
+    if (!eventually([&] {
+          return http_get(nd->port, "/news.json").body.find("\"headlines\":[{") !=
+                 std::string::npos;
+        }))
       throw std::runtime_error("an instance shows no headlines");
 
   temp_dir dir;
@@ -259,13 +264,14 @@ void throughput(postgres_cluster& pg, const std::string& haproxy, int seconds, i
 
   std::vector<double> through_lb, alone;
   for (int r = 0; r < runs; ++r) {
-    through_lb.push_back(wrk_rate("http://127.0.0.1:" + std::to_string(lb_port) + "/news", seconds));
-    alone.push_back(wrk_rate("http://127.0.0.1:" + std::to_string(nds[0]->port) + "/news", seconds));
+    through_lb.push_back(
+        wrk_rate("http://127.0.0.1:" + std::to_string(lb_port) + "/news", seconds));
+    alone.push_back(
+        wrk_rate("http://127.0.0.1:" + std::to_string(nds[0]->port) + "/news", seconds));
   }
   std::printf("/news requests/s (wrk -t2 -c64, %d s, median of %d alternating runs): HAProxy + 3 "
               "instances %.0f, one instance alone %.0f, ratio %.2fx\n",
-              seconds, runs, median(through_lb), median(alone),
-              median(through_lb) / median(alone));
+              seconds, runs, median(through_lb), median(alone), median(through_lb) / median(alone));
 }
 
 } // namespace

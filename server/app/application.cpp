@@ -8,11 +8,11 @@
 #include "server/http/http_server.hpp"
 #include "server/http/static_files.hpp"
 #include "server/news/headline_store.hpp"
-#include "server/store/change_listener.hpp"
 #include "server/news/live_events.hpp"
 #include "server/news/news_page.hpp"
 #include "server/news/news_service.hpp"
 #include "server/render/renderers.hpp"
+#include "server/store/change_listener.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -230,8 +230,8 @@ struct application::parts {
     news.start();
     if (changes) {
       changes->start(events_seen);
-      log_info("msg=cluster instance=\"" + news.instance() + "\" lease_ms=" +
-               std::to_string(cfg.refresh.lease.count()));
+      log_info("msg=cluster instance=\"" + news.instance() +
+               "\" lease_ms=" + std::to_string(cfg.refresh.lease.count()));
     }
     http->start();
     // Scripts and tests read these lines to learn the ports (either may have been 0).
@@ -359,7 +359,7 @@ struct application::parts {
   server::metrics counters;
   std::unique_ptr<broker::server> pubsub;
   std::unique_ptr<change_listener> changes; // shared stores only
-  broker::subscription live_feed; // before pubsub and live go, it does
+  broker::subscription live_feed;           // before pubsub and live go, it does
   std::unique_ptr<http_server> http;
   net::signal_set hangup;
   net::signal_set terminate;

@@ -82,7 +82,8 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
     data["site_display_name"] = look->second.display_name;
     data["colour"] = look->second.colour;
     // dump() escapes newlines, so the data stays on one line as SSE requires.
-    return "id: " + event_id(item.id) + "\nevent: headline\ndata: " + data.dump(-1, ' ', false, json::error_handler_t::replace) +
+    return "id: " + event_id(item.id) +
+           "\nevent: headline\ndata: " + data.dump(-1, ' ', false, json::error_handler_t::replace) +
            "\n\n";
   }
 

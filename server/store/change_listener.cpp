@@ -72,8 +72,12 @@ struct change_listener::state : std::enable_shared_from_this<change_listener::st
       // The URL is expanded into its parts; the name shows in pg_stat_activity, and keepalives
       // find a peer that vanished without closing the connection.
       const auto& info = self->store.conninfo();
-      const char* keys[] = {"dbname",         "application_name", "connect_timeout",
-                            "keepalives_idle", "keepalives_interval", "keepalives_count",
+      const char* keys[] = {"dbname",
+                            "application_name",
+                            "connect_timeout",
+                            "keepalives_idle",
+                            "keepalives_interval",
+                            "keepalives_count",
                             nullptr};
       // The pid names the instance's listener in pg_stat_activity (operators, and tests that
       // cut it with pg_terminate_backend).
@@ -113,8 +117,8 @@ struct change_listener::state : std::enable_shared_from_this<change_listener::st
     }
     if (!error.empty()) {
       if (!failing)
-        log_warn("msg=\"change listener: " + error + "\" retry_ms=" +
-                 std::to_string(backoff.count()));
+        log_warn("msg=\"change listener: " + error +
+                 "\" retry_ms=" + std::to_string(backoff.count()));
       failing = true;
       retry();
       return;
@@ -156,8 +160,8 @@ struct change_listener::state : std::enable_shared_from_this<change_listener::st
     conn = nullptr;
     if (stopped)
       return;
-    log_warn("msg=\"change listener: connection lost\" error=\"" + why + "\" retry_ms=" +
-             std::to_string(backoff.count()));
+    log_warn("msg=\"change listener: connection lost\" error=\"" + why +
+             "\" retry_ms=" + std::to_string(backoff.count()));
     failing = true;
     retry();
   }

@@ -127,8 +127,8 @@ bool bool_at(const result& r, int row, int column) {
 }
 
 stored_headline headline_at(const result& r, int row) {
-  return {int_at(r, row, 0), text_at(r, row, 1), text_at(r, row, 2),
-          text_at(r, row, 3), int_at(r, row, 4), int_at(r, row, 5)};
+  return {int_at(r, row, 0),  text_at(r, row, 1), text_at(r, row, 2),
+          text_at(r, row, 3), int_at(r, row, 4),  int_at(r, row, 5)};
 }
 
 } // namespace
@@ -192,7 +192,8 @@ struct postgres_store::impl {
     PGconn* c = PQconnectdbParams(keys, values, 1);
     // NOTICEs ("relation already exists, skipping") are not errors: keep them off stderr.
     if (c)
-      PQsetNoticeProcessor(c, [](void*, const char*) {}, nullptr);
+      PQsetNoticeProcessor(
+          c, [](void*, const char*) {}, nullptr);
     return c;
   }
 
@@ -337,11 +338,12 @@ struct postgres_store::impl {
           "cannot release the migration lock");
     } catch (...) {
       // Closing the session would release it too; the connection goes back to the pool.
-      result(PQexec(c, ("SELECT pg_advisory_unlock(" + std::to_string(migration_lock) + ")")
-                           .c_str()));
+      result(
+          PQexec(c, ("SELECT pg_advisory_unlock(" + std::to_string(migration_lock) + ")").c_str()));
       throw;
     }
-    epoch = text_at(run(c, "SELECT epoch FROM newsdesk_meta", "cannot read the store's epoch"), 0, 0);
+    epoch =
+        text_at(run(c, "SELECT epoch FROM newsdesk_meta", "cannot read the store's epoch"), 0, 0);
   }
 
   // Inside a write: the writer lock, then the lease check when the write names an owner.
@@ -417,9 +419,9 @@ const std::string& postgres_store::epoch() const {
   return impl_->epoch;
 }
 
-std::vector<stored_headline> postgres_store::record_refresh(
-    std::string_view site, const std::vector<scrapers::headline>& found,
-    const refresh_record& record) {
+std::vector<stored_headline>
+postgres_store::record_refresh(std::string_view site, const std::vector<scrapers::headline>& found,
+                               const refresh_record& record) {
   auto& d = *impl_;
   const auto rows = store_input::rows_of(found);
   return d.transaction([&](PGconn* c) {
@@ -434,14 +436,14 @@ std::vector<stored_headline> postgres_store::record_refresh(
       positions.push_back(std::to_string(i));
     }
     // Known links move on in one statement; what it did not touch is new.
-    auto known = d.run(c,
-                       "UPDATE headlines h SET title = v.title, last_seen_ms = $2, seen_seq = $3, "
-                       "position = v.position FROM unnest($4::text[], $5::text[], $6::int[]) "
-                       "AS v(url, title, position) WHERE h.site = $1 AND h.url = v.url "
-                       "RETURNING h.url",
-                       {name, now, seq, array_literal(urls), array_literal(titles),
-                        array_literal(positions)},
-                       "cannot update headlines");
+    auto known = d.run(
+        c,
+        "UPDATE headlines h SET title = v.title, last_seen_ms = $2, seen_seq = $3, "
+        "position = v.position FROM unnest($4::text[], $5::text[], $6::int[]) "
+        "AS v(url, title, position) WHERE h.site = $1 AND h.url = v.url "
+        "RETURNING h.url",
+        {name, now, seq, array_literal(urls), array_literal(titles), array_literal(positions)},
+        "cannot update headlines");
     std::unordered_set<std::string> updated;
     for (int i = 0; i < PQntuples(known.get()); ++i)
       updated.insert(text_at(known, i, 0));
@@ -518,8 +520,8 @@ std::vector<site_state> postgres_store::sites() const {
                    "cannot read sites");
     std::vector<site_state> out;
     for (int i = 0; i < PQntuples(r.get()); ++i)
-      out.push_back({text_at(r, i, 0), int_at(r, i, 1), int_at(r, i, 2), text_at(r, i, 3),
-                     int_at(r, i, 4)});
+      out.push_back(
+          {text_at(r, i, 0), int_at(r, i, 1), int_at(r, i, 2), text_at(r, i, 3), int_at(r, i, 4)});
     return out;
   });
 }
@@ -553,8 +555,7 @@ std::int64_t postgres_store::pruned_through() const {
   auto& d = *impl_;
   return d.with_connection([&](PGconn* c) {
     return int_at(
-        d.run(c, "SELECT pruned_through FROM newsdesk_meta", "cannot read the pruning mark"), 0,
-        0);
+        d.run(c, "SELECT pruned_through FROM newsdesk_meta", "cannot read the pruning mark"), 0, 0);
   });
 }
 
@@ -589,16 +590,16 @@ claim_result postgres_store::claim(std::string_view site, std::string_view owner
           "cannot schedule the site");
     if (manual) {
       // A manual refresh makes the site due now, at most once per manual_min_interval.
-      auto r = d.run(c,
-                     "SELECT greatest(0, ceil(extract(epoch FROM last_manual_at + $2 * interval "
-                     "'1 millisecond' - now()) * 1000))::bigint FROM schedule WHERE site = $1 "
-                     "AND last_manual_at IS NOT NULL FOR UPDATE",
-                     {name, std::to_string(manual_min_interval.count())},
-                     "cannot read the schedule");
+      auto r =
+          d.run(c,
+                "SELECT greatest(0, ceil(extract(epoch FROM last_manual_at + $2 * interval "
+                "'1 millisecond' - now()) * 1000))::bigint FROM schedule WHERE site = $1 "
+                "AND last_manual_at IS NOT NULL FOR UPDATE",
+                {name, std::to_string(manual_min_interval.count())}, "cannot read the schedule");
       if (PQntuples(r.get()) && int_at(r, 0, 0) > 0)
         return {claim_status::rate_limited, std::chrono::milliseconds(int_at(r, 0, 0))};
-      d.run(c, "UPDATE schedule SET due_at = now(), last_manual_at = now() WHERE site = $1",
-            {name}, "cannot mark the site due");
+      d.run(c, "UPDATE schedule SET due_at = now(), last_manual_at = now() WHERE site = $1", {name},
+            "cannot mark the site due");
     }
     // SKIP LOCKED: a row another instance is claiming right now is its, not worth waiting for.
     auto r = d.run(
@@ -675,8 +676,8 @@ std::vector<store_event> postgres_store::events_after(std::int64_t after, std::s
 std::int64_t postgres_store::last_event_seq() {
   auto& d = *impl_;
   return d.with_connection([&](PGconn* c) {
-    return int_at(
-        d.run(c, "SELECT last_event FROM newsdesk_meta", "cannot read the last event"), 0, 0);
+    return int_at(d.run(c, "SELECT last_event FROM newsdesk_meta", "cannot read the last event"), 0,
+                  0);
   });
 }
 

@@ -52,9 +52,8 @@ class postgres_store final : public headline_store, public cluster_store {
   cluster_store* cluster() override { return this; }
 
   // cluster_store
-  claim_result claim(std::string_view site, std::string_view owner,
-                     std::chrono::milliseconds lease, bool manual,
-                     std::chrono::milliseconds manual_min_interval) override;
+  claim_result claim(std::string_view site, std::string_view owner, std::chrono::milliseconds lease,
+                     bool manual, std::chrono::milliseconds manual_min_interval) override;
   bool renew(std::string_view site, std::string_view owner,
              std::chrono::milliseconds lease) override;
   void release(std::string_view site, std::string_view owner) override;

@@ -109,11 +109,10 @@ struct sqlite_store::impl {
   impl& operator=(const impl&) = delete;
   ~impl() {
     // Statements first: sqlite3_close refuses while statements are open.
-    for (auto* s :
-         {&begin, &commit, &rollback, &find_site, &insert_site, &count_sites, &site_success,
-          &site_failure, &find_headline, &insert_headline, &update_headline, &select_current,
-          &select_sites, &select_since, &select_last_id, &delete_old, &select_pruned_through,
-          &update_pruned_through}) {
+    for (auto* s : {&begin, &commit, &rollback, &find_site, &insert_site, &count_sites,
+                    &site_success, &site_failure, &find_headline, &insert_headline,
+                    &update_headline, &select_current, &select_sites, &select_since,
+                    &select_last_id, &delete_old, &select_pruned_through, &update_pruned_through}) {
       sqlite3_finalize(s->stmt);
       s->stmt = nullptr;
     }
@@ -268,8 +267,9 @@ struct sqlite_store::impl {
     prepare(find_site, "SELECT refresh_seq FROM sites WHERE site = ?1");
     prepare(insert_site, "INSERT INTO sites (site) VALUES (?1)");
     prepare(count_sites, "SELECT count(*) FROM sites");
-    prepare(site_success, "UPDATE sites SET last_attempt_ms = ?2, last_success_ms = ?2, "
-                          "last_error = '', refresh_seq = ?3, last_elapsed_ms = ?4 WHERE site = ?1");
+    prepare(site_success,
+            "UPDATE sites SET last_attempt_ms = ?2, last_success_ms = ?2, "
+            "last_error = '', refresh_seq = ?3, last_elapsed_ms = ?4 WHERE site = ?1");
     prepare(site_failure, "UPDATE sites SET last_attempt_ms = ?2, last_error = ?3, "
                           "last_elapsed_ms = ?4 WHERE site = ?1");
     prepare(find_headline, "SELECT id FROM headlines WHERE site = ?1 AND url = ?2");
@@ -292,8 +292,7 @@ struct sqlite_store::impl {
                         "coalesce((SELECT refresh_seq FROM sites WHERE sites.site = "
                         "headlines.site), -1) RETURNING id");
     prepare(select_pruned_through, "SELECT pruned_through FROM meta");
-    prepare(update_pruned_through,
-            "UPDATE meta SET pruned_through = max(pruned_through, ?1)");
+    prepare(update_pruned_through, "UPDATE meta SET pruned_through = max(pruned_through, ?1)");
   }
 };
 

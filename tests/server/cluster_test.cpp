@@ -170,8 +170,8 @@ TEST_CASE("an SSE client moving from one instance to another with Last-Event-ID 
   {
     sse_client on_a(a->port);
     REQUIRE(on_a.wait_for("retry: 3000"));
-    splash.set("https://a.cnn.com/", standin_page::page(cnn_page(
-                                         {{"/1/index.html", "One"}, {"/2/index.html", "Two"}})));
+    splash.set("https://a.cnn.com/",
+               standin_page::page(cnn_page({{"/1/index.html", "One"}, {"/2/index.html", "Two"}})));
     REQUIRE(send_request(a->port, "POST", "/api/refresh").status == 202);
     REQUIRE(on_a.wait_for("\"title\":\"Two\""));
     REQUIRE(on_a.wait_for("\n\n"));
@@ -216,9 +216,8 @@ TEST_CASE("with PostgreSQL down an instance keeps serving, says it is not ready,
   const auto store = pg.fresh_database();
   splash_standin splash;
   splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/1/index.html", "Before"}})));
-  const auto config =
-      cluster_config(splash, {site("a", "cnn", "https://a.cnn.com/", {{"interval", 1}})},
-                     {{"retries", 0}});
+  const auto config = cluster_config(
+      splash, {site("a", "cnn", "https://a.cnn.com/", {{"interval", 1}})}, {{"retries", 0}});
   auto a = instance(config, store);
   auto b = instance(config, store);
   REQUIRE(eventually([&] { return titles(b->port).count("Before") == 1; }));
@@ -233,8 +232,8 @@ TEST_CASE("with PostgreSQL down an instance keeps serving, says it is not ready,
     return news_json(a->port).value("notice", "").find("database") != std::string::npos;
   }));
 
-  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/1/index.html", "Before"},
-                                                                {"/2/index.html", "After"}})));
+  splash.set("https://a.cnn.com/", standin_page::page(cnn_page(
+                                       {{"/1/index.html", "Before"}, {"/2/index.html", "After"}})));
   pg.start();
   CHECK(eventually([&] { return titles(b->port).count("After") == 1; }, 15s));
   CHECK(eventually([&] { return titles(a->port).count("After") == 1; }, 5s));
@@ -244,9 +243,9 @@ TEST_CASE("with PostgreSQL down an instance keeps serving, says it is not ready,
 
 TEST_CASE("an unreachable PostgreSQL at start stops newsdesk with a message naming it") {
   auto port = unused_port();
-  newsdesk_process nd(json{{"sites", json::array()}},
-                      {"--store", "postgresql://nobody:secret@127.0.0.1:" + std::to_string(port) +
-                                      "/newsdesk"});
+  newsdesk_process nd(
+      json{{"sites", json::array()}},
+      {"--store", "postgresql://nobody:secret@127.0.0.1:" + std::to_string(port) + "/newsdesk"});
   CHECK(nd.port == 0);
   CHECK(nd.process->wait_exit() == 1);
   auto log = nd.log();

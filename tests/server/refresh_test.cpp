@@ -1,8 +1,8 @@
 // End-to-end tests of the background refresh, the headline store, feeds and live events: the
 // real newsdesk binary, the Splash stand-in and real sockets.
 #include "tests/support/harness.hpp"
-#include "tests/support/sse_client.hpp"
 #include "tests/support/http_get.hpp"
+#include "tests/support/sse_client.hpp"
 
 #include <doctest/doctest.h>
 
@@ -229,8 +229,8 @@ TEST_CASE("/events ids name the store; an id from another store starts the clien
 
   sse_client live(nd.port);
   REQUIRE(live.wait_for("retry: 3000"));
-  splash.set("https://a.cnn.com/", standin_page::page(cnn_page(
-                                       {{"/1/index.html", "One"}, {"/2/index.html", "Two"}})));
+  splash.set("https://a.cnn.com/",
+             standin_page::page(cnn_page({{"/1/index.html", "One"}, {"/2/index.html", "Two"}})));
   REQUIRE(send_request(nd.port, "POST", "/api/refresh").status == 202);
   REQUIRE(live.wait_for("\"title\":\"Two\""));
   // "id: EPOCH:ID", the epoch 32 hex digits made when the store was created.

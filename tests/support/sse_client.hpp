@@ -31,7 +31,8 @@ struct sse_client {
   ~sse_client() { ::close(fd); }
 
   // Reads until `needle` has arrived (true) or the deadline passes or the server closes.
-  bool wait_for(const std::string& needle, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  bool wait_for(const std::string& needle,
+                std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     while (received.find(needle) == std::string::npos) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -50,7 +51,6 @@ struct sse_client {
     return true;
   }
 };
-
 
 // How many times `needle` occurs in `text`.
 inline std::size_t occurrences(const std::string& text, const std::string& needle) {

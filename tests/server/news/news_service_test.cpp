@@ -1,7 +1,7 @@
 #include "server/news/news_service.hpp"
 
-#include "server/store/sqlite_store.hpp"
 #include "server/news/news_clock.hpp"
+#include "server/store/sqlite_store.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>

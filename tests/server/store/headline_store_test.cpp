@@ -88,7 +88,8 @@ TEST_CASE("store: new links get rows with first_seen = last_seen, known links on
     CHECK(added[0] == stored_headline{added[0].id, "cnn", "A", "https://x/a", 1000, 1000});
     CHECK(added[1].site == "cnn"); // the argument wins over headline::site
 
-    added = store.record_refresh("cnn", page({{"B", "https://x/b"}, {"C", "https://x/c"}}), at(2000));
+    added =
+        store.record_refresh("cnn", page({{"B", "https://x/b"}, {"C", "https://x/c"}}), at(2000));
     REQUIRE(added.size() == 1);
     CHECK(added[0].title == "C");
     CHECK(added[0].id > store.since(0, 10)[1].id);
@@ -151,8 +152,8 @@ TEST_CASE("store: current is the latest refresh in the site's order; the rest st
 
 TEST_CASE("store: duplicate URLs in one refresh count once, the first listing wins") {
   for_each_backend([](headline_store& store) {
-    auto added =
-        store.record_refresh("s", page({{"First", "https://x/a"}, {"Second", "https://x/a"}}), at(1));
+    auto added = store.record_refresh(
+        "s", page({{"First", "https://x/a"}, {"Second", "https://x/a"}}), at(1));
     REQUIRE(added.size() == 1);
     CHECK(added[0].title == "First");
     CHECK(titles(store.current("s")) == std::vector<std::string>{"First"});
@@ -176,8 +177,9 @@ TEST_CASE("store: limits cut long titles at a character boundary and skip long U
     CHECK(store.record_refresh("s", many, at(2)).size() == store_limits::max_headlines_per_refresh);
 
     CHECK_THROWS_AS(store.record_refresh("", {}, at(1)), store_error);
-    CHECK_THROWS_AS(store.record_failure(std::string(store_limits::max_site_bytes + 1, 's'), "e", at(1)),
-                    store_error);
+    CHECK_THROWS_AS(
+        store.record_failure(std::string(store_limits::max_site_bytes + 1, 's'), "e", at(1)),
+        store_error);
   });
 }
 
@@ -219,13 +221,16 @@ TEST_CASE("store: since returns rows after an id, ascending, at most limit") {
 
 TEST_CASE("store: prune deletes old history but keeps what is current; ids are not reused") {
   for_each_backend([](headline_store& store) {
-    store.record_refresh("s", page({{"Old", "https://x/old"}, {"Kept", "https://x/kept"}}), at(1000));
-    store.record_refresh("s", page({{"Kept", "https://x/kept"}, {"New", "https://x/new"}}), at(5000));
+    store.record_refresh("s", page({{"Old", "https://x/old"}, {"Kept", "https://x/kept"}}),
+                         at(1000));
+    store.record_refresh("s", page({{"Kept", "https://x/kept"}, {"New", "https://x/new"}}),
+                         at(5000));
     store.record_refresh("t", page({{"Stale but current", "https://y/1"}}), at(500));
     auto top = store.last_id();
 
     CHECK(store.prune(2000) == 1); // "Old"; the other site's only refresh is still current
-    CHECK(titles(store.since(0, 10)) == std::vector<std::string>{"Kept", "New", "Stale but current"});
+    CHECK(titles(store.since(0, 10)) ==
+          std::vector<std::string>{"Kept", "New", "Stale but current"});
     CHECK(store.prune(2000) == 0);
 
     store.record_refresh("s", page({{"Newest", "https://x/newest"}}), at(6000));
@@ -243,7 +248,7 @@ TEST_CASE("store: reopening a file keeps its history and current headlines; WAL 
   std::int64_t last = 0;
   {
     auto owned = sqlite_store::open(file);
-  auto& store = *owned;
+    auto& store = *owned;
     store.record_refresh("cnn", page({{"A", "https://x/a"}, {"B", "https://x/b"}}), at(1000));
     store.record_failure("bbc", "down", at(1500));
     last = store.last_id();

@@ -266,7 +266,8 @@ TEST_CASE("postgres store: ids follow commit order, so a polling reader never sk
 
 TEST_CASE("postgres store: pruning records how far it deleted") {
   auto store = postgres_store::open(postgres_cluster::shared().fresh_database());
-  store->record_refresh("s", page({{"Old", "https://x/old"}, {"Kept", "https://x/kept"}}), at(1000));
+  store->record_refresh("s", page({{"Old", "https://x/old"}, {"Kept", "https://x/kept"}}),
+                        at(1000));
   store->record_refresh("s", page({{"Kept", "https://x/kept"}}), at(5000));
   CHECK(store->pruned_through() == 0);
   CHECK(store->prune(2000) == 1);
