@@ -277,6 +277,7 @@ void throughput(postgres_cluster& pg, const std::string& haproxy, int seconds, i
 } // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0); // each figure as soon as it is measured
   int rounds = 200, trials = 3, lease = 15, wrk_seconds = 10, runs = 3;
   std::string haproxy = "/usr/sbin/haproxy";
   for (int i = 1; i + 1 < argc; i += 2) {
