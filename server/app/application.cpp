@@ -97,7 +97,7 @@ struct application::parts {
       // The store opens before anything listens: a broken store file stops startup with its name.
       , store(open_store(cfg.store_path.string()))
       , news(ioc, sites, renderers.by_name(), parse_pool, store.get(), cfg.refresh)
-      , routes(news, page, files)
+      , routes(news, page, files, parse_pool, cfg.public_url)
       , live(ioc, parse_pool, store.get(), looks_of(sites))
       , hangup(ioc, SIGHUP)
       , terminate(ioc, SIGINT, SIGTERM)
@@ -144,7 +144,8 @@ struct application::parts {
         http_response res;
         res.content_type = "text/plain; version=0.0.4; charset=utf-8";
         res.body = counters.render(news.snapshot()->sites, broker_stats ? &*broker_stats : nullptr,
-                                   live.clients());
+                                   live.clients()) +
+                   routes.cache_metrics();
         res.with_header("Cache-Control", "no-store");
         respond(std::move(res));
       });
@@ -184,6 +185,9 @@ struct application::parts {
         log_warn(std::string("msg=\"cannot publish headlines\" error=\"") + e.what() + "\"");
       }
     });
+    // Every change builds the views everyone asks for, before anyone asks.
+    news.on_snapshot(
+        [this](std::shared_ptr<const news_snapshot> snapshot) { routes.prebuild(snapshot); });
     if (cfg.metrics)
       news.on_refresh_done(
           [this](const site_config& site, std::chrono::milliseconds took, std::string_view kind) {

@@ -183,6 +183,11 @@ settings::table<config> make_table() {
                   .flag = "--store FILE|URL",
                   .help = "the headline store: an SQLite file (:memory: keeps nothing), or a "
                           "postgresql://user@host:port/db URL that several instances share"}),
+           field(&c::public_url,
+                 {.path = "public_url",
+                  .flag = "--public-url URL",
+                  .help = "where readers reach newsdesk, e.g. https://news.example.org: feeds' "
+                          "absolute links start with it (unset: the request's Host header)"}),
            sites_row,
        }},
       {"logging and observability",
@@ -325,6 +330,8 @@ void check_renderer(std::string_view where, const std::string& name) {
 void validate(const config& cfg) {
   if (!cfg.renderer.empty())
     check_renderer("renderer", cfg.renderer);
+  if (!cfg.public_url.empty() && !scrapers::url::is_http_url(cfg.public_url))
+    fail("public_url", "expected an http:// or https:// URL, got '" + cfg.public_url + "'");
   if (!cfg.splash_url.empty() && !scrapers::url::is_http_url(cfg.splash_url))
     fail("splash_url", "expected an http:// or https:// URL, got '" + cfg.splash_url + "'");
   if (!cfg.browserless_url.empty() && cfg.browserless_url.rfind("http://", 0) != 0)

@@ -69,6 +69,9 @@ struct config {
 
   http_server_limits http;
   refresh_settings refresh;
+  // Where readers reach newsdesk ("https://news.example.org"): the feeds' absolute links start
+  // with it, and they are built once per change. Empty: taken from each request's Host header.
+  std::string public_url;
   // The headline store: an SQLite file (":memory:" keeps nothing across restarts), or a
   // postgresql:// URL for a store several instances share.
   std::filesystem::path store_path = "newsdesk.db";

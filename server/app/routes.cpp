@@ -7,6 +7,7 @@
 #include "server/news/news_query.hpp"
 #include "server/news/news_service.hpp"
 
+#include <boost/asio/thread_pool.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -32,9 +33,6 @@ constexpr const char* content_security_policy =
     "data:; "
     "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
-// How long a rendered page is reused: its relative ages ("3 min ago") stay right to the minute.
-constexpr std::chrono::seconds page_cache_lifetime{15};
-
 // Host header characters allowed into feed URLs: a name or address and a port, nothing else.
 bool plain_host(std::string_view host) {
   return !host.empty() && host.size() <= 255 && std::all_of(host.begin(), host.end(), [](char c) {
@@ -53,23 +51,27 @@ std::string sites_title(const news_snapshot& s) {
 } // namespace
 
 routes::routes(news_service& news, std::shared_ptr<const news_page> page, const static_files& files,
-               std::string public_url)
+               boost::asio::thread_pool& pool, std::string public_url)
     : news_(news)
     , files_(files)
     , public_url_(std::move(public_url))
-    , page_(std::move(page)) {
+    , page_(std::move(page))
+    , cache_(pool, representation_cache::default_max_bytes) {
   while (!public_url_.empty() && public_url_.back() == '/')
     public_url_.pop_back();
 }
 
 void routes::set_page(std::shared_ptr<const news_page> page) {
-  std::lock_guard lock(cache_mutex_);
-  page_ = std::move(page);
-  cached_body_.reset(); // rendered with the old template
+  {
+    std::lock_guard lock(page_mutex_);
+    page_ = std::move(page);
+  }
+  // Pages built with the old template: the next view rebuilds them (bumping the version key).
+  template_generation_.fetch_add(1);
 }
 
 std::shared_ptr<const news_page> routes::page() const {
-  std::lock_guard lock(cache_mutex_);
+  std::lock_guard lock(page_mutex_);
   return page_;
 }
 
@@ -125,97 +127,179 @@ void routes::handle(http_request request, responder respond) {
   serve_news(request, path, std::move(respond));
 }
 
-std::shared_ptr<const memory_file>
-routes::cached_page(const std::shared_ptr<const news_snapshot>& snapshot) {
-  auto now = std::chrono::steady_clock::now();
-  {
-    std::lock_guard lock(cache_mutex_);
-    if (cached_body_ && cached_version_ == snapshot->version &&
-        now - cached_at_ < page_cache_lifetime)
-      return cached_body_;
+namespace {
+
+// What a view's bytes are built from: the snapshot, the query, and (feeds only) the base URL
+// their links start with.
+representation_cache::content build_view(const news_page& page, const news_snapshot& snapshot,
+                                         const std::string& path, const news_query& query,
+                                         const std::string& base, const std::string& target) {
+  if (path == "/news")
+    return {"text/html; charset=utf-8", query.empty()
+                                            ? page.render(snapshot)
+                                            : page.render(apply_query(snapshot, query), query)};
+  auto view = apply_query(snapshot, query);
+  if (path == "/news.json")
+    return {json_content_type, news_json(view)};
+
+  std::map<std::string, const site_report*> sites;
+  for (const auto& s : view.sites)
+    sites[s.name] = &s;
+  std::vector<feed_entry> entries;
+  std::int64_t updated = 0;
+  for (const auto& item : view.headlines) {
+    const auto* site = sites.at(item.headline.site);
+    // An entry is updated when it first appears, not on every refresh that sees it again: feed
+    // readers re-flag entries whose <updated> moves, and the feed's bytes (and ETag) then stay
+    // the same until a headline is added or gone.
+    entries.push_back({"", item.headline.title, item.headline.url, item.headline.site,
+                       site->display_name, item.first_seen_ms, item.first_seen_ms});
+    updated = std::max(updated, item.first_seen_ms);
   }
-  auto template_used = page();
-  std::shared_ptr<const memory_file> body;
-  try {
-    body = memory_file::create(template_used->render(*snapshot));
-  } catch (const std::system_error& e) {
-    log_warn(std::string("msg=\"cannot keep the page in memory, rendering it per view\" error=\"") +
-             e.what() + "\"");
-    return nullptr;
-  }
-  std::lock_guard lock(cache_mutex_);
-  if (template_used != page_)
-    return body; // a reload came in meanwhile: do not cache a page from the old template
-  cached_version_ = snapshot->version;
-  cached_at_ = now;
-  cached_body_ = body;
-  return body;
+  // Newest first, as feed readers expect.
+  std::stable_sort(entries.begin(), entries.end(), [](const feed_entry& a, const feed_entry& b) {
+    return a.first_seen_ms > b.first_seen_ms;
+  });
+  const auto query_part =
+      target.find('?') == std::string::npos ? std::string() : target.substr(target.find('?'));
+  feed_info info{sites_title(view), base + target, base + "/news" + query_part, updated};
+  if (path == "/news.atom")
+    return {"application/atom+xml; charset=utf-8", atom_feed(info, entries)};
+  return {"application/feed+json; charset=utf-8", json_feed(info, entries)};
 }
+
+// A view's cache key: the path, the query in one spelling whatever order it came in, and the
+// base URL for the feeds (their links are absolute).
+std::string view_key(const std::string& path, const news_query& query, const std::string& base) {
+  auto sites = query.sites;
+  std::sort(sites.begin(), sites.end());
+  std::string key = path + "?site=";
+  for (const auto& s : sites)
+    key += s + ",";
+  key += "&q=" + query.q + "&limit=" + std::to_string(query.limit);
+  if (path == "/news.atom" || path == "/news.feed.json")
+    key += "@" + base;
+  return key;
+}
+
+} // namespace
 
 void routes::serve_news(const http_request& request, const std::string& path, responder respond) {
   auto parsed = parse_news_query(request.query(), news_.snapshot()->sites);
   if (auto* error = std::get_if<std::string>(&parsed))
     return respond(text_response(400, "Bad Request: " + *error));
   auto query = std::get<news_query>(std::move(parsed));
-  // Only the feeds name their own and the page's address; /news, the hot path, skips building
-  // them.
-  std::string self_url, page_url;
-  if (path == "/news.atom" || path == "/news.feed.json") {
-    self_url = base_url(request) + request.target;
-    page_url = base_url(request) + "/news" +
-               (request.query().empty() ? std::string() : "?" + std::string(request.query()));
+  const bool feed = path == "/news.atom" || path == "/news.feed.json";
+  // Only the feeds name their own and the page's address.
+  const auto base = feed ? base_url(request) : std::string();
+  // Feeds name the request's own target as their self link; the key's query spelling is the
+  // canonical one, so the target is rebuilt from it (never echoed raw).
+  std::string target = path;
+  if (!query.empty()) {
+    std::string q;
+    auto add = [&q](std::string_view name, std::string_view value) {
+      q += q.empty() ? '?' : '&';
+      q.append(name).append("=").append(value);
+    };
+    for (const auto& site : query.sites)
+      add("site", site);
+    if (!query.q.empty())
+      add("q", form_encode(query.q));
+    if (query.limit)
+      add("limit", std::to_string(query.limit));
+    target += q;
   }
 
-  news_.when_ready([this, path, query = std::move(query), self_url, page_url,
-                    respond = std::move(respond)](std::shared_ptr<const news_snapshot> snapshot) {
-    try {
-      if (path == "/news") {
-        http_response res;
-        if (query.empty()) {
-          res = page_response("text/html; charset=utf-8", {});
-          res.file_body = cached_page(snapshot); // sent without a copy per view
-          if (!res.file_body)
-            res.body = page()->render(*snapshot);
-        } else {
-          res = page_response("text/html; charset=utf-8",
-                              page()->render(apply_query(*snapshot, query), query));
+  news_.when_ready(
+      [this, path, query = std::move(query), base, target, request,
+       respond = std::move(respond)](std::shared_ptr<const news_snapshot> snapshot) mutable {
+        auto key = view_key(path, query, base);
+        bool pinned = query.words.empty() && query.limit == 0 && query.sites.size() <= 1;
+        if (path == "/news") {
+          // The page shows ages in minutes ("3 min ago"), so it is also built once a minute (its
+          // bytes and ETag change only when an age shown did), and again after a template reload.
+          // Older pages are dropped with the next change or by the LRU.
+          const auto minute = std::chrono::duration_cast<std::chrono::minutes>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count();
+          key += "#template=" + std::to_string(template_generation_.load()) +
+                 "#minute=" + std::to_string(minute);
+          pinned = false;
         }
-        res.with_header("Content-Security-Policy", content_security_policy);
-        res.with_header("Referrer-Policy", "no-referrer");
-        return respond(std::move(res));
-      }
-      auto view = apply_query(*snapshot, query);
-      if (path == "/news.json")
-        return respond(page_response(json_content_type, news_json(view)));
+        cache_.get(
+            key, snapshot->version, pinned,
+            [page = page(), snapshot, path, query, base, target] {
+              return build_view(*page, *snapshot, path, query, base, target);
+            },
+            [path, request = std::move(request),
+             respond = std::move(respond)](std::shared_ptr<const representation> r) {
+              if (!r)
+                return respond(text_response(500));
+              header_list extra{{"X-Content-Type-Options", "nosniff"}};
+              if (path == "/news") {
+                extra.emplace_back("Content-Security-Policy", content_security_policy);
+                extra.emplace_back("Referrer-Policy", "no-referrer");
+              }
+              // Clients may keep a copy but must ask (If-None-Match) before using it: a 304 costs
+              // a few hundred bytes, and headlines change without notice.
+              respond(r->respond(request, "no-cache", extra));
+            });
+      });
+}
 
-      std::map<std::string, const site_report*> sites;
-      for (const auto& s : view.sites)
-        sites[s.name] = &s;
-      std::vector<feed_entry> entries;
-      std::int64_t updated = 0;
-      for (const auto& item : view.headlines) {
-        const auto* site = sites.at(item.headline.site);
-        auto last_seen = std::max(site->last_success_ms, item.first_seen_ms);
-        entries.push_back({"", item.headline.title, item.headline.url, item.headline.site,
-                           site->display_name, item.first_seen_ms, last_seen});
-        updated = std::max(updated, last_seen);
-      }
-      // Newest first, as feed readers expect.
-      std::stable_sort(entries.begin(), entries.end(),
-                       [](const feed_entry& a, const feed_entry& b) {
-                         return a.first_seen_ms > b.first_seen_ms;
-                       });
-      feed_info info{sites_title(view), self_url, page_url, updated};
-      if (path == "/news.atom")
-        return respond(
-            page_response("application/atom+xml; charset=utf-8", atom_feed(info, entries)));
-      respond(page_response("application/feed+json; charset=utf-8", json_feed(info, entries)));
-    } catch (const std::exception& e) {
-      log_error(std::string("msg=\"rendering failed\" path=") + path + " error=\"" + e.what() +
-                "\"");
-      respond(text_response(500));
+void routes::prebuild(const std::shared_ptr<const news_snapshot>& snapshot) {
+  cache_.drop_older_than(snapshot->version);
+  // The unfiltered views and each site's own page and JSON, ready before anyone asks. Feeds
+  // need a base URL: only with a configured public one.
+  std::vector<news_query> queries{news_query{}};
+  for (const auto& s : snapshot->sites) {
+    news_query one;
+    one.sites = {s.name};
+    queries.push_back(std::move(one));
+  }
+  std::vector<std::string> paths{"/news.json"};
+  if (!public_url_.empty()) {
+    paths.push_back("/news.atom");
+    paths.push_back("/news.feed.json");
+  }
+  for (const auto& query : queries)
+    for (const auto& path : paths) {
+      const auto base = path == "/news.json" ? std::string() : public_url_;
+      std::string target = path;
+      if (!query.sites.empty())
+        target += "?site=" + query.sites.front();
+      cache_.get(
+          view_key(path, query, base), snapshot->version, true,
+          [page = page(), snapshot, path, query, base, target] {
+            return build_view(*page, *snapshot, path, query, base, target);
+          },
+          [](std::shared_ptr<const representation>) {});
     }
-  });
+}
+
+std::string routes::cache_metrics() const {
+  auto c = cache_.stats();
+  std::string out;
+  auto line = [&out](const char* name, const char* help, const char* type, std::uint64_t v) {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" +
+           name + " " + std::to_string(v) + "\n";
+  };
+  line("newsdesk_representation_hits_total",
+       "Requests for /news, /news.json or a feed answered from bytes already built.", "counter",
+       c.hits);
+  line("newsdesk_representation_misses_total",
+       "Requests that waited for their representation to be built.", "counter", c.misses);
+  line("newsdesk_representation_builds_total", "Representations built (rendered and compressed).",
+       "counter", c.builds);
+  line("newsdesk_representation_unchanged_total",
+       "Rebuilds that produced the same bytes (kept, same ETag).", "counter", c.unchanged);
+  line("newsdesk_representation_evictions_total",
+       "Filtered representations dropped to stay within the cache's bytes.", "counter",
+       c.evictions);
+  line("newsdesk_representation_entries", "Representations held.", "gauge", c.entries);
+  line("newsdesk_representation_bytes", "Bytes held by representations, all encodings.", "gauge",
+       c.bytes);
+  return out;
 }
 
 void routes::serve_refresh(const http_request& request, responder respond) {

@@ -12,13 +12,20 @@
 // HEAD works wherever GET does; other methods get 405 with Allow, unknown paths 404.
 #pragma once
 
+#include "server/app/representation_cache.hpp"
 #include "server/http/http_message.hpp"
+
+#include <atomic>
 
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
+
+namespace boost::asio {
+class thread_pool;
+} // namespace boost::asio
 
 namespace newsdesk::server {
 
@@ -31,8 +38,9 @@ class routes {
  public:
   // `public_url` ("https://news.example.org") makes feed links absolute; empty: taken from
   // the request's Host header.
+  // Representations are built on `pool`.
   routes(news_service& news, std::shared_ptr<const news_page> page, const static_files& files,
-         std::string public_url = {});
+         boost::asio::thread_pool& pool, std::string public_url = {});
 
   // Serves pages from `page` from now on (a template reload). Thread-safe.
   void set_page(std::shared_ptr<const news_page> page);
@@ -44,13 +52,18 @@ class routes {
 
   void handle(http_request request, responder respond);
 
+  // The headlines changed: drops filtered views of older ones and builds the unfiltered views
+  // and each site's own (JSON, and the feeds when a public URL is configured) now, on the pool.
+  void prebuild(const std::shared_ptr<const news_snapshot>& snapshot);
+
+  // The representation cache's counters, in Prometheus text format (for /metrics).
+  std::string cache_metrics() const;
+
  private:
   void serve_news(const http_request& request, const std::string& path, responder respond);
   void serve_refresh(const http_request& request, responder respond);
   std::string base_url(const http_request& request) const;
   std::shared_ptr<const news_page> page() const;
-  std::shared_ptr<const memory_file>
-  cached_page(const std::shared_ptr<const news_snapshot>& snapshot);
 
   news_service& news_;
   const static_files& files_;
@@ -58,13 +71,10 @@ class routes {
   std::vector<std::pair<std::string, std::function<std::string()>>> json_endpoints_;
   std::vector<std::pair<std::string, request_handler>> routes_;
 
-  // The unfiltered page is rendered once per snapshot (and at most every few seconds, so its
-  // "updated 3 min ago" texts stay true) and served from here.
-  mutable std::mutex cache_mutex_; // guards page_ and the cache
+  mutable std::mutex page_mutex_; // guards page_
   std::shared_ptr<const news_page> page_;
-  std::uint64_t cached_version_ = 0;
-  std::chrono::steady_clock::time_point cached_at_;
-  std::shared_ptr<const memory_file> cached_body_;
+  std::atomic<std::uint64_t> template_generation_{0}; // set_page() calls so far
+  representation_cache cache_;
 };
 
 } // namespace newsdesk::server

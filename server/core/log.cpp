@@ -2,15 +2,93 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <ctime>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 namespace newsdesk::server {
 namespace {
 std::atomic<log_level> min_level{log_level::info};
 std::atomic<bool> use_stderr{false};
+
+// Lines go to a writer thread: a caller (a network thread logging a request) only appends to a
+// buffer and never waits on the terminal, a pipe or a file. The buffer is bounded: when the
+// output cannot keep up, lines are dropped and the writer says how many.
+class line_writer {
+ public:
+  static constexpr std::size_t max_pending_bytes = 8 * 1024 * 1024;
+
+  // Writes what is pending and stops the thread; later lines are written directly.
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_one();
+    if (thread_.joinable())
+      thread_.join();
+  }
+
+  void push(const std::string& line) {
+    std::unique_lock lock(mutex_);
+    if (stopping_) { // after the writer stopped (exit): write directly
+      lock.unlock();
+      write(line);
+      return;
+    }
+    if (!thread_.joinable())
+      thread_ = std::thread([this] { run(); });
+    if (pending_.size() + line.size() > max_pending_bytes) {
+      ++dropped_;
+      return;
+    }
+    pending_ += line;
+    wake_.notify_one();
+  }
+
+ private:
+  void run() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [this] { return !pending_.empty() || dropped_ || stopping_; });
+      if (pending_.empty() && !dropped_ && stopping_)
+        return;
+      std::string batch;
+      batch.swap(pending_);
+      const auto dropped = dropped_;
+      dropped_ = 0;
+      lock.unlock();
+      write(batch);
+      if (dropped)
+        write("level=warn msg=\"log lines dropped: the output could not keep up\" count=" +
+              std::to_string(dropped) + "\n");
+      lock.lock();
+    }
+  }
+
+  static void write(const std::string& text);
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::string pending_;
+  std::size_t dropped_ = 0;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+// Never destroyed: something may log during static destruction (then it writes directly).
+// The stopper, constructed after it, stops it at exit, writing what is pending.
+line_writer& writer() {
+  static auto* w = new line_writer();
+  static struct stopper {
+    ~stopper() { w->stop(); }
+  } stop_at_exit;
+  return *w;
+}
 
 const char* level_name(log_level l) {
   switch (l) {
@@ -69,8 +147,12 @@ void log(log_level level, std::string_view message) {
   line += ' ';
   line += message;
   line += '\n';
+  writer().push(line);
+}
+
+void line_writer::write(const std::string& text) {
   auto* out = use_stderr ? stderr : stdout;
-  std::fwrite(line.data(), 1, line.size(), out);
+  std::fwrite(text.data(), 1, text.size(), out);
   std::fflush(out);
 }
 

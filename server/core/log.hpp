@@ -1,6 +1,7 @@
 // One line per event, logfmt: "2026-11-22T08:55:06.123Z level=warn msg=... key=value".
-// On stdout by default (where container runtimes collect it), or stderr. Thread-safe: each line
-// is written with a single call.
+// On stdout by default (where container runtimes collect it), or stderr. Thread-safe, and
+// never blocking: lines are written by a writer thread, in the order they were logged (see
+// log.cpp), so a slow terminal or pipe never holds up a request.
 #pragma once
 
 #include <string_view>

@@ -115,6 +115,21 @@ std::string_view reason_phrase(unsigned status) {
   }
 }
 
+std::string form_encode(std::string_view text) {
+  static constexpr char digits[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += digits[c >> 4];
+      out += digits[c & 15];
+    }
+  }
+  return out;
+}
+
 std::string form_decode(std::string_view text) {
   std::string out;
   out.reserve(text.size());

@@ -107,6 +107,9 @@ inline constexpr const char* json_content_type = "application/json; charset=utf-
 // A short plain-text answer: "404 Not Found\n". Users see generic text; logs get the detail.
 http_response text_response(unsigned status, std::string_view text = {});
 
+// Percent-encodes a query value for a link (everything but letters, digits and -._~).
+std::string form_encode(std::string_view text);
+
 // Decodes an application/x-www-form-urlencoded component of a query ('+' is a space). Invalid
 // escapes are kept as written.
 std::string form_decode(std::string_view text);

@@ -1,7 +1,7 @@
 #include "server/http/static_files.hpp"
 
+#include <chrono>
 #include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 namespace newsdesk::server {
@@ -45,13 +45,6 @@ bool safe_relative_path(std::string_view path) {
     start = end + 1;
   }
   return true;
-}
-
-std::string etag_for(std::uintmax_t size, fs::file_time_type mtime) {
-  auto ticks = mtime.time_since_epoch().count();
-  std::ostringstream out;
-  out << '"' << std::hex << size << '-' << static_cast<unsigned long long>(ticks) << '"';
-  return out.str();
 }
 
 } // namespace
@@ -111,23 +104,32 @@ http_response static_files::serve(std::string_view relative, const http_request&
   if (ec || size > max_file_bytes)
     return text_response(404);
 
-  auto etag = etag_for(size, mtime);
-  http_response res;
-  res.content_type = std::string(mime_type_for(path.filename().string()));
-  res.with_header("ETag", etag).with_header("Cache-Control", "public, max-age=300");
-  if (auto match = request.header("If-None-Match");
-      match && match->find(etag) != std::string_view::npos) {
-    res.status = 304;
-    res.content_type.clear();
-    return res;
+  // Each file is read and compressed once, and again only when its size or time changes (an
+  // edited stylesheet is served at once, without a reload).
+  std::shared_ptr<const representation> r;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = cache_.find(path.string());
+        it != cache_.end() && it->second.size == size && it->second.mtime == mtime)
+      r = it->second.bytes;
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return text_response(404);
-  res.body.resize(size);
-  in.read(res.body.data(), static_cast<std::streamsize>(size));
-  res.body.resize(static_cast<std::size_t>(in.gcount()));
-  return res;
+  if (!r) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+      return text_response(404);
+    std::string bytes(size, '\0');
+    in.read(bytes.data(), static_cast<std::streamsize>(size));
+    bytes.resize(static_cast<std::size_t>(in.gcount()));
+    const auto modified = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::file_clock::to_sys(mtime).time_since_epoch())
+                              .count();
+    r = representation::make(std::string(mime_type_for(path.filename().string())), bytes, modified);
+    std::lock_guard lock(mutex_);
+    if (cache_.size() >= max_cached_files)
+      cache_.clear();
+    cache_[path.string()] = {size, mtime, r};
+  }
+  return r->respond(request, "public, max-age=300");
 }
 
 } // namespace newsdesk::server

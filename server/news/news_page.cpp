@@ -1,5 +1,7 @@
 #include "server/news/news_page.hpp"
 
+#include "server/http/http_message.hpp"
+
 #include "scrapers/url.hpp"
 
 #include <kainjow/mustache.hpp>
@@ -29,22 +31,6 @@ std::string millis_text(std::chrono::milliseconds ms) {
 
 bool safe_link(const scrapers::headline& h) {
   return scrapers::url::is_http_url(h.url);
-}
-
-// Percent-encodes a query value for a link.
-std::string form_encode(std::string_view text) {
-  static constexpr char digits[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += digits[c >> 4];
-      out += digits[c & 15];
-    }
-  }
-  return out;
 }
 
 } // namespace

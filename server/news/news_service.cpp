@@ -157,6 +157,10 @@ void news_service::on_new_headlines(std::function<void(const std::vector<news_it
   listener_ = std::move(listener);
 }
 
+void news_service::on_snapshot(std::function<void(std::shared_ptr<const news_snapshot>)> listener) {
+  snapshot_listener_ = std::move(listener);
+}
+
 void news_service::on_refresh_done(
     std::function<void(const site_config&, std::chrono::milliseconds, std::string_view)> listener) {
   refresh_listener_ = std::move(listener);
@@ -235,13 +239,7 @@ void news_service::stop() {
     // Hand leases back, so another instance takes the site over now rather than when the lease
     // runs out. On the pool: stop() may run on a network thread.
     if (s->leased)
-      boost::asio::post(parse_pool_, [this, name = s->site->name] {
-        try {
-          cluster_->release(name, owner_);
-        } catch (const std::exception&) {
-          // The lease runs out by itself.
-        }
-      });
+      hand_back_lease(s->site->name);
   }
   if (prune_timer_)
     prune_timer_->cancel();
@@ -439,13 +437,7 @@ void news_service::claim(const slot_ptr& s, bool manual) {
   const bool claimed = result.status == claim_status::claimed;
   if (!claimed || s->removed || stopped_) {
     if (claimed)
-      boost::asio::post(parse_pool_, [this, name] {
-        try {
-          cluster_->release(name, owner_);
-        } catch (const std::exception&) {
-          // The lease runs out by itself.
-        }
-      });
+      hand_back_lease(name);
     s->in_flight = false;
     // Look again when the site is due or its lease runs out, spread a little so instances that
     // woke together do not all claim in the same millisecond.
@@ -455,11 +447,26 @@ void news_service::claim(const slot_ptr& s, bool manual) {
   }
   s->leased = true;
   s->lease_lost = false;
+  arm_renewal_locked(s);
+  queue_render(s);
+}
+
+void news_service::arm_renewal_locked(const slot_ptr& s) {
   s->lease_timer->wait(settings_.lease / 3, [this, weak = std::weak_ptr<slot>(s)] {
     if (auto self = weak.lock())
       boost::asio::post(parse_pool_, [this, self] { renew_lease(self); });
   });
-  queue_render(s);
+}
+
+// Ends a lease without a write, on the pool (the caller may be a network thread). Should the
+// database not answer, the lease runs out by itself.
+void news_service::hand_back_lease(std::string site) {
+  boost::asio::post(parse_pool_, [this, site = std::move(site)] {
+    try {
+      cluster_->release(site, owner_);
+    } catch (const std::exception&) {
+    }
+  });
 }
 
 // On the worker pool, every third of the lease while a render runs under it.
@@ -487,10 +494,7 @@ void news_service::renew_lease(const slot_ptr& s) {
     return;
   }
   if (s->leased && !s->removed && !stopped_)
-    s->lease_timer->wait(settings_.lease / 3, [this, weak = std::weak_ptr<slot>(s)] {
-      if (auto self = weak.lock())
-        boost::asio::post(parse_pool_, [this, self] { renew_lease(self); });
-    });
+    arm_renewal_locked(s);
 }
 
 void news_service::store_unreachable_locked(const std::string& what) {
@@ -856,6 +860,8 @@ void news_service::publish_snapshot_locked() {
   snap->notice = store_notice_;
   snap->version = ++version_;
   snapshot_ = std::move(snap);
+  if (snapshot_listener_ && started_ && !stopped_)
+    boost::asio::post(parse_pool_, [this, snap = snapshot_] { snapshot_listener_(snap); });
 
   bool ready = std::all_of(slots_.begin(), slots_.end(), [](const auto& s) { return s->tried; });
   if (ready && !ready_waiters_.empty()) {

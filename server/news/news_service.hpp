@@ -87,6 +87,10 @@ class news_service {
       std::function<void(const site_config&, std::chrono::milliseconds, std::string_view)>
           listener);
 
+  // Called with every new snapshot (any change of headlines or site status), on the worker
+  // pool, in no guaranteed order between snapshots. Set before start().
+  void on_snapshot(std::function<void(std::shared_ptr<const news_snapshot>)> listener);
+
   // Loads the stored headlines, starts every site's first refresh and the retention pruning.
   // Reads the store: call it off the network threads.
   void start();
@@ -147,6 +151,8 @@ class news_service {
                  std::chrono::milliseconds elapsed, std::string parse_error);
   void claim(const slot_ptr& s, bool manual);
   void renew_lease(const slot_ptr& s);
+  void arm_renewal_locked(const slot_ptr& s);
+  void hand_back_lease(std::string site);
   void finish_shared(const slot_ptr& s, const site_config& site,
                      std::vector<scrapers::headline> found, std::string error,
                      std::chrono::milliseconds elapsed, std::string_view kind);
@@ -171,6 +177,7 @@ class news_service {
   std::function<void(const std::vector<news_item>&)> listener_;
   std::function<void(const site_config&, std::chrono::milliseconds, std::string_view)>
       refresh_listener_;
+  std::function<void(std::shared_ptr<const news_snapshot>)> snapshot_listener_;
 
   mutable std::mutex mutex_;    // guards everything below
   std::vector<slot_ptr> slots_; // in page order

@@ -1,0 +1,143 @@
+#include "server/app/representation_cache.hpp"
+
+#include "server/core/log.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include <chrono>
+
+namespace newsdesk::server {
+
+namespace {
+std::int64_t unix_ms_now() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+} // namespace
+
+representation_cache::representation_cache(boost::asio::thread_pool& pool,
+                                           std::size_t max_unpinned_bytes)
+    : pool_(pool)
+    , max_bytes_(max_unpinned_bytes) {}
+
+void representation_cache::get(const std::string& key, std::uint64_t version, bool pinned,
+                               builder build, handler done) {
+  std::shared_ptr<const representation> previous;
+  {
+    std::unique_lock lock(mutex_);
+    auto [it, added] = entries_.try_emplace(key);
+    auto& e = it->second;
+    if (added) {
+      e.pinned = pinned;
+      if (!pinned)
+        e.lru = lru_.insert(lru_.begin(), key);
+    } else if (!e.pinned) {
+      lru_.splice(lru_.begin(), lru_, e.lru);
+    }
+    // A newer version than asked for is as good (snapshots may be handled out of order).
+    if (e.ready && e.version >= version) {
+      ++counters_.hits;
+      auto ready = e.ready;
+      lock.unlock(); // answer outside the lock: `done` may write to a socket
+      done(std::move(ready));
+      return;
+    }
+    ++counters_.misses;
+    e.waiting.push_back(std::move(done));
+    if (e.building && e.building_version >= version)
+      return; // the build under way answers this request too
+    e.building = true;
+    e.building_version = version;
+    previous = e.ready;
+  }
+  boost::asio::post(pool_, [this, key, version, build = std::move(build),
+                            previous = std::move(previous)] {
+    std::shared_ptr<const representation> built;
+    try {
+      auto c = build();
+      // The same bytes again: keep what clients already hold (same ETag and Last-Modified).
+      if (previous && previous->content_type() == c.content_type &&
+          previous->etag() == representation::tag_of(c.bytes))
+        built = previous;
+      else
+        built = representation::make(std::move(c.content_type), c.bytes, unix_ms_now());
+    } catch (const std::exception& e) {
+      log_error(std::string("msg=\"cannot build a representation\" key=\"") + key +
+                "\" error=\"" + e.what() + "\"");
+    }
+    finish(key, version, std::move(built));
+  });
+}
+
+void representation_cache::finish(const std::string& key, std::uint64_t version,
+                                  std::shared_ptr<const representation> built) {
+  std::vector<handler> waiting;
+  {
+    std::lock_guard lock(mutex_);
+    // Entries being built are never dropped or evicted.
+    auto& e = entries_.at(key);
+    if (e.building_version != version) // a newer build took over; it answers everyone
+      return;
+    e.building = false;
+    waiting.swap(e.waiting);
+    ++counters_.builds;
+    if (built && e.ready && e.version > version)
+      built = e.ready; // something newer got in first (never replaced by older)
+    else if (built) {
+      if (built == e.ready)
+        ++counters_.unchanged;
+      if (!e.pinned && e.ready)
+        unpinned_bytes_ -= e.ready->bytes();
+      e.ready = built;
+      e.version = version;
+      if (!e.pinned)
+        unpinned_bytes_ += built->bytes();
+      evict_locked();
+    }
+  }
+  for (auto& w : waiting)
+    w(built);
+}
+
+void representation_cache::evict_locked() {
+  while (unpinned_bytes_ > max_bytes_ && !lru_.empty()) {
+    auto it = entries_.find(lru_.back());
+    if (it->second.building)
+      break; // its build will answer someone: keep it until then
+    if (it->second.ready)
+      unpinned_bytes_ -= it->second.ready->bytes();
+    lru_.pop_back();
+    entries_.erase(it);
+    ++counters_.evictions;
+  }
+}
+
+void representation_cache::drop_older_than(std::uint64_t version) {
+  std::lock_guard lock(mutex_);
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    auto& e = it->second;
+    if (e.pinned || e.building || e.version >= version) {
+      ++it;
+      continue;
+    }
+    if (e.ready)
+      unpinned_bytes_ -= e.ready->bytes();
+    lru_.erase(e.lru);
+    it = entries_.erase(it);
+  }
+}
+
+representation_cache::counters representation_cache::stats() const {
+  std::lock_guard lock(mutex_);
+  auto c = counters_;
+  c.entries = entries_.size();
+  c.bytes = unpinned_bytes_;
+  for (const auto& [key, e] : entries_)
+    if (e.pinned && e.ready)
+      c.bytes += e.ready->bytes();
+  return c;
+}
+
+} // namespace newsdesk::server

@@ -1,0 +1,87 @@
+// The bytes newsdesk answers /news, /news.json and the feeds with, built once per change.
+//
+// Each entry is one representation (a path with a normalised query) for one version of the
+// headlines. A request finds it ready and is answered at once with precompressed bytes; a
+// representation that is missing or older than the request's version is built on the worker
+// pool, never on a network thread, once: requests that arrive while it builds wait for that
+// build. When a rebuild produces the same bytes, the previous representation is kept (same
+// ETag, same Last-Modified, no compression).
+//
+// Pinned entries (the unfiltered views and each site's own view) are kept and rebuilt on every
+// change; the others (q=, limit=, several sites) live in an LRU bounded by bytes and are dropped
+// when the headlines change.
+//
+// Threads: all members may be called from any thread.
+#pragma once
+
+#include "server/http/representation.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace boost::asio {
+class thread_pool;
+} // namespace boost::asio
+
+namespace newsdesk::server {
+
+class representation_cache {
+ public:
+  struct content {
+    std::string content_type;
+    std::string bytes;
+  };
+  using builder = std::function<content()>;
+  using handler = std::function<void(std::shared_ptr<const representation>)>;
+
+  struct counters {
+    std::uint64_t hits = 0, misses = 0, builds = 0, unchanged = 0, evictions = 0;
+    std::size_t entries = 0, bytes = 0;
+  };
+
+  representation_cache(boost::asio::thread_pool& pool, std::size_t max_unpinned_bytes);
+
+  // Calls `done` with the representation under `key` for `version`: at once when it is ready,
+  // else when the build (started now, or already running) finishes, on the pool. A build that
+  // throws answers null.
+  void get(const std::string& key, std::uint64_t version, bool pinned, builder build,
+           handler done);
+
+  // Drops unpinned entries older than `version` (the headlines changed).
+  void drop_older_than(std::uint64_t version);
+
+  counters stats() const;
+
+  // Unpinned entries share this many bytes by default: hundreds of filtered views.
+  static constexpr std::size_t default_max_bytes = 32 * 1024 * 1024;
+
+ private:
+  struct entry {
+    std::uint64_t version = 0;
+    bool pinned = false;
+    bool building = false;
+    std::uint64_t building_version = 0;
+    std::shared_ptr<const representation> ready;
+    std::vector<handler> waiting;
+    std::list<std::string>::iterator lru; // unpinned only
+  };
+  void finish(const std::string& key, std::uint64_t version,
+              std::shared_ptr<const representation> built);
+  void evict_locked();
+
+  boost::asio::thread_pool& pool_;
+  const std::size_t max_bytes_;
+  mutable std::mutex mutex_;
+  std::map<std::string, entry> entries_;
+  std::list<std::string> lru_; // unpinned keys, most recently used first
+  std::size_t unpinned_bytes_ = 0;
+  counters counters_;
+};
+
+} // namespace newsdesk::server

@@ -1,0 +1,167 @@
+#include "server/http/representation.hpp"
+
+#include <brotli/decode.h>
+#include <doctest/doctest.h>
+#include <zlib.h>
+
+#include <string>
+
+using namespace newsdesk::server;
+
+namespace {
+
+std::string gunzip(const std::string& in) {
+  z_stream zs{};
+  REQUIRE(inflateInit2(&zs, 15 + 16) == Z_OK);
+  std::string out(4 * 1024 * 1024, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  zs.avail_in = static_cast<uInt>(in.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  CHECK(inflate(&zs, Z_FINISH) == Z_STREAM_END);
+  out.resize(zs.total_out);
+  inflateEnd(&zs);
+  return out;
+}
+
+std::string unbrotli(const std::string& in) {
+  std::string out(4 * 1024 * 1024, '\0');
+  std::size_t size = out.size();
+  CHECK(BrotliDecoderDecompress(in.size(), reinterpret_cast<const std::uint8_t*>(in.data()), &size,
+                                reinterpret_cast<std::uint8_t*>(out.data())) ==
+        BROTLI_DECODER_RESULT_SUCCESS);
+  out.resize(size);
+  return out;
+}
+
+std::string header(const http_response& res, const std::string& name) {
+  for (const auto& [k, v] : res.headers)
+    if (iequals(k, name))
+      return v;
+  return "";
+}
+
+http_request get(std::vector<std::pair<std::string, std::string>> headers = {}) {
+  http_request r;
+  r.method = "GET";
+  r.target = "/x";
+  r.headers = std::move(headers);
+  return r;
+}
+
+std::string page_text() {
+  std::string text;
+  for (int i = 0; i < 300; ++i)
+    text += "<li><a href=\"https://example.org/story/" + std::to_string(i) +
+            "\">Headline number " + std::to_string(i) + " about something</a></li>\n";
+  return text;
+}
+
+} // namespace
+
+TEST_CASE("representation: gzip and brotli bodies decompress to the identity bytes") {
+  const auto text = page_text();
+  auto r = representation::make("text/html; charset=utf-8", text, 1'700'000'000'000);
+  REQUIRE(r->body(content_coding::gzip));
+  REQUIRE(r->body(content_coding::br));
+  CHECK(r->body(content_coding::identity)->read() == text);
+  CHECK(gunzip(r->body(content_coding::gzip)->read()) == text);
+  CHECK(unbrotli(r->body(content_coding::br)->read()) == text);
+  CHECK(r->body(content_coding::br)->size() < r->body(content_coding::gzip)->size());
+  CHECK(r->body(content_coding::gzip)->size() < text.size() / 4);
+  // One strong tag per encoding, all from the identity bytes.
+  CHECK(r->etag().front() == '"');
+  CHECK(r->etag(content_coding::gzip) != r->etag());
+  CHECK(r->etag(content_coding::br) != r->etag(content_coding::gzip));
+  CHECK(representation::make("text/html", text, 1)->etag() == r->etag());
+  CHECK(representation::make("text/html", text + " ", 1)->etag() != r->etag());
+}
+
+TEST_CASE("representation: a body compression does not shrink is sent as it is") {
+  auto r = representation::make("text/plain", "ok", 0);
+  CHECK_FALSE(r->body(content_coding::gzip));
+  CHECK_FALSE(r->body(content_coding::br));
+  auto res = r->respond(get({{"Accept-Encoding", "gzip, br"}}), "no-cache");
+  CHECK(res.status == 200);
+  CHECK(header(res, "Content-Encoding").empty());
+  CHECK(res.file_body->read() == "ok");
+}
+
+TEST_CASE("negotiation follows Accept-Encoding's q-values; br first among equals") {
+  auto pick = [](std::optional<std::string_view> ae) { return negotiate_coding(ae, true, true); };
+  CHECK(pick(std::nullopt) == content_coding::identity);
+  CHECK(pick("") == content_coding::identity);
+  CHECK(pick("gzip, deflate, br") == content_coding::br);
+  CHECK(pick("gzip, deflate") == content_coding::gzip);
+  CHECK(pick("br;q=0.5, gzip") == content_coding::gzip);
+  CHECK(pick("br;q=0, gzip;q=0") == content_coding::identity);
+  CHECK(pick("*") == content_coding::br);
+  CHECK(pick("*;q=0.5, gzip;q=0.9") == content_coding::gzip);
+  CHECK(pick("BR") == content_coding::br);
+  CHECK(pick("x-gzip") == content_coding::gzip);
+  CHECK(pick("identity;q=0, gzip") == content_coding::gzip);
+  CHECK(pick("identity;q=0.9, gzip;q=0.5") == content_coding::identity);
+  CHECK(pick("deflate") == content_coding::identity); // identity unless refused
+  CHECK(pick("br;q=bogus, gzip") == content_coding::gzip); // a malformed item is ignored
+  // Nothing acceptable: identity refused and no coding offered.
+  CHECK_FALSE(pick("identity;q=0"));
+  CHECK_FALSE(pick("*;q=0"));
+  CHECK_FALSE(pick("deflate, identity;q=0"));
+  CHECK(negotiate_coding("br, identity;q=0", false, false) == std::nullopt);
+  CHECK(negotiate_coding("br", false, true) == content_coding::br);
+  CHECK(negotiate_coding("br", true, false) == content_coding::identity);
+}
+
+TEST_CASE("representation: 200 with the chosen encoding, Vary, validators and Cache-Control") {
+  const auto text = page_text();
+  auto r = representation::make("text/html; charset=utf-8", text, 1'700'000'000'000);
+  auto res = r->respond(get({{"Accept-Encoding", "gzip, deflate, br"}}), "no-cache",
+                        {{"X-Extra", "1"}});
+  CHECK(res.status == 200);
+  CHECK(header(res, "Content-Encoding") == "br");
+  CHECK(header(res, "Vary") == "Accept-Encoding");
+  CHECK(header(res, "Cache-Control") == "no-cache");
+  CHECK(header(res, "ETag") == r->etag(content_coding::br));
+  CHECK(header(res, "Last-Modified") == "Tue, 14 Nov 2023 22:13:20 GMT");
+  CHECK(header(res, "X-Extra") == "1");
+  CHECK(res.content_type == "text/html; charset=utf-8");
+  CHECK(res.file_body == r->body(content_coding::br));
+
+  auto refused = r->respond(get({{"Accept-Encoding", "identity;q=0, compress"}}), "no-cache");
+  CHECK(refused.status == 406);
+  CHECK(header(refused, "Vary") == "Accept-Encoding");
+}
+
+TEST_CASE("representation: If-None-Match and If-Modified-Since give 304 without a body") {
+  auto r = representation::make("application/json", page_text(), 1'700'000'000'000);
+  const auto br = r->etag(content_coding::br);
+  auto revalidate = [&](std::vector<std::pair<std::string, std::string>> headers) {
+    headers.emplace_back("Accept-Encoding", "br");
+    return r->respond(get(std::move(headers)), "no-cache");
+  };
+  auto not_modified = revalidate({{"If-None-Match", br}});
+  CHECK(not_modified.status == 304);
+  CHECK_FALSE(not_modified.file_body);
+  CHECK(not_modified.body.empty());
+  CHECK(header(not_modified, "ETag") == br);
+  CHECK(header(not_modified, "Vary") == "Accept-Encoding");
+  CHECK(revalidate({{"If-None-Match", "\"other\", W/" + br}}).status == 304);
+  CHECK(revalidate({{"If-None-Match", "*"}}).status == 304);
+  // The gzip body's tag does not validate the brotli body.
+  CHECK(revalidate({{"If-None-Match", r->etag(content_coding::gzip)}}).status == 200);
+  CHECK(revalidate({{"If-Modified-Since", "Tue, 14 Nov 2023 22:13:20 GMT"}}).status == 304);
+  CHECK(revalidate({{"If-Modified-Since", "Tue, 14 Nov 2023 22:13:19 GMT"}}).status == 200);
+  CHECK(revalidate({{"If-Modified-Since", "yesterday"}}).status == 200);
+  // If-None-Match wins over If-Modified-Since.
+  CHECK(revalidate({{"If-None-Match", "\"other\""},
+                    {"If-Modified-Since", "Tue, 14 Nov 2023 22:13:20 GMT"}})
+            .status == 200);
+}
+
+TEST_CASE("HTTP dates go both ways") {
+  CHECK(http_date(0) == "Thu, 01 Jan 1970 00:00:00 GMT");
+  CHECK(parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT") == 784111777000);
+  CHECK(parse_http_date(http_date(1'700'000'000'000)) == 1'700'000'000'000);
+  CHECK_FALSE(parse_http_date("Sun, 06 Nov 1994 08:49:37"));
+  CHECK_FALSE(parse_http_date(""));
+}

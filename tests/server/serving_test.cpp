@@ -1,0 +1,172 @@
+// /news, /news.json and the feeds as a browser and a feed reader get them from the real binary:
+// precompressed bodies, validators, 304s, HEAD, and ETags that follow the headlines.
+#include "tests/support/harness.hpp"
+#include "tests/support/http_get.hpp"
+
+#include <brotli/decode.h>
+#include <doctest/doctest.h>
+#include <zlib.h>
+
+using namespace newsdesk::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string gunzip(const std::string& in) {
+  z_stream zs{};
+  REQUIRE(inflateInit2(&zs, 15 + 16) == Z_OK);
+  std::string out(16 * 1024 * 1024, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  zs.avail_in = static_cast<uInt>(in.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  CHECK(inflate(&zs, Z_FINISH) == Z_STREAM_END);
+  out.resize(zs.total_out);
+  inflateEnd(&zs);
+  return out;
+}
+
+std::string unbrotli(const std::string& in) {
+  std::string out(16 * 1024 * 1024, '\0');
+  std::size_t size = out.size();
+  CHECK(BrotliDecoderDecompress(in.size(), reinterpret_cast<const std::uint8_t*>(in.data()), &size,
+                                reinterpret_cast<std::uint8_t*>(out.data())) ==
+        BROTLI_DECODER_RESULT_SUCCESS);
+  out.resize(size);
+  return out;
+}
+
+// The tag without its encoding suffix: "\"abc-12-br\"" -> "\"abc-12\"".
+std::string base_tag(std::string tag) {
+  for (const char* suffix : {"-br\"", "-gz\""})
+    if (tag.size() > 4 && tag.compare(tag.size() - 4, 4, suffix) == 0)
+      return tag.substr(0, tag.size() - 4) + "\"";
+  return tag;
+}
+
+http_answer fetch(unsigned short port, const std::string& target,
+                  std::vector<std::pair<std::string, std::string>> headers = {},
+                  const std::string& method = "GET") {
+  return send_request(port, method, target, headers);
+}
+
+std::uint64_t metric(unsigned short port, const std::string& name) {
+  auto body = http_get(port, "/metrics").body;
+  auto at = body.find("\n" + name + " ");
+  REQUIRE_MESSAGE(at != std::string::npos, name);
+  return std::stoull(body.substr(at + name.size() + 2));
+}
+
+} // namespace
+
+TEST_CASE("every representation comes precompressed, with validators, 304s and HEAD") {
+  splash_standin splash;
+  splash.set("https://a.cnn.com/",
+             standin_page::page(cnn_page({{"/1/index.html", "First story about the election"},
+                                          {"/2/index.html", "Second story about the weather"}})));
+  newsdesk_process nd(json{{"splash_url", splash.base_url()},
+                           {"refresh", {{"manual_min_interval", 0}}},
+                           {"sites", {site("a", "cnn", "https://a.cnn.com/")}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  REQUIRE(eventually([&] { return http_get(nd.port, "/news.json").body.find("Second") !=
+                                  std::string::npos; }));
+
+  for (const std::string path : {"/news", "/news.json", "/news.atom", "/news.feed.json"}) {
+    INFO(path);
+    // The page's ages tick by the minute: fetch again if a minute turned between the two.
+    http_answer plain, br;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      plain = fetch(nd.port, path);
+      br = fetch(nd.port, path, {{"Accept-Encoding", "gzip, deflate, br"}});
+      if (base_tag(br.header("ETag")) == plain.header("ETag"))
+        break;
+    }
+    REQUIRE(plain.status == 200);
+    CHECK(plain.header("Content-Encoding").empty());
+    CHECK(plain.header("Vary") == "Accept-Encoding");
+    CHECK(plain.header("Cache-Control") == "no-cache");
+    CHECK_FALSE(plain.header("Last-Modified").empty());
+    REQUIRE(br.status == 200);
+    CHECK(br.header("Content-Encoding") == "br");
+    CHECK(br.body.size() < plain.body.size());
+    CHECK(unbrotli(br.body) == plain.body);
+
+    auto gz = fetch(nd.port, path, {{"Accept-Encoding", "gzip"}});
+    CHECK(gz.header("Content-Encoding") == "gzip");
+    if (base_tag(gz.header("ETag")) == plain.header("ETag"))
+      CHECK(gunzip(gz.body) == plain.body);
+
+    auto again = fetch(nd.port, path,
+                       {{"Accept-Encoding", "gzip, deflate, br"}, {"If-None-Match", br.header("ETag")}});
+    if (again.status != 304) // the page's minute turned: its new tag validates
+      again = fetch(nd.port, path, {{"Accept-Encoding", "gzip, deflate, br"},
+                                    {"If-None-Match", again.header("ETag")}});
+    CHECK(again.status == 304);
+    CHECK(again.body.empty());
+    CHECK(again.header("Vary") == "Accept-Encoding");
+
+    auto since = fetch(nd.port, path, {{"If-Modified-Since", plain.header("Last-Modified")}});
+    CHECK(since.status == 304);
+
+    auto head = fetch(nd.port, path, {{"Accept-Encoding", "br"}}, "HEAD");
+    CHECK(head.status == 200);
+    CHECK(head.body.empty());
+    CHECK(head.header("Content-Encoding") == "br");
+
+    CHECK(fetch(nd.port, path, {{"Accept-Encoding", "identity;q=0"}}).status == 406);
+  }
+
+  // A refresh that finds the same headlines leaves the feeds' bytes, and so their ETags, alone;
+  // a new headline changes every representation's.
+  auto atom = fetch(nd.port, "/news.atom").header("ETag");
+  auto json_feed = fetch(nd.port, "/news.feed.json").header("ETag");
+  auto news_json = fetch(nd.port, "/news.json").header("ETag");
+  const auto renders = splash.renders("https://a.cnn.com/");
+  REQUIRE(send_request(nd.port, "POST", "/api/refresh").status == 202);
+  REQUIRE(eventually([&] { return splash.renders("https://a.cnn.com/") > renders; }));
+  std::this_thread::sleep_for(300ms);
+  CHECK(fetch(nd.port, "/news.atom").header("ETag") == atom);
+  CHECK(fetch(nd.port, "/news.feed.json").header("ETag") == json_feed);
+
+  splash.set("https://a.cnn.com/",
+             standin_page::page(cnn_page({{"/1/index.html", "First story about the election"},
+                                          {"/2/index.html", "Second story about the weather"},
+                                          {"/3/index.html", "Third story arrives"}})));
+  REQUIRE(send_request(nd.port, "POST", "/api/refresh").status == 202);
+  REQUIRE(eventually([&] { return http_get(nd.port, "/news.json").body.find("Third") !=
+                                  std::string::npos; }));
+  CHECK(fetch(nd.port, "/news.atom").header("ETag") != atom);
+  CHECK(fetch(nd.port, "/news.feed.json").header("ETag") != json_feed);
+  CHECK(fetch(nd.port, "/news.json").header("ETag") != news_json);
+}
+
+TEST_CASE("a filtered view is built once and then served from the cache") {
+  splash_standin splash;
+  splash.set("https://a.cnn.com/",
+             standin_page::page(cnn_page({{"/1/index.html", "Election results"},
+                                          {"/2/index.html", "Weather today"}})));
+  newsdesk_process nd(
+      json{{"splash_url", splash.base_url()}, {"sites", {site("a", "cnn", "https://a.cnn.com/")}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  REQUIRE(eventually([&] { return http_get(nd.port, "/news.json").body.find("Weather") !=
+                                  std::string::npos; }));
+  // Let the views every change builds (prebuilt on the pool) finish first.
+  auto builds = metric(nd.port, "newsdesk_representation_builds_total");
+  for (int i = 0; i < 50; ++i) {
+    std::this_thread::sleep_for(100ms);
+    auto now = metric(nd.port, "newsdesk_representation_builds_total");
+    if (now == builds)
+      break;
+    builds = now;
+  }
+  const auto hits = metric(nd.port, "newsdesk_representation_hits_total");
+  auto first = http_get(nd.port, "/news.json?q=weather");
+  REQUIRE(first.status == 200);
+  CHECK(first.body.find("Election") == std::string::npos);
+  CHECK(metric(nd.port, "newsdesk_representation_builds_total") == builds + 1);
+  auto second = http_get(nd.port, "/news.json?q=weather");
+  CHECK(second.body == first.body);
+  CHECK(second.header("ETag") == first.header("ETag"));
+  CHECK(metric(nd.port, "newsdesk_representation_builds_total") == builds + 1);
+  CHECK(metric(nd.port, "newsdesk_representation_hits_total") >= hits + 1);
+}
