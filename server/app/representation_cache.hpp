@@ -50,8 +50,7 @@ class representation_cache {
   // Calls `done` with the representation under `key` for `version`: at once when it is ready,
   // else when the build (started now, or already running) finishes, on the pool. A build that
   // throws answers null.
-  void get(const std::string& key, std::uint64_t version, bool pinned, builder build,
-           handler done);
+  void get(const std::string& key, std::uint64_t version, bool pinned, builder build, handler done);
 
   // Drops unpinned entries older than `version` (the headlines changed).
   void drop_older_than(std::uint64_t version);

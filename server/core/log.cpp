@@ -21,6 +21,7 @@ std::atomic<bool> use_stderr{false};
 class line_writer {
  public:
   static constexpr std::size_t max_pending_bytes = 8 * 1024 * 1024;
+  static constexpr std::chrono::milliseconds batch_delay{10};
 
   // Writes what is pending and stops the thread; later lines are written directly.
   void stop() {
@@ -46,8 +47,12 @@ class line_writer {
       ++dropped_;
       return;
     }
+    const bool was_empty = pending_.empty();
     pending_ += line;
-    wake_.notify_one();
+    // Only the first line of a batch wakes the writer: a busy server pays one append per line,
+    // not a system call.
+    if (was_empty)
+      wake_.notify_one();
   }
 
  private:
@@ -57,6 +62,10 @@ class line_writer {
       wake_.wait(lock, [this] { return !pending_.empty() || dropped_ || stopping_; });
       if (pending_.empty() && !dropped_ && stopping_)
         return;
+      // Let a batch gather for a moment: one write for many lines under load, and still well
+      // under a human's notice for a single line.
+      if (!stopping_)
+        wake_.wait_for(lock, batch_delay, [this] { return stopping_; });
       std::string batch;
       batch.swap(pending_);
       const auto dropped = dropped_;
@@ -132,10 +141,15 @@ void log(log_level level, std::string_view message) {
   auto now = system_clock::now();
   auto secs = system_clock::to_time_t(now);
   auto millis = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+  // The date and time to the second change once a second: formatted once per thread per second.
+  thread_local std::time_t stamp_secs = -1;
+  thread_local char stamp[32];
+  if (secs != stamp_secs) {
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+    stamp_secs = secs;
+  }
   std::string line;
   line.reserve(message.size() + 64);
   line += stamp;

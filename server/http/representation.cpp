@@ -139,11 +139,10 @@ std::size_t representation::bytes() const {
   return n;
 }
 
-http_response representation::respond(const http_request& request,
-                                      std::string_view cache_control,
+http_response representation::respond(const http_request& request, std::string_view cache_control,
                                       const header_list& extra) const {
-  auto coding = negotiate_coding(request.header("Accept-Encoding"), gzip_ != nullptr,
-                                 br_ != nullptr);
+  auto coding =
+      negotiate_coding(request.header("Accept-Encoding"), gzip_ != nullptr, br_ != nullptr);
   if (!coding) {
     auto res = text_response(406, "Not Acceptable: this resource is available as br, gzip or "
                                   "identity, and the request's Accept-Encoding refuses all three");
@@ -232,8 +231,7 @@ std::string http_date(std::int64_t unix_ms) {
                                            "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
   char out[40];
   std::snprintf(out, sizeof out, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday],
-                tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min,
-                tm.tm_sec);
+                tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
   return out;
 }
 

@@ -22,9 +22,8 @@ class representation {
   // Compresses `bytes` both ways (an encoding that does not make the body smaller is left out).
   // `last_modified_ms` (Unix ms) is when these bytes last changed. CPU-heavy for large bodies
   // (brotli at its best quality): build off the network threads.
-  static std::shared_ptr<const representation> make(std::string content_type,
-                                                    std::string_view bytes,
-                                                    std::int64_t last_modified_ms);
+  static std::shared_ptr<const representation>
+  make(std::string content_type, std::string_view bytes, std::int64_t last_modified_ms);
 
   // The strong ETag bytes would get (to tell whether a rebuild changed anything).
   static std::string tag_of(std::string_view bytes);

@@ -68,8 +68,8 @@ TEST_CASE("every representation comes precompressed, with validators, 304s and H
                            {"refresh", {{"manual_min_interval", 0}}},
                            {"sites", {site("a", "cnn", "https://a.cnn.com/")}}});
   REQUIRE_MESSAGE(nd.port != 0, nd.log());
-  REQUIRE(eventually([&] { return http_get(nd.port, "/news.json").body.find("Second") !=
-                                  std::string::npos; }));
+  REQUIRE(eventually(
+      [&] { return http_get(nd.port, "/news.json").body.find("Second") != std::string::npos; }));
 
   for (const std::string path : {"/news", "/news.json", "/news.atom", "/news.feed.json"}) {
     INFO(path);
@@ -96,11 +96,13 @@ TEST_CASE("every representation comes precompressed, with validators, 304s and H
     if (base_tag(gz.header("ETag")) == plain.header("ETag"))
       CHECK(gunzip(gz.body) == plain.body);
 
-    auto again = fetch(nd.port, path,
-                       {{"Accept-Encoding", "gzip, deflate, br"}, {"If-None-Match", br.header("ETag")}});
+    auto again =
+        fetch(nd.port, path,
+              {{"Accept-Encoding", "gzip, deflate, br"}, {"If-None-Match", br.header("ETag")}});
     if (again.status != 304) // the page's minute turned: its new tag validates
-      again = fetch(nd.port, path, {{"Accept-Encoding", "gzip, deflate, br"},
-                                    {"If-None-Match", again.header("ETag")}});
+      again = fetch(
+          nd.port, path,
+          {{"Accept-Encoding", "gzip, deflate, br"}, {"If-None-Match", again.header("ETag")}});
     CHECK(again.status == 304);
     CHECK(again.body.empty());
     CHECK(again.header("Vary") == "Accept-Encoding");
@@ -133,8 +135,8 @@ TEST_CASE("every representation comes precompressed, with validators, 304s and H
                                           {"/2/index.html", "Second story about the weather"},
                                           {"/3/index.html", "Third story arrives"}})));
   REQUIRE(send_request(nd.port, "POST", "/api/refresh").status == 202);
-  REQUIRE(eventually([&] { return http_get(nd.port, "/news.json").body.find("Third") !=
-                                  std::string::npos; }));
+  REQUIRE(eventually(
+      [&] { return http_get(nd.port, "/news.json").body.find("Third") != std::string::npos; }));
   CHECK(fetch(nd.port, "/news.atom").header("ETag") != atom);
   CHECK(fetch(nd.port, "/news.feed.json").header("ETag") != json_feed);
   CHECK(fetch(nd.port, "/news.json").header("ETag") != news_json);
@@ -143,13 +145,13 @@ TEST_CASE("every representation comes precompressed, with validators, 304s and H
 TEST_CASE("a filtered view is built once and then served from the cache") {
   splash_standin splash;
   splash.set("https://a.cnn.com/",
-             standin_page::page(cnn_page({{"/1/index.html", "Election results"},
-                                          {"/2/index.html", "Weather today"}})));
+             standin_page::page(cnn_page(
+                 {{"/1/index.html", "Election results"}, {"/2/index.html", "Weather today"}})));
   newsdesk_process nd(
       json{{"splash_url", splash.base_url()}, {"sites", {site("a", "cnn", "https://a.cnn.com/")}}});
   REQUIRE_MESSAGE(nd.port != 0, nd.log());
-  REQUIRE(eventually([&] { return http_get(nd.port, "/news.json").body.find("Weather") !=
-                                  std::string::npos; }));
+  REQUIRE(eventually(
+      [&] { return http_get(nd.port, "/news.json").body.find("Weather") != std::string::npos; }));
   // Let the views every change builds (prebuilt on the pool) finish first.
   auto builds = metric(nd.port, "newsdesk_representation_builds_total");
   for (int i = 0; i < 50; ++i) {

@@ -52,8 +52,8 @@ http_request get(std::vector<std::pair<std::string, std::string>> headers = {}) 
 std::string page_text() {
   std::string text;
   for (int i = 0; i < 300; ++i)
-    text += "<li><a href=\"https://example.org/story/" + std::to_string(i) +
-            "\">Headline number " + std::to_string(i) + " about something</a></li>\n";
+    text += "<li><a href=\"https://example.org/story/" + std::to_string(i) + "\">Headline number " +
+            std::to_string(i) + " about something</a></li>\n";
   return text;
 }
 
@@ -101,7 +101,7 @@ TEST_CASE("negotiation follows Accept-Encoding's q-values; br first among equals
   CHECK(pick("x-gzip") == content_coding::gzip);
   CHECK(pick("identity;q=0, gzip") == content_coding::gzip);
   CHECK(pick("identity;q=0.9, gzip;q=0.5") == content_coding::identity);
-  CHECK(pick("deflate") == content_coding::identity); // identity unless refused
+  CHECK(pick("deflate") == content_coding::identity);      // identity unless refused
   CHECK(pick("br;q=bogus, gzip") == content_coding::gzip); // a malformed item is ignored
   // Nothing acceptable: identity refused and no coding offered.
   CHECK_FALSE(pick("identity;q=0"));
@@ -115,8 +115,8 @@ TEST_CASE("negotiation follows Accept-Encoding's q-values; br first among equals
 TEST_CASE("representation: 200 with the chosen encoding, Vary, validators and Cache-Control") {
   const auto text = page_text();
   auto r = representation::make("text/html; charset=utf-8", text, 1'700'000'000'000);
-  auto res = r->respond(get({{"Accept-Encoding", "gzip, deflate, br"}}), "no-cache",
-                        {{"X-Extra", "1"}});
+  auto res =
+      r->respond(get({{"Accept-Encoding", "gzip, deflate, br"}}), "no-cache", {{"X-Extra", "1"}});
   CHECK(res.status == 200);
   CHECK(header(res, "Content-Encoding") == "br");
   CHECK(header(res, "Vary") == "Accept-Encoding");
