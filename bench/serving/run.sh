@@ -56,7 +56,7 @@ start_saved_sites_standin
 
 # Two newsdesk processes on the same saved pages: the one measured (no access log, as nginx's is
 # off) and one with the access log on, written to a file, for the log's cost.
-start_newsdesk() { # name access_log
+start_newsdesk() { # name access_log; sets $url (not a $(...) subshell: pids must be kept)
   cat >"$tmp/$1.json" <<EOF
 {"splash_url": "$splash", "renderer": "splash", "wait": 0, "access_log": $2,
  "refresh": {"jitter": 0, "retries": 0}}
@@ -65,10 +65,12 @@ EOF
     --templates "$root/templates" --static "$root/static" --sites-dir "$root/sites" \
     --store "$tmp/$1.db" >"$tmp/$1.out" 2>"$tmp/$1.log" &
   pids+=("$!")
-  wait_for_line "$tmp/$1.out" 'url=http://127\.0\.0\.1:[0-9]+' 20 | sed 's/^url=//'
+  url=$(wait_for_line "$tmp/$1.out" 'url=http://127\.0\.0\.1:[0-9]+' 20 | sed 's/^url=//')
 }
-newsdesk=$(start_newsdesk quiet false)
-logging=$(start_newsdesk logging true)
+start_newsdesk quiet false
+newsdesk=$url
+start_newsdesk logging true
+logging=$url
 for server in "$newsdesk" "$logging"; do
   deadline=$((SECONDS + 60))
   until curl -s "$server/news.json" | python3 -c '

@@ -210,41 +210,41 @@ void routes::serve_news(const http_request& request, const std::string& path, re
     target += q;
   }
 
-  news_.when_ready(
-      [this, path, query = std::move(query), base, target, request,
-       respond = std::move(respond)](std::shared_ptr<const news_snapshot> snapshot) mutable {
-        auto key = view_key(path, query, base);
-        bool pinned = query.words.empty() && query.limit == 0 && query.sites.size() <= 1;
-        if (path == "/news") {
-          // The page shows ages in minutes ("3 min ago"), so it is also built once a minute (its
-          // bytes and ETag change only when an age shown did), and again after a template reload.
-          // Older pages are dropped with the next change or by the LRU.
-          const auto minute = std::chrono::duration_cast<std::chrono::minutes>(
-                                  std::chrono::system_clock::now().time_since_epoch())
-                                  .count();
-          key += "#template=" + std::to_string(template_generation_.load()) +
-                 "#minute=" + std::to_string(minute);
-          pinned = false;
-        }
-        cache_.get(
-            key, snapshot->version, pinned,
-            [page = page(), snapshot, path, query, base, target] {
-              return build_view(*page, *snapshot, path, query, base, target);
-            },
-            [path, request = std::move(request),
-             respond = std::move(respond)](std::shared_ptr<const representation> r) {
-              if (!r)
-                return respond(text_response(500));
-              header_list extra{{"X-Content-Type-Options", "nosniff"}};
-              if (path == "/news") {
-                extra.emplace_back("Content-Security-Policy", content_security_policy);
-                extra.emplace_back("Referrer-Policy", "no-referrer");
-              }
-              // Clients may keep a copy but must ask (If-None-Match) before using it: a 304 costs
-              // a few hundred bytes, and headlines change without notice.
-              respond(r->respond(request, "no-cache", extra));
-            });
-      });
+  news_.when_ready([this, path, query = std::move(query), base, target, request,
+                    respond =
+                        std::move(respond)](std::shared_ptr<const news_snapshot> snapshot) mutable {
+    auto key = view_key(path, query, base);
+    bool pinned = query.words.empty() && query.limit == 0 && query.sites.size() <= 1;
+    if (path == "/news") {
+      // The page shows ages in minutes ("3 min ago"), so it is also built once a minute (its
+      // bytes and ETag change only when an age shown did), and again after a template reload.
+      // Older pages are dropped with the next change or by the LRU.
+      const auto minute = std::chrono::duration_cast<std::chrono::minutes>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+      key += "#template=" + std::to_string(template_generation_.load()) +
+             "#minute=" + std::to_string(minute);
+      pinned = false;
+    }
+    cache_.get(
+        key, snapshot->version, pinned,
+        [page = page(), snapshot, path, query, base, target] {
+          return build_view(*page, *snapshot, path, query, base, target);
+        },
+        [path, request = std::move(request),
+         respond = std::move(respond)](std::shared_ptr<const representation> r) {
+          if (!r)
+            return respond(text_response(500));
+          static const header_list page_headers{
+              {"X-Content-Type-Options", "nosniff"},
+              {"Content-Security-Policy", content_security_policy},
+              {"Referrer-Policy", "no-referrer"}};
+          static const header_list data_headers{{"X-Content-Type-Options", "nosniff"}};
+          // Clients may keep a copy but must ask (If-None-Match) before using it: a 304
+          // costs a few hundred bytes, and headlines change without notice.
+          respond(r->respond(request, "no-cache", path == "/news" ? page_headers : data_headers));
+        });
+  });
 }
 
 void routes::prebuild(const std::shared_ptr<const news_snapshot>& snapshot) {

@@ -94,7 +94,10 @@ std::shared_ptr<const representation> representation::make(std::string content_t
   auto r = std::shared_ptr<representation>(new representation());
   r->content_type_ = std::move(content_type);
   r->etag_ = content_tag(bytes);
+  r->etag_gzip_ = r->etag_.substr(0, r->etag_.size() - 1) + "-gz\"";
+  r->etag_br_ = r->etag_.substr(0, r->etag_.size() - 1) + "-br\"";
   r->last_modified_ms_ = last_modified_ms;
+  r->last_modified_ = http_date(last_modified_ms);
   r->identity_ = memory_file::create(bytes);
   if (auto gz = gzip_bytes(bytes); gz.size() < bytes.size())
     r->gzip_ = memory_file::create(gz);
@@ -110,9 +113,9 @@ std::string representation::tag_of(std::string_view bytes) {
 std::string representation::etag(content_coding coding) const {
   switch (coding) {
   case content_coding::gzip:
-    return etag_.substr(0, etag_.size() - 1) + "-gz\"";
+    return etag_gzip_;
   case content_coding::br:
-    return etag_.substr(0, etag_.size() - 1) + "-br\"";
+    return etag_br_;
   case content_coding::identity:
     break;
   }
@@ -150,13 +153,14 @@ http_response representation::respond(const http_request& request, std::string_v
     return res;
   }
   http_response res;
-  const auto tag = etag(*coding);
+  const auto& tag = *coding == content_coding::br     ? etag_br_
+                    : *coding == content_coding::gzip ? etag_gzip_
+                                                      : etag_;
+  res.headers.reserve(5 + extra.size());
   res.with_header("ETag", tag)
-      .with_header("Last-Modified", http_date(last_modified_ms_))
+      .with_header("Last-Modified", last_modified_)
       .with_header("Vary", "Accept-Encoding")
       .with_header("Cache-Control", std::string(cache_control));
-  for (const auto& h : extra)
-    res.headers.push_back(h);
 
   bool fresh = false;
   if (auto inm = request.header("If-None-Match"))
@@ -169,6 +173,8 @@ http_response representation::respond(const http_request& request, std::string_v
     return res;
   }
   res.content_type = content_type_;
+  for (const auto& h : extra)
+    res.headers.push_back(h);
   if (*coding != content_coding::identity)
     res.with_header("Content-Encoding", *coding == content_coding::br ? "br" : "gzip");
   res.file_body = body(*coding);

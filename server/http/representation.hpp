@@ -41,15 +41,17 @@ class representation {
 
   // The answer to `request`: 200 with the best acceptable encoding, 304 when a validator
   // matches, 406 when no encoding is acceptable. Always with Vary: Accept-Encoding, the ETag,
-  // Last-Modified and `cache_control`; `extra` headers are added to 200 and 304 alike.
+  // Last-Modified and `cache_control`; `extra` headers go with a 200 only (a 304 carries just
+  // what a cache needs to update its copy).
   http_response respond(const http_request& request, std::string_view cache_control,
                         const header_list& extra = {}) const;
 
  private:
   representation() = default;
   std::string content_type_;
-  std::string etag_;
+  std::string etag_, etag_gzip_, etag_br_;
   std::int64_t last_modified_ms_ = 0;
+  std::string last_modified_; // as an HTTP-date: formatted once, sent many times
   std::shared_ptr<const memory_file> identity_, gzip_, br_;
 };
 
