@@ -21,7 +21,6 @@ std::atomic<bool> use_stderr{false};
 class line_writer {
  public:
   static constexpr std::size_t max_pending_bytes = 8 * 1024 * 1024;
-  static constexpr std::chrono::milliseconds batch_delay{10};
 
   // Writes what is pending and stops the thread; later lines are written directly.
   void stop() {
@@ -62,10 +61,6 @@ class line_writer {
       wake_.wait(lock, [this] { return !pending_.empty() || dropped_ || stopping_; });
       if (pending_.empty() && !dropped_ && stopping_)
         return;
-      // Let a batch gather for a moment: one write for many lines under load, and still well
-      // under a human's notice for a single line.
-      if (!stopping_)
-        wake_.wait_for(lock, batch_delay, [this] { return stopping_; });
       std::string batch;
       batch.swap(pending_);
       const auto dropped = dropped_;
