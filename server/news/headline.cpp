@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <ctime>
 
 namespace newsdesk::server {
@@ -16,7 +17,12 @@ std::string iso8601(std::chrono::system_clock::time_point t) {
 }
 
 std::string iso8601_ms(std::int64_t unix_ms) {
-  return iso8601(std::chrono::system_clock::time_point(std::chrono::milliseconds(unix_ms)));
+  auto text = iso8601(std::chrono::system_clock::time_point(std::chrono::milliseconds(unix_ms)));
+  auto ms = ((unix_ms % 1000) + 1000) % 1000;
+  char fraction[8];
+  std::snprintf(fraction, sizeof fraction, ".%03dZ", static_cast<int>(ms));
+  text.replace(text.size() - 1, 1, fraction);
+  return text;
 }
 
 void to_json(nlohmann::json& j, const news_item& item) {
@@ -25,6 +31,7 @@ void to_json(nlohmann::json& j, const news_item& item) {
        {"url", item.headline.url},
        {"site", item.headline.site},
        {"first_seen", iso8601_ms(item.first_seen_ms)},
+       {"rank", item.rank},
        {"new", item.is_new}};
 }
 

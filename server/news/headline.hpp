@@ -19,6 +19,7 @@ struct news_item {
   std::int64_t id = 0;            // the store's row id: stable, increasing
   std::int64_t first_seen_ms = 0; // unix ms
   bool is_new = false;            // first seen in the site's latest refresh (not its first)
+  std::size_t rank = 0;           // its place on its site's page (0: the site's top story)
 };
 
 // How one site stands.
@@ -38,20 +39,23 @@ struct site_report {
 };
 
 struct news_snapshot {
-  std::vector<site_report> sites;   // in config order
-  std::vector<news_item> headlines; // sorted by title, then site
+  std::vector<site_report> sites; // in config order
+  // Newest first (first_seen_ms descending); headlines first seen together keep their site's
+  // order (id ascending).
+  std::vector<news_item> headlines;
   std::chrono::system_clock::time_point generated_at;
   std::uint64_t version = 0; // increases with every change
   // Set while the shared store cannot be reached: what is shown may be out of date.
   std::string notice;
 };
 
-// RFC 3339 UTC time to the second, e.g. "2026-11-22T09:35:25Z".
+// RFC 3339 UTC time to the second, e.g. "2026-11-22T09:35:25Z"; iso8601_ms to the millisecond,
+// "2026-11-22T09:35:25.042Z" (pages order live arrivals by it).
 std::string iso8601(std::chrono::system_clock::time_point t);
 std::string iso8601_ms(std::int64_t unix_ms);
 
 // A headline's one JSON shape, shared by /news.json, the broker payload and /events:
-// {"id","title","url","site","first_seen","new"} (first_seen as iso8601_ms gives it).
+// {"id","title","url","site","first_seen","rank","new"} (first_seen as iso8601_ms gives it).
 void to_json(nlohmann::json& j, const news_item& item);
 
 // A refresh's new headlines as the broker carries them to /events and other subscribers: a JSON

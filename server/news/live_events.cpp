@@ -5,6 +5,7 @@
 #include "server/news/headline.hpp"
 #include "server/news/headline_store.hpp"
 #include "server/news/news_page.hpp"
+#include "server/news/news_query.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -41,11 +42,19 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
   mutable std::mutex sites_mutex; // guards sites (replaced whole on a reload)
   std::shared_ptr<const std::map<std::string, site_look>> sites;
 
-  // A client's stream and the newest id it has been sent (by its replay, then live), so a
-  // headline both replayed and then published is sent once.
+  // A client's stream, what it asked for (site= and q=, as the page it belongs to), and the
+  // newest id it has been considered for (by its replay, then live), so a headline both
+  // replayed and then published is sent once.
   struct client {
     std::shared_ptr<event_stream> stream;
     std::int64_t through = 0;
+    news_query filter;
+  };
+  // A headline ready to send: its id, its SSE text, and the item the filters look at.
+  struct event {
+    std::int64_t id = 0;
+    std::string text;
+    news_item item;
   };
   mutable std::mutex mutex; // guards clients and stopped
   std::vector<client> clients;
@@ -93,22 +102,23 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
                   clients.end());
   }
 
-  // Sends each event to the clients that have not had its id yet. `events` ascend by id.
-  void send_locked(const std::vector<std::pair<std::int64_t, std::string>>& events) {
+  // Sends each event to the clients that have not had its id yet and whose filter it passes.
+  // `events` ascend by id.
+  void send_locked(const std::vector<event>& events) {
     std::string all;
     for (const auto& e : events)
-      all += e.second;
-    const auto newest = events.back().first;
+      all += e.text;
+    const auto newest = events.back().id;
     clients.erase(std::remove_if(clients.begin(), clients.end(),
                                  [&](client& c) {
                                    bool ok;
-                                   if (c.through < events.front().first) {
+                                   if (c.through < events.front().id && c.filter.empty()) {
                                      ok = c.stream->push(all);
                                    } else {
                                      std::string some;
                                      for (const auto& e : events)
-                                       if (e.first > c.through)
-                                         some += e.second;
+                                       if (e.id > c.through && c.filter.matches(e.item))
+                                         some += e.text;
                                      ok = some.empty() || c.stream->push(some);
                                    }
                                    c.through = std::max(c.through, newest);
@@ -138,7 +148,7 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
     auto batch = json::parse(batch_json, nullptr, false);
     if (!batch.is_array())
       return;
-    std::vector<std::pair<std::int64_t, std::string>> events;
+    std::vector<event> events;
     for (const auto& h : batch) {
       if (!h.is_object())
         continue;
@@ -154,14 +164,16 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
         item.id = it->get<std::int64_t>();
       if (auto it = h.find("new"); it != h.end() && it->is_boolean())
         item.is_new = it->get<bool>();
+      if (auto it = h.find("rank"); it != h.end() && it->is_number_unsigned())
+        item.rank = it->get<std::size_t>();
       const std::string first_seen = str("first_seen");
       if (auto text = event_for(item, &first_seen); !text.empty())
-        events.emplace_back(item.id, std::move(text));
+        events.push_back({item.id, std::move(text), std::move(item)});
     }
     if (events.empty())
       return;
     std::sort(events.begin(), events.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
+              [](const event& a, const event& b) { return a.id < b.id; });
     std::lock_guard lock(mutex);
     send_locked(events);
   }
@@ -226,6 +238,20 @@ std::size_t live_events::clients() const {
 }
 
 void live_events::handle(http_request request, responder respond) {
+  // The same site= and q= as the page the client shows: it is sent only what that page lists.
+  std::shared_ptr<const std::map<std::string, site_look>> known;
+  {
+    std::lock_guard lock(state_->sites_mutex);
+    known = state_->sites;
+  }
+  auto parsed = parse_news_query(request.query(), [&known](std::string_view name) {
+    return known->count(std::string(name)) > 0;
+  });
+  if (auto* error = std::get_if<std::string>(&parsed))
+    return respond(text_response(400, "Bad Request: " + *error));
+  auto filter = std::get<news_query>(std::move(parsed));
+  filter.limit = 0; // a stream has no length
+
   // Where the client left off: Last-Event-ID on a reconnect ("EPOCH:ID", as sent), or ?after=ID
   // from the page's first connection (it knows the newest id it shows, from this store).
   std::int64_t after = 0;
@@ -241,24 +267,27 @@ void live_events::handle(http_request request, responder respond) {
     if (ec == std::errc{} && end == text.data() + text.size() && v > 0)
       after = v;
   };
-  auto query = request.query();
-  if (query.rfind("after=", 0) == 0)
-    parse_id(query.substr(6, query.find('&') == std::string_view::npos ? std::string_view::npos
-                                                                       : query.find('&') - 6));
+  for (auto rest = request.query(); !rest.empty();) {
+    auto parameter = rest.substr(0, rest.find('&'));
+    rest.remove_prefix(std::min(rest.size(), parameter.size() + 1));
+    if (parameter.rfind("after=", 0) == 0)
+      parse_id(parameter.substr(6));
+  }
   if (auto last = request.header("Last-Event-ID"))
     parse_id(*last);
 
   // Registering and replaying happen under the lock that publishing takes, and each client
   // remembers the newest id it was sent, so no event is lost or sent twice between the replay
   // and the live stream. The store reads run on the worker pool, off the network threads.
-  net::post(state_->pool, [st = state_, after, other_store, respond = std::move(respond)] {
+  net::post(state_->pool, [st = state_, after, other_store, filter = std::move(filter),
+                           respond = std::move(respond)]() mutable {
     auto stream = std::make_shared<event_stream>(max_backlog_bytes);
     stream->push("retry: 3000\n\n"); // reconnect after 3 s
     {
       std::lock_guard lock(st->mutex);
       if (st->stopped)
         return respond(text_response(503));
-      state::client c{stream, 0};
+      state::client c{stream, 0, std::move(filter)};
       if ((after > 0 || other_store) && st->store) {
         try {
           // Rows after `after` may have been pruned (the client was away longer than the
@@ -267,7 +296,9 @@ void live_events::handle(http_request request, responder respond) {
             c.through = st->store->last_id();
             std::vector<news_item> current;
             if (st->snapshot_source)
-              current = st->snapshot_source();
+              for (auto& item : st->snapshot_source())
+                if (c.filter.matches(item))
+                  current.push_back(std::move(item));
             stream->push("id: " + st->event_id(c.through) +
                          "\nevent: reset\ndata: " + headlines_json(current) + "\n\n");
           } else {
@@ -279,7 +310,8 @@ void live_events::handle(http_request request, responder respond) {
               item.headline.site = row.site;
               item.id = row.id;
               item.first_seen_ms = row.first_seen_ms;
-              stream->push(st->event_for(item));
+              if (c.filter.matches(item))
+                stream->push(st->event_for(item));
             }
             c.through = rows.empty() ? after : rows.back().id;
           }

@@ -8,9 +8,11 @@
 // reconnects with Last-Event-ID (or ?after=ID) first gets what it missed, replayed from the
 // store, on any instance sharing it; an id from another store, or one older than what pruning
 // kept, gets an `event: reset` whose data is every current headline, and goes on from there.
-// Each client has a bounded backlog: one that stops reading is cut off (it will reconnect and
-// replay), never slowing the others. Comments (": ping") every 15 s keep proxies from closing idle
-// streams and reveal clients that left.
+// A client may name the same site= and q= filters as the page (news_query.hpp): it is sent only
+// the headlines that page would list, in its replay and reset as well. Each client has a bounded
+// backlog: one that stops reading is cut off (it will reconnect and replay), never slowing the
+// others. Comments (": ping") every 15 s keep proxies from closing idle streams and reveal clients
+// that left.
 //
 // Threads: all members may be called from any thread. publish() only queues: the batch is
 // parsed and sent on a strand of the worker pool, in the order publish() was called.

@@ -21,14 +21,6 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string millis_text(std::chrono::milliseconds ms) {
-  if (ms.count() < 1000)
-    return std::to_string(ms.count()) + " ms";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f s", static_cast<double>(ms.count()) / 1000.0);
-  return buf;
-}
-
 bool safe_link(const scrapers::headline& h) {
   return scrapers::url::is_http_url(h.url);
 }
@@ -50,7 +42,9 @@ std::string text_colour_for(std::string_view bg) {
     return "#ffffff";
   double luminance = 0.2126 * channel(0) + 0.7152 * channel(1) + 0.0722 * channel(2);
   // WCAG contrast against white (1.05 / (L + 0.05)) vs against near-black: pick the larger.
-  return luminance > 0.179 ? "#111111" : "#ffffff";
+  // Pure black and white: at the crossover (L = 0.179) both give 4.58:1, so any colour gets at
+  // least WCAG AA's 4.5:1 (#111111 instead of black fell to 4.2:1 near it).
+  return luminance > 0.179 ? "#000000" : "#ffffff";
 }
 
 struct news_page::impl {
@@ -82,37 +76,204 @@ news_page news_page::load(const std::filesystem::path& dir) {
   return news_page(std::move(p));
 }
 
+namespace {
+
+std::string plural(std::size_t n, std::string_view one, std::string_view many) {
+  return std::to_string(n) + " " + std::string(n == 1 ? one : many);
+}
+
+// "19:25 UTC" and "Tue 24 Nov 2026, 19:25 UTC" for unix milliseconds.
+std::string utc_text(std::int64_t unix_ms, const char* format) {
+  std::time_t secs = unix_ms / 1000;
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, format, &tm);
+  return buf;
+}
+std::string clock_time(std::int64_t unix_ms) {
+  return utc_text(unix_ms, "%H:%M UTC");
+}
+std::string full_time(std::int64_t unix_ms) {
+  return utc_text(unix_ms, "%a %d %b %Y, %H:%M UTC");
+}
+
+std::string renderer_name(std::string_view renderer) {
+  if (renderer == "splash")
+    return "Splash";
+  if (renderer == "chromium")
+    return "Chromium";
+  return std::string(renderer);
+}
+
+// "CNN", "CNN and BBC", "CNN, BBC and Reuters", "CNN, BBC and 4 more".
+std::string name_list(const std::vector<std::string>& names) {
+  std::string out;
+  const std::size_t shown = names.size() > 3 ? 2 : names.size();
+  for (std::size_t i = 0; i < shown; ++i) {
+    if (i > 0)
+      out += i + 1 == shown && shown == names.size() ? " and " : ", ";
+    out += names[i];
+  }
+  if (shown < names.size())
+    out += " and " + std::to_string(names.size() - shown) + " more";
+  return out;
+}
+
+std::string lower_ascii(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+} // namespace
+
+failure_words describe_failure(std::string_view error) {
+  const auto e = lower_ascii(error);
+  auto has = [&e](std::string_view part) { return e.find(part) != std::string::npos; };
+  // The renderer itself, not the site: one notice for every site it failed.
+  if (has("cannot reach splash") || has("pointing at a") || has("cannot start chromium") ||
+      has("splash connection failed"))
+    return {"the page renderer isn’t answering", true};
+  if (has("overloaded") || has("at capacity"))
+    return {"the page renderer is overloaded", true};
+  if (has("rejected the request") || has("refused the request"))
+    return {"the page renderer refused the request", true};
+  if (has("shutting down"))
+    return {"newsdesk was shutting down", false};
+  if (has("timed out") || has("did not answer within"))
+    return {"the site took too long to load", false};
+  if (has("answered http 404") || has("answered 404"))
+    return {"the site answered 404 (page not found)", false};
+  if (has("site answered http"))
+    return {"the site answered with an error", false};
+  if (has("too large"))
+    return {"the page is too large to read", false};
+  if (has("empty page"))
+    return {"the page came back empty", false};
+  if (has("no headlines found"))
+    return {"no headlines were found on the page", false};
+  if (has("scraper failed"))
+    return {"its headlines couldn’t be read", false};
+  if (has("redirect"))
+    return {"the site redirected somewhere newsdesk can’t follow", false};
+  if (has("could not load the page") || has("cannot fetch") || has("cannot connect") ||
+      has("not known") || has("refused") || has("resolve"))
+    return {"the site didn’t answer", false};
+  if (has("chromium") || has("the page crashed"))
+    return {"the browser failed while loading the page", false};
+  return {"something went wrong loading it", false};
+}
+
+std::string public_detail(std::string_view error, std::string_view site_url) {
+  auto host_of = [](std::string_view url) {
+    auto parts = scrapers::url::split_http_url(url);
+    return parts ? parts->host : std::string();
+  };
+  const auto site_host = host_of(site_url);
+  std::string out;
+  std::size_t at = 0;
+  while (at < error.size()) {
+    auto start = error.find("://", at);
+    if (start == std::string_view::npos)
+      break;
+    // Back to the scheme's first letter, forward to the end of the address.
+    auto begin = start;
+    while (begin > at && std::isalpha(static_cast<unsigned char>(error[begin - 1])))
+      --begin;
+    auto end = start + 3;
+    while (end < error.size() && !std::isspace(static_cast<unsigned char>(error[end])) &&
+           error[end] != ')' && error[end] != '\'' && error[end] != '"')
+      ++end;
+    auto address = error.substr(begin, end - begin);
+    out.append(error.substr(at, begin - at));
+    const auto host = host_of(address);
+    out += !host.empty() && host == site_host ? std::string(address) : "(an internal address)";
+    at = end;
+  }
+  out.append(error.substr(at));
+  return out;
+}
+
 std::string news_page::render(const news_snapshot& snapshot, const news_query& query) const {
   const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();
+  std::map<std::string_view, const site_report*> by_name;
+  for (const auto& s : snapshot.sites)
+    by_name[s.name] = &s;
+
+  // One line of chips: name, count, age.
   mustache::data sites{mustache::data::type::list};
-  std::size_t failed = 0;
   for (const auto& s : snapshot.sites) {
+    const bool failed = !s.ok && !s.stale && s.last_attempt_ms != 0 && !s.error.empty();
+    const bool pending = !s.ok && !s.stale && !failed;
     mustache::data site;
     site.set("name", s.name);
     site.set("display_name", s.display_name);
     site.set("colour", s.colour);
     site.set("text_colour", text_colour_for(s.colour));
-    site.set("url", s.url);
-    site.set("renderer", s.renderer);
-    site.set("ok", s.ok);
-    site.set("stale", s.stale);
-    site.set("failed", !s.ok && !s.stale && s.last_attempt_ms != 0 && !s.error.empty());
-    site.set("pending", !s.ok && !s.stale && s.error.empty());
-    site.set("error", s.error);
+    site.set("state", s.ok ? "ok" : s.stale ? "stale" : failed ? "failed" : "pending");
+    site.set("state_text", s.ok      ? ""
+                           : s.stale ? "not updating"
+                           : failed  ? "failed"
+                           : pending ? "loading…"
+                                     : "");
+    site.set("current", query.one_site() && query.sites.front() == s.name);
+    site.set("has_headlines", s.headline_count > 0);
     site.set("headline_count", std::to_string(s.headline_count));
-    site.set("elapsed", millis_text(s.elapsed));
-    site.set("updated",
-             s.last_success_ms ? age_text(s.last_success_ms, now) : std::string("never"));
+    site.set("headline_count_text", plural(s.headline_count, "headline", "headlines"));
     site.set("updated_at", s.last_success_ms ? iso8601_ms(s.last_success_ms) : std::string());
-    failed += s.ok ? 0 : 1;
+    site.set("updated", s.last_success_ms ? age_text(s.last_success_ms, now) : std::string());
+    site.set("updated_title", s.last_success_ms ? full_time(s.last_success_ms) : std::string());
     sites.push_back(site);
   }
 
-  std::map<std::string_view, const site_report*> by_name;
-  for (const auto& s : snapshot.sites)
-    by_name[s.name] = &s;
+  // Problems in plain words, one per site, except that sites failed by the same renderer share
+  // one; the raw error (internal addresses removed) is the detail on demand.
+  mustache::data problems{mustache::data::type::list};
+  std::map<std::string, std::vector<const site_report*>> renderer_down;
+  std::vector<std::string> renderer_order;
+  for (const auto& s : snapshot.sites) {
+    if (s.ok || s.error.empty() || s.last_attempt_ms == 0)
+      continue;
+    auto words = describe_failure(s.error);
+    auto detail = public_detail(s.error, s.url) + " (via " + renderer_name(s.renderer) +
+                  ", tried " + clock_time(s.last_attempt_ms) + ")";
+    if (words.renderer_problem) {
+      auto key = renderer_name(s.renderer) + "\n" + words.summary;
+      if (!renderer_down.count(key))
+        renderer_order.push_back(key);
+      renderer_down[key].push_back(&s);
+      continue;
+    }
+    mustache::data problem;
+    problem.set("summary", s.stale ? s.display_name + " isn’t updating (last updated " +
+                                         age_text(s.last_success_ms, now) + "): " + words.summary
+                                   : "Couldn’t load " + s.display_name + ": " + words.summary);
+    mustache::data details{mustache::data::type::list};
+    details.push_back(detail);
+    problem.set("details", details);
+    problems.push_back(problem);
+  }
+  for (const auto& key : renderer_order) {
+    const auto& list = renderer_down[key];
+    auto newline = key.find('\n');
+    std::vector<std::string> names;
+    mustache::data details{mustache::data::type::list};
+    for (const auto* s : list) {
+      names.push_back(s->display_name);
+      details.push_back(s->display_name + ": " + public_detail(s->error, s->url) + " (tried " +
+                        clock_time(s->last_attempt_ms) + ")");
+    }
+    mustache::data problem;
+    problem.set("summary", "Couldn’t load " + name_list(names) + ": " + key.substr(newline + 1) +
+                               " (" + key.substr(0, newline) + ")");
+    problem.set("details", details);
+    problems.push_back(problem);
+  }
+
   mustache::data headlines{mustache::data::type::list};
   std::size_t shown = 0;
   std::int64_t last_id = 0;
@@ -120,45 +281,88 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
     const auto& h = item.headline;
     if (!safe_link(h))
       continue;
+    auto it = by_name.find(h.site);
     mustache::data entry;
+    entry.set("id", std::to_string(item.id));
     entry.set("title", h.title);
     entry.set("url", h.url);
     entry.set("site", h.site);
-    entry.set("is_new", item.is_new);
-    auto it = by_name.find(h.site);
+    entry.set("rank", std::to_string(item.rank));
+    entry.set("first_seen", iso8601_ms(item.first_seen_ms));
+    entry.set("first_seen_title", full_time(item.first_seen_ms));
+    entry.set("first_seen_ago", age_text(item.first_seen_ms, now));
+    entry.set("stale", it != by_name.end() && it->second->stale);
     entry.set("site_display_name", it != by_name.end() ? it->second->display_name : h.site);
     headlines.push_back(entry);
     last_id = std::max(last_id, item.id);
     ++shown;
   }
 
-  // The same filters as a query string for the feed links: "?site=a&site=b&q=...&limit=N".
-  std::string feed_query;
-  auto add_parameter = [&feed_query](std::string_view name, std::string_view value) {
-    feed_query += feed_query.empty() ? '?' : '&';
-    feed_query.append(name).append("=").append(value);
+  // The same filters as a query string: "site=a&site=b&q=..." for /events, plus "&limit=N" for
+  // the feed links.
+  std::string filters;
+  auto add_parameter = [](std::string& to, std::string_view name, std::string_view value) {
+    to += to.empty() ? "" : "&";
+    to.append(name).append("=").append(value);
   };
-  for (const auto& site : query.sites)
-    add_parameter("site", site);
+  mustache::data query_sites{mustache::data::type::list};
+  for (const auto& site : query.sites) {
+    add_parameter(filters, "site", site);
+    query_sites.push_back(site);
+  }
   if (!query.q.empty())
-    add_parameter("q", form_encode(query.q));
+    add_parameter(filters, "q", form_encode(query.q));
+  std::string feed_query = filters;
   if (query.limit)
-    add_parameter("limit", std::to_string(query.limit));
+    add_parameter(feed_query, "limit", std::to_string(query.limit));
 
+  // What the view is: all sites, one site (in its own order), a search, or several.
+  std::string view_name;
+  std::string view_heading = "Latest headlines";
+  if (query.one_site()) {
+    auto it = by_name.find(query.sites.front());
+    view_name = it != by_name.end() ? it->second->display_name : query.sites.front();
+    view_heading = view_name + ", in the site's own order";
+  } else if (!query.sites.empty()) {
+    std::vector<std::string> names;
+    for (const auto& site : query.sites)
+      names.push_back(by_name.count(site) ? by_name.at(site)->display_name : site);
+    view_name = name_list(names);
+    view_heading = "Latest from " + view_name;
+  }
+  if (!query.q.empty()) {
+    view_heading = (query.sites.empty() ? std::string("Headlines") : view_heading + ",") +
+                   " matching “" + query.q + "”";
+    if (view_name.empty())
+      view_name = "“" + query.q + "”";
+  }
+
+  const auto generated_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                snapshot.generated_at.time_since_epoch())
+                                .count();
   mustache::data page;
+  page.set("page_title", view_name.empty() ? std::string("newsdesk") : "newsdesk: " + view_name);
+  page.set("feed_title", query.one_site() ? "newsdesk: " + view_name : std::string("newsdesk"));
   page.set("sites", sites);
+  page.set("problems", problems);
+  page.set("has_problems", !problems.is_empty_list());
   page.set("headlines", headlines);
   page.set("has_headlines", shown > 0);
   page.set("headline_count", std::to_string(shown));
-  page.set("site_count", std::to_string(snapshot.sites.size()));
-  page.set("failed_count", std::to_string(failed));
-  page.set("has_failures", failed > 0);
-  page.set("generated_at", iso8601(snapshot.generated_at));
+  page.set("headline_count_text", plural(shown, "headline", "headlines"));
+  page.set("site_count_text", plural(snapshot.sites.size(), "site", "sites"));
+  page.set("generated_at", iso8601_ms(generated_ms));
+  page.set("generated_time", clock_time(generated_ms));
+  page.set("generated_title", full_time(generated_ms));
   page.set("notice", snapshot.notice);
   page.set("has_notice", !snapshot.notice.empty());
   page.set("q", query.q);
+  page.set("query_sites", query_sites);
   page.set("filtered", !query.empty());
-  page.set("feed_query", feed_query);
+  page.set("view_heading", view_heading);
+  page.set("order", query.one_site() ? "site" : "latest");
+  page.set("events_query", filters);
+  page.set("feed_query", feed_query.empty() ? std::string() : "?" + feed_query);
   page.set("last_id", std::to_string(last_id));
 
   std::lock_guard lock(impl_->mutex);

@@ -1,6 +1,8 @@
 // The /news outputs: the HTML page from the Mustache template templates/news.html, and the same
-// data as JSON. Everything scraped is escaped by the template engine ({{...}} escapes & < > " ');
-// links that are not http(s) are dropped here as a last line of defence.
+// data as JSON. The page lists headlines newest first (one site's view: in the site's order),
+// each with its age, under one line of site chips; failures are told in plain words. Everything
+// scraped is escaped by the template engine ({{...}} escapes & < > " '); links that are not http(s)
+// are dropped here as a last line of defence.
 #pragma once
 
 #include "server/news/news_query.hpp"
@@ -35,8 +37,21 @@ class news_page {
 // /news.json: {"generated_at", "sites": [...], "headlines": [...]}.
 std::string news_json(const news_snapshot& snapshot);
 
-// "#111111" or "#ffffff", whichever reads better on the given "#rgb"/"#rrggbb" background.
+// "#000000" or "#ffffff", whichever reads better on the given "#rgb"/"#rrggbb" background: at
+// least 4.58:1 whatever the colour.
 std::string text_colour_for(std::string_view background);
+
+// A failure's error text in a reader's words ("the site took too long to load"), and whether it
+// is the renderer's fault rather than the site's (then one notice covers every site it failed).
+struct failure_words {
+  std::string summary;
+  bool renderer_problem = false;
+};
+failure_words describe_failure(std::string_view error);
+
+// `error` with every URL whose host is not `site_url`'s replaced: a renderer's or proxy's
+// address is the operator's business, not the reader's.
+std::string public_detail(std::string_view error, std::string_view site_url);
 
 // "just now", "5 min ago", "3 h ago", "2 days ago".
 std::string age_text(std::int64_t then_ms, std::int64_t now_ms);

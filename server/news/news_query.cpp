@@ -1,25 +1,29 @@
 #include "server/news/news_query.hpp"
 
 #include "server/http/http_message.hpp"
+#include "server/news/search.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 
 namespace newsdesk::server {
 
-namespace {
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
+bool news_query::matches(const news_item& item) const {
+  if (!sites.empty() && std::find(sites.begin(), sites.end(), item.headline.site) == sites.end())
+    return false;
+  return title_matches(words, item.headline.title);
 }
-
-} // namespace
 
 std::variant<news_query, std::string> parse_news_query(std::string_view query,
                                                        const std::vector<site_report>& sites) {
+  return parse_news_query(query, [&sites](std::string_view name) {
+    return std::any_of(sites.begin(), sites.end(),
+                       [&](const site_report& s) { return s.name == name; });
+  });
+}
+
+std::variant<news_query, std::string>
+parse_news_query(std::string_view query, const std::function<bool(std::string_view)>& is_site) {
   news_query result;
   while (!query.empty()) {
     auto amp = query.find('&');
@@ -38,9 +42,7 @@ std::variant<news_query, std::string> parse_news_query(std::string_view query,
         rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
         if (name.empty())
           continue;
-        bool known = std::any_of(sites.begin(), sites.end(),
-                                 [&](const site_report& s) { return s.name == name; });
-        if (!known)
+        if (!is_site(name))
           return "site: no site named '" + std::string(name.substr(0, 64)) + "'";
         if (std::find(result.sites.begin(), result.sites.end(), name) == result.sites.end())
           result.sites.emplace_back(name);
@@ -49,16 +51,7 @@ std::variant<news_query, std::string> parse_news_query(std::string_view query,
       if (value.size() > max_q_bytes)
         return "q: longer than " + std::to_string(max_q_bytes) + " bytes";
       result.q = value;
-      std::string_view rest = value;
-      while (!rest.empty()) {
-        auto start = rest.find_first_not_of(" \t");
-        if (start == std::string_view::npos)
-          break;
-        rest = rest.substr(start);
-        auto end = rest.find_first_of(" \t");
-        result.words.push_back(lower(rest.substr(0, end)));
-        rest = end == std::string_view::npos ? std::string_view{} : rest.substr(end);
-      }
+      result.words = search_words(value);
     } else if (key == "limit") {
       std::size_t n = 0;
       auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
@@ -85,21 +78,14 @@ news_snapshot apply_query(const news_snapshot& snapshot, const news_query& query
   for (const auto& s : snapshot.sites)
     if (wanted(s.name))
       out.sites.push_back(s);
-  for (const auto& item : snapshot.headlines) {
-    if (!wanted(item.headline.site))
-      continue;
-    if (!query.words.empty()) {
-      auto title = lower(item.headline.title);
-      bool all = std::all_of(query.words.begin(), query.words.end(), [&](const std::string& w) {
-        return title.find(w) != std::string::npos;
-      });
-      if (!all)
-        continue;
-    }
-    out.headlines.push_back(item);
-    if (query.limit && out.headlines.size() >= query.limit)
-      break;
-  }
+  for (const auto& item : snapshot.headlines)
+    if (query.matches(item))
+      out.headlines.push_back(item);
+  if (query.one_site())
+    std::stable_sort(out.headlines.begin(), out.headlines.end(),
+                     [](const news_item& a, const news_item& b) { return a.rank < b.rank; });
+  if (query.limit && out.headlines.size() > query.limit)
+    out.headlines.resize(query.limit);
   return out;
 }
 

@@ -1,10 +1,11 @@
-// The query parameters every news output takes: site= (one or more, repeated or
-// comma-separated), q= (keyword, case-insensitive, every word must appear in the title) and
-// limit= (at most this many headlines).
+// The query parameters every news output and /events take: site= (one or more, repeated or
+// comma-separated), q= (words; each must begin a word of the title, compared without case or
+// accents: search.hpp) and limit= (at most this many headlines; ignored by /events).
 #pragma once
 
 #include "server/news/news_service.hpp"
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -14,10 +15,14 @@ namespace newsdesk::server {
 
 struct news_query {
   std::vector<std::string> sites; // empty: all
-  std::vector<std::string> words; // lower-cased words of q
+  std::vector<std::string> words; // the folded words of q (search_words)
   std::string q;                  // as given, for echoing in forms
   std::size_t limit = 0;          // 0: no limit
   bool empty() const { return sites.empty() && words.empty() && limit == 0; }
+  // One site named: the page shows that site's headlines in the site's own order.
+  bool one_site() const { return sites.size() == 1; }
+  // Whether `item` passes the site= and q= filters (limit= is not about one headline).
+  bool matches(const news_item& item) const;
 };
 
 // At most this many headlines per answer: far above any real page, and it bounds a hostile
@@ -26,12 +31,16 @@ inline constexpr std::size_t max_limit = 10'000;
 // q= longer than this is refused: no headline is that long.
 inline constexpr std::size_t max_q_bytes = 200;
 
-// Parses a query string; `site=` names must be among `sites`. Returns the query, or a message
-// naming the bad parameter.
+// Parses a query string; `site=` names must be ones `is_site` accepts. Returns the query, or a
+// message naming the bad parameter.
+std::variant<news_query, std::string>
+parse_news_query(std::string_view query, const std::function<bool(std::string_view)>& is_site);
+// The same, with the sites a snapshot reports.
 std::variant<news_query, std::string> parse_news_query(std::string_view query,
                                                        const std::vector<site_report>& sites);
 
-// The part of `snapshot` the query asks for: the chosen sites and their matching headlines.
+// The part of `snapshot` the query asks for: the chosen sites and their matching headlines,
+// newest first as in the snapshot, or in the site's own order when one site is named.
 news_snapshot apply_query(const news_snapshot& snapshot, const news_query& query);
 
 } // namespace newsdesk::server

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <set>
 #include <unordered_map>
@@ -21,31 +20,6 @@ namespace newsdesk::server {
 using std::chrono::milliseconds;
 
 namespace {
-// The key a title sorts by: lower case, without leading quotes and punctuation, so
-// "'Quoted' headline" sorts under Q, not before A.
-std::string sort_key(std::string_view title) {
-  std::size_t start = 0;
-  while (start < title.size()) {
-    auto c = static_cast<unsigned char>(title[start]);
-    if (std::isalnum(c) || c >= 0x80) {
-      // Typographic quotes are UTF-8 (E2 80 98/99/9C/9D): skip them too.
-      if (c == 0xE2 && start + 2 < title.size() &&
-          static_cast<unsigned char>(title[start + 1]) == 0x80) {
-        auto third = static_cast<unsigned char>(title[start + 2]);
-        if (third >= 0x98 && third <= 0x9F) {
-          start += 3;
-          continue;
-        }
-      }
-      break;
-    }
-    ++start;
-  }
-  std::string out(title.substr(start));
-  for (auto& c : out)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // This process's name in the schedule's leases: readable in the database (host and pid), and
 // unique even when a restarted process gets the same pid.
@@ -63,29 +37,15 @@ news_item item_of(const stored_headline& row) {
   return {{row.title, row.url, row.site}, row.id, row.first_seen_ms, false};
 }
 
-template <class T, class TitleOf, class SiteOf>
-void sort_by_title(std::vector<T>& list, TitleOf title_of, SiteOf site_of) {
-  std::vector<std::pair<std::string, std::size_t>> keys;
-  keys.reserve(list.size());
-  for (std::size_t i = 0; i < list.size(); ++i)
-    keys.emplace_back(sort_key(title_of(list[i])), i);
-  std::stable_sort(keys.begin(), keys.end(), [&](const auto& a, const auto& b) {
-    if (a.first != b.first)
-      return a.first < b.first;
-    return site_of(list[a.second]) < site_of(list[b.second]);
-  });
-  std::vector<T> sorted;
-  sorted.reserve(list.size());
-  for (const auto& [key, index] : keys)
-    sorted.push_back(std::move(list[index]));
-  list = std::move(sorted);
-}
 } // namespace
 
 void sort_items(std::vector<news_item>& items) {
-  sort_by_title(
-      items, [](const news_item& i) -> const std::string& { return i.headline.title; },
-      [](const news_item& i) -> const std::string& { return i.headline.site; });
+  // Stable: headlines without a store id (no store) keep their site's order as well.
+  std::stable_sort(items.begin(), items.end(), [](const news_item& a, const news_item& b) {
+    if (a.first_seen_ms != b.first_seen_ms)
+      return a.first_seen_ms > b.first_seen_ms;
+    return a.id < b.id;
+  });
 }
 
 bool is_transient(render_failure failure) {
@@ -186,8 +146,10 @@ void news_service::load_stored_locked(slot& s) {
   // Serve what the store has at once: the last successful refresh of the site.
   if (!store_)
     return;
-  for (const auto& row : store_->current(s.site->name))
+  for (const auto& row : store_->current(s.site->name)) {
     s.items.push_back(item_of(row));
+    s.items.back().rank = s.items.size() - 1;
+  }
   for (const auto& st : store_->sites())
     if (st.site == s.site->name) {
       s.report.last_success_ms = st.last_success_ms;
@@ -619,6 +581,7 @@ void news_service::apply_events(const std::vector<store_event>& events) {
       s->items.clear();
       for (const auto& row : rows->second) {
         auto item = item_of(row);
+        item.rank = s->items.size();
         item.is_new = had_success && fresh_ids.count(row.id);
         if (item.is_new)
           fresh.push_back(item);
@@ -775,7 +738,9 @@ void news_service::on_parsed(const slot_ptr& s, const site_config& site,
     if (s->removed)
       return;
     const bool had_success = s->report.last_success_ms != 0;
-    for (auto& item : items) {
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      auto& item = items[i];
+      item.rank = i;
       item.is_new =
           had_success && std::find(new_ids.begin(), new_ids.end(), item.id) != new_ids.end();
       if (item.is_new)

@@ -195,8 +195,8 @@ class news_service {
   bool stopped_ = false;
 };
 
-// Sorts headlines by title (case-insensitively, ignoring leading quotes and punctuation), then
-// site, as the page shows them.
+// Sorts headlines newest first (first_seen_ms descending), as the page shows them; headlines
+// first seen together keep their site's order (ids ascend in it).
 void sort_items(std::vector<news_item>& items);
 
 // True for failures worth retrying soon: the renderer or site was unreachable, overloaded or

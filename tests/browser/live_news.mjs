@@ -1,113 +1,15 @@
-// Browser test: headless Chromium (Debian's, driven by playwright-core; no browser download)
-// opens /news on the real newsdesk binary, checks the headline boxes are laid out on screen and
-// the live indicator says connected, then changes the Splash stand-in's page, asks for a
-// refresh, and waits for the new headline to appear at the top with its "new" badge, without a
-// reload. Screenshots (before/after) go to $NEWSDESK_ARTIFACTS.
-//
-// Run by ctest (tests/browser/CMakeLists.txt sets the environment). Exit 0: passed; 1: failed;
-// 77: skipped (no Chromium, no Node modules, no binaries).
-import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createInterface } from "node:readline";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-
-const SKIP = 77;
-const env = process.env;
-const chromiumPath = env.CHROMIUM || "/usr/bin/chromium";
-const newsdeskBinary = env.NEWSDESK_BINARY;
-const standinBinary = env.STANDIN_CONTROL;
-const sourceDir = env.NEWSDESK_SOURCE_DIR;
-const artifacts = env.NEWSDESK_ARTIFACTS || join(process.cwd(), "artifacts");
-
-// Under scripts/test (NEWSDESK_REQUIRE_CHROMIUM=1), which installs Chromium and the npm driver
-// first, anything missing is a failure, never a quiet skip.
-function skip(why) {
-  if (env.NEWSDESK_REQUIRE_CHROMIUM === "1") {
-    console.log(`FAILED: ${why} (NEWSDESK_REQUIRE_CHROMIUM=1)`);
-    process.exit(1);
-  }
-  console.log(`SKIPPED: ${why}`);
-  process.exit(SKIP);
-}
-
-if (!existsSync(chromiumPath)) skip(`no Chromium at ${chromiumPath} (scripts/setup installs Debian's chromium)`);
-for (const [name, path] of [["NEWSDESK_BINARY", newsdeskBinary], ["STANDIN_CONTROL", standinBinary], ["NEWSDESK_SOURCE_DIR", sourceDir]])
-  if (!path || !existsSync(path)) skip(`${name} is not set or missing (run through ctest)`);
-
-let chromium;
-try {
-  ({ chromium } = await import("playwright-core"));
-} catch (e) {
-  skip("playwright-core is not installed: run `npm ci --prefix tests/browser` (scripts/test does)");
-}
-
-// --- processes, always cleaned up -------------------------------------------------------------
-
-const children = [];
-const work = mkdtempSync(join(tmpdir(), "newsdesk-browser-"));
-let browser;
-
-async function cleanup() {
-  if (browser) await browser.close().catch(() => {});
-  for (const child of children) if (child.exitCode === null) child.kill("SIGTERM");
-  rmSync(work, { recursive: true, force: true });
-}
-for (const signal of ["SIGINT", "SIGTERM"])
-  process.on(signal, () => cleanup().finally(() => process.exit(1)));
-
-// Starts `binary`, resolves with the first stdout line matching `pattern` (its match).
-function start(name, binary, args, pattern, extraEnv = {}, timeoutMs = 20000) {
-  const childEnv = { ...process.env, ...extraEnv };
-  delete childEnv.SPLASH_URL; // the config file names the stand-in
-  const child = spawn(binary, args, { env: childEnv, stdio: ["pipe", "pipe", "pipe"] });
-  children.push(child);
-  let log = "";
-  child.stderr.on("data", (d) => (log = (log + d).slice(-20000)));
-  child.logText = () => log;
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} did not start in time:\n${log}`)), timeoutMs);
-    child.on("exit", (code) => reject(new Error(`${name} exited (${code}) before it was ready:\n${log}`)));
-    const lines = createInterface({ input: child.stdout });
-    const seen = [];
-    lines.on("line", (line) => {
-      seen.push(line);
-      const all = seen.join("\n").match(pattern);
-      if (all) {
-        clearTimeout(timer);
-        resolve({ child, match: all });
-      }
-    });
-  });
-}
-
-const deadline = (ms, what) =>
-  new Promise((_, reject) => setTimeout(() => reject(new Error(`timed out: ${what}`)), ms).unref());
-
-async function eventually(what, check, timeoutMs = 15000) {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check().catch(() => false);
-    if (value) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-function assert(condition, message) {
-  if (!condition) throw new Error(`check failed: ${message}`);
-}
-
-// CNN's 2015 markup (the cnn scraper reads it), as the C++ end-to-end tests build it.
-function cnnPage(stories) {
-  return (
-    "<html><head><title>CNN</title></head><body>" +
-    stories
-      .map(([href, title]) => `<article><h3 class="cd__headline"><a href="${href}"><span class="cd__headline-text">${title}</span></a></h3></article>`)
-      .join("") +
-    "</body></html>"
-  );
-}
+// Browser test of the live page: headless Chromium (Debian's, driven by playwright-core) opens
+// /news on the real newsdesk binary against the Splash stand-in, then changes the stand-in's pages
+// and asks for refreshes, and checks what a reader sees:
+//   - headlines newest first, the page's order the same as /news.json's, each with its age;
+//   - a live arrival takes its place at the top, marked new, without a reload, and a reload shows
+//     the same order;
+//   - a filtered view (one site) counts no other site's arrivals and receives its own site's, in
+//     the site's order;
+//   - headlines that arrived while the reader was away are marked new on the next visit;
+//   - relative times age on an open page (Playwright's clock moves time forward).
+// Screenshots go to $NEWSDESK_ARTIFACTS. Run by ctest (tests/browser/CMakeLists.txt).
+import { artifacts, assert, cnnPage, eventually, join, launchBrowser, run, startNewsdesk, startStandin, titles, watchedPage } from "./harness.mjs";
 
 const liveUrl = "https://live.cnn.com/";
 const worldUrl = "https://world.cnn.com/";
@@ -122,125 +24,164 @@ const worldStories = [
   ["/2025/01/01/football/index.html", "Underdogs reach the cup final"],
   ["/2025/01/01/museum/index.html", "Museum returns looted bronzes"],
 ];
-const breaking = "Zebra crossing redesign wins city vote"; // sorts last: it must still be shown first
+// Listed last on its site and last by title: it must still be shown first, as the newest.
+const breaking = ["/2025/01/01/zebra-crossing/index.html", "Zebra crossing redesign wins city vote"];
+const elsewhere = ["/2025/01/01/elsewhere/index.html", "Another live story the world view must not count"];
+const worldNews = ["/2025/01/01/treaty/index.html", "Treaty signed after all-night session"];
+const whileAway = ["/2025/01/01/away/index.html", "Story published while the reader was away"];
 
-async function main() {
-  mkdirSync(artifacts, { recursive: true });
+let newsdesk;
 
-  // 1. The Splash stand-in, with a control port to change its pages.
-  const standin = await start("standin-control", standinBinary, [], /splash on (\S+)\ncontrol on (\S+)/);
-  const [, splashUrl, controlUrl] = standin.match;
-  const setPage = async (url, html) => {
-    const res = await fetch(`${controlUrl}/control/set?url=${encodeURIComponent(url)}`, { method: "POST", body: html });
-    assert(res.status === 200, `stand-in control answered ${res.status}`);
-  };
-  await setPage(liveUrl, cnnPage(liveStories));
-  await setPage(worldUrl, cnnPage(worldStories));
+async function liveArrival(browser, setPage) {
+  const context = await browser.newContext({ viewport: { width: 1200, height: 800 } });
+  const page = await watchedPage(context);
+  const response = await page.goto(`${newsdesk.base}/news`, { waitUntil: "load" });
+  assert(response.status() === 200, `/news answered ${response.status()}`);
 
-  // 2. newsdesk against it, its own ports and store.
-  const config = {
-    splash_url: splashUrl,
-    wait: 0,
+  // Newest first, the same order as /news.json; every box laid out, coloured by its site, aged.
+  const boxes = page.locator("#headlines > li.headline");
+  const total = liveStories.length + worldStories.length;
+  assert((await boxes.count()) === total, `${await boxes.count()} headline boxes`);
+  const json = await newsdesk.json();
+  const shown = await titles(page);
+  assert(JSON.stringify(shown) === JSON.stringify(json.headlines.map((h) => h.title)),
+         `the page's order is /news.json's:\n${shown.join("\n")}`);
+  for (let i = 1; i < json.headlines.length; ++i)
+    assert(json.headlines[i - 1].first_seen >= json.headlines[i].first_seen, "/news.json is newest first");
+  for (let i = 0; i < total; ++i) {
+    const box = await boxes.nth(i).boundingBox();
+    assert(box && box.width > 100 && box.height > 20 && box.x >= 0 && box.x + box.width <= 1200, `headline ${i} is laid out (${JSON.stringify(box)})`);
+    assert(/ago|just now/.test(await boxes.nth(i).locator("time.ago").textContent()), `headline ${i} says when it was first seen`);
+  }
+  const liveColour = await page.locator("#headlines > li.site-live").first().evaluate((e) => getComputedStyle(e).backgroundColor);
+  const worldColour = await page.locator("#headlines > li.site-world").first().evaluate((e) => getComputedStyle(e).backgroundColor);
+  assert(liveColour === "rgb(29, 78, 216)" && worldColour === "rgb(185, 28, 28)", `site colours ${liveColour} / ${worldColour}`);
+
+  // The live status says so; its dot is hidden from screen readers.
+  const live = page.locator("#live");
+  await live.filter({ hasText: "live" }).waitFor({ state: "visible", timeout: 10000 });
+  assert(/\bconnected\b/.test(await live.getAttribute("class")), `live status class "${await live.getAttribute("class")}"`);
+  assert((await live.locator(".dot").getAttribute("aria-hidden")) === "true", "the live dot is hidden from screen readers");
+  assert(!/new/.test(await live.textContent()), `a first visit counts nothing new: "${await live.textContent()}"`);
+  await page.evaluate(() => (window.__sameDocument = true)); // gone if the page reloads
+  await page.screenshot({ path: join(artifacts, "browser-news-before.png"), fullPage: true });
+
+  // The site lists a new story last; a refresh picks it up.
+  await setPage(liveUrl, cnnPage([...liveStories, breaking]));
+  await newsdesk.refresh("live");
+  const first = boxes.first();
+  await eventually("the new headline at the top", async () => (await first.locator(".story").textContent()) === breaking[1]);
+  assert(await page.evaluate(() => window.__sameDocument === true), "the page was not reloaded");
+  assert((await first.locator(".badge").textContent()) === "new", "the new headline is marked new");
+  assert(await first.locator(".badge").isVisible(), "its mark is visible");
+  assert((await first.evaluate((e) => getComputedStyle(e).backgroundColor)) === liveColour, "it has its site's colour");
+  assert((await first.locator(".story").getAttribute("href")) === `https://live.cnn.com${breaking[0]}`, "it links to its story");
+  assert((await first.locator(".story").getAttribute("target")) === null, "it opens in the same tab");
+  assert((await first.locator("time.ago").textContent()) === "just now", "it says it is new");
+  assert((await boxes.count()) === total + 1, "exactly one headline was added");
+  assert(/1 new/.test(await live.textContent()), `live status says "${await live.textContent()}"`);
+  assert((await page.locator("#headline-count").textContent()) === `${total + 1} headlines`, "the summary counts it");
+  const chip = page.locator('.chip[data-site="live"] .chip-count');
+  assert((await chip.textContent()) === String(liveStories.length + 1), `the site's chip counts it (${await chip.textContent()})`);
+  await page.waitForTimeout(1300); // let the arrival animation settle before the screenshot
+  await page.screenshot({ path: join(artifacts, "browser-news-after.png"), fullPage: true });
+
+  // A reload shows the same order.
+  const afterArrival = await titles(page);
+  await page.reload({ waitUntil: "load" });
+  const afterReload = await titles(page);
+  assert(JSON.stringify(afterArrival) === JSON.stringify(afterReload),
+         `order after the live arrival:\n${afterArrival.join("\n")}\nafter a reload:\n${afterReload.join("\n")}`);
+
+  // The reader leaves; a story comes in; the next visit marks it new.
+  await page.goto("about:blank"); // pagehide: the page remembers what it showed
+  await setPage(liveUrl, cnnPage([...liveStories, breaking, whileAway]));
+  await newsdesk.refresh("live");
+  await eventually("the story in /news.json", async () => (await newsdesk.json()).headlines.some((h) => h.title === whileAway[1]));
+  await page.goto(`${newsdesk.base}/news`, { waitUntil: "load" });
+  assert((await boxes.first().locator(".story").textContent()) === whileAway[1], "the story that came while away is first");
+  assert((await boxes.first().locator(".badge").count()) === 1, "it is marked new since the last visit");
+  assert((await page.locator("#headlines .badge").count()) === 1, "nothing else is marked new");
+  await eventually("the status to count it", async () => /1 new/.test(await live.textContent()));
+  assert(page.problems.length === 0, page.problems.join("\n"));
+  await context.close();
+}
+
+async function filteredView(browser, setPage) {
+  const context = await browser.newContext({ viewport: { width: 1200, height: 800 } });
+  const page = await watchedPage(context);
+  await page.goto(`${newsdesk.base}/news?site=world`, { waitUntil: "load" });
+  const live = page.locator("#live");
+  await live.filter({ hasText: "live" }).waitFor({ state: "visible", timeout: 10000 });
+  const before = await titles(page);
+  assert(JSON.stringify(before) === JSON.stringify(worldStories.map((s) => s[1])), `one site's view keeps the site's order:\n${before.join("\n")}`);
+  assert((await page.locator('.chip[data-site="world"] a').getAttribute("aria-current")) === "page", "its chip is marked current");
+  assert((await page.locator('form.search input[name="site"]').getAttribute("value")) === "world", "the search form keeps site=");
+
+  // Another site's arrival: nothing here, no phantom count.
+  await setPage(liveUrl, cnnPage([...liveStories, breaking, whileAway, elsewhere]));
+  await newsdesk.refresh("live");
+  await eventually("the other site's story in /news.json", async () => (await newsdesk.json()).headlines.some((h) => h.title === elsewhere[1]));
+  await page.waitForTimeout(1000);
+  assert(!/new/.test(await live.textContent()), `the world view counts nothing new: "${await live.textContent()}"`);
+  assert(JSON.stringify(await titles(page)) === JSON.stringify(before), "the world view is unchanged");
+
+  // Its own site's arrival, second on the site: it takes that place, marked new.
+  const reordered = [worldStories[0], worldNews, ...worldStories.slice(1)];
+  await setPage(worldUrl, cnnPage(reordered));
+  await newsdesk.refresh("world");
+  await eventually("the world story on the world view", async () => (await titles(page)).includes(worldNews[1]));
+  const after = await titles(page);
+  assert(JSON.stringify(after) === JSON.stringify(reordered.map((s) => s[1])), `in the site's order:\n${after.join("\n")}`);
+  assert(/1 new/.test(await live.textContent()), `the world view counts its own: "${await live.textContent()}"`);
+  await page.screenshot({ path: join(artifacts, "browser-news-site-view.png"), fullPage: true });
+  await page.reload({ waitUntil: "load" });
+  assert(JSON.stringify(await titles(page)) === JSON.stringify(after), "a reload shows the same order");
+  assert(page.problems.length === 0, page.problems.join("\n"));
+  await context.close();
+}
+
+async function timesAge(browser) {
+  const context = await browser.newContext({ viewport: { width: 1200, height: 800 } });
+  const page = await watchedPage(context);
+  await page.clock.install({ time: new Date() });
+  await page.goto(`${newsdesk.base}/news`, { waitUntil: "load" });
+  const firstTime = page.locator("#headlines > li.headline time.ago").first();
+  const seen = Date.parse(await firstTime.getAttribute("datetime"));
+  const hover = await firstTime.getAttribute("title");
+  assert(/^first seen .*\d/.test(hover), `the absolute time is on hover: "${hover}"`);
+  const chipTime = page.locator(".chip time.ago").first();
+  await page.clock.fastForward("12:00");
+  const expected = Math.floor((Date.now() + 12 * 60000 - seen) / 60000);
+  let text = "";
+  await eventually("the first headline's age to move", async () => {
+    text = await firstTime.textContent();
+    const minutes = Number((text.match(/^(\d+) min ago$/) || [])[1]);
+    return minutes >= expected - 1 && minutes <= expected + 1;
+  }, 5000).catch((e) => {
+    throw new Error(`${e.message}: it says "${text}", about ${expected} min ago expected`);
+  });
+  assert(/^\d+ min ago$/.test(await chipTime.textContent()), `a site's chip ages too: "${await chipTime.textContent()}"`);
+  assert(/^\d\d:\d\d/.test(await page.locator("#as-of").textContent()), `the header's time is a clock time: "${await page.locator("#as-of").textContent()}"`);
+  await context.close();
+}
+
+await run(async () => {
+  const standin = await startStandin();
+  await standin.setPage(liveUrl, cnnPage(liveStories));
+  await standin.setPage(worldUrl, cnnPage(worldStories));
+  newsdesk = await startNewsdesk(standin.splashUrl, {
     refresh: { manual_min_interval: 0, jitter: 0 },
     sites: [
       { name: "live", scraper: "cnn", url: liveUrl, display_name: "Live Desk", colour: "#1d4ed8" },
       { name: "world", scraper: "cnn", url: worldUrl, display_name: "World Desk", colour: "#b91c1c" },
     ],
-  };
-  writeFileSync(join(work, "config.json"), JSON.stringify(config, null, 2));
-  const newsdesk = await start("newsdesk", newsdeskBinary, [
-    "--config", join(work, "config.json"),
-    "--port", "0",
-    "--templates", join(sourceDir, "templates"),
-    "--static", join(sourceDir, "static"),
-    "--broker-listen", "127.0.0.1:0",
-    "--store", join(work, "store.db"),
-  ], /service=http url=(http:\/\/127\.0\.0\.1:\d+)/);
-  const base = newsdesk.match[1];
-  const failWithLog = (e) => {
-    e.message += `\n--- newsdesk log ---\n${newsdesk.child.logText()}`;
-    throw e;
-  };
-
-  await eventually("both sites' headlines in /news.json", async () => {
-    const news = await (await fetch(`${base}/news.json`)).json();
-    return news.headlines.length === liveStories.length + worldStories.length;
-  }).catch(failWithLog);
-
-  // 3. The page in Chromium.
-  browser = await chromium.launch({
-    executablePath: chromiumPath,
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-           "--disable-component-update", "--disable-sync"],
   });
-  const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
-  const problems = [];
-  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-  page.on("console", (m) => m.type() === "error" && problems.push(`console error: ${m.text()} (${m.location().url})`));
-  page.on("response", (r) => r.status() >= 400 && problems.push(`${r.status()} for ${r.url()}`));
-
-  const response = await page.goto(`${base}/news`, { waitUntil: "load" });
-  assert(response.status() === 200, `/news answered ${response.status()}`);
-
-  // Every headline box is visible: laid out with a real size, inside the page's width.
-  const boxes = page.locator("#headlines > li.headline");
-  assert((await boxes.count()) === liveStories.length + worldStories.length, `${await boxes.count()} headline boxes`);
-  for (let i = 0; i < (await boxes.count()); ++i) {
-    const box = await boxes.nth(i).boundingBox();
-    assert(box && box.width > 100 && box.height > 20, `headline ${i} has a box (${JSON.stringify(box)})`);
-    assert(box.x >= 0 && box.x + box.width <= 1200, `headline ${i} is inside the viewport width`);
-    assert(await boxes.nth(i).locator("a").isVisible(), `headline ${i}'s link is visible`);
-  }
-  const firstTitle = await boxes.first().locator("a").textContent();
-  // Each site's boxes carry its colour.
-  const liveColour = await page.locator("#headlines > li.site-live").first().evaluate((e) => getComputedStyle(e).backgroundColor);
-  const worldColour = await page.locator("#headlines > li.site-world").first().evaluate((e) => getComputedStyle(e).backgroundColor);
-  assert(liveColour === "rgb(29, 78, 216)" && worldColour === "rgb(185, 28, 28)", `site colours ${liveColour} / ${worldColour}`);
-
-  // The live indicator says it is connected.
-  const live = page.locator("#live");
-  await live.filter({ hasText: "live" }).waitFor({ state: "visible", timeout: 10000 });
-  assert(/\bconnected\b/.test(await live.getAttribute("class")), `live indicator class "${await live.getAttribute("class")}"`);
-  await page.evaluate(() => (window.__sameDocument = true)); // gone if the page reloads
-  await page.screenshot({ path: join(artifacts, "browser-news-before.png"), fullPage: true });
-
-  // 4. The site publishes a new story; a refresh picks it up.
-  await setPage(liveUrl, cnnPage([...liveStories, ["/2025/01/01/zebra-crossing/index.html", breaking]]));
-  const refresh = await fetch(`${base}/api/refresh?site=live`, { method: "POST" });
-  assert(refresh.status === 202, `POST /api/refresh answered ${refresh.status}`);
-
-  // 5. It appears at the top, badged "new", with no reload.
-  const first = boxes.first();
-  await eventually("the new headline at the top of the page", async () => (await first.locator("a").textContent()) === breaking).catch(failWithLog);
-  assert(await first.locator("a").isVisible(), "the new headline is visible");
-  assert(await first.locator(".badge").isVisible(), "the new headline has a visible badge");
-  assert((await first.locator(".badge").textContent()) === "new", "the badge says new");
-  assert(/\bsite-live\b/.test(await first.getAttribute("class")), "the new headline has its site's class");
-  assert((await first.evaluate((e) => getComputedStyle(e).backgroundColor)) === liveColour, "the new headline has its site's colour");
-  const newBox = await first.boundingBox();
-  assert(newBox && newBox.width > 100 && newBox.height > 20, `the new headline has a box (${JSON.stringify(newBox)})`);
-  assert((await first.locator("a").getAttribute("href")) === "https://live.cnn.com/2025/01/01/zebra-crossing/index.html", "the new headline links to its story");
-  assert(await page.evaluate(() => window.__sameDocument === true), "the page was not reloaded");
-  assert((await boxes.count()) === liveStories.length + worldStories.length + 1, "exactly one headline was added");
-  assert((await boxes.nth(1).locator("a").textContent()) === firstTitle, "the old headlines follow it");
-  assert(/1 new/.test(await live.textContent()), `live indicator says "${await live.textContent()}"`);
-  const summaryCount = await page.locator("#headline-count").textContent();
-  assert(summaryCount === String(liveStories.length + worldStories.length + 1), `summary counts ${summaryCount} headlines`);
-  await page.waitForTimeout(1200); // let the arrival highlight settle before the screenshot
-  await page.screenshot({ path: join(artifacts, "browser-news-after.png"), fullPage: true });
-
-  assert(problems.length === 0, problems.join("\n"));
-  console.log(`ok: /news showed ${liveStories.length + worldStories.length} headlines, then "${breaking}" arrived live`);
-  console.log(`screenshots: ${join(artifacts, "browser-news-before.png")} ${join(artifacts, "browser-news-after.png")}`);
-}
-
-let code = 0;
-try {
-  await Promise.race([main(), deadline(90000, "the whole browser test")]);
-} catch (e) {
-  console.error(`FAILED: ${e.stack || e}`);
-  code = 1;
-}
-await cleanup();
-process.exit(code);
+  await eventually("both sites' headlines in /news.json", async () =>
+    (await newsdesk.json()).headlines.length === liveStories.length + worldStories.length);
+  const browser = await launchBrowser();
+  await liveArrival(browser, standin.setPage);
+  await filteredView(browser, standin.setPage);
+  await timesAge(browser);
+  console.log("ok: newest first, live arrivals in place and kept after a reload, a filtered view hears only its site, marks since the last visit, times age");
+}, { log: () => (newsdesk ? newsdesk.log() : "") });

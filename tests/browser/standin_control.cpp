@@ -7,6 +7,7 @@
 // Prints "splash on http://127.0.0.1:P" and "control on http://127.0.0.1:Q", then serves until
 // SIGINT/SIGTERM (or stdin closing, so it never outlives the test that started it). Control:
 //   POST /control/set?url=URL       body: the HTML a render of URL returns from now on (200)
+//   POST /control/error?url=URL     body: an HTTP status Splash answers renders of URL with
 //   GET  /control/renders?url=URL   how many renders of URL the stand-in has answered
 #include "server/http/http_message.hpp"
 #include "server/http/http_server.hpp"
@@ -19,6 +20,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 
@@ -49,6 +51,13 @@ void control(splash_standin& standin, const http_request& req, const responder& 
     return respond(text_response(400, "Bad Request: expected ?url=URL"));
   if (req.path() == "/control/set" && req.method == "POST") {
     standin.set(url, standin_page::page(req.body));
+    return respond(text_response(200));
+  }
+  if (req.path() == "/control/error" && req.method == "POST") {
+    const int status = std::atoi(req.body.c_str());
+    if (status < 400 || status > 599)
+      return respond(text_response(400, "Bad Request: expected a status from 400 to 599"));
+    standin.set(url, standin_page::error(static_cast<unsigned>(status)));
     return respond(text_response(200));
   }
   if (req.path() == "/control/renders" && req.method == "GET") {

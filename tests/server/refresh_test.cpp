@@ -147,7 +147,9 @@ TEST_CASE("a failed refresh keeps the last good headlines, marked stale") {
   CHECK(site_of(news, "a")->at("error") == "Splash timed out after 30 s");
   auto page = http_get(nd.port, "/news");
   CHECK(page.body.find("Kept headline") != std::string::npos);
-  CHECK(page.body.find("Site A: showing headlines from") != std::string::npos);
+  CHECK(page.body.find("Site A isn’t updating (last updated just now): the site took too long "
+                       "to load") != std::string::npos);
+  CHECK(page.body.find("class=\"headline site-a is-stale\"") != std::string::npos);
   CHECK(page.body.find("Splash timed out after 30 s") != std::string::npos);
 }
 
@@ -174,7 +176,7 @@ TEST_CASE("a restart serves the stored headlines at once") {
   CHECK(news.at("headlines")[0].at("title") == "Remembered");
 }
 
-TEST_CASE("new headlines get a badge, go out on the broker and over /events, and replay after a "
+TEST_CASE("new headlines are marked new, go first, go out over /events, and replay after a "
           "reconnect") {
   splash_standin splash;
   splash.set("https://a.cnn.com/",
@@ -206,9 +208,12 @@ TEST_CASE("new headlines get a badge, go out on the broker and over /events, and
   REQUIRE(after.at("headlines").size() == 2);
   for (const auto& h : after.at("headlines"))
     CHECK(h.at("new") == (h.at("title") == "Breaking <b>story</b>"));
+  // Newest first: the new headline heads the page, the JSON and the feeds.
+  CHECK(after.at("headlines")[0].at("title") == "Breaking <b>story</b>");
   auto page = http_get(nd.port, "/news");
-  CHECK(page.body.find("<span class=\"badge\">new</span>") != std::string::npos);
-  CHECK(page.body.find("Breaking &lt;b&gt;story&lt;/b&gt;") != std::string::npos);
+  CHECK(page.body.find("Breaking &lt;b&gt;story&lt;/b&gt;") < page.body.find("Old story"));
+  auto atom = http_get(nd.port, "/news.atom");
+  CHECK(atom.body.find("Breaking &lt;b&gt;story&lt;/b&gt;") < atom.body.find("Old story"));
 
   // A client that saw only the old headline reconnects and gets the new one replayed.
   sse_client replay(nd.port, "/events", std::to_string(old_id));
@@ -216,6 +221,52 @@ TEST_CASE("new headlines get a badge, go out on the broker and over /events, and
   CHECK(replay.received.find("Old story") == std::string::npos);
   sse_client from_page(nd.port, "/events?after=" + std::to_string(old_id));
   CHECK(from_page.wait_for("Breaking <b>story</b>"));
+}
+
+TEST_CASE("/events takes the page's site= and q=: a filtered stream hears only what it lists") {
+  splash_standin splash;
+  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a0/index.html", "A first"}})));
+  splash.set("https://b.cnn.com/", standin_page::page(cnn_page({{"/b0/index.html", "B first"}})));
+  newsdesk_process nd(json{
+      {"splash_url", splash.base_url()},
+      {"refresh", {{"manual_min_interval", 0}}},
+      {"sites", {site("a", "cnn", "https://a.cnn.com/"), site("b", "cnn", "https://b.cnn.com/")}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  REQUIRE(eventually([&] { return news_json(nd.port).at("headlines").size() == 2; }));
+  const auto first_id = news_json(nd.port).at("headlines")[0].at("id").get<std::int64_t>();
+
+  sse_client only_b(nd.port, "/events?site=b");
+  sse_client elysee(nd.port, "/events?q=elysee");
+  sse_client everything(nd.port, "/events");
+  for (auto* c : {&only_b, &elysee, &everything})
+    REQUIRE(c->wait_for("retry: 3000"));
+  CHECK(http_get(nd.port, "/events?site=nope").status == 400);
+
+  splash.set("https://a.cnn.com/",
+             standin_page::page(cnn_page({{"/a0/index.html", "A first"},
+                                          {"/a1/index.html", "Talks at the \xC3\x89lys\xC3\xA9"
+                                                             "e"}})));
+  splash.set("https://b.cnn.com/", standin_page::page(cnn_page({{"/b0/index.html", "B first"},
+                                                                {"/b1/index.html", "B second"}})));
+  REQUIRE(send_request(nd.port, "POST", "/api/refresh?site=a").status == 202);
+  REQUIRE(everything.wait_for("lys"));
+  REQUIRE(send_request(nd.port, "POST", "/api/refresh?site=b").status == 202);
+  REQUIRE(everything.wait_for("B second"));
+
+  CHECK(only_b.wait_for("B second"));
+  CHECK(elysee.wait_for("\xC3\x89lys\xC3\xA9"
+                        "e"));
+  // Give a wrongly sent event time to arrive, then check none did.
+  CHECK_FALSE(only_b.wait_for("lys", 300ms));
+  CHECK_FALSE(elysee.wait_for("B second", 300ms));
+  CHECK(occurrences(only_b.received, "event: headline") == 1);
+  CHECK(occurrences(elysee.received, "event: headline") == 1);
+  CHECK(occurrences(everything.received, "event: headline") == 2);
+
+  // A replay after a reconnect is filtered the same way.
+  sse_client replay_b(nd.port, "/events?site=b&after=" + std::to_string(first_id));
+  REQUIRE(replay_b.wait_for("B second"));
+  CHECK_FALSE(replay_b.wait_for("lys", 300ms));
 }
 
 TEST_CASE("/events ids name the store; an id from another store starts the client over") {

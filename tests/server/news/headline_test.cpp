@@ -19,13 +19,16 @@ news_item item(std::int64_t id, std::string title, std::string url, std::string 
 
 } // namespace
 
-TEST_CASE("a headline has one JSON shape: id, title, url, site, first_seen (UTC) and new") {
-  nlohmann::json j = item(42, "Title", "https://a.example/1", "cnn", 1'795'000'000'123, true);
+TEST_CASE("a headline has one JSON shape: id, title, url, site, first_seen (UTC), rank and new") {
+  auto i = item(42, "Title", "https://a.example/1", "cnn", 1'795'000'000'123, true);
+  i.rank = 3;
+  nlohmann::json j = i;
   CHECK(j == nlohmann::json{{"id", 42},
                             {"title", "Title"},
                             {"url", "https://a.example/1"},
                             {"site", "cnn"},
-                            {"first_seen", "2026-11-18T11:06:40Z"},
+                            {"first_seen", "2026-11-18T11:06:40.123Z"},
+                            {"rank", 3},
                             {"new", true}});
 }
 
@@ -37,6 +40,6 @@ TEST_CASE("a batch of headlines is a JSON array in order, with invalid UTF-8 rep
   REQUIRE(batch.size() == 2);
   CHECK(batch[0].at("id") == 1);
   CHECK(batch[1].at("title") == "Bad \xEF\xBF\xBD byte");
-  CHECK(batch[0].at("first_seen") == "1970-01-01T00:00:00Z");
+  CHECK(batch[0].at("first_seen") == "1970-01-01T00:00:00.000Z");
   CHECK(headlines_json({}) == "[]");
 }

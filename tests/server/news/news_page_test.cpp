@@ -49,12 +49,84 @@ TEST_CASE("the page drops links that are not http or https") {
   CHECK(json.at("headlines").size() == 2);
 }
 
-TEST_CASE("a failed site shows its notice with the site's display name, escaped") {
+TEST_CASE("a failed site's notice is in plain words, names the site once, escaped") {
   auto html = page().render(sample());
-  CHECK(html.find("Al &lt;Jazeera&gt;: Splash timed out after 30 s") != std::string::npos);
-  CHECK(html.find("2 headlines, updated") != std::string::npos);
-  CHECK(html.find("days ago</time> via splash in 1.2 s") != std::string::npos);
-  CHECK(html.find("Splash timed out after 30 s (via splash)") != std::string::npos);
+  CHECK(html.find("<summary>Couldn’t load Al &lt;Jazeera&gt;: the site took too long to "
+                  "load</summary>") != std::string::npos);
+  // The raw error is the detail on demand, without the site's name again.
+  CHECK(html.find("<li>Splash timed out after 30 s (via Splash, tried ") != std::string::npos);
+  CHECK(html.find("Al &lt;Jazeera&gt;: Splash timed out") == std::string::npos);
+  // The chips: name, count and age on one line; the failed one says so.
+  CHECK(html.find("aria-label=\"2 headlines\">2</span>") != std::string::npos);
+  CHECK(html.find("<span class=\"chip-state\">failed</span>") != std::string::npos);
+}
+
+TEST_CASE("sites that fail because the renderer is down share one notice, with no address") {
+  auto s = sample();
+  for (auto name : {"bbc", "npr", "fox", "abc"}) {
+    site_report r{name, std::string(name) + " News", "#123456",
+                  "https://" + std::string(name) + ".test/", "splash"};
+    r.error = "cannot reach Splash at http://splash:8050 (connect: Connection refused)";
+    r.last_attempt_ms = 1'700'000'000'000;
+    s.sites.push_back(r);
+  }
+  auto html = page().render(s);
+  CHECK(html.find("Couldn’t load bbc News, npr News and 2 more: the page renderer isn’t "
+                  "answering (Splash)") != std::string::npos);
+  CHECK(html.find("splash:8050") == std::string::npos);
+  CHECK(html.find("cannot reach Splash at (an internal address)") != std::string::npos);
+}
+
+TEST_CASE("failures in a reader's words") {
+  CHECK(describe_failure("Splash timed out after 30 s").summary ==
+        "the site took too long to load");
+  CHECK(describe_failure("site answered HTTP 404").summary ==
+        "the site answered 404 (page not found)");
+  CHECK(describe_failure("Splash could not load the page: Cannot connect to host "
+                         "www.aljazeera.com:443 ssl:default [Name or service not known]")
+            .summary == "the site didn’t answer");
+  CHECK(describe_failure("no headlines found on the page (the site may have sent an error page, "
+                         "or its markup changed)")
+            .summary == "no headlines were found on the page");
+  auto down = describe_failure("cannot reach Splash at http://10.0.0.5:8050 (connect: refused)");
+  CHECK(down.renderer_problem);
+  CHECK_FALSE(describe_failure("Splash timed out after 30 s").renderer_problem);
+  CHECK(describe_failure("something new").summary == "something went wrong loading it");
+  // The site's own address stays; any other is replaced.
+  CHECK(
+      public_detail("cannot fetch https://www.site.test/news: refused", "https://www.site.test/") ==
+      "cannot fetch https://www.site.test/news: refused");
+  CHECK(public_detail("proxy 'http://10.1.2.3:3128' failed", "https://www.site.test/") ==
+        "proxy '(an internal address)' failed");
+}
+
+TEST_CASE("every headline shows when it was first seen; counts have the right plural") {
+  auto html = page().render(sample());
+  CHECK(html.find("<time class=\"ago\" datetime=\"1970-01-01T00:00:00.000Z\" title=\"first seen "
+                  "Thu 01 Jan 1970, 00:00 UTC\" data-label=\"first seen\">") != std::string::npos);
+  CHECK(html.find(">2 headlines</span>") != std::string::npos);
+  CHECK(html.find("from 2 sites") != std::string::npos);
+  auto one = sample();
+  one.sites.resize(1);
+  one.headlines.resize(1);
+  auto single = page().render(one);
+  CHECK(single.find(">1 headline</span>") != std::string::npos);
+  CHECK(single.find("from 1 site,") != std::string::npos);
+  // Links open in the same tab; titles carry their own direction.
+  CHECK(html.find("target=") == std::string::npos);
+  CHECK(html.find("dir=\"auto\"") != std::string::npos);
+}
+
+TEST_CASE("one site's view is named after it, and its feeds too") {
+  news_query query;
+  query.sites = {"cnn"};
+  auto html = page().render(sample(), query);
+  CHECK(html.find("<title>newsdesk: CNN</title>") != std::string::npos);
+  CHECK(html.find("title=\"newsdesk: CNN (Atom)\"") != std::string::npos);
+  CHECK(html.find("aria-current=\"page\">CNN</a>") != std::string::npos);
+  CHECK(html.find("<input type=\"hidden\" name=\"site\" value=\"cnn\">") != std::string::npos);
+  CHECK(html.find("data-order=\"site\"") != std::string::npos);
+  CHECK(html.find("data-events=\"site=cnn\"") != std::string::npos);
 }
 
 TEST_CASE("news.json carries sites and headlines built from the snapshot") {
@@ -77,8 +149,8 @@ TEST_CASE("news.json survives invalid UTF-8 in scraped text") {
 
 TEST_CASE("text colour contrasts with the site colour") {
   CHECK(text_colour_for("#cc0000") == "#ffffff");
-  CHECK(text_colour_for("#ffcc00") == "#111111");
-  CHECK(text_colour_for("#fff") == "#111111");
+  CHECK(text_colour_for("#ffcc00") == "#000000");
+  CHECK(text_colour_for("#fff") == "#000000");
   CHECK(text_colour_for("#000") == "#ffffff");
 }
 
