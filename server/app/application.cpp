@@ -22,6 +22,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <csignal>
@@ -82,11 +84,34 @@ std::string renderer_address(const config& cfg, const std::string& name) {
   return "each site's own URL";
 }
 
+// Raises the soft open-file limit to the hard one (the soft one is often 1,024) and fits the
+// descriptor budgets into it: accept() never meets EMFILE while every budget is full.
+config with_descriptor_budget(config cfg) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0)
+    limit.rlim_cur = limit.rlim_max = 1024;
+  if (limit.rlim_cur < limit.rlim_max) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0)
+      limit = raised;
+  }
+  const std::size_t open_files = limit.rlim_cur == RLIM_INFINITY
+                                     ? std::size_t{1} << 20
+                                     : static_cast<std::size_t>(limit.rlim_cur);
+  fit_descriptor_budget(cfg, open_files);
+  log_info("msg=\"descriptor budgets\" open_files=" + std::to_string(open_files) +
+           " http_connections=" + std::to_string(cfg.http.max_connections) +
+           " http_streams=" + std::to_string(cfg.http.max_streams) + " broker_connections=" +
+           std::to_string(cfg.broker.enabled ? cfg.broker.max_connections : 0));
+  return cfg;
+}
+
 } // namespace
 
 struct application::parts {
   explicit parts(config c)
-      : cfg(std::move(c))
+      : cfg(with_descriptor_budget(std::move(c)))
       , threads(thread_count(cfg))
       , parse_pool(threads)
       , ioc(static_cast<int>(threads))
@@ -144,7 +169,7 @@ struct application::parts {
         http_response res;
         res.content_type = "text/plain; version=0.0.4; charset=utf-8";
         res.body = counters.render(news.snapshot()->sites, broker_stats ? &*broker_stats : nullptr,
-                                   live.clients()) +
+                                   {live.clients(), http->open_connections(), http->refused()}) +
                    routes.cache_metrics();
         res.with_header("Cache-Control", "no-store");
         respond(std::move(res));

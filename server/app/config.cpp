@@ -64,8 +64,23 @@ settings::table<http_server_limits> make_http_table() {
                                          .help = "for writing one response"}),
           field(&limits::max_connections,
                 {.path = "max_connections",
-                 .min = 1,
-                 .help = "open connections at once; more are accepted and closed"}),
+                 .min = 0,
+                 .help = "plain connections at once (streams have their own budget); more get "
+                         "503 with Retry-After; 0: derived from the open-file limit"}),
+          field(&limits::max_connections_per_ip,
+                {.path = "max_connections_per_ip",
+                 .min = 0,
+                 .help = "plain connections from one client address; 0: no limit (behind a "
+                         "proxy every client has its address)"}),
+          field(&limits::max_streams,
+                {.path = "max_streams",
+                 .min = 0,
+                 .help = "open /events streams at once, apart from max_connections; 0: derived "
+                         "from the open-file limit"}),
+          field(&limits::max_streams_per_ip,
+                {.path = "max_streams_per_ip",
+                 .min = 0,
+                 .help = "open /events streams from one client address; 0: no limit"}),
       },
   }});
 }
@@ -545,6 +560,34 @@ config load_config(const std::vector<std::string>& args, const environment& env,
   validate(cfg);
   cfg.chromium.path = find_chromium(cfg.chromium_path);
   return cfg;
+}
+
+void fit_descriptor_budget(config& cfg, std::size_t open_file_limit) {
+  const std::size_t broker = cfg.broker.enabled ? cfg.broker.max_connections : 0;
+  const std::size_t fixed = reserved_descriptors + cfg.http.max_refusing + broker;
+  const std::size_t left = open_file_limit > fixed ? open_file_limit - fixed : 0;
+  auto& http = cfg.http;
+  const std::size_t given = http.max_connections + http.max_streams;
+  // What the derived budgets share: what the given ones leave.
+  const std::size_t free = left > given ? left - given : 0;
+  const bool derive_plain = http.max_connections == 0, derive_streams = http.max_streams == 0;
+  if (derive_plain)
+    http.max_connections = std::min<std::size_t>(10'000, derive_streams ? free * 2 / 3 : free);
+  if (derive_streams)
+    http.max_streams = std::min<std::size_t>(4'096, derive_plain ? free / 3 : free);
+  const std::size_t need = fixed + http.max_connections + http.max_streams;
+  if (need <= open_file_limit && http.max_connections >= 16 && http.max_streams >= 8)
+    return;
+  throw config_error(
+      "descriptor budgets: http.max_connections " + std::to_string(http.max_connections) +
+      " + http.max_streams " + std::to_string(http.max_streams) + " + " +
+      std::to_string(http.max_refusing) + " being refused + broker.max_connections " +
+      std::to_string(broker) + " + " + std::to_string(reserved_descriptors) +
+      " for the store, renderers and logs need " + std::to_string(need) +
+      " open files (and at least 16 connections and 8 streams), but this process may open " +
+      std::to_string(open_file_limit) +
+      " (RLIMIT_NOFILE); lower those settings or raise the limit (ulimit -n, LimitNOFILE= in "
+      "systemd, ulimits: in compose)");
 }
 
 std::vector<site_config> resolve_sites(const config& cfg,

@@ -67,7 +67,8 @@ struct config {
   double default_timeout = 30;    // seconds for a whole render
   bool tls_verify = true;         // direct renderer: check certificates
 
-  http_server_limits http;
+  // max_connections and max_streams 0: derived from the open-file limit at start.
+  http_server_limits http{.max_connections = 0, .max_streams = 0};
   refresh_settings refresh;
   // Where readers reach newsdesk ("https://news.example.org"): the feeds' absolute links start
   // with it, and they are built once per change. Empty: taken from each request's Host header.
@@ -113,6 +114,15 @@ void apply_config_json(config& base, std::string_view text, std::string_view ori
 
 // The sites to show, in config order, each bound to a registered scraper. Throws config_error
 // for unknown scrapers, duplicate names and bad values.
+// Fits the descriptor budgets into `open_file_limit` (RLIMIT_NOFILE): the HTTP connections and
+// streams, the connections being refused, the broker's connections and `reserved_descriptors`
+// for everything else (store, renderers, logs, listeners). http.max_connections and
+// http.max_streams of 0 are derived from what is left (two thirds and one third, at most 10,000
+// and 4,096); the rest are taken as given. Throws config_error naming every part when they do
+// not fit.
+inline constexpr std::size_t reserved_descriptors = 512;
+void fit_descriptor_budget(config& cfg, std::size_t open_file_limit);
+
 std::vector<site_config> resolve_sites(const config& cfg,
                                        const std::shared_ptr<const scrapers::registry>& registry);
 

@@ -143,7 +143,8 @@ void metrics::observe_fetch(const std::string& site, std::chrono::milliseconds l
 }
 
 std::string metrics::render(const std::vector<site_report>& sites,
-                            const broker::stats_snapshot* broker, std::size_t sse_clients) const {
+                            const broker::stats_snapshot* broker,
+                            const connection_gauges& connections) const {
   std::string out;
   out.reserve(8192);
   {
@@ -186,7 +187,14 @@ std::string metrics::render(const std::vector<site_report>& sites,
     sample(out, "newsdesk_site_up", label("site", s.name), s.ok ? 1 : 0);
 
   header(out, "newsdesk_sse_clients", "gauge", "Open /events streams.");
-  sample(out, "newsdesk_sse_clients", "", static_cast<double>(sse_clients));
+  sample(out, "newsdesk_sse_clients", "", static_cast<double>(connections.sse_clients));
+  header(out, "newsdesk_http_open_connections", "gauge",
+         "Open HTTP connections: plain, streaming and being refused.");
+  sample(out, "newsdesk_http_open_connections", "",
+         static_cast<double>(connections.open_connections));
+  header(out, "newsdesk_http_refused_total", "counter",
+         "Connections and streams answered 503 (or closed) because a budget was full.");
+  sample(out, "newsdesk_http_refused_total", "", static_cast<double>(connections.refused));
 
   if (broker) {
     const auto& b = *broker;

@@ -57,9 +57,15 @@ class metrics {
   void observe_fetch(const std::string& site, std::chrono::milliseconds latency,
                      std::string_view error_kind);
 
+  // The HTTP server's connection gauges, read when /metrics is asked for.
+  struct connection_gauges {
+    std::size_t sse_clients = 0;
+    std::size_t open_connections = 0; // plain, streaming and being refused
+    std::uint64_t refused = 0;        // over a connection or stream budget, since start
+  };
   // The whole exposition. `broker` may be null (broker off).
   std::string render(const std::vector<site_report>& sites, const broker::stats_snapshot* broker,
-                     std::size_t sse_clients) const;
+                     const connection_gauges& connections) const;
 
  private:
   // Requests by route and status: the common statuses are plain atomic counters (no lock on the

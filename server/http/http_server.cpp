@@ -20,9 +20,11 @@
 #include <atomic>
 #include <cerrno>
 #include <list>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -59,6 +61,101 @@ struct http_server::state {
   std::chrono::milliseconds backoff{0};
   std::atomic<bool> stopping{false};
   std::atomic<std::size_t> connections{0};
+  std::atomic<std::uint64_t> refused{0};
+
+  // What a connection holds of the budgets (http_server_limits): a plain slot, a stream slot,
+  // or a refusal slot while its 503 goes out.
+  enum class slot { plain, stream, refusing };
+  std::mutex budget_mutex; // guards the counts and the refusal log below
+  std::size_t plain = 0, streams = 0, refusing = 0;
+  struct per_address {
+    std::size_t plain = 0, streams = 0;
+  };
+  std::unordered_map<std::string, per_address> by_address;
+  std::map<std::string, std::uint64_t> refusals_unlogged; // by reason
+  std::chrono::steady_clock::time_point last_refusal_log{};
+
+  // Takes a plain slot for `address`. Otherwise returns why not ("connections",
+  // "connections_per_ip") and, in `refusing_slot`, whether a refusal slot was taken instead.
+  const char* admit(const std::string& address, bool& refusing_slot) {
+    std::lock_guard lock(budget_mutex);
+    auto& mine = by_address[address];
+    const char* reason = nullptr;
+    if (plain >= limits.max_connections)
+      reason = "connections";
+    else if (limits.max_connections_per_ip && mine.plain >= limits.max_connections_per_ip)
+      reason = "connections_per_ip";
+    if (!reason) {
+      ++plain;
+      ++mine.plain;
+      return nullptr;
+    }
+    refusing_slot = refusing < limits.max_refusing;
+    if (refusing_slot)
+      ++refusing;
+    if (mine.plain == 0 && mine.streams == 0)
+      by_address.erase(address);
+    note_refusal_locked(reason);
+    return reason;
+  }
+
+  // Moves a plain slot to a stream slot, or returns why not ("streams", "streams_per_ip").
+  const char* to_stream(const std::string& address) {
+    std::lock_guard lock(budget_mutex);
+    auto& mine = by_address[address];
+    const char* reason = nullptr;
+    if (streams >= limits.max_streams)
+      reason = "streams";
+    else if (limits.max_streams_per_ip && mine.streams >= limits.max_streams_per_ip)
+      reason = "streams_per_ip";
+    if (reason) {
+      note_refusal_locked(reason);
+      return reason;
+    }
+    --plain;
+    --mine.plain;
+    ++streams;
+    ++mine.streams;
+    return nullptr;
+  }
+
+  void release(slot kind, const std::string& address) {
+    std::lock_guard lock(budget_mutex);
+    if (kind == slot::refusing) {
+      --refusing;
+      return;
+    }
+    auto it = by_address.find(address);
+    if (kind == slot::plain) {
+      --plain;
+      if (it != by_address.end())
+        --it->second.plain;
+    } else {
+      --streams;
+      if (it != by_address.end())
+        --it->second.streams;
+    }
+    if (it != by_address.end() && it->second.plain == 0 && it->second.streams == 0)
+      by_address.erase(it);
+  }
+
+  // Counts a refusal; logs what was refused at most once per interval, so a flood of
+  // connections cannot turn into a flood of log lines.
+  void note_refusal_locked(const char* reason) {
+    ++refused;
+    ++refusals_unlogged[reason];
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_refusal_log < refusal_log_interval)
+      return;
+    last_refusal_log = now;
+    std::string counts;
+    for (const auto& [why, n] : refusals_unlogged)
+      counts += " " + why + "=" + std::to_string(n);
+    refusals_unlogged.clear();
+    log_warn("msg=\"over a connection budget: answering 503\"" + counts +
+             " open_plain=" + std::to_string(plain) + " open_streams=" + std::to_string(streams));
+  }
+  static constexpr std::chrono::seconds refusal_log_interval{10};
   // Every open connection, so stop() can reach the idle ones. Weak: a connection's lifetime is
   // still its chain of pending operations; it removes itself when it ends.
   std::mutex open_mutex;
@@ -97,7 +194,36 @@ http_request to_request(http::request<http::string_body>& msg) {
   for (const auto& field : msg)
     req.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
   req.body = std::move(msg.body());
+  // An absolute-form target ("GET http://host/news", as proxies send) names the host itself:
+  // RFC 9112 3.2.2 has it replace the Host header, and the rest is the usual origin-form.
+  for (std::string_view scheme : {"http://", "https://"}) {
+    std::string_view target = req.target;
+    if (target.size() < scheme.size() || !beast::iequals(target.substr(0, scheme.size()), scheme))
+      continue;
+    auto rest = target.substr(scheme.size());
+    auto slash = rest.find_first_of("/?");
+    const std::string host(rest.substr(0, slash));
+    std::string origin = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
+    if (!origin.empty() && origin.front() == '?')
+      origin.insert(0, "/");
+    req.target = std::move(origin);
+    std::erase_if(req.headers, [](const auto& h) { return beast::iequals(h.first, "Host"); });
+    req.headers.emplace_back("Host", host);
+    break;
+  }
   return req;
+}
+
+// RFC 9112 3.2: an HTTP/1.1 request without exactly one Host header is answered 400 (a target
+// in absolute form carries its own). HTTP/1.0 clients may omit it.
+bool host_ok(const http::request<http::string_body>& msg) {
+  if (msg.version() < 11)
+    return true;
+  std::string_view target = msg.target();
+  if (target.rfind("http://", 0) == 0 || target.rfind("https://", 0) == 0)
+    return true;
+  auto hosts = msg.count(http::field::host);
+  return hosts == 1;
 }
 
 void fail(error_code ec, const char* step) {
@@ -108,10 +234,15 @@ void fail(error_code ec, const char* step) {
 // One client connection. Its lifetime is the chain of pending operations.
 class session : public connection_base, public std::enable_shared_from_this<session> {
  public:
-  session(tcp::socket&& socket, std::shared_ptr<http_server::state> st)
+  // `kind`: the budget slot serve() took for this connection (plain, or refusing: it reads one
+  // request and answers 503).
+  session(tcp::socket&& socket, std::shared_ptr<http_server::state> st, std::string address,
+          http_server::state::slot kind)
       : stream_(std::move(socket))
       , state_(std::move(st))
-      , file_deadline_(stream_.get_executor()) {
+      , file_deadline_(stream_.get_executor())
+      , address_(std::move(address))
+      , slot_(kind) {
     ++state_->connections;
     // Every response ends with a flush: without this, Nagle holds a body's last partial segment
     // until the client acknowledges, and a client delaying its ACK stalls it ~40 ms.
@@ -123,6 +254,7 @@ class session : public connection_base, public std::enable_shared_from_this<sess
       std::lock_guard lock(state_->open_mutex);
       state_->open.erase(*registered_);
     }
+    state_->release(slot_, address_);
     --state_->connections;
   }
 
@@ -146,6 +278,8 @@ class session : public connection_base, public std::enable_shared_from_this<sess
     auto timeout = state_->limits.read_timeout;
     if (state_->stopping)
       timeout = std::min(timeout, state_->limits.stop_idle_grace);
+    if (slot_ == http_server::state::slot::refusing) // its 503 waits only briefly for a request
+      timeout = std::min<std::chrono::milliseconds>(timeout, std::chrono::seconds(2));
     stream_.expires_after(timeout);
     reading_ = true;
     http::async_read(stream_, buffer_, *parser_,
@@ -178,6 +312,14 @@ class session : public connection_base, public std::enable_shared_from_this<sess
     keep_alive_ = msg.keep_alive();
     version_ = msg.version();
     head_ = msg.method() == http::verb::head;
+    if (slot_ == http_server::state::slot::refusing) {
+      keep_alive_ = false;
+      return do_write(over_budget());
+    }
+    if (!host_ok(msg)) {
+      keep_alive_ = false;
+      return do_write(text_response(400, "Bad Request: HTTP/1.1 needs one Host header"));
+    }
 
     http_request req = to_request(msg);
 
@@ -187,6 +329,11 @@ class session : public connection_base, public std::enable_shared_from_this<sess
       net::post(self->stream_.get_executor(),
                 [self, res = std::move(res)]() mutable { self->do_write(std::move(res)); });
     });
+  }
+
+  http_response over_budget() const {
+    return text_response(503, "Service Unavailable: too many connections; try again shortly")
+        .with_header("Retry-After", std::to_string(state_->limits.retry_after.count()));
   }
 
   void send_error(unsigned status) {
@@ -200,8 +347,13 @@ class session : public connection_base, public std::enable_shared_from_this<sess
     if (state_->stopping)
       keep_alive_ = false;
     stream_.expires_after(state_->limits.write_timeout);
-    if (res.stream && !head_)
-      return start_stream(std::move(res));
+    if (res.stream && !head_ && slot_ == http_server::state::slot::plain) {
+      if (!state_->to_stream(address_))
+        return start_stream(std::move(res));
+      res.stream->close(); // over the streams' budget: the client retries later
+      res = over_budget();
+      keep_alive_ = false;
+    }
     if (res.stream)
       res.stream->close();
     if (head_) {
@@ -312,7 +464,8 @@ class session : public connection_base, public std::enable_shared_from_this<sess
 
   // A streamed body: the headers, then whatever the event stream produces until it closes.
   void start_stream(http_response res) {
-    keep_alive_ = false; // the body ends when the connection does
+    slot_ = http_server::state::slot::stream; // to_stream() moved the slot
+    keep_alive_ = false;                      // the body ends when the connection does
     events_ = std::move(res.stream);
     auto msg = std::make_shared<http::response<http::empty_body>>(
         static_cast<http::status>(res.status), version_);
@@ -362,19 +515,32 @@ class session : public connection_base, public std::enable_shared_from_this<sess
   bool reading_ = false;      // waiting in async_read for a request
   bool restart_read_ = false; // notice_stop() cancelled that read to restart it
   std::optional<std::list<std::weak_ptr<connection_base>>::iterator> registered_;
+  const std::string address_;     // the client's, for the per-address budgets
+  http_server::state::slot slot_; // the budget slot this connection holds
 };
 
 void do_accept(const std::shared_ptr<http_server::state>& st);
 
-// Starts a session for an accepted connection, or closes it at once past max_connections.
+// Starts a session for an accepted connection: a plain one within the budgets, one that answers
+// 503 past them, or none (the socket is closed) when even the refusals' budget is spent.
 void serve(const std::shared_ptr<http_server::state>& st, tcp::socket socket) {
-  if (st->connections.load() >= st->limits.max_connections) {
-    log_warn("msg=\"connection limit reached, closing new connection\"");
-    error_code ignored;
-    socket.close(ignored);
+  error_code ec;
+  auto endpoint = socket.remote_endpoint(ec);
+  if (ec)
+    return; // the client left before it was accepted
+  auto address = endpoint.address().to_string();
+  bool refusing = false;
+  if (!st->admit(address, refusing))
+    return std::make_shared<session>(std::move(socket), st, std::move(address),
+                                     http_server::state::slot::plain)
+        ->run();
+  if (!refusing) {
+    socket.close(ec);
     return;
   }
-  std::make_shared<session>(std::move(socket), st)->run();
+  std::make_shared<session>(std::move(socket), st, std::move(address),
+                            http_server::state::slot::refusing)
+      ->run();
 }
 
 void on_accept(const std::shared_ptr<http_server::state>& st, error_code ec, tcp::socket socket) {
@@ -454,6 +620,8 @@ unsigned read_requests(std::string_view bytes, std::size_t chunk, const http_ser
     if (ec)
       return status_for_read_error(ec);
     auto& msg = parser.get();
+    if (!host_ok(msg))
+      return 400;
     const bool keep_alive = msg.keep_alive();
     on_request(to_request(msg));
     if (!keep_alive)
@@ -532,6 +700,15 @@ void http_server::stop() {
 
 std::size_t http_server::open_connections() const {
   return state_->connections.load();
+}
+
+std::size_t http_server::open_streams() const {
+  std::lock_guard lock(state_->budget_mutex);
+  return state_->streams;
+}
+
+std::uint64_t http_server::refused() const {
+  return state_->refused.load();
 }
 
 } // namespace newsdesk::server

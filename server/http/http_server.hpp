@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -33,9 +34,22 @@ struct http_server_limits {
   std::chrono::milliseconds read_timeout{30'000};
   // Deadline for writing one response; a client that stops reading is dropped.
   std::chrono::milliseconds write_timeout{30'000};
-  // Open connections at once; more are accepted and closed at once so the process keeps
-  // file descriptors for the ones it serves.
+  // Budgets. Plain connections and streamed responses (Server-Sent Events) are counted apart,
+  // so streams held open cannot take the slots ordinary requests need, and each client address
+  // has its own share of both, so one client cannot take them all. A client over a limit gets
+  // 503 with Retry-After (its request is read first, so the answer reaches it), never a silent
+  // close; refusals are logged at most once per log_interval. 0 per address: no per-address
+  // limit (behind a proxy every client has the proxy's address).
+  // newsdesk derives max_connections and max_streams from its open-file limit when they are 0
+  // (fit_descriptor_budget in server/app/config.hpp); the server itself needs them set.
   std::size_t max_connections = 10'000;
+  std::size_t max_connections_per_ip = 256;
+  std::size_t max_streams = 4'096;
+  std::size_t max_streams_per_ip = 16;
+  // Connections being refused at once (each holds a descriptor while its 503 goes out); past
+  // this, new ones over a limit are closed at once.
+  std::size_t max_refusing = 256;
+  std::chrono::seconds retry_after{5};
   // After stop(), how long a kept-alive connection waiting for its next request may still send
   // one (it is answered, with "Connection: close") before it is closed. Long enough for a
   // request already on its way to arrive; short, so idle browsers do not hold shutdown up for
@@ -63,7 +77,10 @@ class http_server {
   // `stop_idle_grace` to send one more, then is closed. Requests being read or handled are
   // answered. Safe from any thread.
   void stop();
-  std::size_t open_connections() const;
+  std::size_t open_connections() const; // plain, streaming and being refused
+  std::size_t open_streams() const;
+  // Connections and streams refused because a budget was full, since start.
+  std::uint64_t refused() const;
 
   struct state; // defined in http_server.cpp; shared with the sessions it serves
 

@@ -49,6 +49,7 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
     std::shared_ptr<event_stream> stream;
     std::int64_t through = 0;
     news_query filter;
+    std::chrono::steady_clock::time_point last_event = std::chrono::steady_clock::now();
   };
   // A headline ready to send: its id, its SSE text, and the item the filters look at.
   struct event {
@@ -114,15 +115,32 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
                                    bool ok;
                                    if (c.through < events.front().id && c.filter.empty()) {
                                      ok = c.stream->push(all);
+                                     c.last_event = std::chrono::steady_clock::now();
                                    } else {
                                      std::string some;
                                      for (const auto& e : events)
                                        if (e.id > c.through && c.filter.matches(e.item))
                                          some += e.text;
                                      ok = some.empty() || c.stream->push(some);
+                                     if (!some.empty())
+                                       c.last_event = std::chrono::steady_clock::now();
                                    }
                                    c.through = std::max(c.through, newest);
                                    return !ok;
+                                 }),
+                  clients.end());
+  }
+
+  // Streams that have had no event for max_idle are closed: the browser reconnects with its
+  // Last-Event-ID and misses nothing, and a client that only holds streams open gives them up.
+  void close_idle_locked() {
+    const auto cutoff = std::chrono::steady_clock::now() - max_idle;
+    clients.erase(std::remove_if(clients.begin(), clients.end(),
+                                 [&](const client& c) {
+                                   if (c.last_event > cutoff)
+                                     return false;
+                                   c.stream->close();
+                                   return true;
                                  }),
                   clients.end());
   }
@@ -136,6 +154,7 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
         std::lock_guard lock(self->mutex);
         if (self->stopped)
           return;
+        self->close_idle_locked();
         self->broadcast_locked(": ping\n\n");
       }
       self->schedule_heartbeat();

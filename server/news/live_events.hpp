@@ -76,6 +76,9 @@ class live_events {
   std::size_t clients() const;
 
   static constexpr std::chrono::seconds heartbeat{15};
+  // A stream with no event for this long is closed (at a heartbeat); the browser reconnects in
+  // 3 s and replays what it missed, so readers lose nothing while idle streams free their slots.
+  static constexpr std::chrono::minutes max_idle{10};
   // A client may fall this far behind before it is cut off: a few hundred headlines, far more
   // than a refresh of every site produces at once.
   static constexpr std::size_t max_backlog_bytes = 256 * 1024;

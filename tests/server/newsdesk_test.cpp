@@ -3,6 +3,7 @@
 #include "tests/support/harness.hpp"
 #include "tests/support/http_get.hpp"
 #include "tests/support/splash_standin.hpp"
+#include "tests/support/sse_client.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -180,6 +181,38 @@ TEST_CASE("Splash that cannot be reached gives one notice, not an error page nor
   // Operators still get the address in /news.json.
   CHECK(http_get(nd.port, "/news.json").body.find("cannot reach Splash at " + dead) !=
         std::string::npos);
+}
+
+TEST_CASE("one client holding many /events streams leaves the page to everyone else") {
+  splash_standin splash;
+  splash.set("https://a.cnn.com/",
+             standin_page::page(cnn_page({{"/a/index.html", "Open to all"}})));
+  newsdesk_process nd(
+      json{{"splash_url", splash.base_url()}, {"sites", {site("a", "cnn", "https://a.cnn.com/")}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  // Loopback is one address: past max_streams_per_ip (16 by default) its streams get 503.
+  std::vector<std::unique_ptr<sse_client>> held;
+  std::size_t open = 0, refused = 0;
+  for (int i = 0; i < 40; ++i) {
+    held.push_back(std::make_unique<sse_client>(nd.port));
+    REQUIRE(held.back()->wait_for("\r\n\r\n"));
+    if (held.back()->received.rfind("HTTP/1.1 200", 0) == 0)
+      ++open;
+    else if (held.back()->received.rfind("HTTP/1.1 503", 0) == 0 &&
+             held.back()->received.find("Retry-After:") != std::string::npos)
+      ++refused;
+  }
+  CHECK(open == 16);
+  CHECK(refused == 24);
+  // Ordinary requests, from the same address, are served meanwhile.
+  auto page = http_get(nd.port, "/news");
+  CHECK(page.status == 200);
+  CHECK(page.body.find("Open to all") != std::string::npos);
+  CHECK(http_get(nd.port, "/metrics").body.find("newsdesk_http_refused_total 24") !=
+        std::string::npos);
+  // Refusals are logged once per 10 s, not once per connection (24 here).
+  CHECK(eventually([&] { return count(nd.log(), "over a connection budget") >= 1; }));
+  CHECK(count(nd.log(), "over a connection budget") <= 3);
 }
 
 TEST_CASE("scraped markup is shown as text and unsafe links never reach the page") {

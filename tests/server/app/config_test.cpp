@@ -419,3 +419,37 @@ TEST_CASE("the config file named by --config is where the configuration came fro
   CHECK(cfg.port == 9300);
   std::remove(path.c_str());
 }
+
+TEST_CASE("descriptor budgets are derived from the open-file limit, and refused when they cannot "
+          "fit") {
+  config cfg; // http.max_connections and http.max_streams 0: derived
+  cfg.broker.enabled = true;
+  cfg.broker.max_connections = 16384;
+  fit_descriptor_budget(cfg, 20000);
+  const std::size_t left = 20000 - reserved_descriptors - cfg.http.max_refusing - 16384;
+  CHECK(cfg.http.max_connections == left * 2 / 3);
+  CHECK(cfg.http.max_streams == left / 3);
+  CHECK(cfg.http.max_connections + cfg.http.max_streams + cfg.http.max_refusing + 16384 +
+            reserved_descriptors <=
+        20000);
+
+  config roomy;
+  fit_descriptor_budget(roomy, 1 << 20); // derived budgets stop at their own caps
+  CHECK(roomy.http.max_connections == 10'000);
+  CHECK(roomy.http.max_streams == 4'096);
+
+  config given;
+  given.http.max_connections = 30'000;
+  given.broker.enabled = false;
+  CHECK_THROWS_WITH_AS(fit_descriptor_budget(given, 20000),
+                       doctest::Contains("may open 20000 (RLIMIT_NOFILE)"), config_error);
+  given.http.max_connections = 5'000;
+  fit_descriptor_budget(given, 20000);
+  CHECK(given.http.max_connections == 5'000);
+  CHECK(given.http.max_streams == 4'096);
+
+  config tiny; // a limit of 1,024 with the broker's default cannot fit
+  tiny.broker.enabled = true;
+  CHECK_THROWS_WITH_AS(fit_descriptor_budget(tiny, 1024),
+                       doctest::Contains("broker.max_connections"), config_error);
+}

@@ -32,6 +32,7 @@ struct echo_server {
   // answer) closes the connection's socket, which must not race the io_context's destruction.
   std::mutex later_mutex;
   std::vector<std::thread> later;
+  std::vector<std::shared_ptr<event_stream>> streams; // closed before the server stops
   http_server server;
   std::vector<std::thread> threads;
 
@@ -41,6 +42,17 @@ struct echo_server {
             [this](http_request req, responder respond) {
               if (req.path() == "/big") {
                 respond(text_response(200, std::string(32 * 1024 * 1024, 'b')));
+                return;
+              }
+              if (req.path() == "/stream") {
+                // A streamed body that stays open, as /events does.
+                http_response res;
+                res.content_type = "text/event-stream";
+                res.stream = std::make_shared<event_stream>(1024);
+                res.stream->push(": open\n\n");
+                std::lock_guard lock(later_mutex);
+                streams.push_back(res.stream);
+                respond(std::move(res));
                 return;
               }
               if (req.path() == "/later") {
@@ -68,6 +80,8 @@ struct echo_server {
       std::lock_guard lock(later_mutex);
       for (auto& t : later)
         t.join();
+      for (auto& st : streams)
+        st->close();
     }
     server.stop();
     work.reset();
@@ -190,25 +204,123 @@ TEST_CASE("a client that stops reading its response is cut off at the write dead
   CHECK(http_get(s.port(), "/still-serving").status == 200);
 }
 
-TEST_CASE("connections over the cap are closed at once while existing ones keep working") {
+namespace {
+// Sends a GET for `target` on `fd` and returns what arrives within a second (the head, at least).
+std::string ask(int fd, const std::string& target) {
+  const std::string request = "GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n";
+  ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string got;
+  auto deadline = std::chrono::steady_clock::now() + 1s;
+  char buf[4096];
+  while (got.find("\r\n\r\n") == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 50) > 0) {
+      auto n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0)
+        break;
+      got.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+  return got;
+}
+} // namespace
+
+TEST_CASE("connections over the cap get 503 with Retry-After while existing ones keep working") {
   http_server_limits limits;
   limits.max_connections = 2;
+  limits.max_connections_per_ip = 0;
   echo_server s(limits);
   int a = connect_raw(s.port());
   int b = connect_raw(s.port());
   // Both accepted before the third arrives, however slowly the server runs.
   REQUIRE(eventually([&] { return s.server.open_connections() == 2; }));
   int c = connect_raw(s.port());
+  auto refused = ask(c, "/a");
+  CHECK(refused.rfind("HTTP/1.1 503", 0) == 0);
+  CHECK(refused.find("Retry-After: 5") != std::string::npos);
   CHECK(closed_within(c, 1s));
   ::close(c);
-  const std::string request = "GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-  ::send(a, request.data(), request.size(), MSG_NOSIGNAL);
-  char buf[256];
-  auto n = ::recv(a, buf, sizeof buf, 0);
-  CHECK(n > 0);
-  CHECK(std::string(buf, 12) == "HTTP/1.1 200");
+  CHECK(ask(a, "/a").rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(s.server.refused() == 1);
   ::close(a);
   ::close(b);
+  // A slot freed is a slot again.
+  REQUIRE(eventually([&] { return s.server.open_connections() == 0; }));
+  int d = connect_raw(s.port());
+  CHECK(ask(d, "/a").rfind("HTTP/1.1 200", 0) == 0);
+  ::close(d);
+}
+
+TEST_CASE("one client address cannot take every connection") {
+  http_server_limits limits;
+  limits.max_connections_per_ip = 3;
+  echo_server s(limits);
+  std::vector<int> held;
+  for (int i = 0; i < 3; ++i)
+    held.push_back(connect_raw(s.port()));
+  REQUIRE(eventually([&] { return s.server.open_connections() == 3; }));
+  int over = connect_raw(s.port());
+  CHECK(ask(over, "/a").rfind("HTTP/1.1 503", 0) == 0);
+  ::close(over);
+  for (int fd : held)
+    CHECK(ask(fd, "/a").rfind("HTTP/1.1 200", 0) == 0);
+  for (int fd : held)
+    ::close(fd);
+}
+
+TEST_CASE("streams have their own budget: held streams leave ordinary requests their slots") {
+  http_server_limits limits;
+  limits.max_connections = 4;
+  limits.max_connections_per_ip = 0;
+  limits.max_streams = 20;
+  limits.max_streams_per_ip = 0;
+  echo_server s(limits);
+  std::vector<int> streams;
+  for (int i = 0; i < 20; ++i) {
+    streams.push_back(connect_raw(s.port()));
+    CHECK(ask(streams.back(), "/stream").rfind("HTTP/1.1 200", 0) == 0);
+  }
+  CHECK(s.server.open_streams() == 20);
+  // Twenty streams open, four plain slots: ordinary requests still get in.
+  for (int i = 0; i < 4; ++i) {
+    int fd = connect_raw(s.port());
+    CHECK(ask(fd, "/a").rfind("HTTP/1.1 200", 0) == 0);
+    ::close(fd);
+  }
+  // The 21st stream is refused, with a time to come back.
+  int extra = connect_raw(s.port());
+  auto refused = ask(extra, "/stream");
+  CHECK(refused.rfind("HTTP/1.1 503", 0) == 0);
+  CHECK(refused.find("Retry-After:") != std::string::npos);
+  ::close(extra);
+  for (int fd : streams)
+    ::close(fd);
+}
+
+TEST_CASE("one client address gets at most max_streams_per_ip streams") {
+  http_server_limits limits;
+  limits.max_streams_per_ip = 2;
+  echo_server s(limits);
+  int a = connect_raw(s.port()), b = connect_raw(s.port()), c = connect_raw(s.port());
+  CHECK(ask(a, "/stream").rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(ask(b, "/stream").rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(ask(c, "/stream").rfind("HTTP/1.1 503", 0) == 0);
+  ::close(a);
+  ::close(b);
+  ::close(c);
+}
+
+TEST_CASE("HTTP/1.1 without Host is a 400; an absolute-form target is served as its path") {
+  echo_server s;
+  CHECK(raw_exchange(s.port(), "GET /a HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 400", 0) == 0);
+  CHECK(raw_exchange(s.port(), "GET /a HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n")
+            .rfind("HTTP/1.1 400", 0) == 0);
+  CHECK(raw_exchange(s.port(), "GET /a HTTP/1.0\r\n\r\n").rfind("HTTP/1.0 200", 0) == 0);
+  auto absolute = raw_exchange(
+      s.port(), "GET http://news.example:8080/a?b=1 HTTP/1.1\r\nConnection: close\r\n\r\n");
+  CHECK(absolute.rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(absolute.find("GET /a?b=1 ") != std::string::npos);
+  CHECK(read_requests("GET /x HTTP/1.1\r\n\r\n", 4, {}, [](http_request) {}) == 400);
 }
 
 TEST_CASE("after stop() a kept-alive connection's next request is answered with Connection: "
