@@ -12,7 +12,10 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+
 #include <boost/asio/strand.hpp>
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
 
 #include "broker/frame.hpp"
 #include "server/core/log.hpp"
@@ -110,8 +113,8 @@ struct counters {
       channels_current{0}, subscribers_current{0}, messages_in{0}, deliveries{0}, bytes_in{0},
       bytes_out{0}, queued_bytes{0}, backlog_messages{0}, backlog_bytes{0}, publishers_paused{0};
   std::atomic<std::uint64_t> drop_no_subscriber{0}, drop_queue_full{0}, drop_backlog_full{0},
-      drop_channel_limit{0}, drop_disconnected{0}, drop_shutdown{0};
-  std::atomic<std::uint64_t> dis[12] = {};
+      drop_channel_limit{0}, drop_disconnected{0}, drop_shutdown{0}, drop_expired{0};
+  std::atomic<std::uint64_t> dis[14] = {};
 };
 
 void add(std::atomic<std::uint64_t>& a, std::uint64_t n) noexcept {
@@ -138,6 +141,8 @@ enum class close_reason {
   channel_limit,
   io_error,
   shutdown,
+  reserved_channel,
+  auth_failed,
 };
 
 bool is_expected_close(const error_code& ec) {
@@ -185,6 +190,9 @@ struct channel {
   std::vector<std::shared_ptr<session>> blocked; // publishers paused on a full backlog
   bool pump_posted = false;
   bool starved = false; // listed in core::starved_: a publisher waits for broker-wide room
+  // Since when no network subscriber has listened (/queue backlogs expire after backlog_ttl);
+  // empty while one does.
+  std::chrono::steady_clock::time_point unattended_since{};
 };
 
 bool is_queue_name(std::string_view name) {
@@ -205,9 +213,10 @@ struct string_hash {
 
 class session : public std::enable_shared_from_this<session> {
  public:
-  session(std::shared_ptr<core> c, tcp::socket socket)
+  session(std::shared_ptr<core> c, tcp::socket socket, bool authenticated)
       : core_(std::move(c))
-      , socket_(std::move(socket)) {}
+      , socket_(std::move(socket))
+      , authenticated_(authenticated) {}
 
   void start();
   void resume();
@@ -249,6 +258,8 @@ class session : public std::enable_shared_from_this<session> {
   steady::time_point partial_since_{};
 
   bool subscribed_ = false;
+  bool authenticated_ = false;       // sent the token (or none is configured)
+  std::size_t channels_created_ = 0; // /queue channels its publishes created
   bool closed_ = false;
   bool close_posted_ = false;
   bool in_flush_ = false;
@@ -291,8 +302,13 @@ class core : public std::enable_shared_from_this<core> {
   void drop_local(local_subscriber& s);
   void register_session(session& s);
   void unregister_session(session& s);
-  std::shared_ptr<channel> find_or_create(std::string_view name);
+  // Null when the table is full, unless `always` (in-process subscribers: newsdesk's own relay
+  // must not depend on room that network clients can take).
+  std::shared_ptr<channel> find_or_create(std::string_view name, bool always = false);
   void maybe_erase(channel& ch);
+  void expire_backlog(channel& ch);
+  bool is_reserved(std::string_view name) const;
+  bool token_matches(std::string_view offered) const;
 
   // Publishing (strand only). Returns how many messages of `msgs` were taken; fewer than all
   // only for a network publisher hitting a full /queue backlog, which is then paused.
@@ -459,6 +475,18 @@ void session::keep_leftover(const char* p, std::size_t n) {
 std::size_t session::consume(const char* data, std::size_t size) {
   core& c = *core_;
   const config& cfg = c.cfg_;
+  if (!authenticated_) {
+    // With a token configured, the first frame is the token; nothing else is read before it.
+    const auto r = try_decode({data, size}, cfg.max_channel_name);
+    if (r.status == decode_status::need_more)
+      return 0;
+    if (r.status == decode_status::error || !c.token_matches(r.payload)) {
+      close(close_reason::auth_failed);
+      return size;
+    }
+    authenticated_ = true;
+    return r.size + consume(data + r.size, size - r.size);
+  }
   std::size_t pos = 0;
   if (!subscribed_) {
     const auto r = try_decode({data, size}, cfg.max_channel_name);
@@ -520,6 +548,10 @@ std::size_t session::consume(const char* data, std::size_t size) {
       run.push_back(
           {data + at, static_cast<std::uint32_t>(rd.size), static_cast<std::uint32_t>(scan)});
       scan = at + rd.size;
+    }
+    if (!run.empty() && c.is_reserved(run_channel)) {
+      close(close_reason::reserved_channel);
+      return size;
     }
     if (!run.empty()) {
       const std::size_t taken = c.publish_run(run_channel, run, this, nullptr);
@@ -774,7 +806,7 @@ void core::on_accept(const error_code& ec, tcp::socket socket) {
     error_code ignored;
     socket.close(ignored);
   } else {
-    auto s = std::make_shared<session>(shared_from_this(), std::move(socket));
+    auto s = std::make_shared<session>(shared_from_this(), std::move(socket), cfg_.token.empty());
     register_session(*s);
     s->start();
   }
@@ -816,6 +848,56 @@ void core::sweep() {
   }
   for (auto& [s, why] : doomed)
     s->close(why);
+
+  if (cfg_.backlog_ttl.count() > 0) {
+    std::vector<std::shared_ptr<channel>> expired;
+    for (const auto& [name, ch] : channels_)
+      if (ch->is_queue && ch->subs.empty() && !ch->backlog.empty() &&
+          ch->unattended_since != steady::time_point{} &&
+          now - ch->unattended_since > cfg_.backlog_ttl)
+        expired.push_back(ch);
+    for (auto& ch : expired)
+      expire_backlog(*ch);
+  }
+}
+
+// Drops a backlog nobody came for, frees what it held and lets its publishers go on.
+void core::expire_backlog(channel& ch) {
+  backlog_total_ -= ch.backlog_bytes + ch.backlog.size() * run_overhead;
+  sub(ctr_.backlog_messages, ch.backlog_messages);
+  sub(ctr_.backlog_bytes, ch.backlog_bytes);
+  add(ctr_.drop_expired, ch.backlog_messages);
+  ch.backlog.clear();
+  ch.backlog_messages = 0;
+  ch.backlog_bytes = 0;
+  resume_blocked(ch);
+  resume_starved();
+  maybe_erase(ch);
+}
+
+bool core::is_reserved(std::string_view name) const {
+  std::string_view rest = cfg_.reserved_prefixes;
+  while (!rest.empty()) {
+    auto comma = rest.find(',');
+    auto prefix = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    while (!prefix.empty() && prefix.front() == ' ')
+      prefix.remove_prefix(1);
+    while (!prefix.empty() && prefix.back() == ' ')
+      prefix.remove_suffix(1);
+    if (!prefix.empty() && name.starts_with(prefix))
+      return true;
+  }
+  return false;
+}
+
+// Compares digests, so neither the token's length nor where the first difference lies shows in
+// the time a wrong guess takes.
+bool core::token_matches(std::string_view offered) const {
+  unsigned char want[SHA256_DIGEST_LENGTH], got[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(cfg_.token.data()), cfg_.token.size(), want);
+  SHA256(reinterpret_cast<const unsigned char*>(offered.data()), offered.size(), got);
+  return CRYPTO_memcmp(want, got, sizeof want) == 0;
 }
 
 void core::register_session(session& s) {
@@ -834,14 +916,15 @@ void core::unregister_session(session& s) {
   maybe_finish_shutdown();
 }
 
-std::shared_ptr<channel> core::find_or_create(std::string_view name) {
+std::shared_ptr<channel> core::find_or_create(std::string_view name, bool always) {
   if (auto it = channels_.find(name); it != channels_.end())
     return it->second;
-  if (channels_.size() >= cfg_.max_channels)
+  if (channels_.size() >= cfg_.max_channels && !always)
     return nullptr;
   auto ch = std::make_shared<channel>();
   ch->name = std::string(name);
   ch->is_queue = is_queue_name(name);
+  ch->unattended_since = steady::now();
   channels_.emplace(ch->name, ch);
   add(ctr_.channels_current, 1);
   return ch;
@@ -862,6 +945,7 @@ bool core::subscribe(session& s, std::string_view name) {
     return false;
   s.chan_index_ = ch->subs.size();
   ch->subs.push_back(&s);
+  ch->unattended_since = {};
   add(ctr_.subscribers_current, 1);
   if (ch->is_queue && !ch->backlog.empty())
     schedule_pump(*ch);
@@ -877,6 +961,8 @@ void core::unsubscribe(session& s) {
   ch->subs.pop_back();
   if (ch->rr >= ch->subs.size())
     ch->rr = 0;
+  if (ch->subs.empty())
+    ch->unattended_since = steady::now();
   sub(ctr_.subscribers_current, 1);
   maybe_erase(*ch);
 }
@@ -886,14 +972,7 @@ void core::subscribe_local(const std::shared_ptr<local_subscriber>& s, std::stri
     drop_local(*s);
     return;
   }
-  auto ch = find_or_create(name);
-  if (!ch) {
-    newsdesk::server::log_warn("msg=\"broker: in-process subscribe refused: max_channels reached\" "
-                               "channel=\"" +
-                               std::string(name) + "\"");
-    drop_local(*s);
-    return;
-  }
+  auto ch = find_or_create(name, true);
   ch->locals.push_back(s);
   s->chan = ch.get();
   add(ctr_.subscribers_current, 1);
@@ -924,12 +1003,20 @@ std::size_t core::publish_run(std::string_view name, std::span<const msg_view> m
   if (auto it = channels_.find(name); it != channels_.end())
     ch = it->second;
   else if (is_queue_name(name)) {
+    if (from && from->channels_created_ >= cfg_.max_channels_per_connection) {
+      add(ctr_.messages_in, n);
+      add(ctr_.drop_channel_limit, n);
+      defer_close(*from, close_reason::channel_limit);
+      return n;
+    }
     ch = find_or_create(name);
     if (!ch) {
       add(ctr_.messages_in, n);
       add(ctr_.drop_channel_limit, n);
       return n;
     }
+    if (from)
+      ++from->channels_created_;
   }
   if (!ch || (!ch->is_queue && ch->subs.empty() && ch->locals.empty())) {
     add(ctr_.messages_in, n);
@@ -1342,12 +1429,14 @@ stats_snapshot core::snapshot() const {
   s.drops.channel_limit = get(c.drop_channel_limit);
   s.drops.disconnected = get(c.drop_disconnected);
   s.drops.shutdown = get(c.drop_shutdown);
+  s.drops.expired = get(c.drop_expired);
   auto& d = s.disconnects;
   std::uint64_t* fields[] = {
       &d.client_closed,         &d.done,          &d.truncated_frame, &d.frame_too_large,
       &d.channel_name_too_long, &d.slow_consumer, &d.hard_limit,      &d.write_timeout,
-      &d.partial_frame_timeout, &d.channel_limit, &d.io_error,        &d.shutdown};
-  for (int i = 0; i < 12; ++i)
+      &d.partial_frame_timeout, &d.channel_limit, &d.io_error,        &d.shutdown,
+      &d.reserved_channel,      &d.auth_failed};
+  for (int i = 0; i < 14; ++i)
     *fields[i] = get(c.dis[i]);
   return s;
 }

@@ -81,6 +81,25 @@ struct config {
   /// subscribes to one channel, so 32768 is max_connections twice over; an entry costs well
   /// under 1 KiB (name up to max_channel_name, tables), so the table stays under ~30 MiB.
   std::size_t max_channels = 32768;
+  /// /queue channels one connection may create over its life (publishing to a new name); past
+  /// it the connection is closed (disconnects.channel_limit). One client inventing names cannot
+  /// fill the table for everyone; it would need many connections (max_connections bounds them).
+  std::size_t max_channels_per_connection = 1024;
+  /// A /queue backlog with no subscriber for this long is dropped (drops.expired) and its
+  /// channel freed: names nobody consumes do not hold the table and memory until a restart.
+  /// 0: kept until consumed.
+  std::chrono::milliseconds backlog_ttl{300000};
+
+  /// Channel name prefixes network clients may not publish to (comma-separated): only the
+  /// process the broker runs in publishes there (server::publish). newsdesk's headlines go out
+  /// on /topic/headlines, which /events shows to every reader, so a network client publishing
+  /// there could put words on everyone's page. A publish there closes the connection
+  /// (disconnects.reserved_channel). Empty: none reserved.
+  std::string reserved_prefixes = "/topic/headlines";
+  /// A shared secret. When set, a client's first frame must be exactly this token (compared in
+  /// constant time) before its subscribe frame; any other first frame closes the connection
+  /// (disconnects.auth_failed). Empty: no authentication (listen on loopback, as by default).
+  std::string token;
 
   /// A connection that has sent part of a frame and nothing more for this long is closed: it
   /// protects against peers that vanish without a FIN. 0 disables it.

@@ -26,7 +26,8 @@ void to_json(nlohmann::json& j, const stats_snapshot& s) {
                        {"backlog_full", d.backlog_full},
                        {"channel_limit", d.channel_limit},
                        {"disconnected", d.disconnected},
-                       {"shutdown", d.shutdown}}},
+                       {"shutdown", d.shutdown},
+                       {"expired", d.expired}}},
                      {"disconnects",
                       {{"client_closed", x.client_closed},
                        {"done", x.done},
@@ -39,7 +40,9 @@ void to_json(nlohmann::json& j, const stats_snapshot& s) {
                        {"partial_frame_timeout", x.partial_frame_timeout},
                        {"channel_limit", x.channel_limit},
                        {"io_error", x.io_error},
-                       {"shutdown", x.shutdown}}}};
+                       {"shutdown", x.shutdown},
+                       {"reserved_channel", x.reserved_channel},
+                       {"auth_failed", x.auth_failed}}}};
 }
 
 } // namespace newsdesk::broker

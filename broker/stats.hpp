@@ -18,6 +18,7 @@ struct drop_counts {
   std::uint64_t channel_limit = 0; ///< /queue publish that would create a channel over max_channels
   std::uint64_t disconnected = 0;  ///< still queued for a subscriber when it was closed
   std::uint64_t shutdown = 0;      ///< in-process publish after shutdown began
+  std::uint64_t expired = 0;       ///< in a /queue backlog nobody subscribed to for backlog_ttl
 };
 
 struct disconnect_counts {
@@ -33,6 +34,8 @@ struct disconnect_counts {
   std::uint64_t channel_limit = 0;         ///< subscribe to a new channel over max_channels
   std::uint64_t io_error = 0;              ///< other socket errors
   std::uint64_t shutdown = 0;              ///< closed by graceful shutdown
+  std::uint64_t reserved_channel = 0;      ///< published to a reserved channel prefix
+  std::uint64_t auth_failed = 0;           ///< first frame was not the configured token
 };
 
 struct stats_snapshot {

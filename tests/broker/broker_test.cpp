@@ -786,10 +786,10 @@ TEST_CASE("an in-process subscriber gets its channel's messages from publish() a
           "in order") {
   running_broker b;
   inbox in;
-  auto sub = b.srv().subscribe("/topic/headlines", in.handler());
+  auto sub = b.srv().subscribe("/topic/news", in.handler());
   CHECK(sub.active());
   for (int i = 0; i < 100; ++i)
-    b.srv().publish("/topic/headlines", msg(i));
+    b.srv().publish("/topic/news", msg(i));
   b.srv().publish("/topic/other", "not for it");
   REQUIRE(in.wait_for(100));
   CHECK(b.stats().subscribers_current == 1);
@@ -798,12 +798,12 @@ TEST_CASE("an in-process subscriber gets its channel's messages from publish() a
   pub.send_frame("/null");
   std::string out;
   for (int i = 100; i < 300; ++i) {
-    append_message(out, "/topic/headlines", i, 0);
+    append_message(out, "/topic/news", i, 0);
     append_message(out, "/topic/other", i, 0);
   }
   pub.send_raw(out);
   REQUIRE(in.wait_for(300));
-  b.srv().publish("/topic/headlines", msg(300));
+  b.srv().publish("/topic/news", msg(300));
   REQUIRE(in.wait_for(301));
   CHECK(in.messages() == expected(0, 301));
   CHECK(b.stats().deliveries == 301);
@@ -963,4 +963,98 @@ TEST_CASE("shutdown drops in-process subscribers: their handlers are released, n
   auto late = b.srv().subscribe("/topic/s", in.handler());
   CHECK(wait_until([&] { return !late.active(); }));
   sub.cancel(); // after the shutdown: harmless
+}
+
+TEST_CASE("network clients may not publish to a reserved prefix; the process itself may") {
+  running_broker b; // reserved_prefixes defaults to /topic/headlines
+  inbox in;
+  auto sub = b.srv().subscribe("/topic/headlines", in.handler());
+  client reader(b.port());
+  reader.send_frame("/topic/headlines"); // reading is open to anyone
+  REQUIRE(b.wait_subscribers(2));
+  client forger(b.port());
+  forger.send_frame("/null");
+  forger.publish("/topic/headlines", "FORGED: log in again here");
+  CHECK(forger.wait_closed());
+  CHECK(b.stats().disconnects.reserved_channel == 1);
+  b.srv().publish("/topic/headlines", "genuine");
+  REQUIRE(in.wait_for(1));
+  CHECK(in.messages() == std::vector<std::string>{"genuine"});
+  CHECK(reader.read_frame() == "genuine");
+  // Other channels are open as before.
+  client other(b.port());
+  other.send_frame("/null");
+  other.publish("/topic/headlines-extra-not", "x"); // a prefix match is reserved too
+  CHECK(other.wait_closed());
+  client fine(b.port());
+  fine.send_frame("/null");
+  fine.publish("/topic/chat", "hello");
+  CHECK_FALSE(fine.wait_closed(200ms));
+}
+
+TEST_CASE("with a token, a client's first frame must be it") {
+  auto cfg = test_config();
+  cfg.token = "s3cret-token";
+  running_broker b(cfg);
+  client wrong(b.port());
+  wrong.send_frame("/topic/a"); // a subscribe without the token
+  CHECK(wrong.wait_closed());
+  client guess(b.port());
+  guess.send_frame("s3cret-tokeX");
+  CHECK(guess.wait_closed());
+  CHECK(b.stats().disconnects.auth_failed == 2);
+  client sub(b.port());
+  sub.send_raw(encode_frame("s3cret-token") + encode_frame("/topic/a"));
+  REQUIRE(b.wait_subscribers(1));
+  client pub(b.port());
+  pub.send_frame("s3cret-token");
+  pub.send_frame("/null");
+  pub.publish("/topic/a", "authorised");
+  CHECK(sub.read_frame() == "authorised");
+}
+
+TEST_CASE("a /queue backlog nobody subscribes to expires and frees its channel") {
+  auto cfg = test_config();
+  cfg.backlog_ttl = 200ms;
+  running_broker b(cfg);
+  client pub(b.port());
+  pub.send_frame("/null");
+  publish_many(pub, "/queue/nobody", 10);
+  REQUIRE(wait_until([&] { return b.stats().backlog_messages == 10; }));
+  const auto with = b.stats().channels_current;
+  REQUIRE(wait_until([&] { return b.stats().drops.expired == 10; }, 5000ms));
+  CHECK(b.stats().backlog_messages == 0);
+  CHECK(b.stats().backlog_bytes == 0);
+  CHECK(b.stats().channels_current == with - 1);
+  // A backlog whose subscriber comes in time is delivered, not expired.
+  publish_many(pub, "/queue/soon", 3);
+  client late(b.port());
+  late.send_frame("/queue/soon");
+  CHECK(late.read_frame() == msg(0));
+}
+
+TEST_CASE("one connection may create only max_channels_per_connection channels; in-process "
+          "subscribers always find room") {
+  auto cfg = test_config();
+  cfg.max_channels_per_connection = 3;
+  cfg.max_channels = 6;
+  running_broker b(cfg);
+  client pub(b.port());
+  pub.send_frame("/null");
+  for (int i = 0; i < 3; ++i)
+    publish_many(pub, "/queue/name" + std::to_string(i), 1);
+  REQUIRE(wait_until([&] { return b.stats().backlog_messages == 3; }));
+  publish_many(pub, "/queue/name3", 1);
+  CHECK(pub.wait_closed());
+  CHECK(b.stats().disconnects.channel_limit == 1);
+  // Fill the table from other connections, then subscribe in process: it still gets in.
+  client more(b.port());
+  more.send_frame("/null");
+  publish_many(more, "/queue/more0", 1);
+  publish_many(more, "/queue/more1", 1);
+  REQUIRE(wait_until([&] { return b.stats().channels_current >= 6; }));
+  inbox in;
+  auto sub = b.srv().subscribe("/topic/relay", in.handler());
+  b.srv().publish("/topic/relay", "through");
+  CHECK(in.wait_for(1));
 }

@@ -303,11 +303,35 @@ TEST_CASE("/events ids name the store; an id from another store starts the clien
   CHECK(stranger.received.find("\"title\":\"One\"") != std::string::npos);
 }
 
+TEST_CASE("a headline forged on the broker's port never reaches /events") {
+  splash_standin splash;
+  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a/index.html", "Real"}})));
+  newsdesk_process nd(
+      json{{"splash_url", splash.base_url()}, {"sites", {site("a", "cnn", "https://a.cnn.com/")}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  REQUIRE(nd.broker_port != 0);
+  news_json(nd.port);
+  sse_client reader(nd.port);
+  REQUIRE(reader.wait_for("retry: 3000"));
+  json forged = json::array({{{"id", 999999},
+                              {"title", "FORGED: Site compromised, log in again here"},
+                              {"url", "https://evil.example/login"},
+                              {"site", "a"}}});
+  auto answer = raw_exchange(nd.broker_port,
+                             frame("/null") + frame("/topic/headlines") + frame(forged.dump()), 2s);
+  CHECK_FALSE(reader.wait_for("FORGED", 1s));
+  auto broker = json::parse(http_get(nd.port, "/api/broker").body);
+  CHECK(broker.at("disconnects").at("reserved_channel") == 1);
+}
+
 TEST_CASE("a stalled /events client is cut off while others get every event") {
   splash_standin splash;
   splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a/index.html", "A"}})));
-  newsdesk_process nd(
-      json{{"splash_url", splash.base_url()}, {"sites", {site("a", "cnn", "https://a.cnn.com/")}}});
+  // The test floods the page's channel from a network client, which a default broker refuses
+  // (reserved_prefixes): this one lets it.
+  newsdesk_process nd(json{{"splash_url", splash.base_url()},
+                           {"broker", {{"reserved_prefixes", ""}}},
+                           {"sites", {site("a", "cnn", "https://a.cnn.com/")}}});
   REQUIRE_MESSAGE(nd.port != 0, nd.log());
   REQUIRE(nd.broker_port != 0);
   news_json(nd.port);
