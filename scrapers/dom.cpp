@@ -4,6 +4,8 @@
 
 #include <gumbo.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -350,6 +352,96 @@ struct document::state {
   std::string source;
   GumboOutput* output = nullptr;
 };
+
+namespace {
+
+bool ascii_iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+bool one_of(std::string_view name, std::initializer_list<std::string_view> names) {
+  return std::any_of(names.begin(), names.end(),
+                     [&](std::string_view n) { return ascii_iequals(name, n); });
+}
+
+// Elements that never nest: void ones, and those whose end tag HTML lets authors omit (the
+// parser closes them itself, so an unclosed one is no deeper).
+bool never_nests(std::string_view name) {
+  return one_of(name, {"area",  "base",     "br",      "col",   "embed",  "hr",       "img",
+                       "input", "link",     "meta",    "param", "source", "track",    "wbr",
+                       "p",     "li",       "dt",      "dd",    "option", "optgroup", "tr",
+                       "td",    "th",       "thead",   "tbody", "tfoot",  "rb",       "rt",
+                       "rp",    "colgroup", "caption", "html",  "head",   "body"});
+}
+
+// Elements whose content is text up to their end tag, not markup.
+bool raw_text(std::string_view name) {
+  return one_of(name, {"script", "style", "textarea", "title", "xmp", "iframe", "noembed",
+                       "noframes", "plaintext"});
+}
+
+} // namespace
+
+markup_cost measure_markup(std::string_view html) {
+  markup_cost cost;
+  std::size_t depth = 0;
+  std::size_t at = 0;
+  const auto n = html.size();
+  while ((at = html.find('<', at)) != std::string_view::npos) {
+    if (html.compare(at, 4, "<!--") == 0) {
+      auto end = html.find("-->", at + 4);
+      if (end == std::string_view::npos)
+        break;
+      at = end + 3;
+      continue;
+    }
+    std::size_t i = at + 1;
+    const bool closing = i < n && html[i] == '/';
+    if (closing)
+      ++i;
+    const std::size_t name_start = i;
+    while (i < n && (std::isalnum(static_cast<unsigned char>(html[i])) || html[i] == '-'))
+      ++i;
+    if (i == name_start || !std::isalpha(static_cast<unsigned char>(html[name_start]))) {
+      at = at + 1; // "<" in text, "<!DOCTYPE", "<?xml": not an element
+      continue;
+    }
+    const auto name = html.substr(name_start, i - name_start);
+    // The end of the tag, past quoted attribute values (which may hold '>').
+    char quote = 0;
+    while (i < n && (quote || html[i] != '>')) {
+      if (quote && html[i] == quote)
+        quote = 0;
+      else if (!quote && (html[i] == '"' || html[i] == '\''))
+        quote = html[i];
+      ++i;
+    }
+    const bool self_closing = i > 0 && i < n && html[i - 1] == '/';
+    at = i < n ? i + 1 : n;
+    if (closing) {
+      if (!never_nests(name) && depth > 0)
+        --depth;
+      continue;
+    }
+    ++cost.elements;
+    if (raw_text(name)) {
+      // Skip to "</name" (any case); an unclosed one runs to the end of the page.
+      std::size_t end = at;
+      while ((end = html.find("</", end)) != std::string_view::npos &&
+             !ascii_iequals(html.substr(end + 2, name.size()), name))
+        end += 2;
+      at = end == std::string_view::npos ? n : end;
+      continue;
+    }
+    if (never_nests(name) || self_closing)
+      continue;
+    cost.max_depth = std::max(cost.max_depth, ++depth);
+  }
+  return cost;
+}
 
 document document::parse(std::string_view html) {
   auto s = std::make_unique<state>();

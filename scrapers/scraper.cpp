@@ -5,6 +5,15 @@
 namespace newsdesk::scrapers {
 
 std::vector<headline> scraper::parse(std::string_view html, std::string_view page_url) const {
+  const auto cost = dom::measure_markup(html);
+  if (cost.max_depth > dom::max_nesting_depth)
+    throw dom::too_complex("the page nests its elements " + std::to_string(cost.max_depth) +
+                           " deep (at most " + std::to_string(dom::max_nesting_depth) +
+                           " are read): refused before parsing");
+  if (cost.elements > dom::max_elements)
+    throw dom::too_complex("the page has " + std::to_string(cost.elements) + " elements (at most " +
+                           std::to_string(dom::max_elements) +
+                           " are read): refused before parsing");
   return extract(dom::document::parse(html), page_url);
 }
 

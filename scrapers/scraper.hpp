@@ -68,7 +68,8 @@ class scraper {
   virtual std::vector<headline> extract(const dom::document& page,
                                         std::string_view page_url) const = 0;
 
-  // Parses `html` (any bytes; invalid UTF-8 is tolerated) and extracts from it.
+  // Parses `html` (any bytes; invalid UTF-8 is tolerated) and extracts from it. Throws
+  // dom::too_complex, before parsing, for a page past dom::max_nesting_depth or max_elements.
   std::vector<headline> parse(std::string_view html, std::string_view page_url) const;
 };
 

@@ -114,6 +114,7 @@ struct application::parts {
       : cfg(with_descriptor_budget(std::move(c)))
       , threads(thread_count(cfg))
       , parse_pool(threads)
+      , scrape_pool(std::max(1u, threads / 2))
       , ioc(static_cast<int>(threads))
       , sites(load_sites(cfg))
       , page(std::make_shared<const news_page>(news_page::load(cfg.templates_dir)))
@@ -121,7 +122,7 @@ struct application::parts {
       , renderers(ioc, renderer_options_of(cfg))
       // The store opens before anything listens: a broken store file stops startup with its name.
       , store(open_store(cfg.store_path.string()))
-      , news(ioc, sites, renderers.by_name(), parse_pool, store.get(), cfg.refresh)
+      , news(ioc, sites, renderers.by_name(), parse_pool, scrape_pool, store.get(), cfg.refresh)
       , routes(news, page, files, parse_pool, cfg.public_url)
       , live(ioc, parse_pool, store.get(), looks_of(sites))
       , hangup(ioc, SIGHUP)
@@ -152,7 +153,10 @@ struct application::parts {
   // (join without stop runs what is queued, so no task is left holding an io_context strand).
   // The pool itself outlives the io_context: handlers the io_context still holds after a start
   // that failed half-way may own strands on the pool (live events), destroyed with them.
-  ~parts() { parse_pool.join(); }
+  ~parts() {
+    scrape_pool.join(); // a parse's result is handed to the worker pool: that one last
+    parse_pool.join();
+  }
 
   void add_routes() {
     routes.add_route("/events", [this](http_request req, responder res) {
@@ -368,6 +372,9 @@ struct application::parts {
     for (auto& t : network)
       t.join();
     renderers.shutdown(); // kills the browser's process group; renders in flight are dropped
+    // Parses are bounded before they start (dom::max_nesting_depth, max_elements), so this
+    // waits at most for one page's parse per scrape thread.
+    scrape_pool.join();
     parse_pool.join();
     log_info("msg=\"newsdesk stopped\"");
     return 0;
@@ -375,7 +382,8 @@ struct application::parts {
 
   config cfg;
   unsigned threads;
-  net::thread_pool parse_pool; // parsing, store writes, reloads: never on a network thread
+  net::thread_pool parse_pool;  // store writes, reloads, representations: never on a network thread
+  net::thread_pool scrape_pool; // parsing pages: a slow page holds up only other pages
   net::io_context ioc;
   std::vector<site_config> sites; // as loaded at startup; news.sites() has the current ones
   std::shared_ptr<const news_page> page;

@@ -1,5 +1,7 @@
 #include "server/news/news_service.hpp"
 
+#include "scrapers/dom.hpp"
+
 #include "server/core/log.hpp"
 #include "server/news/headline_store.hpp"
 
@@ -87,13 +89,15 @@ struct news_service::slot {
 
 news_service::news_service(boost::asio::io_context& ioc, std::vector<site_config> sites,
                            std::map<std::string, renderer*> renderers,
-                           boost::asio::thread_pool& parse_pool, headline_store* store,
+                           boost::asio::thread_pool& parse_pool,
+                           boost::asio::thread_pool& scrape_pool, headline_store* store,
                            refresh_settings settings, news_service_seams seams)
     : ioc_(ioc)
     , own_clock_(seams.clock ? nullptr : std::make_unique<asio_clock>(ioc))
     , clock_(seams.clock ? seams.clock : own_clock_.get())
     , renderers_(std::move(renderers))
     , parse_pool_(parse_pool)
+    , scrape_pool_(scrape_pool)
     , store_(store)
     , cluster_(store ? store->cluster() : nullptr)
     , settings_(settings)
@@ -676,42 +680,54 @@ void news_service::on_rendered(const slot_ptr& s, std::shared_ptr<const site_con
              std::string(to_string(result.failure)) + " error=\"" + result.message + "\"");
     return finish_failure(s, *site, std::move(result.message), elapsed, to_string(result.failure));
   }
-  // A 4 MB page takes tens of milliseconds to parse: keep it off the network threads.
-  boost::asio::post(parse_pool_, [this, s, site, result = std::move(result)]() mutable {
+  // A 4 MB page takes tens of milliseconds to parse: keep it off the network threads, and on
+  // its own pool, so a page that is slow to parse holds up only other pages, never /events
+  // set-ups, store writes or the representations the worker pool builds.
+  boost::asio::post(scrape_pool_, [this, s, site, result = std::move(result)]() mutable {
     std::vector<scrapers::headline> found;
-    std::string error;
+    std::string error, kind;
     try {
       found = site->scraper->parse(result.html, result.url);
+    } catch (const scrapers::dom::too_complex& e) {
+      error = e.what();
+      kind = "too_complex";
     } catch (const std::exception& e) {
       error = "the scraper failed on this page";
+      kind = "scraper";
       log_error("msg=\"scraper threw\" site=" + site->name + " error=\"" + e.what() + "\"");
     }
     for (auto& h : found)
       h.site = site->name; // one scraper may serve several configured sites
     // Splash answers 200 with the site's own error page when the site answers 404 or 500, so
     // an empty result names both causes.
-    if (error.empty() && found.empty())
+    if (error.empty() && found.empty()) {
       error = "no headlines found on the page (the site may have sent an error page, or its "
               "markup changed)";
+      kind = "no_headlines";
+    }
+    if (!error.empty())
+      log_warn("msg=\"site failed\" site=" + site->name + " kind=" + kind + " error=\"" + error +
+               "\"");
     milliseconds took;
     {
       std::lock_guard lock(mutex_);
       took = std::chrono::duration_cast<milliseconds>(clock_->steady_now() - s->refresh_started);
     }
-    on_parsed(s, *site, std::move(found), took, std::move(error));
+    // The store is written on the worker pool.
+    boost::asio::post(parse_pool_, [this, s, site, found = std::move(found), took,
+                                    error = std::move(error), kind = std::move(kind)]() mutable {
+      on_parsed(s, *site, std::move(found), took, std::move(error), kind);
+    });
   });
 }
 
 void news_service::on_parsed(const slot_ptr& s, const site_config& site,
                              std::vector<scrapers::headline> found, milliseconds elapsed,
-                             std::string parse_error) {
-  if (cluster_) {
-    auto kind = parse_error.empty() ? "" : found.empty() ? "no_headlines" : "scraper";
+                             std::string parse_error, std::string_view kind) {
+  if (cluster_)
     return finish_shared(s, site, std::move(found), std::move(parse_error), elapsed, kind);
-  }
   if (!parse_error.empty())
-    return finish_failure(s, site, std::move(parse_error), elapsed,
-                          found.empty() ? "no_headlines" : "scraper");
+    return finish_failure(s, site, std::move(parse_error), elapsed, kind);
 
   const auto now = now_ms();
   // The store is written on this worker thread: SQLite work stays off the network threads.

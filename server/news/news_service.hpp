@@ -2,10 +2,12 @@
 //
 // Each site refreshes on its own interval (with jitter), never with more than one render in
 // flight whatever the traffic, and the renders sent out at once are capped (Splash's slots).
-// A page is parsed on the worker pool, never on a network thread. Transient failures (connect
-// errors, 502/503/504, timeouts) are retried with exponential backoff and full jitter; a site
-// that keeps failing waits longer between refreshes. A failed refresh keeps the site's last good
-// headlines on the page, marked stale with the error. Every headline is recorded in the
+// A page is parsed on its own pool, never on a network thread nor on the worker pool that
+// writes the store and sets up /events, and a page too deeply nested or too large in elements
+// to parse in bounded time is refused before parsing (scrapers/dom.hpp). Transient failures
+// (connect errors, 502/503/504, timeouts) are retried with exponential backoff and full jitter; a
+// site that keeps failing waits longer between refreshes. A failed refresh keeps the site's last
+// good headlines on the page, marked stale with the error. Every headline is recorded in the
 // headline store, so a restart serves the last headlines at once; history older than the
 // retention is pruned at start and every prune_period after. The set of sites can change
 // while it runs (reconfigure(), on SIGHUP): renders in flight for a removed site are dropped.
@@ -70,10 +72,13 @@ class news_service {
   static constexpr std::chrono::hours prune_period{1};
 
   // `renderers` maps the renderer names `sites` use; `store` may be null (no history). All must
-  // outlive the service. Renders start and ready views are answered on `ioc`'s threads.
+  // outlive the service. Renders start and ready views are answered on `ioc`'s threads; the
+  // store is written and listeners are called on `parse_pool` (the worker pool); pages are
+  // parsed on `scrape_pool` (it may be the same pool; production gives parsing its own).
   news_service(boost::asio::io_context& ioc, std::vector<site_config> sites,
                std::map<std::string, renderer*> renderers, boost::asio::thread_pool& parse_pool,
-               headline_store* store, refresh_settings settings, news_service_seams seams = {});
+               boost::asio::thread_pool& scrape_pool, headline_store* store,
+               refresh_settings settings, news_service_seams seams = {});
   ~news_service();
 
   // Called with each refresh's new headlines (not on a site's first refresh), from a worker
@@ -148,7 +153,7 @@ class news_service {
   void on_rendered(const slot_ptr& s, std::shared_ptr<const site_config> site,
                    render_result result);
   void on_parsed(const slot_ptr& s, const site_config& site, std::vector<scrapers::headline> found,
-                 std::chrono::milliseconds elapsed, std::string parse_error);
+                 std::chrono::milliseconds elapsed, std::string parse_error, std::string_view kind);
   void claim(const slot_ptr& s, bool manual);
   void renew_lease(const slot_ptr& s);
   void arm_renewal_locked(const slot_ptr& s);
@@ -170,6 +175,7 @@ class news_service {
   news_clock* clock_;
   std::map<std::string, renderer*> renderers_;
   boost::asio::thread_pool& parse_pool_;
+  boost::asio::thread_pool& scrape_pool_;
   headline_store* store_;
   cluster_store* cluster_; // store_->cluster(): null for a store of one instance
   refresh_settings settings_;

@@ -1,4 +1,6 @@
 #include "scrapers/dom.hpp"
+#include "scrapers/registry.hpp"
+#include "scrapers/scraper.hpp"
 
 #include "test_files.hpp"
 
@@ -6,6 +8,7 @@
 
 #include <pthread.h>
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -245,4 +248,45 @@ TEST_CASE("parent links and child indexes agree on every node of a real page") {
     ++checked;
   }
   CHECK(checked > 5'000);
+}
+
+TEST_CASE("measure_markup counts nesting and elements from the tags alone") {
+  using newsdesk::scrapers::dom::measure_markup;
+  auto nested = [](std::size_t n) {
+    std::string html = "<html><body>";
+    for (std::size_t i = 0; i < n; ++i)
+      html += "<div class=\"x\">";
+    return html + "text</body></html>";
+  };
+  CHECK(measure_markup(nested(10)).max_depth == 10);
+  CHECK(measure_markup(nested(10)).elements == 12);
+  // Closed elements come back up; void and optional-end elements never nest.
+  auto flat = measure_markup("<div><span>a</span></div><div><p>one<p>two<li>x<li>y<br><img "
+                             "src=a><input/></div>");
+  CHECK(flat.max_depth == 2);
+  CHECK(flat.elements == 10);
+  // Script and style text, comments, quoted '>' and stray '<' are not tags.
+  auto hidden = measure_markup("<script>if (a < b) { x = '<div><div><div>'; }</script>"
+                               "<!-- <div><div> --><a title=\"a > b <div>\">t</a> 1 < 2 <3");
+  CHECK(hidden.max_depth == 1);
+  CHECK(hidden.elements == 2);
+  // Upper case names and an unclosed raw-text element.
+  CHECK(measure_markup("<DIV><Div></DIV></div><STYLE>div{}").max_depth == 2);
+  CHECK(measure_markup("<STYLE>div{}</style><div><div>").max_depth == 2);
+}
+
+TEST_CASE("a page nested past max_nesting_depth is refused before parsing, at once") {
+  std::string html = "<html><body>";
+  for (int i = 0; i < 100'000; ++i)
+    html += "<div>";
+  html += "x</body></html>";
+  newsdesk::scrapers::registry builtin;
+  newsdesk::scrapers::register_builtin_scrapers(builtin);
+  const auto* scraper = builtin.find("cnn");
+  REQUIRE(scraper != nullptr);
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH_AS(scraper->parse(html, "https://edition.cnn.com/"),
+                       doctest::Contains("nests its elements 100000 deep"),
+                       newsdesk::scrapers::dom::too_complex);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
 }

@@ -215,6 +215,48 @@ TEST_CASE("one client holding many /events streams leaves the page to everyone e
   CHECK(count(nd.log(), "over a connection budget") <= 3);
 }
 
+TEST_CASE("a page of 100,000 nested tags costs only its own site") {
+  std::string nested = "<html><body>";
+  for (int i = 0; i < 100'000; ++i)
+    nested += "<div>";
+  nested += "</body></html>";
+  splash_standin splash;
+  splash.set("https://hostile.cnn.com/", standin_page::page(nested));
+  splash.set("https://healthy.cnn.com/",
+             standin_page::page(cnn_page({{"/h/index.html", "Healthy headline"}})));
+  newsdesk_process nd(json{{"splash_url", splash.base_url()},
+                           {"refresh", {{"retries", 0}}},
+                           {"sites",
+                            {site("hostile", "cnn", "https://hostile.cnn.com/"),
+                             site("healthy", "cnn", "https://healthy.cnn.com/")}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  json j;
+  REQUIRE(eventually(
+      [&] {
+        j = json::parse(http_get(nd.port, "/news.json").body);
+        return !j.at("sites")[0].at("error").is_null() && j.at("sites")[1].at("ok") == true;
+      },
+      10s));
+  CHECK(j.at("sites")[0].at("error").get<std::string>().find("nests its elements 100000 deep") !=
+        std::string::npos);
+  CHECK(j.at("sites")[0].at("elapsed_ms").get<std::int64_t>() < 2000);
+  CHECK(j.at("sites")[1].at("elapsed_ms").get<std::int64_t>() < 2000);
+  MESSAGE("hostile refresh " << j.at("sites")[0].at("elapsed_ms") << " ms, healthy refresh "
+                             << j.at("sites")[1].at("elapsed_ms") << " ms");
+  // While it is refreshed again, an /events client gets its first byte at once.
+  REQUIRE(send_request(nd.port, "POST", "/api/refresh?site=hostile").status == 202);
+  const auto start = std::chrono::steady_clock::now();
+  sse_client events(nd.port);
+  REQUIRE(events.wait_for("retry: 3000", 2s));
+  MESSAGE("/events first byte after " << std::chrono::duration_cast<std::chrono::milliseconds>(
+                                             std::chrono::steady_clock::now() - start)
+                                             .count()
+                                      << " ms");
+  auto page = http_get(nd.port, "/news");
+  CHECK(page.body.find(": the page is too complex to read") != std::string::npos);
+  CHECK(eventually([&] { return count(nd.log(), "kind=too_complex") >= 1; }));
+}
+
 TEST_CASE("scraped markup is shown as text and unsafe links never reach the page") {
   splash_standin splash;
   splash.set("https://evil.cnn.com/",

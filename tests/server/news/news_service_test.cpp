@@ -142,7 +142,7 @@ struct policy_rig {
     site.interval = settings.interval;
     service = std::make_unique<news_service>(
         ioc, std::vector<site_config>{site}, std::map<std::string, renderer*>{{"manual", &fake}},
-        pool, store, settings, news_service_seams{&clock, seed});
+        pool, pool, store, settings, news_service_seams{&clock, seed});
     service->on_refresh_done([this](const site_config&, milliseconds, std::string_view kind) {
       std::lock_guard lock(mutex);
       outcomes.emplace_back(kind);
