@@ -13,6 +13,17 @@ constexpr bool is_ascii_whitespace(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r';
 }
 
+// `text` cut to at most `max` bytes without splitting a UTF-8 sequence. Everything kept from
+// outside (titles, URLs, error texts) is cut with it before it is stored or shown.
+constexpr std::string_view cut_utf8(std::string_view text, std::size_t max) {
+  if (text.size() <= max)
+    return text;
+  std::size_t end = max;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80)
+    --end;
+  return text.substr(0, end);
+}
+
 constexpr std::string_view trim_ascii_whitespace(std::string_view text) {
   while (!text.empty() && is_ascii_whitespace(text.front()))
     text.remove_prefix(1);

@@ -1,6 +1,7 @@
 #include "server/news/news_service.hpp"
 
 #include "scrapers/dom.hpp"
+#include "scrapers/text.hpp"
 
 #include "server/core/log.hpp"
 #include "server/news/headline_store.hpp"
@@ -696,8 +697,18 @@ void news_service::on_rendered(const slot_ptr& s, std::shared_ptr<const site_con
       kind = "scraper";
       log_error("msg=\"scraper threw\" site=" + site->name + " error=\"" + e.what() + "\"");
     }
-    for (auto& h : found)
+    // What came from the page is capped before it is kept, with or without a store: a title is
+    // a line (cut), a cut URL would be a broken link (skipped), and a runaway list ends.
+    if (found.size() > store_limits::max_headlines_per_refresh)
+      found.resize(store_limits::max_headlines_per_refresh);
+    std::erase_if(found, [](const scrapers::headline& h) {
+      return h.url.size() > store_limits::max_url_bytes;
+    });
+    for (auto& h : found) {
       h.site = site->name; // one scraper may serve several configured sites
+      if (h.title.size() > store_limits::max_title_bytes)
+        h.title = std::string(scrapers::cut_utf8(h.title, store_limits::max_title_bytes));
+    }
     // Splash answers 200 with the site's own error page when the site answers 404 or 500, so
     // an empty result names both causes.
     if (error.empty() && found.empty()) {
@@ -784,6 +795,8 @@ void news_service::on_parsed(const slot_ptr& s, const site_config& site,
 
 void news_service::finish_failure(const slot_ptr& s, const site_config& site, std::string error,
                                   milliseconds elapsed, std::string_view kind) {
+  if (error.size() > store_limits::max_error_bytes)
+    error = std::string(scrapers::cut_utf8(error, store_limits::max_error_bytes));
   if (cluster_) {
     // Called on a network thread (a render's callback): the write goes to the pool.
     boost::asio::post(parse_pool_, [this, s, site, error = std::move(error), elapsed,

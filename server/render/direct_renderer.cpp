@@ -1,5 +1,7 @@
 #include "server/render/direct_renderer.hpp"
 
+#include "server/render/render_support.hpp"
+
 #include "scrapers/url.hpp"
 #include "server/render/http_client.hpp"
 
@@ -79,10 +81,7 @@ struct direct_fetch : std::enable_shared_from_this<direct_fetch> {
   }
 
   void finish(render_failure kind, std::string message) {
-    render_result r;
-    r.failure = kind;
-    r.message = std::move(message);
-    complete(std::move(r));
+    complete(render_failed(kind, std::move(message)));
   }
 
   void complete(render_result r) {

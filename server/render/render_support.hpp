@@ -2,6 +2,7 @@
 // DevTools'), kept in one place so each renderer's file holds only its own protocol.
 #pragma once
 
+#include "scrapers/text.hpp"
 #include "server/render/renderer.hpp"
 
 #include <nlohmann/json.hpp>
@@ -12,9 +13,15 @@
 namespace newsdesk::server {
 
 // A failed render with the notice people read.
+// Failure messages quote what Splash, a browser or a site said, which may be megabytes (a
+// Splash error carries the page's text): the notice keeps at most this much of it.
+inline constexpr std::size_t max_message_bytes = 500;
+
 inline render_result render_failed(render_failure kind, std::string message) {
   render_result r;
   r.failure = kind;
+  if (message.size() > max_message_bytes)
+    message = std::string(scrapers::cut_utf8(message, max_message_bytes)) + "…";
   r.message = std::move(message);
   return r;
 }

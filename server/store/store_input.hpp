@@ -2,6 +2,7 @@
 // store_limits applied the same way, so the two backends keep the same rows.
 #pragma once
 
+#include "scrapers/text.hpp"
 #include "server/news/headline_store.hpp"
 
 #include <string_view>
@@ -10,15 +11,7 @@
 
 namespace newsdesk::server::store_input {
 
-// Cuts `text` to at most `max` bytes without splitting a UTF-8 sequence.
-inline std::string_view cut_utf8(std::string_view text, std::size_t max) {
-  if (text.size() <= max)
-    return text;
-  std::size_t end = max;
-  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80)
-    --end;
-  return text.substr(0, end);
-}
+using scrapers::cut_utf8;
 
 struct row {
   std::string_view url;

@@ -1,6 +1,9 @@
 #include "server/render/splash_renderer.hpp"
 
+#include "server/render/render_support.hpp"
+
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 using namespace newsdesk::server;
 using namespace std::chrono_literals;
@@ -112,4 +115,15 @@ TEST_CASE("format_seconds prints whole seconds without decimals") {
   CHECK(format_seconds(30) == "30");
   CHECK(format_seconds(2.5) == "2.5");
   CHECK(format_seconds(0.25) == "0.25");
+}
+
+TEST_CASE("a Splash error quoting megabytes of a page keeps 500 bytes of it") {
+  nlohmann::json error = {{"error", 502},
+                          {"type", "RenderError"},
+                          {"info", {{"text", std::string(5 * 1024 * 1024, 'x') + "é"}}}};
+  auto r = interpret_splash_answer(502, error.dump(), request_for("https://a.test/"));
+  CHECK(r.failure == render_failure::upstream);
+  CHECK(r.message.size() <= max_message_bytes + 3);
+  CHECK(r.message.rfind("Splash could not load the page: xxx", 0) == 0);
+  CHECK(r.message.substr(r.message.size() - 3) == "…");
 }
