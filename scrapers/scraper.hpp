@@ -68,6 +68,11 @@ class scraper {
   virtual std::vector<headline> extract(const dom::document& page,
                                         std::string_view page_url) const = 0;
 
+  // The scraper's rules in one spelling, so a reload can tell a changed site from one merely
+  // loaded again: a site file's parsed JSON (whitespace and key order do not matter). Empty for
+  // a C++ scraper, whose rules change only with the binary.
+  virtual std::string definition() const { return {}; }
+
   // Parses `html` (any bytes; invalid UTF-8 is tolerated) and extracts from it. Throws
   // dom::too_complex, before parsing, for a page past dom::max_nesting_depth or max_elements.
   std::vector<headline> parse(std::string_view html, std::string_view page_url) const;

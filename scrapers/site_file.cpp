@@ -75,11 +75,13 @@ struct rule {
 
 class site_file_scraper final : public scraper {
  public:
-  site_file_scraper(site_info info, rule r)
+  site_file_scraper(site_info info, rule r, std::string definition)
       : info_(std::move(info))
-      , rule_(std::move(r)) {}
+      , rule_(std::move(r))
+      , definition_(std::move(definition)) {}
 
   const site_info& site() const override { return info_; }
+  std::string definition() const override { return definition_; }
 
   std::vector<headline> extract(const dom::document& page,
                                 std::string_view page_url) const override {
@@ -140,6 +142,7 @@ class site_file_scraper final : public scraper {
 
   site_info info_;
   rule rule_;
+  std::string definition_; // the file's JSON, dumped: keys sorted, no whitespace
 };
 
 // Reads one site file's JSON object, naming the field in every error.
@@ -397,7 +400,7 @@ std::unique_ptr<scraper> parse_site_file(std::string_view json_text,
     r.exclude = in.filter_field(j.at("exclude"), "exclude");
   }
   info.origin = file.string();
-  return std::make_unique<site_file_scraper>(std::move(info), std::move(r));
+  return std::make_unique<site_file_scraper>(std::move(info), std::move(r), j.dump());
 }
 
 std::unique_ptr<scraper> load_site_file(const std::filesystem::path& file) {

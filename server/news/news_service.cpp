@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <set>
+#include <typeinfo>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -249,9 +250,21 @@ std::vector<site_config> news_service::sites() const {
 }
 
 namespace {
+// A reload builds every scraper anew: the same one is the same kind (type), for the same site
+// and file, with the same rules.
+bool same_scraper(const scrapers::scraper* a, const scrapers::scraper* b) {
+  if (a == b)
+    return true;
+  if (!a || !b || typeid(*a) != typeid(*b))
+    return false;
+  return a->site().name == b->site().name && a->site().origin == b->site().origin &&
+         a->definition() == b->definition();
+}
+
 bool same_settings(const site_config& a, const site_config& b) {
-  return a.scraper == b.scraper && a.url == b.url && a.renderer == b.renderer && a.wait == b.wait &&
-         a.timeout == b.timeout && a.interval == b.interval;
+  return same_scraper(a.scraper.get(), b.scraper.get()) && a.url == b.url &&
+         a.renderer == b.renderer && a.wait == b.wait && a.timeout == b.timeout &&
+         a.interval == b.interval;
 }
 } // namespace
 
