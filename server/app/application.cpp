@@ -186,6 +186,8 @@ struct application::parts {
           (void)store->last_id();
           if (changes && !changes->connected())
             store_error = "not listening for changes from the other instances (reconnecting)";
+          else if (auto write = news.store_write_error(); !write.empty())
+            store_error = "the store cannot be written: " + write;
         } catch (const std::exception& e) {
           store_error = e.what();
         }

@@ -763,8 +763,10 @@ void news_service::on_parsed(const slot_ptr& s, const site_config& site,
         new_ids.push_back(row.id);
       for (const auto& row : store_->current(site.name))
         items.push_back(item_of(row));
+      note_store_write({});
     } catch (const std::exception& e) {
       log_error("msg=\"store write failed\" site=" + site.name + " error=\"" + e.what() + "\"");
+      note_store_write(e.what());
       items.clear();
     }
   }
@@ -822,8 +824,10 @@ void news_service::finish_failure(const slot_ptr& s, const site_config& site, st
     boost::asio::post(parse_pool_, [this, name = site.name, error, elapsed, now = now_ms()] {
       try {
         store_->record_failure(name, error, {now, elapsed.count()});
+        note_store_write({});
       } catch (const std::exception& e) {
         log_error("msg=\"store write failed\" site=" + name + " error=\"" + e.what() + "\"");
+        note_store_write(e.what());
       }
     });
   }
@@ -846,6 +850,16 @@ void news_service::finish_failure(const slot_ptr& s, const site_config& site, st
   // After the state changed, as on success: a listener sees the snapshot and schedule it reports.
   if (refresh_listener_)
     refresh_listener_(site, elapsed, kind);
+}
+
+void news_service::note_store_write(std::string error) {
+  std::lock_guard lock(mutex_);
+  store_write_error_ = std::move(error);
+}
+
+std::string news_service::store_write_error() const {
+  std::lock_guard lock(mutex_);
+  return store_write_error_;
 }
 
 void news_service::finish_refresh_locked(const slot_ptr& s, milliseconds next) {

@@ -124,6 +124,10 @@ class news_service {
   // time.
   void apply_events(const std::vector<store_event>& events);
 
+  // Why the latest write to the store failed (a full disk, a read-only file); empty once one
+  // succeeds again. /readyz reports the instance unready meanwhile.
+  std::string store_write_error() const;
+
   // Shared stores: this instance's name in the schedule's leases (host, process and a random
   // part, so a restarted process never inherits its predecessor's leases).
   const std::string& instance() const { return owner_; }
@@ -166,6 +170,7 @@ class news_service {
                       std::chrono::milliseconds elapsed, std::string_view kind);
   void finish_refresh_locked(const slot_ptr& s, std::chrono::milliseconds next);
   void publish_snapshot_locked();
+  void note_store_write(std::string error);
   void prune_history_locked();
   std::chrono::milliseconds jittered(std::chrono::milliseconds base);
   std::int64_t now_ms() const;
@@ -197,6 +202,7 @@ class news_service {
   std::mt19937_64 random_;
   std::int64_t published_through_ = 0; // shared stores: the newest headline id passed on
   std::string store_notice_;           // shared stores: why the page may be out of date
+  std::string store_write_error_;      // the latest store write's failure, "" when it worked
   bool started_ = false;
   bool stopped_ = false;
 };

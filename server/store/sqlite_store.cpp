@@ -4,7 +4,12 @@
 
 #include <sqlite3.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <mutex>
 #include <type_traits>
 
@@ -300,7 +305,47 @@ sqlite_store::sqlite_store(std::unique_ptr<impl> p)
     : impl_(std::move(p)) {}
 sqlite_store::~sqlite_store() = default;
 
+namespace {
+
+// Why `file` cannot be the store, found before SQLite is asked: its messages ("unable to open
+// database file", "file is not a database") name no cause. Empty when nothing is wrong yet.
+std::string unusable_store_file(const std::filesystem::path& file) {
+  namespace fs = std::filesystem;
+  const auto name = file.string();
+  if (name.empty() || name == ":memory:")
+    return {};
+  std::error_code ec;
+  const auto dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec))
+    return "its folder " + dir.string() + " does not exist (create it, or set --store)";
+  const bool exists = fs::exists(file, ec);
+  if (exists && fs::is_directory(file, ec))
+    return "it is a folder, not a file";
+  // SQLite writes the file, its journal and its WAL beside it: both must be writable.
+  if (exists && ::access(name.c_str(), W_OK) != 0)
+    return std::string(errno == EROFS ? "it is on a read-only filesystem"
+                                      : "it is not writable by this user") +
+           " (" + std::strerror(errno) + ")";
+  if (::access(dir.c_str(), W_OK) != 0)
+    return "its folder " + dir.string() +
+           (errno == EROFS ? " is on a read-only filesystem" : " is not writable by this user") +
+           " (SQLite keeps its journal there)";
+  if (exists && fs::file_size(file, ec) > 0) {
+    char magic[16] = {};
+    std::ifstream in(file, std::ios::binary);
+    in.read(magic, sizeof magic);
+    if (std::string_view(magic, static_cast<std::size_t>(in.gcount())) !=
+        std::string_view("SQLite format 3\0", 16))
+      return "it is not an SQLite database (its first bytes are not \"SQLite format 3\")";
+  }
+  return {};
+}
+
+} // namespace
+
 std::unique_ptr<sqlite_store> sqlite_store::open(const std::filesystem::path& file) {
+  if (auto why = unusable_store_file(file); !why.empty())
+    throw store_error("headline store " + file.string() + ": " + why);
   auto p = std::make_unique<impl>(file);
   const auto name = file.string();
   if (sqlite3_open_v2(name.c_str(), &p->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=

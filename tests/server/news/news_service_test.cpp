@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <future>
@@ -378,4 +379,68 @@ TEST_CASE("history past the retention is pruned at start and every prune period 
   r.advance(1ms);
   r.drain_pool();
   CHECK(urls() == std::set<std::string>{"https://a.test/current"});
+}
+
+namespace {
+// A store whose writes fail while `full` is set, as SQLite's do on a full disk ("database or
+// disk is full"); reads and everything else go to a real in-memory SQLite store.
+class filling_store final : public headline_store {
+ public:
+  std::atomic<bool> full{false};
+
+  std::vector<stored_headline>
+  record_refresh(std::string_view site, const std::vector<newsdesk::scrapers::headline>& found,
+                 const refresh_record& record) override {
+    if (full)
+      throw store_error("headline store test.db: cannot write: database or disk is full");
+    return real_->record_refresh(site, found, record);
+  }
+  void record_failure(std::string_view site, std::string_view error,
+                      const refresh_record& record) override {
+    if (full)
+      throw store_error("headline store test.db: cannot write: database or disk is full");
+    real_->record_failure(site, error, record);
+  }
+  std::vector<stored_headline> current(std::string_view site) const override {
+    return real_->current(site);
+  }
+  std::vector<site_state> sites() const override { return real_->sites(); }
+  std::vector<stored_headline> since(std::int64_t after, std::size_t limit) const override {
+    return real_->since(after, limit);
+  }
+  std::int64_t last_id() const override { return real_->last_id(); }
+  std::size_t prune(std::int64_t older_than_ms) override { return real_->prune(older_than_ms); }
+  std::int64_t pruned_through() const override { return real_->pruned_through(); }
+  const std::string& epoch() const override { return real_->epoch(); }
+  const std::string& location() const override { return real_->location(); }
+
+ private:
+  std::unique_ptr<sqlite_store> real_ = sqlite_store::open(":memory:");
+};
+} // namespace
+
+TEST_CASE("a store that cannot be written is reported until a write succeeds again") {
+  filling_store store;
+  auto settings = policy_rig::quiet();
+  settings.manual_min_interval = 0ms;
+  policy_rig r(settings, 1, &store);
+  r.fake.succeed("https://a.test/1");
+  REQUIRE(r.finished(1));
+  CHECK(r.service->store_write_error().empty());
+
+  store.full = true;
+  REQUIRE(r.service->refresh_now("a").at(0).second == news_service::trigger::started);
+  r.run();
+  r.fake.succeed("https://a.test/2");
+  REQUIRE(r.finished(2));
+  CHECK(r.service->store_write_error().find("database or disk is full") != std::string::npos);
+  // The page still shows what was found.
+  CHECK(r.service->snapshot()->headlines.at(0).headline.url == "https://a.test/2");
+
+  store.full = false;
+  REQUIRE(r.service->refresh_now("a").at(0).second == news_service::trigger::started);
+  r.run();
+  r.fake.succeed("https://a.test/3");
+  REQUIRE(r.finished(3));
+  CHECK(r.service->store_write_error().empty());
 }

@@ -287,7 +287,19 @@ TEST_CASE("store: a file that is not an SQLite database gives an error naming th
   auto message = open_error(file);
   INFO(message);
   CHECK(message.find(file.string()) != std::string::npos);
-  CHECK(message.find("not a database") != std::string::npos);
+  CHECK(message.find("it is not an SQLite database") != std::string::npos);
+}
+
+TEST_CASE("store: a missing folder or a folder in the file's place is named as the cause") {
+  temp_dir dir;
+  auto missing = dir.path / "no-such-folder" / "news.db";
+  auto message = open_error(missing);
+  INFO(message);
+  CHECK(message.find("its folder " + (dir.path / "no-such-folder").string() + " does not exist") !=
+        std::string::npos);
+  std::filesystem::create_directories(dir.path / "a-folder.db");
+  CHECK(open_error(dir.path / "a-folder.db").find("it is a folder, not a file") !=
+        std::string::npos);
 }
 
 TEST_CASE("store: a newer schema version is refused with a clear message") {
