@@ -104,6 +104,7 @@ news_service::news_service(boost::asio::io_context& ioc, std::vector<site_config
     , cluster_(store ? store->cluster() : nullptr)
     , settings_(settings)
     , owner_(make_instance_name())
+    , cold_start_timer_(clock_->make_timer())
     , random_(seams.seed ? *seams.seed : std::random_device{}()) {
   std::lock_guard lock(mutex_);
   for (auto& site : sites) {
@@ -116,7 +117,11 @@ news_service::news_service(boost::asio::io_context& ioc, std::vector<site_config
 }
 
 news_service::~news_service() {
-  stop();
+  // Not stop(): the views still waiting belong to routes that may be gone by now; their
+  // responders are dropped (application stops the service, answering them, before this).
+  std::lock_guard lock(mutex_);
+  stop_locked();
+  ready_waiters_.clear();
 }
 
 void news_service::on_new_headlines(std::function<void(const std::vector<news_item>&)> listener) {
@@ -180,26 +185,52 @@ void news_service::start() {
   for (auto& s : slots_)
     schedule(s, milliseconds(0));
 
-  // A cold start with nothing stored: answer waiting views after cold_start_wait at the latest.
   prune_timer_ = clock_->make_timer();
   prune_history_locked();
+}
 
-  cold_start_timer_ = clock_->make_timer();
-  cold_start_timer_->wait(settings_.cold_start_wait, [this] {
-    std::vector<std::function<void(std::shared_ptr<const news_snapshot>)>> waiters;
+// A cold start with nothing stored: each waiting view is answered cold_start_wait after it
+// arrived at the latest, with what there is by then. Waiters are in arrival order, so their
+// deadlines are too: one timer waits for the first.
+void news_service::arm_cold_start_locked() {
+  if (ready_waiters_.empty() || stopped_)
+    return;
+  const auto left = std::chrono::duration_cast<milliseconds>(ready_waiters_.front().deadline -
+                                                             clock_->steady_now());
+  cold_start_timer_->wait(std::max(left, milliseconds(0)), [this] {
+    std::vector<ready_waiter> due;
     std::shared_ptr<const news_snapshot> snap;
     {
       std::lock_guard guard(mutex_);
-      waiters.swap(ready_waiters_);
+      const auto now = clock_->steady_now();
+      while (!ready_waiters_.empty() && ready_waiters_.front().deadline <= now) {
+        due.push_back(std::move(ready_waiters_.front()));
+        ready_waiters_.pop_front();
+      }
       snap = snapshot_;
+      arm_cold_start_locked();
     }
-    for (auto& w : waiters)
-      w(snap);
+    for (auto& w : due)
+      w.done(snap);
   });
 }
 
 void news_service::stop() {
-  std::lock_guard lock(mutex_);
+  // Views still waiting for a cold start are answered with what there is: a shutdown leaves no
+  // request without a response.
+  std::deque<ready_waiter> waiting;
+  std::shared_ptr<const news_snapshot> snap;
+  {
+    std::lock_guard lock(mutex_);
+    stop_locked();
+    waiting.swap(ready_waiters_);
+    snap = snapshot_;
+  }
+  for (auto& w : waiting)
+    w.done(snap);
+}
+
+void news_service::stop_locked() {
   stopped_ = true;
   for (auto& s : slots_) {
     s->timer->cancel();
@@ -211,8 +242,7 @@ void news_service::stop() {
   }
   if (prune_timer_)
     prune_timer_->cancel();
-  if (cold_start_timer_)
-    cold_start_timer_->cancel();
+  cold_start_timer_->cancel();
 }
 
 // The DELETE runs on the worker pool: over a large history it must not hold a network thread.
@@ -326,8 +356,10 @@ void news_service::when_ready(std::function<void(std::shared_ptr<const news_snap
     bool ready =
         std::all_of(slots_.begin(), slots_.end(), [](const auto& s) { return s->tried; }) ||
         std::any_of(slots_.begin(), slots_.end(), [](const auto& s) { return !s->items.empty(); });
-    if (!ready) {
-      ready_waiters_.push_back(std::move(done));
+    if (!ready && !stopped_) {
+      ready_waiters_.push_back({clock_->steady_now() + settings_.cold_start_wait, std::move(done)});
+      if (ready_waiters_.size() == 1)
+        arm_cold_start_locked();
       return;
     }
     snap = snapshot_;
@@ -888,8 +920,9 @@ void news_service::publish_snapshot_locked() {
   if (ready && !ready_waiters_.empty()) {
     auto waiters = std::move(ready_waiters_);
     ready_waiters_.clear();
+    cold_start_timer_->cancel();
     for (auto& w : waiters)
-      boost::asio::post(ioc_, [w = std::move(w), snap = snapshot_] { w(snap); });
+      boost::asio::post(ioc_, [done = std::move(w.done), snap = snapshot_] { done(snap); });
   }
 }
 

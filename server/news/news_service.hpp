@@ -106,7 +106,8 @@ class news_service {
 
   // Calls `done` with the snapshot: at once when any site has headlines or every site has been
   // tried; on a cold start, when the first round of refreshes completes or
-  // settings.cold_start_wait passes, whichever is first.
+  // settings.cold_start_wait has passed since this call, whichever is first; on stop(), at once
+  // with what there is.
   void when_ready(std::function<void(std::shared_ptr<const news_snapshot>)> done);
 
   enum class trigger { started, already_running, too_soon, unknown_site };
@@ -170,6 +171,8 @@ class news_service {
                       std::chrono::milliseconds elapsed, std::string_view kind);
   void finish_refresh_locked(const slot_ptr& s, std::chrono::milliseconds next);
   void publish_snapshot_locked();
+  void arm_cold_start_locked();
+  void stop_locked();
   void note_store_write(std::string error);
   void prune_history_locked();
   std::chrono::milliseconds jittered(std::chrono::milliseconds base);
@@ -194,7 +197,11 @@ class news_service {
   std::vector<slot_ptr> slots_; // in page order
   std::size_t active_renders_ = 0;
   std::deque<slot_ptr> waiting_; // sites waiting for a render slot, FIFO
-  std::vector<std::function<void(std::shared_ptr<const news_snapshot>)>> ready_waiters_;
+  struct ready_waiter {
+    std::chrono::steady_clock::time_point deadline; // answered by then, ready or not
+    std::function<void(std::shared_ptr<const news_snapshot>)> done;
+  };
+  std::deque<ready_waiter> ready_waiters_; // in arrival order
   std::unique_ptr<news_clock::timer> cold_start_timer_;
   std::unique_ptr<news_clock::timer> prune_timer_;
   std::shared_ptr<const news_snapshot> snapshot_;

@@ -153,6 +153,36 @@ TEST_CASE("a failed refresh keeps the last good headlines, marked stale") {
   CHECK(page.body.find("Splash timed out after 30 s") != std::string::npos);
 }
 
+TEST_CASE("during a cold start each view waits cold_start_wait from its own arrival; a shutdown "
+          "answers the ones waiting") {
+  splash_standin splash;
+  splash.set("https://a.cnn.com/", standin_page::hang()); // Splash never answers
+  newsdesk_process nd(json{{"splash_url", splash.base_url()},
+                           {"timeout", 60},
+                           {"refresh", {{"cold_start_wait", 1.5}, {"retries", 0}}},
+                           {"sites", {site("a", "cnn", "https://a.cnn.com/")}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  auto first = http_get(nd.port, "/news.json");
+  CHECK(first.status == 200);
+  CHECK(first.elapsed < 3s);
+  // Arriving later, while the render still hangs, it still waits only its own 1.5 s.
+  std::this_thread::sleep_for(2s);
+  auto later = http_get(nd.port, "/news.json");
+  CHECK(later.status == 200);
+  CHECK(later.elapsed >= 1s);
+  CHECK(later.elapsed < 3s);
+
+  // A view waiting when SIGTERM comes gets an answer, not a closed connection.
+  std::thread waiting([&] {
+    std::this_thread::sleep_for(300ms);
+    ::kill(nd.process->pid(), SIGTERM);
+  });
+  auto during = http_get(nd.port, "/news.json");
+  waiting.join();
+  CHECK(during.status == 200);
+  CHECK(during.elapsed < 1400ms);
+}
+
 TEST_CASE("a restart serves the stored headlines at once") {
   splash_standin splash;
   splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a/index.html", "Remembered"}})));
