@@ -134,6 +134,7 @@ async function filteredView(browser, setPage) {
   const after = await titles(page);
   assert(JSON.stringify(after) === JSON.stringify(reordered.map((s) => s[1])), `in the site's order:\n${after.join("\n")}`);
   assert(/1 new/.test(await live.textContent()), `the world view counts its own: "${await live.textContent()}"`);
+  await page.waitForTimeout(1300); // let the arrival animation settle before the screenshot
   await page.screenshot({ path: join(artifacts, "browser-news-site-view.png"), fullPage: true });
   await page.reload({ waitUntil: "load" });
   assert(JSON.stringify(await titles(page)) === JSON.stringify(after), "a reload shows the same order");
