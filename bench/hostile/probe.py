@@ -8,6 +8,11 @@ Starts the Splash stand-in (standin-control) and newsdesk from a build folder, t
             behind a proxy), where only the stream budget holds.
   nested  - one site serves 100,000 nested <div>s next to a healthy site: the healthy site's
             refresh time and a new /events client's first byte while the hostile page is handled.
+  bounded - the costliest page the input bounds let through (250 blocks of 2,000 nested <div>s,
+            500,000 elements): how long its parse takes and what its site shows.
+  rss     - Splash (without Lua, so render.html's error text comes through) answers a 502 quoting
+            5 MB; 500 clients then ask for /news.json and /news and read nothing: newsdesk's
+            RSS before and while they wait, and /healthz meanwhile.
   forged  - a network client publishes a headline on /topic/headlines: does /events show it?
 Prints one line per figure. Usage: bench/hostile/probe.py [BUILD_DIR] [STREAMS]
 """
@@ -155,6 +160,67 @@ s.close()
 print(f"nested: 100,000 nested <div>s -> \"{sites['hostile']['error']}\" after {sites['hostile']['elapsed_ms']} ms; "
       f"healthy site refreshed in {sites['healthy']['elapsed_ms']} ms; /events first byte during a hostile refresh {first_byte * 1000:.1f} ms")
 stop(child)
+
+# ---- bounded -------------------------------------------------------------------------------
+bounded = "<html><body>" + ("<div>" * 2000 + "</div>" * 2000) * 250 + "</body></html>"
+bounded_file = os.path.join(os.path.dirname(nested_file), "bounded.html")
+with open(bounded_file, "w") as f:
+    f.write(bounded)
+bounded_standin, text = start([standin_bin, f"https://bounded.cnn.com/={bounded_file}"], lambda s: "control on" in s)
+bounded_splash = [w for w in text.split() if w.startswith("http://")][0]
+child, base, _ = run_newsdesk({"splash_url": bounded_splash, "refresh": {"retries": 0},
+                               "sites": [{"name": "bounded", "scraper": "cnn", "url": "https://bounded.cnn.com/"}]})
+for _ in range(600):
+    news = json.loads(http(base + "/news.json")[1])
+    if news["sites"][0]["error"]:
+        break
+    time.sleep(0.1)
+print(f"bounded: 250 x 2,000 nested <div>s ({len(bounded) / 1e6:.1f} MB, 500,000 elements) -> "
+      f"\"{news['sites'][0]['error']}\" after {news['sites'][0]['elapsed_ms']} ms")
+stop(child)
+stop(bounded_standin)
+
+# ---- rss -----------------------------------------------------------------------------------
+
+
+def rss_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0
+
+
+http(f"{control_url}/control/lua", "POST", b"off")
+http(f"{control_url}/control/error?url={urllib.parse.quote('https://quoting.cnn.com/', safe='')}&text_bytes={5 * 1024 * 1024}",
+     "POST", b"502")
+child, base, _ = run_newsdesk({"refresh": {"retries": 0}, "http": {"max_connections_per_ip": 0},
+                               "sites": [{"name": "quoting", "scraper": "cnn", "url": "https://quoting.cnn.com/"},
+                                         {"name": "healthy", "scraper": "cnn", "url": "https://healthy.cnn.com/"}]})
+for _ in range(100):
+    news = json.loads(http(base + "/news.json")[1])
+    if all(s["ok"] or s["error"] for s in news["sites"]):
+        break
+    time.sleep(0.1)
+json_bytes = len(http(base + "/news.json")[1])
+before = rss_mb(child.pid)
+host, port = base[len("http://"):].split(":")
+readers = []
+for i in range(500):
+    r = socket.create_connection((host, int(port)))
+    r.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    path = "/news.json" if i % 2 == 0 else "/news"
+    r.sendall(f"GET {path} HTTP/1.1\r\nHost: probe\r\nAccept-Encoding: identity\r\n\r\n".encode())
+    readers.append(r)
+time.sleep(2)
+during = rss_mb(child.pid)
+status, _, took = http(base + "/healthz")
+print(f"rss: Splash error quoting 5 MB -> /news.json {json_bytes / 1024:.1f} KB; RSS {before:.0f} MB before, "
+      f"{during:.0f} MB with 500 slow readers; /healthz {status} in {took * 1000:.0f} ms")
+for r in readers:
+    r.close()
+stop(child)
+http(f"{control_url}/control/lua", "POST", b"on")
 
 # ---- forged --------------------------------------------------------------------------------
 child, base, broker_port = run_newsdesk({"sites": [{"name": "healthy", "scraper": "cnn", "url": "https://healthy.cnn.com/"}]})

@@ -10,6 +10,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +25,14 @@ namespace newsdesk::server {
 using std::chrono::milliseconds;
 
 namespace {
+
+// CPU time this thread has used: what a parse costs, whatever else the machine is doing.
+std::chrono::milliseconds thread_cpu_time() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec));
+}
 
 // This process's name in the schedule's leases: readable in the database (host and pid), and
 // unique even when a restarted process gets the same pid.
@@ -733,7 +742,15 @@ void news_service::on_rendered(const slot_ptr& s, std::shared_ptr<const site_con
     std::vector<scrapers::headline> found;
     std::string error, kind;
     try {
+      const auto cpu_before = thread_cpu_time();
       found = site->scraper->parse(result.html, result.url);
+      if (auto cpu = thread_cpu_time() - cpu_before; cpu > settings_.parse_cpu_budget) {
+        found.clear();
+        error = "reading the page took " + format_seconds(cpu.count() / 1000.0) +
+                " s of CPU, over its budget of " +
+                format_seconds(settings_.parse_cpu_budget.count() / 1000.0) + " s";
+        kind = "too_costly";
+      }
     } catch (const scrapers::dom::too_complex& e) {
       error = e.what();
       kind = "too_complex";

@@ -54,6 +54,10 @@ struct refresh_settings {
   // renewal. The render renews it every third of this; an instance that dies mid-render is
   // taken over when it runs out.
   std::chrono::milliseconds lease{15'000};
+  // CPU time one page may take to parse and scrape. Gumbo cannot be stopped part-way, so this
+  // is checked when the parse ends (the input bounds in scrapers/dom.hpp cap how long that can
+  // be): a page over it gives its site a notice instead of headlines.
+  std::chrono::milliseconds parse_cpu_budget{2'000};
 };
 
 } // namespace newsdesk::server

@@ -85,12 +85,14 @@ std::optional<target> split_url(const std::string& url) {
 template <class Stream> class fetch_op : public std::enable_shared_from_this<fetch_op<Stream>> {
  public:
   fetch_op(net::any_io_executor ex, Stream stream, target t, http_fetch_options opts,
+           std::optional<http_client::post_body> payload,
            std::function<void(http_fetch_result)> done)
       : resolver_(ex)
       , stream_(std::move(stream))
       , timer_(ex)
       , target_(std::move(t))
       , options_(std::move(opts))
+      , payload_(std::move(payload))
       , done_(std::move(done))
       , started_(clock_type::now()) {}
 
@@ -137,7 +139,7 @@ template <class Stream> class fetch_op : public std::enable_shared_from_this<fet
 
   void do_write() {
     request_.version(11);
-    request_.method(http::verb::get);
+    request_.method(payload_ ? http::verb::post : http::verb::get);
     request_.target(target_.path_and_query);
     request_.set(http::field::host, target_.host_header);
     request_.set(http::field::user_agent, "newsdesk/0.1");
@@ -146,6 +148,11 @@ template <class Stream> class fetch_op : public std::enable_shared_from_this<fet
     request_.set(http::field::connection, "close");
     for (const auto& [name, value] : options_.headers)
       request_.set(name, value);
+    if (payload_) {
+      request_.set(http::field::content_type, payload_->content_type);
+      request_.body() = std::move(payload_->data);
+      request_.prepare_payload();
+    }
     http::async_write(stream_, request_,
                       beast::bind_front_handler(&fetch_op::on_write, this->shared_from_this()));
   }
@@ -204,11 +211,12 @@ template <class Stream> class fetch_op : public std::enable_shared_from_this<fet
   net::steady_timer timer_;
   target target_;
   http_fetch_options options_;
+  std::optional<http_client::post_body> payload_;
   std::function<void(http_fetch_result)> done_;
   clock_type::time_point started_;
   bool timed_out_ = false;
   beast::flat_buffer buffer_;
-  http::request<http::empty_body> request_;
+  http::request<http::string_body> request_;
   http::response_parser<http::string_body> parser_;
 };
 
@@ -221,6 +229,17 @@ http_client::~http_client() = default;
 
 void http_client::get(const std::string& url, http_fetch_options options,
                       std::function<void(http_fetch_result)> done) {
+  start(url, std::nullopt, std::move(options), std::move(done));
+}
+
+void http_client::post(const std::string& url, std::string content_type, std::string body,
+                       http_fetch_options options, std::function<void(http_fetch_result)> done) {
+  start(url, post_body{std::move(content_type), std::move(body)}, std::move(options),
+        std::move(done));
+}
+
+void http_client::start(const std::string& url, std::optional<post_body> payload,
+                        http_fetch_options options, std::function<void(http_fetch_result)> done) {
   auto t = split_url(url);
   auto ex = net::make_strand(impl_->ioc);
   if (!t) {
@@ -233,8 +252,9 @@ void http_client::get(const std::string& url, http_fetch_options options,
     return;
   }
   if (!t->https) {
-    auto op = std::make_shared<fetch_op<beast::tcp_stream>>(
-        ex, beast::tcp_stream(ex), std::move(*t), std::move(options), std::move(done));
+    auto op = std::make_shared<fetch_op<beast::tcp_stream>>(ex, beast::tcp_stream(ex),
+                                                            std::move(*t), std::move(options),
+                                                            std::move(payload), std::move(done));
     net::dispatch(ex, [op] { op->run(); });
     return;
   }
@@ -254,7 +274,8 @@ void http_client::get(const std::string& url, http_fetch_options options,
   if (impl_->verify_peer)
     stream.set_verify_callback(ssl::host_name_verification(t->host));
   auto op = std::make_shared<fetch_op<beast::ssl_stream<beast::tcp_stream>>>(
-      ex, std::move(stream), std::move(*t), std::move(options), std::move(done));
+      ex, std::move(stream), std::move(*t), std::move(options), std::move(payload),
+      std::move(done));
   net::dispatch(ex, [op] { op->run(); });
 }
 

@@ -1,9 +1,9 @@
-// Async HTTP/1.1 GET client for http:// and https:// URLs (Boost.Beast + OpenSSL).
+// Async HTTP/1.1 GET and POST client for http:// and https:// URLs (Boost.Beast + OpenSSL).
 //
 // One connection per request, one overall deadline covering resolve, connect, TLS handshake,
 // write and read, and a cap on the response body. It does not follow redirects: callers that
-// want to (the direct renderer) decide per hop. Thread-safe: get() may be called from any
-// thread; the callback runs on an io_context thread, exactly once.
+// want to (the direct renderer) decide per hop. Thread-safe: get() and post() may be called from
+// any thread; the callback runs on an io_context thread, exactly once.
 #pragma once
 
 #include "server/http/http_message.hpp"
@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace boost::asio {
@@ -55,8 +56,20 @@ class http_client {
 
   void get(const std::string& url, http_fetch_options options,
            std::function<void(http_fetch_result)> done);
+  // POSTs `body` with the given Content-Type (Splash's /execute takes a JSON body).
+  void post(const std::string& url, std::string content_type, std::string body,
+            http_fetch_options options, std::function<void(http_fetch_result)> done);
+
+  // A POST's body and its Content-Type.
+  struct post_body {
+    std::string content_type;
+    std::string data;
+  };
 
  private:
+  void start(const std::string& url, std::optional<post_body> body, http_fetch_options options,
+             std::function<void(http_fetch_result)> done);
+
   struct impl;
   std::unique_ptr<impl> impl_;
 };

@@ -1,10 +1,13 @@
 #include "server/render/splash_renderer.hpp"
 #include "server/render/render_support.hpp"
 
+#include "scrapers/url.hpp"
+#include "server/core/log.hpp"
 #include "server/render/http_client.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -160,45 +163,187 @@ render_result interpret_splash_answer(unsigned status, std::string body,
   }
 }
 
+namespace {
+
+// Run by Splash's /execute for every render. Unlike render.html it reports only the main
+// document's fate: a subframe that fails (an advert's host) no longer fails the site, and the
+// site's own HTTP status comes back, so a 404 is reported as one rather than as a page with no
+// headlines. splash:go returns nil and a reason ("http404", "network3") when the main document
+// fails; the status is that of the last main-frame response.
+constexpr std::string_view execute_script = R"lua(
+function main(splash, args)
+  splash.images_enabled = false
+  local ok, reason = splash:go(args.url)
+  if ok then
+    splash:wait(args.wait)
+  end
+  local status
+  local entries = splash:history()
+  if #entries > 0 and entries[#entries].response then
+    status = entries[#entries].response.status
+  end
+  return {html = splash:html(), url = splash:url(), status = status, error = reason}
+end
+)lua";
+
+// Qt's network error codes, as splash:go reports them ("network3"), in words.
+std::string network_error_text(std::string_view reason) {
+  int code = 0;
+  auto digits = reason.substr(std::string_view("network").size());
+  std::from_chars(digits.data(), digits.data() + digits.size(), code);
+  switch (code) {
+  case 1:
+    return "Connection refused";
+  case 2:
+    return "the server closed the connection";
+  case 3:
+    return "host not found";
+  case 4:
+    return "the connection timed out";
+  case 5:
+    return "the load was cancelled";
+  case 6:
+    return "TLS handshake failed";
+  case 301:
+    return "unsupported address";
+  default:
+    return "network error " + std::to_string(code);
+  }
+}
+
+// After /execute answered 404, renders use render.html and try /execute again this often, so a
+// Splash restarted with Lua enabled is used without restarting newsdesk.
+constexpr auto execute_retry_interval = std::chrono::minutes(10);
+
+} // namespace
+
+std::string splash_execute_body(const render_request& request) {
+  nlohmann::json body = {{"lua_source", execute_script},
+                         {"url", request.url},
+                         {"wait", seconds_of(request.wait)},
+                         {"timeout", seconds_of(request.timeout)}};
+  return body.dump();
+}
+
+render_result interpret_splash_execute_answer(unsigned status, std::string body,
+                                              const render_request& request) {
+  if (status != 200) {
+    auto error = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (status == 400 && string_field(error, "type") == "ScriptError") {
+      nlohmann::json info =
+          error.contains("info") ? error["info"] : nlohmann::json{}; // is_object: type matched
+      auto message = string_field(info, "message");
+      return render_failed(render_failure::rejected,
+                           "Splash could not run newsdesk's render script" +
+                               (message.empty() ? std::string{} : ": " + message));
+    }
+    return interpret_splash_answer(status, std::move(body), request);
+  }
+  auto answer = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!answer.is_object())
+    return render_failed(render_failure::upstream,
+                         "Splash's answer is not the JSON newsdesk asked for");
+  int site_status = 0;
+  if (auto it = answer.find("status"); it != answer.end() && it->is_number_integer())
+    site_status = it->get<int>();
+  auto reason = string_field(answer, "error");
+  auto html = string_field(answer, "html");
+  if (site_status >= 400)
+    return render_failed(render_failure::upstream,
+                         "the site answered HTTP " + std::to_string(site_status));
+  if (reason.rfind("network", 0) == 0)
+    return render_failed(render_failure::upstream,
+                         "Splash could not load the page: " + network_error_text(reason));
+  if (!reason.empty() && is_empty_page(html))
+    return render_failed(render_failure::upstream, "Splash could not load the page: " + reason);
+  if (is_empty_page(html))
+    return render_failed(render_failure::empty,
+                         "Splash returned an empty page (is the site's URL right?)");
+  render_result ok;
+  ok.html = std::move(html);
+  auto final_url = string_field(answer, "url");
+  ok.url = scrapers::url::is_http_url(final_url) ? final_url : request.url;
+  return ok;
+}
+
 splash_renderer::splash_renderer(http_client& client, std::string splash_url)
     : client_(client)
-    , base_(std::move(splash_url)) {}
+    , base_(std::move(splash_url)) {
+  while (!base_.empty() && base_.back() == '/')
+    base_.pop_back();
+}
+
+bool splash_renderer::use_execute() const {
+  auto missing = execute_missing_since_.load();
+  return missing == 0 || std::chrono::steady_clock::now().time_since_epoch().count() - missing >
+                             std::chrono::steady_clock::duration(execute_retry_interval).count();
+}
 
 void splash_renderer::render(render_request request, std::function<void(render_result)> done) {
+  if (!use_execute())
+    return render_html(std::move(request), std::move(done));
+  http_fetch_options options;
+  options.timeout = request.timeout + grace_for(request.timeout);
+  auto body = splash_execute_body(request);
+  client_.post(base_ + "/execute", "application/json", std::move(body), std::move(options),
+               [this, request = std::move(request),
+                done = std::move(done)](http_fetch_result answer) mutable {
+                 if (answer.ok() && answer.status == 404) {
+                   // No /execute: Splash runs with --disable-lua (or this is not Splash, which
+                   // render.html's own 404 will say).
+                   if (execute_missing_since_.exchange(
+                           std::chrono::steady_clock::now().time_since_epoch().count()) == 0)
+                     log_warn("msg=\"splash has no /execute (Lua disabled?); rendering with "
+                              "render.html\" effect=\"a failing subframe fails the site and a "
+                              "site's 404 looks like a page without headlines\"");
+                   return render_html(std::move(request), std::move(done));
+                 }
+                 execute_missing_since_ = 0;
+                 finish(std::move(answer), request, done, interpret_splash_execute_answer);
+               });
+}
+
+void splash_renderer::render_html(render_request request, std::function<void(render_result)> done) {
   http_fetch_options options;
   options.timeout = request.timeout + grace_for(request.timeout);
   auto url = splash_render_url(base_, request);
   client_.get(
       url, std::move(options),
       [this, request = std::move(request), done = std::move(done)](http_fetch_result answer) {
-        render_result result;
-        switch (answer.failure) {
-        case fetch_failure::none:
-          result = interpret_splash_answer(answer.status, std::move(answer.body), request);
-          break;
-        case fetch_failure::timeout:
-          result = render_failed(
-              render_failure::timeout,
-              "Splash did not answer within " +
-                  format_seconds(seconds_of(request.timeout + grace_for(request.timeout))) + " s");
-          break;
-        case fetch_failure::too_large:
-          result = render_failed(render_failure::too_large, "page too large: " + answer.error);
-          break;
-        case fetch_failure::resolve:
-        case fetch_failure::connect:
-        case fetch_failure::bad_url:
-        case fetch_failure::tls:
-          result = render_failed(render_failure::unreachable,
-                                 "cannot reach Splash at " + base_ + " (" + answer.error + ")");
-          break;
-        default:
-          result =
-              render_failed(render_failure::upstream, "Splash connection failed: " + answer.error);
-        }
-        result.elapsed = answer.elapsed;
-        done(std::move(result));
+        finish(std::move(answer), request, done, interpret_splash_answer);
       });
+}
+
+void splash_renderer::finish(http_fetch_result answer, const render_request& request,
+                             const std::function<void(render_result)>& done,
+                             render_result (*interpret)(unsigned, std::string,
+                                                        const render_request&)) const {
+  render_result result;
+  switch (answer.failure) {
+  case fetch_failure::none:
+    result = interpret(answer.status, std::move(answer.body), request);
+    break;
+  case fetch_failure::timeout:
+    result = render_failed(
+        render_failure::timeout,
+        "Splash did not answer within " +
+            format_seconds(seconds_of(request.timeout + grace_for(request.timeout))) + " s");
+    break;
+  case fetch_failure::too_large:
+    result = render_failed(render_failure::too_large, "page too large: " + answer.error);
+    break;
+  case fetch_failure::resolve:
+  case fetch_failure::connect:
+  case fetch_failure::bad_url:
+  case fetch_failure::tls:
+    result = render_failed(render_failure::unreachable,
+                           "cannot reach Splash at " + base_ + " (" + answer.error + ")");
+    break;
+  default:
+    result = render_failed(render_failure::upstream, "Splash connection failed: " + answer.error);
+  }
+  result.elapsed = answer.elapsed;
+  done(std::move(result));
 }
 
 } // namespace newsdesk::server

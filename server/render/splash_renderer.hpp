@@ -1,9 +1,12 @@
-// Renders pages through Splash's HTTP API (GET /render.html). See ../shared/splash-api.md for
-// how a real Splash answers; every case there becomes a render_result with a notice.
+// Renders pages through Splash's HTTP API: POST /execute with a short Lua script (the main
+// document's status and errors, subframes ignored), or GET /render.html where Splash runs without
+// Lua. See ../shared/splash-api.md for how a real Splash answers; every case there becomes a
+// render_result with a notice.
 #pragma once
 
 #include "server/render/renderer.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <string_view>
@@ -11,6 +14,7 @@
 namespace newsdesk::server {
 
 class http_client;
+struct http_fetch_result;
 
 class splash_renderer final : public renderer {
  public:
@@ -28,14 +32,31 @@ class splash_renderer final : public renderer {
   }
 
  private:
+  bool use_execute() const;
+  void render_html(render_request request, std::function<void(render_result)> done);
+  void finish(http_fetch_result answer, const render_request& request,
+              const std::function<void(render_result)>& done,
+              render_result (*interpret)(unsigned, std::string, const render_request&)) const;
+
   http_client& client_;
-  std::string base_;
+  std::string base_; // without a trailing '/'
+  // When /execute last answered 404 (steady clock ticks), 0 while it works: renders then go
+  // through render.html, trying /execute again after a while.
+  std::atomic<std::chrono::steady_clock::rep> execute_missing_since_{0};
 };
 
 // The render.html URL for a request, with the target URL percent-encoded.
 std::string splash_render_url(std::string_view splash_url, const render_request& request);
 
-// Turns one Splash answer into a result: a page, or a notice naming what went wrong.
+// The JSON body of a POST /execute for a request: the render script and its arguments.
+std::string splash_execute_body(const render_request& request);
+
+// Turns one /execute answer into a result: the page, the site's own HTTP error ("the site
+// answered HTTP 404"), the main document's network error, or Splash's own error.
+render_result interpret_splash_execute_answer(unsigned status, std::string body,
+                                              const render_request& request);
+
+// Turns one render.html answer into a result: a page, or a notice naming what went wrong.
 render_result interpret_splash_answer(unsigned status, std::string body,
                                       const render_request& request);
 

@@ -7,7 +7,10 @@
 // Prints "splash on http://127.0.0.1:P" and "control on http://127.0.0.1:Q", then serves until
 // SIGINT/SIGTERM (or stdin closing, so it never outlives the test that started it). Control:
 //   POST /control/set?url=URL       body: the HTML a render of URL returns from now on (200)
-//   POST /control/error?url=URL     body: an HTTP status Splash answers renders of URL with
+//   POST /control/error?url=URL[&text_bytes=N]
+//                                   body: an HTTP status Splash answers renders of URL with; a
+//                                   502's error text runs to N bytes (a Splash quoting a page)
+//   POST /control/lua               body: "on" or "off": Splash's /execute exists or not
 //   GET  /control/renders?url=URL   how many renders of URL the stand-in has answered
 #include "server/http/http_message.hpp"
 #include "server/http/http_server.hpp"
@@ -33,20 +36,27 @@ using newsdesk::server::text_response;
 using newsdesk::testing::splash_standin;
 using newsdesk::testing::standin_page;
 
-// The decoded value of `url=` in `query`, or empty.
-std::string url_param(std::string_view query) {
+// The decoded value of `name=` in `query`, or empty.
+std::string query_param(std::string_view query, std::string_view name) {
   while (!query.empty()) {
     auto amp = query.find('&');
     auto pair = query.substr(0, amp);
-    if (pair.rfind("url=", 0) == 0)
-      return newsdesk::server::form_decode(pair.substr(4));
+    if (pair.size() > name.size() && pair.substr(0, name.size()) == name &&
+        pair[name.size()] == '=')
+      return newsdesk::server::form_decode(pair.substr(name.size() + 1));
     query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
   }
   return {};
 }
 
 void control(splash_standin& standin, const http_request& req, const responder& respond) {
-  auto url = url_param(req.query());
+  if (req.path() == "/control/lua" && req.method == "POST") {
+    if (req.body != "on" && req.body != "off")
+      return respond(text_response(400, "Bad Request: expected on or off"));
+    standin.set_lua(req.body == "on");
+    return respond(text_response(200));
+  }
+  auto url = query_param(req.query(), "url");
   if (url.empty())
     return respond(text_response(400, "Bad Request: expected ?url=URL"));
   if (req.path() == "/control/set" && req.method == "POST") {
@@ -57,7 +67,13 @@ void control(splash_standin& standin, const http_request& req, const responder& 
     const int status = std::atoi(req.body.c_str());
     if (status < 400 || status > 599)
       return respond(text_response(400, "Bad Request: expected a status from 400 to 599"));
-    standin.set(url, standin_page::error(static_cast<unsigned>(status)));
+    auto page = standin_page::error(static_cast<unsigned>(status));
+    const auto text_bytes =
+        std::strtoull(query_param(req.query(), "text_bytes").c_str(), nullptr, 10);
+    if (text_bytes > 64 * 1024 * 1024)
+      return respond(text_response(400, "Bad Request: text_bytes is at most 64 MiB"));
+    page.error_text.assign(text_bytes, 'x');
+    standin.set(url, std::move(page));
     return respond(text_response(200));
   }
   if (req.path() == "/control/renders" && req.method == "GET") {

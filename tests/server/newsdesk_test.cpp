@@ -98,7 +98,12 @@ TEST_CASE("one site answering 504 still gives a 200 page with the others and a n
             {site("ok", "cnn", "https://ok.cnn.com/"),
              site("slow", "cnn", "https://slow.cnn.com/", {{"display_name", "CNN"}})}}});
   REQUIRE_MESSAGE(nd.port != 0, nd.log());
-  auto page = http_get(nd.port, "/news");
+  // The page answers once one site has headlines; the failing site's answer may come just after.
+  http_answer page;
+  REQUIRE(eventually([&] {
+    page = http_get(nd.port, "/news");
+    return page.body.find("Couldn’t load CNN") != std::string::npos;
+  }));
   CHECK(page.status == 200);
   CHECK(page.body.find("Still here") != std::string::npos);
   // In a reader's words, the raw error as its detail.
@@ -157,8 +162,64 @@ TEST_CASE("every Splash failure mode becomes a per-site notice while the page st
   CHECK(errors["noheadlines"] ==
         "no headlines found on the page (the site may have sent an error page, or its markup "
         "changed)");
-  CHECK(errors["dns"] ==
-        "Splash could not load the page: Host http://unknown-host.test/ not found");
+  CHECK(errors["dns"] == "Splash could not load the page: host not found");
+}
+
+TEST_CASE("through /execute a failing advert frame leaves its site alone and a site's 404 is "
+          "named; without Lua, render.html takes over") {
+  splash_standin splash;
+  splash.set("https://ads.cnn.com/",
+             standin_page::with_failing_subframe(cnn_page({{"/a/index.html", "Page with an ad"}})));
+  splash.set("https://gone.cnn.com/",
+             standin_page::site_error(
+                 404, "<html><body><h1>Not Found</h1><a href='/'>Home page</a></body></html>"));
+  const json config{{"splash_url", splash.base_url()},
+                    {"refresh", {{"retries", 0}}},
+                    {"sites",
+                     {site("ads", "cnn", "https://ads.cnn.com/"),
+                      site("gone", "cnn", "https://gone.cnn.com/", {{"display_name", "Gone"}})}}};
+  auto errors_of = [](int port) {
+    std::map<std::string, std::string> errors;
+    const auto news = json::parse(http_get(port, "/news.json").body); // outlives the loop
+    for (const auto& s : news.at("sites"))
+      errors[s.at("name").get<std::string>()] =
+          s.at("error").is_null() ? std::string() : s.at("error").get<std::string>();
+    return errors;
+  };
+  {
+    newsdesk_process nd(config);
+    REQUIRE_MESSAGE(nd.port != 0, nd.log());
+    std::map<std::string, std::string> errors;
+    REQUIRE(eventually(
+        [&] {
+          errors = errors_of(nd.port);
+          return !errors["gone"].empty() &&
+                 http_get(nd.port, "/news").body.find("Page with an ad") != std::string::npos;
+        },
+        10s));
+    CHECK(errors["ads"] == "");
+    CHECK(errors["gone"] == "the site answered HTTP 404");
+    auto page = http_get(nd.port, "/news");
+    CHECK(page.body.find("Page with an ad") != std::string::npos);
+    CHECK(page.body.find("Couldn’t load Gone: the site answered 404 (page not found)") !=
+          std::string::npos);
+    CHECK(nd.log().find("no /execute") == std::string::npos);
+  }
+  // A Splash started with --disable-lua: the same sites through render.html, with its traps.
+  splash.set_lua(false);
+  newsdesk_process nd(config);
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  std::map<std::string, std::string> errors;
+  REQUIRE(eventually(
+      [&] {
+        errors = errors_of(nd.port);
+        return !errors["gone"].empty() && !errors["ads"].empty();
+      },
+      10s));
+  CHECK(errors["ads"] == "Splash could not load the page: Host ads.example not found");
+  CHECK(errors["gone"].rfind("no headlines found on the page", 0) == 0);
+  CHECK(nd.log().find("splash has no /execute (Lua disabled?); rendering with render.html") !=
+        std::string::npos);
 }
 
 TEST_CASE("Splash that cannot be reached gives one notice, not an error page nor its address") {
@@ -255,6 +316,37 @@ TEST_CASE("a page of 100,000 nested tags costs only its own site") {
   auto page = http_get(nd.port, "/news");
   CHECK(page.body.find(": the page is too complex to read") != std::string::npos);
   CHECK(eventually([&] { return count(nd.log(), "kind=too_complex") >= 1; }));
+}
+
+TEST_CASE("a page over the parse CPU budget gives its site a notice, the others their headlines") {
+  // 300,000 paragraphs pass the input bounds but take far more than 20 ms of CPU to parse.
+  std::string big = "<html><body>";
+  for (int i = 0; i < 300'000; ++i)
+    big += "<p>x</p>";
+  big += "</body></html>";
+  splash_standin splash;
+  splash.set("https://big.cnn.com/", standin_page::page(big));
+  splash.set("https://small.cnn.com/",
+             standin_page::page(cnn_page({{"/s/index.html", "Small page headline"}})));
+  newsdesk_process nd(json{{"splash_url", splash.base_url()},
+                           {"refresh", {{"retries", 0}, {"parse_cpu_budget", 0.02}}},
+                           {"sites",
+                            {site("big", "cnn", "https://big.cnn.com/", {{"display_name", "Big"}}),
+                             site("small", "cnn", "https://small.cnn.com/")}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  json j;
+  REQUIRE(eventually(
+      [&] {
+        j = json::parse(http_get(nd.port, "/news.json").body);
+        return !j.at("sites")[0].at("error").is_null() && j.at("sites")[1].at("ok") == true;
+      },
+      20s));
+  auto error = j.at("sites")[0].at("error").get<std::string>();
+  CHECK(error.rfind("reading the page took ", 0) == 0);
+  CHECK(error.find(" s of CPU, over its budget of 0.02 s") != std::string::npos);
+  CHECK(http_get(nd.port, "/news").body.find("Couldn’t load Big: the page took too long to read") !=
+        std::string::npos);
+  CHECK(eventually([&] { return count(nd.log(), "kind=too_costly") >= 1; }));
 }
 
 TEST_CASE("scraped markup is shown as text and unsafe links never reach the page") {

@@ -111,6 +111,8 @@ struct splash_standin::impl {
   std::vector<responder> hung; // held until shutdown: a render that never finishes
   std::size_t rendering = 0;   // pages answered after their delay, not yet answered
   std::size_t peak_rendering = 0;
+  bool lua_enabled = true;
+  std::size_t origin_not_modified = 0; // /origin/ requests answered 304
 
   impl()
       : http(ioc,
@@ -140,17 +142,50 @@ struct splash_standin::impl {
     if (path == "/_ping")
       return respond(json_error(200, {{"status", "ok"}, {"maxrss", 123456789}}));
     if (path.rfind("/origin/", 0) == 0)
-      return serve_origin(path.substr(8), std::move(respond));
-    if (path != "/render.html") {
-      http_response res;
-      res.status = 404;
-      res.content_type = "text/html";
-      res.body = "<html><head><title>404 - No Such Resource</title></head><body><h1>No Such "
-                 "Resource</h1></body></html>";
-      return respond(std::move(res));
+      return serve_origin(path.substr(8), req, std::move(respond));
+    bool lua = false;
+    {
+      std::lock_guard lock(mutex);
+      lua = lua_enabled;
     }
+    if (path == "/render.html")
+      return render(parse_query(req.query()), endpoint::render_html, std::move(respond));
+    if (path == "/execute" && lua && req.method == "POST") {
+      // Splash reads /execute's arguments from a JSON body; numbers stay numbers there.
+      auto body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+      if (!body.is_object())
+        return respond(bad_option("body", "bad_argument", "a JSON object is required"));
+      std::map<std::string, std::string> params;
+      for (const auto& [key, value] : body.items())
+        params[key] = value.is_string() ? value.get<std::string>() : value.dump();
+      if (!params.count("lua_source"))
+        return respond(bad_option("lua_source", "argument_required",
+                                  "Required argument is missing: lua_source"));
+      return render(params, endpoint::execute, std::move(respond));
+    }
+    http_response res;
+    res.status = 404;
+    res.content_type = "text/html";
+    res.body = "<html><head><title>404 - No Such Resource</title></head><body><h1>No Such "
+               "Resource</h1></body></html>";
+    respond(std::move(res));
+  }
 
-    auto params = parse_query(req.query());
+  enum class endpoint { render_html, execute };
+
+  // What /execute's script returns, as JSON: the DOM, the main document's final URL, its HTTP
+  // status (absent when it never answered) and splash:go's reason for a failed load.
+  static http_response execute_answer(const std::string& html, const std::string& url,
+                                      unsigned status, const std::string& reason) {
+    json answer = {{"html", html}, {"url", url}};
+    if (status != 0)
+      answer["status"] = status;
+    if (!reason.empty())
+      answer["error"] = reason;
+    return json_error(200, answer);
+  }
+
+  void render(const std::map<std::string, std::string>& params, endpoint via, responder respond) {
     auto timeout = number(params, "timeout", 30);
     if (!timeout)
       return respond(bad_option("timeout", "bad_argument", "a non-negative number is required"));
@@ -165,6 +200,7 @@ struct splash_standin::impl {
     if (url_it == params.end())
       return respond(bad_option("url", "argument_required", "Required argument is missing: url"));
     const auto& url = url_it->second;
+    const bool execute = via == endpoint::execute;
 
     standin_page page;
     bool known = false;
@@ -176,14 +212,19 @@ struct splash_standin::impl {
         known = true;
       }
     }
+    const std::string blank = "<html><head></head><body></body></html>";
     if (url.find("://") == std::string::npos) {
       // Splash's trap: an empty, garbage or scheme-less URL is a 200 with an empty page.
+      if (execute)
+        return respond(execute_answer(blank, "about:blank", 0, "network301"));
       http_response res;
       res.content_type = "text/html; charset=utf-8";
-      res.body = "<html><head></head><body></body></html>";
+      res.body = blank;
       return respond(std::move(res));
     }
-    if (!known)
+    if (!known) {
+      if (execute)
+        return respond(execute_answer(blank, "about:blank", 0, "network3"));
       return respond(json_error(502, {{"error", 502},
                                       {"type", "RenderError"},
                                       {"description", "Error rendering page"},
@@ -192,6 +233,7 @@ struct splash_standin::impl {
                                         {"code", 3},
                                         {"text", "Host " + url + " not found"},
                                         {"url", url}}}}));
+    }
 
     switch (page.what) {
     case standin_page::kind::hang: {
@@ -201,8 +243,25 @@ struct splash_standin::impl {
     }
     case standin_page::kind::page: {
       http_response res;
-      res.content_type = "text/html; charset=utf-8";
-      res.body = page.html;
+      if (execute) {
+        res = execute_answer(page.html, url, page.site_status,
+                             page.site_status >= 400 ? "http" + std::to_string(page.site_status)
+                                                     : "");
+      } else if (page.failing_subframe) {
+        // render.html fails the whole render when any frame fails to load.
+        res = json_error(502, {{"error", 502},
+                               {"type", "RenderError"},
+                               {"description", "Error rendering page"},
+                               {"info",
+                                {{"type", "Network"},
+                                 {"code", 3},
+                                 {"text", "Host ads.example not found"},
+                                 {"url", "https://ads.example/frame"}}}});
+      } else {
+        // render.html's trap: the site's own error page comes back as a 200.
+        res.content_type = "text/html; charset=utf-8";
+        res.body = page.html;
+      }
       {
         std::lock_guard lock(mutex);
         peak_rendering = std::max(peak_rendering, ++rendering);
@@ -225,13 +284,17 @@ struct splash_standin::impl {
       res = bad_option("wait", "bad_argument", "wait time is larger than timeout");
       break;
     case 502:
-      res = json_error(
-          502,
-          {{"error", 502},
-           {"type", "RenderError"},
-           {"description", "Error rendering page"},
-           {"info",
-            {{"type", "Network"}, {"code", 1}, {"text", "Connection refused"}, {"url", url}}}});
+      // /execute reports a page that could not load through splash:go's reason.
+      res = execute ? execute_answer(blank, "about:blank", 0, "network1")
+                    : json_error(502, {{"error", 502},
+                                       {"type", "RenderError"},
+                                       {"description", "Error rendering page"},
+                                       {"info",
+                                        {{"type", "Network"},
+                                         {"code", 1},
+                                         {"text", page.error_text.empty() ? "Connection refused"
+                                                                          : page.error_text},
+                                         {"url", url}}}});
       break;
     case 504:
       res = json_error(504, {{"error", 504},
@@ -247,7 +310,7 @@ struct splash_standin::impl {
     answer_later(page.delay, std::move(res), std::move(respond));
   }
 
-  void serve_origin(const std::string& name, responder respond) {
+  void serve_origin(const std::string& name, const http_request& req, responder respond) {
     std::lock_guard lock(mutex);
     if (auto it = origin_redirects.find(name); it != origin_redirects.end()) {
       http_response res;
@@ -256,9 +319,18 @@ struct splash_standin::impl {
       return respond(std::move(res));
     }
     if (auto it = origin_pages.find(name); it != origin_pages.end()) {
+      // A validator per content, as a web server's: a poll that names it gets 304.
+      const auto etag = "\"" + std::to_string(std::hash<std::string>{}(it->second)) + "\"";
       http_response res;
-      res.content_type = "text/html; charset=utf-8";
-      res.body = it->second;
+      if (req.header("If-None-Match") == std::optional<std::string_view>(etag)) {
+        ++origin_not_modified;
+        res.status = 304;
+      } else {
+        res.content_type =
+            it->first.ends_with(".xml") ? "application/xml" : "text/html; charset=utf-8";
+        res.body = it->second;
+      }
+      res.with_header("ETag", etag);
       return respond(std::move(res));
     }
     respond(server::text_response(404));
@@ -281,6 +353,11 @@ void splash_standin::set(const std::string& target_url, standin_page page) {
   impl_->pages[target_url] = std::move(page);
 }
 
+void splash_standin::set_lua(bool enabled) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->lua_enabled = enabled;
+}
+
 void splash_standin::set_origin(const std::string& name, std::string html) {
   std::lock_guard lock(impl_->mutex);
   impl_->origin_pages[name] = std::move(html);
@@ -290,6 +367,11 @@ void splash_standin::set_origin_redirect(const std::string& name, std::string lo
                                          unsigned status) {
   std::lock_guard lock(impl_->mutex);
   impl_->origin_redirects[name] = {std::move(location), status};
+}
+
+std::size_t splash_standin::origin_not_modified() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->origin_not_modified;
 }
 
 std::size_t splash_standin::peak_concurrent_renders() const {

@@ -1,8 +1,10 @@
 // A Splash-compatible stand-in for tests (no Docker engine runs here). It answers
 // GET /render.html?url=..&timeout=..&wait=.. the way ../shared/splash-api.md records a real
 // Splash answering: pages by URL, optional delays, Splash's real JSON error bodies, hangs,
-// empty pages; /_ping; 404 HTML for unknown paths. It also serves plain pages under /origin/
-// (with redirects) for tests of the direct renderer.
+// empty pages; /_ping; 404 HTML for unknown paths. POST /execute (JSON arguments) answers as
+// newsdesk's render script would on a real Splash: {html, url, status, error}; with Lua
+// disabled (set_lua(false)) /execute is a 404, as on a Splash started with --disable-lua. It also
+// serves plain pages under /origin/ (with redirects) for tests of the direct renderer.
 //
 // Runs on 127.0.0.1:<any port> on its own thread; all members are thread-safe.
 #pragma once
@@ -25,6 +27,14 @@ struct standin_page {
   std::string html;
   unsigned status = 200;
   std::chrono::milliseconds delay{0};
+  // The site's own HTTP status for a page (0: 200). render.html hides it (Splash's trap: the
+  // error page comes back as a 200); /execute reports it.
+  unsigned site_status = 0;
+  // A frame inside the page (an advert) fails to load: render.html answers 502 for the whole
+  // page, /execute renders it.
+  bool failing_subframe = false;
+  // A 502's error text from render.html (empty: "Connection refused").
+  std::string error_text;
 
   static standin_page page(std::string html, std::chrono::milliseconds delay = {}) {
     return {kind::page, std::move(html), 200, delay};
@@ -33,6 +43,17 @@ struct standin_page {
     return {kind::splash_error, {}, status, delay};
   }
   static standin_page hang() { return {kind::hang, {}, 0, {}}; }
+  // The site answers `site_status` with `html` as its error page.
+  static standin_page site_error(unsigned site_status, std::string html) {
+    standin_page p = page(std::move(html));
+    p.site_status = site_status;
+    return p;
+  }
+  static standin_page with_failing_subframe(std::string html) {
+    standin_page p = page(std::move(html));
+    p.failing_subframe = true;
+    return p;
+  }
 };
 
 class splash_standin {
@@ -45,13 +66,19 @@ class splash_standin {
 
   // What a render of `target_url` returns. Unknown URLs get Splash's DNS-failure 502.
   void set(const std::string& target_url, standin_page page);
-  // Plain page served at /origin/<name> (for the direct renderer); "redirect" names are set
-  // with set_origin_redirect.
+  // Plain page served at /origin/<name> (for the direct and feed renderers), with an ETag; a
+  // request naming it in If-None-Match gets 304. Names ending in .xml are served as
+  // application/xml. "redirect" names are set with set_origin_redirect.
   void set_origin(const std::string& name, std::string html);
   void set_origin_redirect(const std::string& name, std::string location, unsigned status = 302);
 
-  // How many render.html requests named `target_url`.
+  // Whether /execute exists (Splash's Lua scripting; on by default).
+  void set_lua(bool enabled);
+
+  // How many renders (render.html or /execute requests) named `target_url`.
   std::size_t renders(const std::string& target_url) const;
+  // How many /origin/ requests were answered 304 (their If-None-Match named the page's ETag).
+  std::size_t origin_not_modified() const;
   // The most pages that were being rendered (delayed before their answer) at one time.
   std::size_t peak_concurrent_renders() const;
 

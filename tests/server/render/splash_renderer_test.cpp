@@ -127,3 +127,73 @@ TEST_CASE("a Splash error quoting megabytes of a page keeps 500 bytes of it") {
   CHECK(r.message.rfind("Splash could not load the page: xxx", 0) == 0);
   CHECK(r.message.substr(r.message.size() - 3) == "…");
 }
+
+TEST_CASE("the /execute body carries the render script and the request's arguments") {
+  auto body = nlohmann::json::parse(splash_execute_body(request_for("https://a.test/x?y=1")));
+  CHECK(body.at("url") == "https://a.test/x?y=1");
+  CHECK(body.at("wait") == 0.5);
+  CHECK(body.at("timeout") == 30);
+  auto script = body.at("lua_source").get<std::string>();
+  CHECK(script.find("function main(splash, args)") != std::string::npos);
+  CHECK(script.find("splash:go(args.url)") != std::string::npos);
+  CHECK(script.find("splash:history()") != std::string::npos);
+}
+
+TEST_CASE("/execute answers: the page, the site's own status, and the main document's errors") {
+  auto req = request_for("http://a.test/");
+  SUBCASE("a page, based at the URL it ended on after redirects") {
+    auto r = interpret_splash_execute_answer(
+        200,
+        R"({"html":"<html><body><a href='/x'>x</a></body></html>","url":"https://www.a.test/","status":200})",
+        req);
+    REQUIRE(r.ok());
+    CHECK(r.url == "https://www.a.test/");
+    CHECK(r.html.find("href='/x'") != std::string::npos);
+  }
+  SUBCASE("a final URL that is not http(s) leaves the request's URL as the base") {
+    auto r = interpret_splash_execute_answer(
+        200, R"({"html":"<html><body><p>x</p></body></html>","url":"about:blank"})", req);
+    REQUIRE(r.ok());
+    CHECK(r.url == "http://a.test/");
+  }
+  SUBCASE("the site's 404 page is a 404, not a page without headlines") {
+    auto r = interpret_splash_execute_answer(
+        200,
+        R"({"html":"<html><body><h1>Not Found</h1></body></html>","url":"http://a.test/","status":404,"error":"http404"})",
+        req);
+    CHECK(r.failure == render_failure::upstream);
+    CHECK(r.message == "the site answered HTTP 404");
+  }
+  SUBCASE("a network failure of the main document names it") {
+    auto r = interpret_splash_execute_answer(
+        200,
+        R"({"html":"<html><head></head><body></body></html>","url":"about:blank","error":"network3"})",
+        req);
+    CHECK(r.failure == render_failure::upstream);
+    CHECK(r.message == "Splash could not load the page: host not found");
+  }
+  SUBCASE("an empty page without an error is the empty-page notice") {
+    auto r = interpret_splash_execute_answer(
+        200, R"({"html":"<html><head></head><body></body></html>","url":"http://a.test/"})", req);
+    CHECK(r.failure == render_failure::empty);
+  }
+  SUBCASE("a script error names Splash's message") {
+    auto r = interpret_splash_execute_answer(
+        400,
+        R"({"error":400,"type":"ScriptError","info":{"type":"LUA_ERROR","message":"[string \"...\"]:3: attempt to call a nil value"}})",
+        req);
+    CHECK(r.failure == render_failure::rejected);
+    CHECK(r.message.rfind("Splash could not run newsdesk's render script: [string", 0) == 0);
+  }
+  SUBCASE("Splash's own errors read as they do from render.html") {
+    auto r = interpret_splash_execute_answer(
+        504, R"({"error":504,"type":"GlobalTimeoutError","info":{"timeout":3.0}})", req);
+    CHECK(r.message == "Splash timed out after 3 s");
+  }
+  SUBCASE("garbage never throws and is never a page") {
+    for (auto body : {"", "null", "[]", "{}", R"({"html":5})", R"({"status":"404"})",
+                      R"({"html":"","error":7})", R"({"type":"ScriptError","info":3})", "\xff\xfe"})
+      for (unsigned status : {200u, 400u, 502u, 504u})
+        CHECK_FALSE(interpret_splash_execute_answer(status, body, req).ok());
+  }
+}
