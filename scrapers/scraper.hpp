@@ -44,8 +44,9 @@ struct site_info {
 };
 
 // The renderers a site may ask for; the server builds one of each that is configured.
-inline constexpr std::array<std::string_view, 4> renderer_names{"splash", "chromium", "browserless",
-                                                                "direct"};
+// "feed" fetches a site's RSS or Atom feed directly (no browser), polling it conditionally.
+inline constexpr std::array<std::string_view, 5> renderer_names{"splash", "chromium", "browserless",
+                                                                "direct", "feed"};
 
 inline bool is_renderer_name(std::string_view name) {
   return std::find(renderer_names.begin(), renderer_names.end(), name) != renderer_names.end();

@@ -6,6 +6,7 @@
 #include "server/render/http_client.hpp"
 
 #include <memory>
+#include <optional>
 
 namespace newsdesk::server {
 
@@ -13,16 +14,25 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 
 // The state of one render across redirect hops.
+// Feed types first; servers that only know XML or HTML still answer.
+constexpr const char* feed_accept = "application/rss+xml, application/atom+xml, "
+                                    "application/rdf+xml;q=0.9, application/xml;q=0.8, "
+                                    "text/xml;q=0.8, */*;q=0.5";
+
 struct direct_fetch : std::enable_shared_from_this<direct_fetch> {
+  direct_renderer& owner;
   http_client& client;
   render_request request;
+  std::optional<direct_renderer::remembered_feed> known; // what the last full poll returned
   std::function<void(render_result)> done;
   clock_type::time_point deadline;
   clock_type::time_point started = clock_type::now();
   int redirects = 0;
 
-  direct_fetch(http_client& c, render_request r, std::function<void(render_result)> d)
-      : client(c)
+  direct_fetch(direct_renderer& o, http_client& c, render_request r,
+               std::function<void(render_result)> d)
+      : owner(o)
+      , client(c)
       , request(std::move(r))
       , done(std::move(d))
       , deadline(clock_type::now() + request.timeout) {}
@@ -34,6 +44,16 @@ struct direct_fetch : std::enable_shared_from_this<direct_fetch> {
       return finish_timeout();
     http_fetch_options options;
     options.timeout = remaining;
+    if (owner.conditional()) {
+      options.headers.emplace_back("Accept", feed_accept);
+      // Validators belong to the URL asked for; a redirect's target is asked plainly.
+      if (redirects == 0 && (known = owner.recall(url))) {
+        if (!known->etag.empty())
+          options.headers.emplace_back("If-None-Match", known->etag);
+        if (!known->last_modified.empty())
+          options.headers.emplace_back("If-Modified-Since", known->last_modified);
+      }
+    }
     client.get(url, std::move(options), [self = shared_from_this(), url](http_fetch_result answer) {
       self->on_answer(url, std::move(answer));
     });
@@ -52,6 +72,13 @@ struct direct_fetch : std::enable_shared_from_this<direct_fetch> {
     default:
       return finish(render_failure::unreachable, "cannot fetch " + url + ": " + answer.error);
     }
+    if (answer.status == 304 && known && redirects == 0) {
+      owner.count_not_modified();
+      render_result same;
+      same.html = known->body;
+      same.url = known->url;
+      return complete(std::move(same));
+    }
     if (answer.status >= 300 && answer.status < 400 && answer.status != 304) {
       auto location = answer.header("Location");
       if (location.empty())
@@ -68,6 +95,14 @@ struct direct_fetch : std::enable_shared_from_this<direct_fetch> {
     if (answer.status != 200)
       return finish(render_failure::upstream,
                     "site answered HTTP " + std::to_string(answer.status));
+    if (owner.conditional()) {
+      direct_renderer::remembered_feed feed{
+          answer.header("ETag"), answer.header("Last-Modified"), {}, url};
+      if (!feed.etag.empty() || !feed.last_modified.empty()) {
+        feed.body = answer.body;
+        owner.remember(request.url, std::move(feed));
+      }
+    }
     render_result ok;
     ok.html = std::move(answer.body);
     ok.url = url;
@@ -93,8 +128,24 @@ struct direct_fetch : std::enable_shared_from_this<direct_fetch> {
 
 void direct_renderer::render(render_request request, std::function<void(render_result)> done) {
   auto url = request.url;
-  std::make_shared<direct_fetch>(client_, std::move(request), std::move(done))
+  std::make_shared<direct_fetch>(*this, client_, std::move(request), std::move(done))
       ->fetch(std::move(url));
+}
+
+std::optional<direct_renderer::remembered_feed>
+direct_renderer::recall(const std::string& url) const {
+  std::lock_guard lock(mutex_);
+  auto it = feeds_.find(url);
+  if (it == feeds_.end())
+    return std::nullopt;
+  return it->second;
+}
+
+void direct_renderer::remember(const std::string& url, remembered_feed feed) {
+  std::lock_guard lock(mutex_);
+  if (feeds_.size() >= max_remembered_feeds && !feeds_.count(url))
+    feeds_.erase(feeds_.begin());
+  feeds_[url] = std::move(feed);
 }
 
 } // namespace newsdesk::server

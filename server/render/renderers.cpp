@@ -23,6 +23,10 @@ const std::pair<std::string_view, maker> registrations[] = {
      [](const render_context& c) -> std::unique_ptr<renderer> {
        return std::make_unique<direct_renderer>(c.client);
      }},
+    {"feed",
+     [](const render_context& c) -> std::unique_ptr<renderer> {
+       return std::make_unique<direct_renderer>(c.client, direct_renderer::mode::feed);
+     }},
     {"splash",
      [](const render_context& c) -> std::unique_ptr<renderer> {
        if (c.options.splash_url.empty())

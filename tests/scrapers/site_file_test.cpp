@@ -349,7 +349,7 @@ TEST_CASE("site files: every validation error names the file, the field and the 
        "sites/x.json: timeout: expected seconds above 0, at most 3600"},
       {"{" + v + ", \"wait\": 5, \"timeout\": 5}", "sites/x.json: wait: must be below timeout"},
       {"{" + v + ", \"renderer\": \"chrome\"}",
-       "sites/x.json: renderer: expected one of splash, chromium, browserless, direct, got "
+       "sites/x.json: renderer: expected one of splash, chromium, browserless, direct, feed, got "
        "\"chrome\""},
       {"{" + v + ", \"link\": \"a[\"}",
        "sites/x.json: link: bad selector \"a[\" at column 3: expected attribute name"},

@@ -401,7 +401,7 @@ TEST_CASE("renderer choice: Splash if configured, else an installed Chromium, el
                        config_error);
   none.renderer = "phantomjs";
   CHECK_THROWS_WITH_AS(resolve_sites(none, reg),
-                       doctest::Contains("known: splash, chromium, browserless, direct"),
+                       doctest::Contains("known: splash, chromium, browserless, direct, feed"),
                        config_error);
   CHECK_THROWS_WITH_AS(apply_config_json(none, R"({"chromium_pth": "/x"})", "t.json"),
                        doctest::Contains("t.json: chromium_pth: unknown key"), config_error);

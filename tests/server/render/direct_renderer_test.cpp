@@ -28,14 +28,19 @@ struct rig {
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{ioc.get_executor()};
   http_client client;
   direct_renderer direct{client};
+  direct_renderer feed{client, direct_renderer::mode::feed};
   std::thread thread{[this] { ioc.run(); }};
   ~rig() {
     work.reset();
     thread.join();
   }
   render_result render(const std::string& url, std::chrono::milliseconds timeout = 5s) {
+    return render_with(direct, url, timeout);
+  }
+  render_result render_with(direct_renderer& renderer, const std::string& url,
+                            std::chrono::milliseconds timeout = 5s) {
     std::promise<render_result> p;
-    direct.render({url, 0ms, timeout}, [&](render_result r) { p.set_value(std::move(r)); });
+    renderer.render({url, 0ms, timeout}, [&](render_result r) { p.set_value(std::move(r)); });
     return p.get_future().get();
   }
 };
@@ -140,4 +145,37 @@ TEST_CASE("direct: https pages are fetched with the certificate checked") {
   auto refused = strict.render(url);
   CHECK(refused.failure == render_failure::unreachable);
   CHECK(refused.message.find("TLS handshake failed") != std::string::npos);
+}
+
+TEST_CASE("feed: polls conditionally; a 304 gives the feed it remembered, a change the new one") {
+  splash_standin origin;
+  const std::string v1 =
+      "<rss version=\"2.0\"><channel><item><title>One</title></item></channel></rss>";
+  const std::string v2 =
+      "<rss version=\"2.0\"><channel><item><title>Two</title></item></channel></rss>";
+  origin.set_origin("feed.xml", v1);
+  rig r;
+  const auto url = origin.base_url() + "/origin/feed.xml";
+  auto first = r.render_with(r.feed, url);
+  REQUIRE(first.ok());
+  CHECK(first.html == v1);
+  CHECK(origin.origin_not_modified() == 0);
+
+  auto second = r.render_with(r.feed, url);
+  REQUIRE(second.ok());
+  CHECK(second.html == v1);
+  CHECK(second.url == url);
+  CHECK(origin.origin_not_modified() == 1); // the origin sent no body
+  CHECK(r.feed.not_modified() == 1);
+
+  origin.set_origin("feed.xml", v2);
+  auto third = r.render_with(r.feed, url);
+  REQUIRE(third.ok());
+  CHECK(third.html == v2);
+  CHECK(origin.origin_not_modified() == 1);
+
+  // The page renderer never sends validators: it always gets the whole page.
+  CHECK(r.render(url).html == v2);
+  CHECK(r.render(url).html == v2);
+  CHECK(origin.origin_not_modified() == 1);
 }

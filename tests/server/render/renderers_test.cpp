@@ -6,14 +6,16 @@
 
 using namespace newsdesk::server;
 
-TEST_CASE("renderer_set makes direct always, and each other renderer only when its options say "
-          "where it is") {
+TEST_CASE("renderer_set makes direct and feed always, and each other renderer only when its "
+          "options say where it is") {
   boost::asio::io_context ioc;
   {
     renderer_set none(ioc, renderer_options{});
-    CHECK(none.by_name().size() == 1);
+    CHECK(none.by_name().size() == 2);
     REQUIRE(none.find("direct"));
     CHECK(none.find("direct")->name() == "direct");
+    REQUIRE(none.find("feed"));
+    CHECK(none.find("feed")->name() == "feed");
     CHECK(none.find("splash") == nullptr);
     CHECK(none.find("chromium") == nullptr);
     CHECK(none.find("browserless") == nullptr);
@@ -24,7 +26,7 @@ TEST_CASE("renderer_set makes direct always, and each other renderer only when i
   options.chromium.path = "/nonexistent/chromium"; // made, not started: it starts on first use
   renderer_set all(ioc, options);
   auto names = all.by_name();
-  CHECK(names.size() == 4);
+  CHECK(names.size() == 5);
   for (const auto& [name, r] : names) {
     REQUIRE(r);
     CHECK(r->name() == name);
