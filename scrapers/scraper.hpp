@@ -76,7 +76,9 @@ class scraper {
 
   // Parses `html` (any bytes; invalid UTF-8 is tolerated) and extracts from it. Throws
   // dom::too_complex, before parsing, for a page past dom::max_nesting_depth or max_elements.
-  std::vector<headline> parse(std::string_view html, std::string_view page_url) const;
+  // A scraper whose source is not a page (a feed) reads the bytes its own way instead, and
+  // throws its own error (feed_error) for bytes it cannot read.
+  virtual std::vector<headline> parse(std::string_view html, std::string_view page_url) const;
 };
 
 } // namespace newsdesk::scrapers

@@ -2,6 +2,7 @@
 
 #include "scrapers/css/selector.hpp"
 #include "scrapers/dom.hpp"
+#include "scrapers/feed.hpp"
 #include "scrapers/headlines.hpp"
 #include "scrapers/text.hpp"
 #include "scrapers/url.hpp"
@@ -9,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -68,16 +71,20 @@ bool excluded(const url_filter& f, const std::string& url) {
 struct rule {
   css::selector_list link;
   std::optional<css::selector_list> title;
+  bool title_fallback = false; // the link's own text when `title` finds nothing inside it
   std::string url_attribute = "href";
   url_filter include;
   url_filter exclude;
 };
 
+// The most rules one file may list: each costs a test per element of the page.
+constexpr std::size_t max_rules = 20;
+
 class site_file_scraper final : public scraper {
  public:
-  site_file_scraper(site_info info, rule r, std::string definition)
+  site_file_scraper(site_info info, std::vector<rule> rules, std::string definition)
       : info_(std::move(info))
-      , rule_(std::move(r))
+      , rules_(std::move(rules))
       , definition_(std::move(definition)) {}
 
   const site_info& site() const override { return info_; }
@@ -93,26 +100,26 @@ class site_file_scraper final : public scraper {
                             site_trial* stats) const {
     site_trial ignored;
     site_trial& s = stats ? *stats : ignored;
+    s.method = "selectors";
     headline_collector collector(info_.name, page_url, page);
-    std::vector<dom::node> links = css::select(page.root(), rule_.link);
-    if (links.size() > max_link_matches) {
-      links.resize(max_link_matches);
-    }
-    s.link_matches = links.size();
-    for (dom::node link : links) {
-      std::optional<std::string_view> href = link.attr(rule_.url_attribute);
+    for (const auto& [link, r] : matches(page)) {
+      ++s.link_matches;
+      std::optional<std::string_view> href = link.attr(r->url_attribute);
       std::optional<std::string> target = href ? collector.resolve(*href) : std::nullopt;
       if (!target || !url::is_http_url(*target)) {
         ++s.without_url;
         continue;
       }
-      dom::node title = rule_.title ? css::select_first(link, *rule_.title) : link;
+      dom::node title = r->title ? css::select_first(link, *r->title) : link;
+      if (!title && r->title_fallback) {
+        title = link;
+      }
       std::string text = title ? collapse_whitespace(title.text()) : std::string();
       if (text.empty()) {
         ++s.without_title;
         continue;
       }
-      if (!passes_filters(*target)) {
+      if (!passes_filters(*r, *target)) {
         ++s.filtered_out;
         continue;
       }
@@ -124,8 +131,36 @@ class site_file_scraper final : public scraper {
   }
 
  private:
-  bool passes_filters(const std::string& url) const {
-    if (rule_.include.empty() && rule_.exclude.empty()) {
+  // The elements the rules' link selectors match, in page order, each with the first rule that
+  // matches it (up to max_link_matches): headlines keep the page's order whichever rule found
+  // them.
+  std::vector<std::pair<dom::node, const rule*>> matches(const dom::document& page) const {
+    std::vector<std::pair<dom::node, const rule*>> out;
+    if (rules_.size() == 1) {
+      for (dom::node e : css::select(page.root(), rules_.front().link)) {
+        out.emplace_back(e, &rules_.front());
+      }
+    } else {
+      for (dom::node e : page.root().descendant_elements()) {
+        for (const rule& r : rules_) {
+          if (css::matches(r.link, e)) {
+            out.emplace_back(e, &r);
+            break;
+          }
+        }
+        if (out.size() > max_link_matches) {
+          break;
+        }
+      }
+    }
+    if (out.size() > max_link_matches) {
+      out.resize(max_link_matches);
+    }
+    return out;
+  }
+
+  static bool passes_filters(const rule& r, const std::string& url) {
+    if (r.include.empty() && r.exclude.empty()) {
       return true;
     }
     if (url.size() > max_filtered_url_bytes) {
@@ -134,16 +169,77 @@ class site_file_scraper final : public scraper {
     // std::regex reports resource exhaustion (a pathological pattern) by throwing; extract()
     // must not throw, and a link we cannot judge is better left out.
     try {
-      return included(rule_.include, url) && !excluded(rule_.exclude, url);
+      return included(r.include, url) && !excluded(r.exclude, url);
     } catch (const std::regex_error&) {
       return false;
     }
   }
 
   site_info info_;
-  rule rule_;
+  std::vector<rule> rules_;
   std::string definition_; // the file's JSON, dumped: keys sorted, no whitespace
 };
+
+// A site read from its RSS or Atom feed: the "page" it is given is the feed's bytes.
+class feed_scraper final : public scraper {
+ public:
+  feed_scraper(site_info info, std::string definition)
+      : info_(std::move(info))
+      , definition_(std::move(definition)) {}
+
+  const site_info& site() const override { return info_; }
+  std::string definition() const override { return definition_; }
+  // A feed has no page to look at: its headlines come from parse().
+  std::vector<headline> extract(const dom::document&, std::string_view) const override {
+    return {};
+  }
+  std::vector<headline> parse(std::string_view bytes, std::string_view feed_url) const override {
+    return parse_feed(bytes, feed_url, info_.name).headlines;
+  }
+
+ private:
+  site_info info_;
+  std::string definition_;
+};
+
+// A display name made from a site's name: "hacker_news" -> "Hacker News".
+std::string display_name_from(std::string_view name) {
+  std::string out;
+  bool word_start = true;
+  for (char c : name) {
+    if (c == '_' || c == '-') {
+      out += ' ';
+      word_start = true;
+    } else {
+      out += word_start && c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c;
+      word_start = false;
+    }
+  }
+  return out;
+}
+
+// A colour for a site file without one: picked by the name, so it stays the same across
+// restarts and machines. Mid-tone colours: the page picks black or white text for each.
+std::string colour_from(std::string_view name) {
+  static constexpr std::array<std::string_view, 12> palette{
+      "#c0392b", "#2471a3", "#1e8449", "#b9770e", "#7d3c98", "#117a65",
+      "#a04000", "#2e4053", "#c2185b", "#00838f", "#5d6d7e", "#6e2c00"};
+  std::uint32_t hash = 2166136261u; // FNV-1a
+  for (char c : name) {
+    hash = (hash ^ static_cast<unsigned char>(c)) * 16777619u;
+  }
+  return std::string(palette[hash % palette.size()]);
+}
+
+bool is_attribute_name(std::string_view name) {
+  if (name.empty()) {
+    return false;
+  }
+  return std::none_of(name.begin(), name.end(), [](char c) {
+    auto u = static_cast<unsigned char>(c);
+    return u <= 0x20 || u == 0x7F || c == '"' || c == '\'' || c == '>' || c == '/' || c == '=';
+  });
+}
 
 // Reads one site file's JSON object, naming the field in every error.
 class reader {
@@ -232,6 +328,37 @@ class reader {
     return f;
   }
 
+  // One rule's fields from `j` (the file itself, or an entry of "rules"); `prefix` is how its
+  // fields are named in errors ("" or "rules[1].").
+  rule rule_field(const json& j, const std::string& prefix) const {
+    rule r;
+    r.link = selector_field(j.at("link"), prefix + "link");
+    if (j.contains("title")) {
+      r.title = selector_field(j.at("title"), prefix + "title");
+    }
+    if (j.contains("title_fallback")) {
+      if (!j.at("title_fallback").is_boolean()) {
+        fail(prefix + "title_fallback",
+             "expected true or false, got " + describe(j.at("title_fallback")));
+      }
+      r.title_fallback = j.at("title_fallback").get<bool>();
+    }
+    if (j.contains("url_attribute")) {
+      r.url_attribute = string_field(j.at("url_attribute"), prefix + "url_attribute");
+      if (!is_attribute_name(r.url_attribute)) {
+        fail(prefix + "url_attribute",
+             "expected an attribute name, got " + json(r.url_attribute).dump());
+      }
+    }
+    if (j.contains("include")) {
+      r.include = filter_field(j.at("include"), prefix + "include");
+    }
+    if (j.contains("exclude")) {
+      r.exclude = filter_field(j.at("exclude"), prefix + "exclude");
+    }
+    return r;
+  }
+
   std::regex regex_field(const json& j, const std::string& field) const {
     std::string source = string_field(j, field);
     if (source.empty()) {
@@ -260,19 +387,14 @@ bool is_hex_colour(std::string_view c) {
   });
 }
 
-bool is_attribute_name(std::string_view name) {
-  if (name.empty()) {
-    return false;
-  }
-  return std::none_of(name.begin(), name.end(), [](char c) {
-    auto u = static_cast<unsigned char>(c);
-    return u <= 0x20 || u == 0x7F || c == '"' || c == '\'' || c == '>' || c == '/' || c == '=';
-  });
-}
-
 const std::vector<std::string> known_fields{
-    "name", "display_name", "url",           "colour",  "wait",    "timeout", "renderer",
-    "link", "title",        "url_attribute", "include", "exclude", "comment"};
+    "name",          "display_name", "url",     "feed",   "colour", "wait",
+    "timeout",       "renderer",     "rules",   "link",   "title",  "title_fallback",
+    "url_attribute", "include",      "exclude", "comment"};
+
+// The fields of one rule, at the top level (one rule) or in each entry of "rules".
+const std::vector<std::string> rule_fields{"link",          "title",   "title_fallback",
+                                           "url_attribute", "include", "exclude"};
 
 std::string joined(const std::vector<std::string>& words) {
   std::string out;
@@ -328,10 +450,25 @@ std::unique_ptr<scraper> parse_site_file(std::string_view json_text,
       in.fail(item.key(), "unknown field (known: " + joined(known_fields) + ")");
     }
   }
-  for (const char* required : {"name", "display_name", "url", "colour", "link"}) {
-    if (!j.contains(required)) {
-      in.fail(required, "missing (required)");
+  if (!j.contains("name")) {
+    in.fail("name", "missing (required)");
+  }
+  const bool is_feed = j.contains("feed");
+  if (!is_feed && !j.contains("url")) {
+    in.fail("url", "missing: give the page's url (or a feed)");
+  }
+  if (is_feed) {
+    for (const char* page_only : {"rules", "link", "title", "title_fallback", "url_attribute",
+                                  "include", "exclude", "wait"}) {
+      if (j.contains(page_only)) {
+        in.fail(page_only, "not for a feed: a feed's items are its headlines");
+      }
     }
+  } else if (!j.contains("link") && !j.contains("rules")) {
+    in.fail("link", "missing: give link (or rules) for a page, or feed instead of url");
+  }
+  if (j.contains("rules") && j.contains("link")) {
+    in.fail("rules", "give either rules or a top-level link, not both");
   }
 
   site_info info;
@@ -340,18 +477,30 @@ std::unique_ptr<scraper> parse_site_file(std::string_view json_text,
     in.fail("name", "expected 1-" + std::to_string(max_site_name_length) +
                         " characters of a-z, 0-9, _ and -, got " + json(info.name).dump());
   }
-  info.display_name =
-      std::string(trim_ascii_whitespace(in.string_field(j.at("display_name"), "display_name")));
-  if (info.display_name.empty()) {
-    in.fail("display_name", "must not be empty");
+  info.display_name = display_name_from(info.name);
+  if (j.contains("display_name")) {
+    info.display_name =
+        std::string(trim_ascii_whitespace(in.string_field(j.at("display_name"), "display_name")));
+    if (info.display_name.empty()) {
+      in.fail("display_name", "must not be empty");
+    }
   }
-  info.url = in.string_field(j.at("url"), "url");
+  // A feed site's URL is its feed's: that is what is fetched.
+  const char* url_field = is_feed ? "feed" : "url";
+  if (is_feed && j.contains("url")) {
+    in.fail("url", "not for a feed: give the feed's address in feed");
+  }
+  info.url = in.string_field(j.at(url_field), url_field);
   if (!url::is_http_url(info.url)) {
-    in.fail("url", "expected an absolute http:// or https:// URL, got " + json(info.url).dump());
+    in.fail(url_field,
+            "expected an absolute http:// or https:// URL, got " + json(info.url).dump());
   }
-  info.colour = in.string_field(j.at("colour"), "colour");
-  if (!is_hex_colour(info.colour)) {
-    in.fail("colour", "expected #rgb or #rrggbb, got " + json(info.colour).dump());
+  info.colour = colour_from(info.name);
+  if (j.contains("colour")) {
+    info.colour = in.string_field(j.at("colour"), "colour");
+    if (!is_hex_colour(info.colour)) {
+      in.fail("colour", "expected #rgb or #rrggbb, got " + json(info.colour).dump());
+    }
   }
   if (j.contains("wait")) {
     double wait = in.number_field(j.at("wait"), "wait");
@@ -378,29 +527,48 @@ std::unique_ptr<scraper> parse_site_file(std::string_view json_text,
     }
     info.renderer = renderer;
   }
+  if (is_feed) {
+    if (info.renderer && *info.renderer != "feed") {
+      in.fail("renderer",
+              "a feed is read by the feed renderer, got " + json(*info.renderer).dump());
+    }
+    info.renderer = "feed";
+  }
   if (j.contains("comment")) {
     in.string_field(j.at("comment"), "comment");
   }
-
-  rule r;
-  r.link = in.selector_field(j.at("link"), "link");
-  if (j.contains("title")) {
-    r.title = in.selector_field(j.at("title"), "title");
+  info.origin = file.string();
+  if (is_feed) {
+    return std::make_unique<feed_scraper>(std::move(info), j.dump());
   }
-  if (j.contains("url_attribute")) {
-    r.url_attribute = in.string_field(j.at("url_attribute"), "url_attribute");
-    if (!is_attribute_name(r.url_attribute)) {
-      in.fail("url_attribute", "expected an attribute name, got " + json(r.url_attribute).dump());
+
+  std::vector<rule> rules;
+  if (j.contains("link")) {
+    rules.push_back(in.rule_field(j, ""));
+  } else {
+    const json& list = j.at("rules");
+    if (!list.is_array() || list.empty() || list.size() > max_rules) {
+      in.fail("rules", "expected an array of 1 to " + std::to_string(max_rules) +
+                           " rules {\"link\": ..., \"title\": ...}, got " + reader::describe(list));
+    }
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string where = "rules[" + std::to_string(i) + "]";
+      if (!list[i].is_object()) {
+        in.fail(where, "expected a rule {\"link\": ..., \"title\": ...}, got " +
+                           reader::describe(list[i]));
+      }
+      for (const auto& item : list[i].items()) {
+        if (std::find(rule_fields.begin(), rule_fields.end(), item.key()) == rule_fields.end()) {
+          in.fail(where + "." + item.key(), "unknown field (known: " + joined(rule_fields) + ")");
+        }
+      }
+      if (!list[i].contains("link")) {
+        in.fail(where + ".link", "missing (required)");
+      }
+      rules.push_back(in.rule_field(list[i], where + "."));
     }
   }
-  if (j.contains("include")) {
-    r.include = in.filter_field(j.at("include"), "include");
-  }
-  if (j.contains("exclude")) {
-    r.exclude = in.filter_field(j.at("exclude"), "exclude");
-  }
-  info.origin = file.string();
-  return std::make_unique<site_file_scraper>(std::move(info), std::move(r), j.dump());
+  return std::make_unique<site_file_scraper>(std::move(info), std::move(rules), j.dump());
 }
 
 std::unique_ptr<scraper> load_site_file(const std::filesystem::path& file) {
@@ -485,11 +653,15 @@ std::vector<std::string> check_site_folder(const std::filesystem::path& dir) {
 site_trial try_site_file(const std::filesystem::path& file, std::string_view html,
                          std::string_view page_url) {
   std::unique_ptr<scraper> s = load_site_file(file);
-  const auto& site = dynamic_cast<const site_file_scraper&>(*s);
   site_trial trial;
-  trial.site = site.site();
+  trial.site = s->site();
   std::string base(page_url.empty() ? std::string_view(trial.site.url) : page_url);
-  trial.headlines = site.run(dom::document::parse(html), base, &trial);
+  if (const auto* site = dynamic_cast<const site_file_scraper*>(s.get())) {
+    trial.headlines = site->run(dom::document::parse(html), base, &trial);
+  } else {
+    trial.method = "feed";
+    trial.headlines = s->parse(html, base);
+  }
   return trial;
 }
 

@@ -93,6 +93,8 @@ std::vector<std::string> check_site_folder(const std::filesystem::path& dir);
 // rule (`newsdesk --try-site FILE --html PAGE`).
 struct site_trial {
   site_info site;
+  std::string method; // how the headlines were found: "selectors" or "feed"
+
   std::size_t link_matches = 0;    // elements the link selector matched (up to max_link_matches)
   std::size_t without_url = 0;     // no url_attribute, or it does not resolve to http(s)
   std::size_t without_title = 0;   // the title selector found nothing, or the text was empty

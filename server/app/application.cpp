@@ -64,15 +64,6 @@ unsigned thread_count(const config& cfg) {
   return cfg.threads ? cfg.threads : std::max(1u, std::thread::hardware_concurrency());
 }
 
-renderer_options renderer_options_of(const config& cfg) {
-  renderer_options options;
-  options.splash_url = cfg.splash_url;
-  options.browserless_url = cfg.browserless_url;
-  options.chromium = cfg.chromium;
-  options.tls_verify = cfg.tls_verify;
-  return options;
-}
-
 // Where each renderer sends its work, for the first log lines.
 std::string renderer_address(const config& cfg, const std::string& name) {
   if (name == "splash")

@@ -595,6 +595,15 @@ void fit_descriptor_budget(config& cfg, std::size_t open_file_limit) {
       "systemd, ulimits: in compose)");
 }
 
+renderer_options renderer_options_of(const config& cfg) {
+  renderer_options options;
+  options.splash_url = cfg.splash_url;
+  options.browserless_url = cfg.browserless_url;
+  options.chromium = cfg.chromium;
+  options.tls_verify = cfg.tls_verify;
+  return options;
+}
+
 std::vector<site_config> resolve_sites(const config& cfg,
                                        const std::shared_ptr<const scrapers::registry>& registry) {
   // Which renderer a site uses, strongest first: its config entry; the operator's global
@@ -613,6 +622,8 @@ std::vector<site_config> resolve_sites(const config& cfg,
                                 : !cfg.chromium.path.empty() ? "chromium"
                                                              : "direct";
   auto default_renderer_for = [&](const scrapers::site_info& info) {
+    if (info.renderer == "feed") // a feed is read, never rendered
+      return std::string("feed");
     if (!cfg.renderer.empty())
       return cfg.renderer;
     if (info.renderer && available(*info.renderer))

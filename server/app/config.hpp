@@ -9,6 +9,7 @@
 #include "server/http/http_server.hpp"
 #include "server/news/site_config.hpp"
 #include "server/render/chromium_renderer.hpp"
+#include "server/render/renderers.hpp"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -125,6 +126,9 @@ void fit_descriptor_budget(config& cfg, std::size_t open_file_limit);
 
 std::vector<site_config> resolve_sites(const config& cfg,
                                        const std::shared_ptr<const scrapers::registry>& registry);
+
+// What the renderers are made from (renderer_set).
+renderer_options renderer_options_of(const config& cfg);
 
 // The built-in scrapers plus the site files in cfg.site_files_dir (a missing folder is an error
 // only when it was named), resolved as above. Throws config_error or scrapers::site_file_error.

@@ -1,9 +1,16 @@
 #include "server/app/site_commands.hpp"
 
+#include "scrapers/registry.hpp"
 #include "scrapers/site_file.hpp"
 #include "server/app/config.hpp"
+#include "server/render/renderers.hpp"
 
+#include <boost/asio/io_context.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <ostream>
@@ -59,42 +66,177 @@ int check_scrapers(std::vector<std::string> args, std::ostream& out, std::ostrea
   return 0;
 }
 
+namespace {
+
+constexpr const char* try_site_usage =
+    "usage: newsdesk --try-site FILE|NAME [--html SAVED] [--url URL] [--json] [server options]\n"
+    "  FILE: a site file; NAME: a built-in scraper or a site in the configured folder.\n"
+    "  --html SAVED reads a saved page (a saved feed for a feed site); without it, the page is\n"
+    "  rendered live through the renderer the site would use. --url: the page to render, or\n"
+    "  the address a saved page's links resolve against.\n";
+
+// What a try found, however it was found.
+struct trial_report {
+  scrapers::site_info site;
+  std::string method; // "selectors", "feed", "built-in scraper (scrapers/sites/cnn.cpp)"
+  std::string source; // the saved file, or "URL via RENDERER in N ms"
+  std::string base;   // the address links were resolved against
+  std::optional<scrapers::site_trial> counts; // site files with selectors
+  std::vector<scrapers::headline> headlines;
+};
+
+void print_text(const trial_report& t, std::ostream& out) {
+  out << t.site.display_name << " (" << t.site.name << ") on " << t.source
+      << ", links resolved against " << t.base << "\n";
+  out << t.headlines.size() << (t.headlines.size() == 1 ? " headline" : " headlines")
+      << ", found by " << t.method;
+  if (t.counts) {
+    const auto& c = *t.counts;
+    out << "; the link selector matched " << c.link_matches << "; left out: " << c.without_url
+        << " without a usable URL, " << c.without_title << " without a title, " << c.filtered_out
+        << " filtered, " << c.duplicates << " duplicates";
+  }
+  out << "\n\n";
+  std::size_t n = 0;
+  for (const auto& h : t.headlines)
+    out << ++n << ". " << h.title << "\n   " << h.url << "\n";
+}
+
+void print_json(const trial_report& t, std::ostream& out) {
+  nlohmann::json headlines = nlohmann::json::array();
+  for (const auto& h : t.headlines)
+    headlines.push_back({{"title", h.title}, {"url", h.url}, {"method", t.method}});
+  nlohmann::json j = {{"site", t.site.name}, {"display_name", t.site.display_name},
+                      {"source", t.source},  {"base", t.base},
+                      {"method", t.method},  {"headlines", headlines}};
+  if (t.counts)
+    j["left_out"] = {{"link_matches", t.counts->link_matches},
+                     {"without_url", t.counts->without_url},
+                     {"without_title", t.counts->without_title},
+                     {"filtered", t.counts->filtered_out},
+                     {"duplicates", t.counts->duplicates}};
+  out << j.dump(2) << "\n";
+}
+
+// Renders `site`'s page live with the renderer it would use in the service.
+void render_live(const config& cfg, const site_config& site, std::string& html, std::string& source,
+                 std::string& base) {
+  boost::asio::io_context ioc;
+  renderer_set renderers(ioc, renderer_options_of(cfg));
+  renderer* r = renderers.find(site.renderer);
+  if (!r)
+    throw std::runtime_error("renderer " + site.renderer + " is not configured");
+  const auto started = std::chrono::steady_clock::now();
+  std::optional<render_result> result;
+  r->warm_up();
+  r->render({site.url, site.wait, site.timeout},
+            [&](render_result got) { result = std::move(got); });
+  while (!result && ioc.run_one() > 0) {
+  }
+  renderers.shutdown();
+  if (!result)
+    throw std::runtime_error("the render of " + site.url + " never finished");
+  if (!result->ok())
+    throw std::runtime_error("cannot render " + site.url + " with " + site.renderer + ": " +
+                             result->message);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - started)
+                      .count();
+  html = std::move(result->html);
+  base = result->url.empty() ? site.url : result->url;
+  source = site.url + " via " + site.renderer + " in " + std::to_string(ms) + " ms";
+}
+
+} // namespace
+
 int try_site(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  std::string file, page, url;
+  std::string target, saved, url;
+  bool as_json = false;
+  std::vector<std::string> server_options;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--html" && i + 1 < args.size())
-      page = args[++i];
+      saved = args[++i];
     else if (args[i] == "--url" && i + 1 < args.size())
       url = args[++i];
-    else if (file.empty() && args[i].rfind("--", 0) != 0)
-      file = args[i];
-    else {
-      err << "usage: newsdesk --try-site FILE --html PAGE [--url URL]\n";
-      return 2;
-    }
+    else if (args[i] == "--json")
+      as_json = true;
+    else if (target.empty() && !args[i].starts_with("--"))
+      target = args[i];
+    else
+      server_options.push_back(args[i]);
   }
-  if (file.empty() || page.empty()) {
-    err << "usage: newsdesk --try-site FILE --html PAGE [--url URL]\n";
+  if (target.empty()) {
+    err << try_site_usage;
     return 2;
   }
-  std::ifstream in(page, std::ios::binary);
-  if (!in) {
-    err << page << ": cannot read the page\n";
-    return 1;
-  }
-  std::ostringstream html;
-  html << in.rdbuf();
+  config cfg;
   try {
-    auto trial = scrapers::try_site_file(file, html.str(), url);
-    out << trial.site.display_name << " (" << trial.site.name << ") on " << page
-        << ", links resolved against " << (url.empty() ? trial.site.url : url) << "\n";
-    out << trial.headlines.size() << " headlines; the link selector matched " << trial.link_matches
-        << "; left out: " << trial.without_url << " without a usable URL, " << trial.without_title
-        << " without a title, " << trial.filtered_out << " filtered, " << trial.duplicates
-        << " duplicates\n\n";
-    std::size_t n = 0;
-    for (const auto& h : trial.headlines)
-      out << ++n << ". " << h.title << "\n   " << h.url << "\n";
+    bool help = false;
+    cfg = load_config(server_options, process_environment(), help);
+  } catch (const config_error& e) {
+    err << "newsdesk: " << e.what() << "\n" << try_site_usage;
+    return 2;
+  }
+
+  try {
+    // The scraper: a site file named on the command line, else a built-in or folder site.
+    auto registry = std::make_shared<scrapers::registry>();
+    const bool is_file = target.ends_with(".json") || std::filesystem::is_regular_file(target);
+    if (is_file) {
+      registry->add(scrapers::load_site_file(target));
+    } else {
+      scrapers::register_builtin_scrapers(*registry);
+      std::error_code ec;
+      if (std::filesystem::is_directory(cfg.site_files_dir, ec))
+        scrapers::load_site_folder(cfg.site_files_dir, *registry);
+    }
+    const scrapers::scraper* scraper = is_file ? registry->all().front() : registry->find(target);
+    if (!scraper) {
+      std::string known;
+      for (const auto* s : registry->all())
+        known += (known.empty() ? "" : ", ") + s->site().name;
+      err << "no site file or site named " << target << " (known: " << known << ")\n";
+      return 1;
+    }
+
+    trial_report report;
+    report.site = scraper->site();
+    std::string html;
+    if (!saved.empty()) {
+      std::ifstream in(saved, std::ios::binary);
+      if (!in) {
+        err << saved << ": cannot read the page\n";
+        return 1;
+      }
+      std::ostringstream bytes;
+      bytes << in.rdbuf();
+      html = bytes.str();
+      report.source = saved;
+      report.base = url.empty() ? report.site.url : url;
+    } else {
+      nlohmann::json entry = {{"scraper", report.site.name}};
+      if (!url.empty())
+        entry["url"] = url;
+      cfg.sites = std::make_shared<const nlohmann::json>(nlohmann::json::array({entry}));
+      auto sites = resolve_sites(cfg, registry);
+      render_live(cfg, sites.front(), html, report.source, report.base);
+    }
+
+    if (is_file && report.site.renderer != "feed") {
+      auto trial = scrapers::try_site_file(target, html, report.base);
+      report.method = trial.method;
+      report.headlines = std::move(trial.headlines);
+      report.counts = std::move(trial);
+    } else {
+      report.method = report.site.renderer == "feed"
+                          ? "feed"
+                          : "built-in scraper (" + scrapers::origin_of(report.site) + ")";
+      report.headlines = scraper->parse(html, report.base);
+    }
+    if (as_json)
+      print_json(report, out);
+    else
+      print_text(report, out);
     return 0;
   } catch (const std::exception& e) {
     err << e.what() << "\n";

@@ -152,6 +152,8 @@ failure_words describe_failure(std::string_view error) {
     return {"the page is too large to read", false};
   if (has("empty page"))
     return {"the page came back empty", false};
+  if (has("feed could not be read"))
+    return {"its feed couldn’t be read", false};
   if (has("s of cpu"))
     return {"the page took too long to read", false};
   if (has("refused before parsing"))

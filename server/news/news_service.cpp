@@ -1,6 +1,7 @@
 #include "server/news/news_service.hpp"
 
 #include "scrapers/dom.hpp"
+#include "scrapers/feed.hpp"
 #include "scrapers/text.hpp"
 
 #include "server/core/log.hpp"
@@ -754,6 +755,9 @@ void news_service::on_rendered(const slot_ptr& s, std::shared_ptr<const site_con
     } catch (const scrapers::dom::too_complex& e) {
       error = e.what();
       kind = "too_complex";
+    } catch (const scrapers::feed_error& e) {
+      error = std::string("the feed could not be read: ") + e.what();
+      kind = "bad_feed";
     } catch (const std::exception& e) {
       error = "the scraper failed on this page";
       kind = "scraper";

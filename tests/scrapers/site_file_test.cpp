@@ -217,6 +217,59 @@ TEST_CASE("site files: the title is the link's text, or the first title match in
   CHECK(titles(with_title) == std::vector<std::string>{"One headline"});
 }
 
+TEST_CASE("site files: several rules merge in page order, duplicates dropped by URL") {
+  // Two kinds of headline markup on one page (as NYT 2016 had): each rule finds one kind.
+  const std::string file = R"({"name": "t", "url": "https://example.com/", "rules": [
+      {"link": ".story-heading > a"},
+      {"link": "a.story-link", "title": ".story-heading"}]})";
+  const std::string html = R"html(
+    <h2 class=story-heading><a href="/a">First, kind one</a></h2>
+    <a class=story-link href="/b"><h2 class=story-heading>Second, kind two</h2><p>summary</p></a>
+    <h2 class=story-heading><a href="/c">Third, kind one</a></h2>
+    <a class=story-link href="/a"><h2 class=story-heading>Duplicate of the first</h2></a>
+    <a class=story-link href="/d"><h2 class=story-heading>Fifth, kind two</h2></a>)html";
+  auto got = parse_site_file(file, "t.json")->parse(html, "https://example.com/");
+  CHECK(titles(got) == std::vector<std::string>{"First, kind one", "Second, kind two",
+                                                "Third, kind one", "Fifth, kind two"});
+  CHECK(got[1].url == "https://example.com/b");
+}
+
+TEST_CASE("site files: title_fallback takes the link's own text when the title matches nothing") {
+  const std::string html = R"(<a class=story href="/a"><h3>With a heading</h3></a>
+                              <a class=story href="/b">Only link text</a>)";
+  CHECK(titles(run(R"(, "title": "h3")", html)) == std::vector<std::string>{"With a heading"});
+  CHECK(titles(run(R"(, "title": "h3", "title_fallback": true)", html)) ==
+        std::vector<std::string>{"With a heading", "Only link text"});
+}
+
+TEST_CASE("site files: name and url are enough for a page site; the rest is derived") {
+  auto s = parse_site_file(
+      R"({"name": "hacker_news", "url": "https://news.example/", "link": "a"})", "sites/hn.json");
+  CHECK(s->site().display_name == "Hacker News");
+  CHECK(s->site().colour.size() == 7);
+  CHECK(s->site().colour[0] == '#');
+  // The same name gives the same colour every time.
+  CHECK(parse_site_file(R"({"name": "hacker_news", "url": "https://x.example/", "link": "a"})",
+                        "other.json")
+            ->site()
+            .colour == s->site().colour);
+}
+
+TEST_CASE("site files: a feed site reads its feed, through the feed renderer") {
+  auto s = parse_site_file(R"({"name": "blog", "feed": "https://blog.example/feed.xml"})",
+                           "sites/blog.json");
+  CHECK(s->site().url == "https://blog.example/feed.xml");
+  CHECK(s->site().renderer == "feed");
+  CHECK(s->site().display_name == "Blog");
+  const std::string rss = R"(<?xml version="1.0"?><rss version="2.0"><channel><title>Blog</title>
+    <item><title>A post</title><link>/2026/a-post</link></item></channel></rss>)";
+  auto got = s->parse(rss, "https://blog.example/feed.xml");
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].title == "A post");
+  CHECK(got[0].url == "https://blog.example/2026/a-post");
+  CHECK(got[0].site == "blog");
+}
+
 TEST_CASE("site files: url_attribute reads the URL from another attribute") {
   auto got = run(R"(, "url_attribute": "data-href")",
                  R"(<div class=story data-href="/x">X</div><a class=story href="/y">Y</a>)",
@@ -319,12 +372,37 @@ TEST_CASE("site files: every validation error names the file, the field and the 
   };
   const std::vector<row> rows{
       {"{" + v + ", \"colour \": 1}",
-       "sites/x.json: colour : unknown field (known: name, display_name, url, colour, wait, "
-       "timeout, renderer, link, title, url_attribute, include, exclude, comment)"},
+       "sites/x.json: colour : unknown field (known: name, display_name, url, feed, colour, wait, "
+       "timeout, renderer, rules, link, title, title_fallback, url_attribute, include, exclude, "
+       "comment)"},
       {R"({"display_name": "X", "url": "https://x.org/", "colour": "#abc", "link": "a"})",
        "sites/x.json: name: missing (required)"},
       {R"({"name": "x", "display_name": "X", "url": "https://x.org/", "colour": "#abc"})",
-       "sites/x.json: link: missing (required)"},
+       "sites/x.json: link: missing: give link (or rules) for a page, or feed instead of url"},
+      {R"({"name": "x", "link": "a"})",
+       "sites/x.json: url: missing: give the page's url (or a feed)"},
+      {R"({"name": "x", "url": "https://x.org/", "link": "a", "rules": [{"link": "a"}]})",
+       "sites/x.json: rules: give either rules or a top-level link, not both"},
+      {R"({"name": "x", "url": "https://x.org/", "rules": []})",
+       "sites/x.json: rules: expected an array of 1 to 20 rules {\"link\": ..., \"title\": ...}, "
+       "got an array"},
+      {R"({"name": "x", "url": "https://x.org/", "rules": [{"link": "a"}, {"title": "h3"}]})",
+       "sites/x.json: rules[1].link: missing (required)"},
+      {R"({"name": "x", "url": "https://x.org/", "rules": [{"link": "a", "colour": "#fff"}]})",
+       "sites/x.json: rules[0].colour: unknown field (known: link, title, title_fallback, "
+       "url_attribute, include, exclude)"},
+      {R"({"name": "x", "url": "https://x.org/", "rules": [{"link": "a["}]})",
+       "sites/x.json: rules[0].link: bad selector \"a[\" at column 3: expected attribute name"},
+      {R"({"name": "x", "url": "https://x.org/", "link": "a", "title_fallback": "yes"})",
+       "sites/x.json: title_fallback: expected true or false, got string \"yes\""},
+      {R"({"name": "x", "feed": "https://x.org/rss", "link": "a"})",
+       "sites/x.json: link: not for a feed: a feed's items are its headlines"},
+      {R"({"name": "x", "feed": "https://x.org/rss", "url": "https://x.org/"})",
+       "sites/x.json: url: not for a feed: give the feed's address in feed"},
+      {R"({"name": "x", "feed": "ftp://x.org/rss"})",
+       "sites/x.json: feed: expected an absolute http:// or https:// URL, got \"ftp://x.org/rss\""},
+      {R"({"name": "x", "feed": "https://x.org/rss", "renderer": "splash"})",
+       "sites/x.json: renderer: a feed is read by the feed renderer, got \"splash\""},
       {"{" + v + ", \"name\": 7}", "sites/x.json: name: expected a string, got number 7"},
       {"{" + v + ", \"name\": \"BBC\"}",
        "sites/x.json: name: expected 1-64 characters of a-z, 0-9, _ and -, got \"BBC\""},

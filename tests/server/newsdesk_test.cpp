@@ -629,6 +629,52 @@ void serve_example_sites(splash_standin& splash) {
 }
 } // namespace
 
+TEST_CASE("feed sites: read without a renderer, polled with 304s, a broken feed only its site") {
+  splash_standin origin;
+  origin.set_origin("news.xml", R"(<?xml version="1.0" encoding="UTF-8"?>
+<rss version="2.0"><channel><title>Feed News</title>
+  <item><title>From the feed, first</title><link>/2026/first.html</link></item>
+  <item><title><![CDATA[Second & last]]></title><link>https://feed.example/2026/second.html</link></item>
+</channel></rss>)");
+  origin.set_origin("broken.xml", "<rss><channel><item><title>cut off</item>");
+  temp_dir sites;
+  sites.write("feednews.json",
+              R"({"name": "feednews", "feed": ")" + origin.base_url() + R"(/origin/news.xml"})");
+  sites.write("broken.json", R"({"name": "broken", "display_name": "Broken Feed", "feed": ")" +
+                                 origin.base_url() + R"(/origin/broken.xml"})");
+  newsdesk_process nd(json{{"site_files_dir", sites.path.string()},
+                           {"refresh", {{"retries", 0}, {"manual_min_interval", 0}}},
+                           {"sites",
+                            {{{"name", "feednews"}, {"scraper", "feednews"}},
+                             {{"name", "broken"}, {"scraper", "broken"}}}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  json j;
+  REQUIRE(eventually([&] {
+    j = json::parse(http_get(nd.port, "/news.json").body);
+    return j.at("sites")[0].at("ok") == true && !j.at("sites")[1].at("error").is_null();
+  }));
+  CHECK(j.at("sites")[0].at("renderer") == "feed");
+  CHECK(j.at("headlines").size() == 2);
+  auto page = http_get(nd.port, "/news");
+  CHECK(page.body.find("From the feed, first") != std::string::npos);
+  CHECK(page.body.find("Second &amp; last") != std::string::npos);
+  CHECK(page.body.find("href=\"" + origin.base_url() + "/2026/first.html\"") != std::string::npos);
+  CHECK(j.at("sites")[1].at("error").get<std::string>().rfind(
+            "the feed could not be read: line 1: ", 0) == 0);
+  CHECK(page.body.find("Couldn’t load Broken Feed: its feed couldn’t be read") !=
+        std::string::npos);
+  CHECK(eventually([&] { return count(nd.log(), "kind=bad_feed") >= 1; }));
+
+  // The next poll asks with the feed's ETag: 304, no body, the same headlines.
+  CHECK(origin.origin_not_modified() == 0);
+  REQUIRE(send_request(nd.port, "POST", "/api/refresh?site=feednews").status == 202);
+  REQUIRE(eventually([&] { return origin.origin_not_modified() == 1; }));
+  CHECK(eventually([&] {
+    auto again = json::parse(http_get(nd.port, "/news.json").body);
+    return again.at("headlines").size() == 2 && again.at("sites")[0].at("ok") == true;
+  }));
+}
+
 TEST_CASE("a site file dropped into the folder appears on /news after a restart") {
   splash_standin splash;
   serve_example_sites(splash);
@@ -890,8 +936,49 @@ TEST_CASE("--try-site prints what a site file extracts from a saved page") {
   auto site = dir.write("example.json", example_site_file);
   auto page = dir.write("page.html", example_page("Tried &amp; tested"));
   child_process p(NEWSDESK_BINARY, {"--try-site", site, "--html", page});
-  CHECK(p.wait_for_line("1 headlines").has_value());
+  CHECK(p.wait_for_line("1 headline, found by selectors").has_value());
   CHECK(p.wait_for_line("1. ").value_or("") == "Tried & tested");
   CHECK(p.wait_for_line("   ").value_or("") == "https://news.example.com/2026/11/22/story.html");
   CHECK(p.wait_exit() == 0);
+}
+
+TEST_CASE("--try-site works for built-in scrapers, feeds (with --json) and live pages") {
+  temp_dir dir;
+  auto page = dir.write("cnn.html", cnn_page({{"/2026/01/01/a/index.html", "A built-in find"}}));
+  child_process builtin(NEWSDESK_BINARY, {"--try-site", "cnn", "--html", page});
+  CHECK(builtin.wait_for_line("1 headline, found by built-in scraper (scrapers/sites/cnn.cpp)")
+            .has_value());
+  CHECK(builtin.wait_for_line("1. ").value_or("") == "A built-in find");
+  CHECK(builtin.wait_exit() == 0);
+
+  auto feed_file =
+      dir.write("blog.json", R"({"name": "blog", "feed": "https://blog.example/rss"})");
+  auto saved_feed =
+      dir.write("rss.xml", R"(<rss version="2.0"><channel><item><title>Saved feed item</title>
+                    <link>/posts/1</link></item></channel></rss>)");
+  child_process feed(NEWSDESK_BINARY, {"--try-site", feed_file, "--html", saved_feed, "--json"});
+  CHECK(feed.wait_exit() == 0);
+  auto j = json::parse(feed.output());
+  CHECK(j.at("method") == "feed");
+  REQUIRE(j.at("headlines").size() == 1);
+  CHECK(j.at("headlines")[0].at("title") == "Saved feed item");
+  CHECK(j.at("headlines")[0].at("url") == "https://blog.example/posts/1");
+
+  // No saved page: the live page, through the renderer the site would use.
+  splash_standin origin;
+  origin.set_origin("front", example_page("Rendered live"));
+  auto site = dir.write("example.json", example_site_file);
+  child_process live(
+      NEWSDESK_BINARY,
+      {"--try-site", site, "--url", origin.base_url() + "/origin/front", "--renderer", "direct"});
+  CHECK(live.wait_for_line("Example News (example) on " + origin.base_url() +
+                           "/origin/front via direct in ")
+            .has_value());
+  CHECK(live.wait_for_line("1. ").value_or("") == "Rendered live");
+  CHECK(live.wait_exit() == 0);
+
+  child_process unknown(NEWSDESK_BINARY, {"--try-site", "nosuch"}, {}, (dir.path / "err").string());
+  CHECK(unknown.wait_exit() == 1);
+  CHECK(read_file((dir.path / "err").string()).find("no site file or site named nosuch (known: ") !=
+        std::string::npos);
 }
