@@ -48,6 +48,8 @@ int main(int argc, char** argv) {
     return check_scrapers({args.begin() + 1, args.end()}, std::cout, std::cerr);
   if (!args.empty() && args.front() == "--try-site")
     return try_site({args.begin() + 1, args.end()}, std::cout, std::cerr);
+  if (!args.empty() && args.front() == "--import-opml")
+    return import_opml({args.begin() + 1, args.end()}, std::cout, std::cerr);
   try {
     return serve(std::move(args));
   } catch (const newsdesk::scrapers::site_file_error& e) {

@@ -774,7 +774,10 @@ options that are not settings:
   text += R"(
 commands (run instead of the server):
   newsdesk --check-scrapers [DIR]                   validate every site file in DIR (sites)
-  newsdesk --try-site FILE --html PAGE [--url URL]  show what a site file extracts from a page
+  newsdesk --try-site FILE|NAME [--html SAVED] [--url URL] [--json]
+                                                    show what a site finds: in a saved page or
+                                                    feed, or rendered live (no --html)
+  newsdesk --import-opml FILE                       a site file per feed of an OPML list
   newsdesk broker [--listen ADDR:PORT] [--config FILE]   run only the pub/sub broker
 
 signals: SIGHUP reloads the site files and templates (a broken one keeps the old ones);

@@ -1,5 +1,6 @@
 #include "server/app/routes.hpp"
 
+#include "scrapers/feed.hpp"
 #include "server/core/log.hpp"
 #include "server/http/static_files.hpp"
 #include "server/news/feeds.hpp"
@@ -93,8 +94,8 @@ std::string routes::base_url(const http_request& request) const {
 void routes::handle(http_request request, responder respond) {
   const auto path = std::string(request.path());
   const bool readable = request.method == "GET" || request.method == "HEAD";
-  const bool news_path =
-      path == "/news" || path == "/news.json" || path == "/news.atom" || path == "/news.feed.json";
+  const bool news_path = path == "/news" || path == "/news.json" || path == "/news.atom" ||
+                         path == "/news.feed.json" || path == "/opml";
 
   if (path == "/api/refresh") {
     if (request.method != "POST")
@@ -141,6 +142,15 @@ representation_cache::content build_view(const news_page& page, const news_snaps
   auto view = apply_query(snapshot, query);
   if (path == "/news.json")
     return {json_content_type, news_json(view)};
+  if (path == "/opml") {
+    // Each site's own feed, for a reader to subscribe to them one by one.
+    std::vector<scrapers::opml_outline> outlines;
+    for (const auto& s : view.sites)
+      outlines.push_back(
+          {s.display_name, base + "/news.atom?site=" + s.name, base + "/news?site=" + s.name});
+    return {"text/x-opml; charset=utf-8",
+            scrapers::write_opml("newsdesk: " + sites_title(view), outlines)};
+  }
 
   std::map<std::string, const site_report*> sites;
   for (const auto& s : view.sites)
@@ -177,7 +187,7 @@ std::string view_key(const std::string& path, const news_query& query, const std
   for (const auto& s : sites)
     key += s + ",";
   key += "&q=" + query.q + "&limit=" + std::to_string(query.limit);
-  if (path == "/news.atom" || path == "/news.feed.json")
+  if (path == "/news.atom" || path == "/news.feed.json" || path == "/opml")
     key += "@" + base;
   return key;
 }
@@ -189,7 +199,7 @@ void routes::serve_news(const http_request& request, const std::string& path, re
   if (auto* error = std::get_if<std::string>(&parsed))
     return respond(text_response(400, "Bad Request: " + *error));
   auto query = std::get<news_query>(std::move(parsed));
-  const bool feed = path == "/news.atom" || path == "/news.feed.json";
+  const bool feed = path == "/news.atom" || path == "/news.feed.json" || path == "/opml";
   // Only the feeds name their own and the page's address.
   const auto base = feed ? base_url(request) : std::string();
   // Feeds name the request's own target as their self link; the key's query spelling is the

@@ -1,19 +1,23 @@
 #include "server/app/site_commands.hpp"
 
+#include "scrapers/feed.hpp"
 #include "scrapers/registry.hpp"
 #include "scrapers/site_file.hpp"
+#include "scrapers/url.hpp"
 #include "server/app/config.hpp"
 #include "server/render/renderers.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <sstream>
 
 namespace newsdesk::server {
@@ -148,6 +152,113 @@ void render_live(const config& cfg, const site_config& site, std::string& html, 
 }
 
 } // namespace
+
+namespace {
+
+// A site name for a feed's title: lowercase letters, digits and '_' ("BBC News - World" ->
+// "bbc_news_world"), at most 40 characters; "feed" when nothing is left.
+std::string site_name_for(std::string_view title) {
+  std::string name;
+  for (unsigned char c : title) {
+    if (std::isalnum(c) && c < 0x80)
+      name += static_cast<char>(std::tolower(c));
+    else if (!name.empty() && name.back() != '_')
+      name += '_';
+  }
+  while (!name.empty() && name.back() == '_')
+    name.pop_back();
+  if (name.size() > 40)
+    name.resize(40);
+  return name.empty() ? "feed" : name;
+}
+
+} // namespace
+
+int import_opml(std::vector<std::string> args, std::ostream& out, std::ostream& err) {
+  if (args.empty() || args.front().starts_with("--")) {
+    err << "usage: newsdesk --import-opml FILE [server options]\n";
+    return 2;
+  }
+  const std::string file = args.front();
+  args.erase(args.begin());
+  config cfg;
+  try {
+    bool help = false;
+    cfg = load_config(args, process_environment(), help);
+  } catch (const config_error& e) {
+    err << "newsdesk: " << e.what() << "\n";
+    return 2;
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    err << file << ": cannot read the OPML list\n";
+    return 1;
+  }
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  std::vector<scrapers::opml_outline> outlines;
+  try {
+    outlines = scrapers::parse_opml(bytes.str());
+  } catch (const scrapers::feed_error& e) {
+    err << file << ": " << e.what() << "\n";
+    return 1;
+  }
+
+  // Names and feeds already taken: the built-in scrapers and the folder's site files.
+  const auto& dir = cfg.site_files_dir;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    err << dir.string() << ": cannot create the site files folder: " << ec.message() << "\n";
+    return 1;
+  }
+  scrapers::registry taken;
+  std::set<std::string> feeds;
+  try {
+    scrapers::register_builtin_scrapers(taken);
+    scrapers::load_site_folder(dir, taken);
+  } catch (const std::exception& e) {
+    err << e.what() << "\n";
+    return 1;
+  }
+  for (const auto* s : taken.all())
+    feeds.insert(s->site().url);
+
+  std::size_t written = 0;
+  for (const auto& o : outlines) {
+    if (!scrapers::url::is_http_url(o.feed_url)) {
+      err << "skipped \"" << o.title << "\": its feed is not an http(s) URL: " << o.feed_url
+          << "\n";
+      continue;
+    }
+    if (feeds.count(o.feed_url)) {
+      out << "skipped \"" << o.title << "\": " << o.feed_url << " is already a site\n";
+      continue;
+    }
+    std::string name = site_name_for(o.title);
+    for (int n = 2; taken.find(name) || std::filesystem::exists(dir / (name + ".json")); ++n)
+      name = site_name_for(o.title).substr(0, 36) + "_" + std::to_string(n);
+    nlohmann::json site = {{"name", name}, {"feed", o.feed_url}};
+    if (!o.title.empty())
+      site["display_name"] = o.title;
+    const auto path = dir / (name + ".json");
+    try {
+      // Checked as startup will read it, then written.
+      auto scraper = scrapers::parse_site_file(site.dump(2), path);
+      std::ofstream(path, std::ios::binary) << site.dump(2) << "\n";
+      taken.add(std::move(scraper));
+    } catch (const std::exception& e) {
+      err << "skipped \"" << o.title << "\": " << e.what() << "\n";
+      continue;
+    }
+    feeds.insert(o.feed_url);
+    out << "wrote " << path.string() << " (" << (o.title.empty() ? name : o.title) << ")\n";
+    ++written;
+  }
+  out << written << (written == 1 ? " site file" : " site files") << " written to " << dir.string()
+      << "; send newsdesk SIGHUP (or restart it) to show them\n";
+  return 0;
+}
 
 int try_site(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::string target, saved, url;

@@ -675,6 +675,48 @@ TEST_CASE("feed sites: read without a renderer, polled with 304s, a broken feed 
   }));
 }
 
+TEST_CASE("--import-opml writes a site file per feed; /opml lists each site's own feed") {
+  splash_standin origin;
+  origin.set_origin("a.xml", R"(<rss version="2.0"><channel><item><title>Imported item</title>
+    <link>/a/1</link></item></channel></rss>)");
+  temp_dir dir;
+  auto sites_dir = dir.path / "sites";
+  auto opml = dir.write("subs.opml", R"(<?xml version="1.0"?><opml version="2.0"><head/><body>
+    <outline text="News"><outline text="Alpha &amp; Co" xmlUrl=")" +
+                                         origin.base_url() +
+                                         R"(/origin/a.xml"/></outline>
+    <outline text="Not a web feed" xmlUrl="ftp://x.example/feed"/>
+  </body></opml>)");
+  child_process import(NEWSDESK_BINARY, {"--import-opml", opml, "--sites-dir", sites_dir.string()},
+                       {}, (dir.path / "err").string());
+  CHECK(import.wait_for_line("wrote " + (sites_dir / "alpha_co.json").string() + " (Alpha & Co)")
+            .has_value());
+  CHECK(import.wait_for_line("1 site file written to ").has_value());
+  CHECK(import.wait_exit() == 0);
+  CHECK(read_file((dir.path / "err").string()).find("skipped \"Not a web feed\"") !=
+        std::string::npos);
+  // Importing again adds nothing: the feed is already a site.
+  child_process again(NEWSDESK_BINARY, {"--import-opml", opml, "--sites-dir", sites_dir.string()});
+  CHECK(again.wait_for_line("skipped \"Alpha & Co\": ").has_value());
+  CHECK(again.wait_for_line("0 site files written").has_value());
+  CHECK(again.wait_exit() == 0);
+
+  newsdesk_process nd(json{{"site_files_dir", sites_dir.string()},
+                           {"public_url", "https://news.example.org/"},
+                           {"sites", {{{"name", "alpha_co"}, {"scraper", "alpha_co"}}}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  CHECK(eventually(
+      [&] { return http_get(nd.port, "/news").body.find("Imported item") != std::string::npos; }));
+  auto list = http_get(nd.port, "/opml");
+  CHECK(list.status == 200);
+  CHECK(list.header("Content-Type") == "text/x-opml; charset=utf-8");
+  CHECK(list.body.find("title=\"Alpha &amp; Co\"") != std::string::npos);
+  CHECK(list.body.find("xmlUrl=\"https://news.example.org/news.atom?site=alpha_co\"") !=
+        std::string::npos);
+  CHECK(list.body.find("htmlUrl=\"https://news.example.org/news?site=alpha_co\"") !=
+        std::string::npos);
+}
+
 TEST_CASE("a site file dropped into the folder appears on /news after a restart") {
   splash_standin splash;
   serve_example_sites(splash);
