@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdint>
 #include <fstream>
 #include <iterator>
@@ -69,6 +70,8 @@ bool excluded(const url_filter& f, const std::string& url) {
 }
 
 struct rule {
+  std::string field;     // how errors and hints name it: "link" or "rules[1].link"
+  std::string link_text; // the selector as written
   css::selector_list link;
   std::optional<css::selector_list> title;
   bool title_fallback = false; // the link's own text when `title` finds nothing inside it
@@ -102,12 +105,18 @@ class site_file_scraper final : public scraper {
     site_trial& s = stats ? *stats : ignored;
     s.method = "selectors";
     headline_collector collector(info_.name, page_url, page);
+    // Per rule: elements matched, and how many of those had no URL but hold a link.
+    std::map<const rule*, std::pair<std::size_t, std::size_t>> holders;
     for (const auto& [link, r] : matches(page)) {
+      ++holders[r].first;
       ++s.link_matches;
       std::optional<std::string_view> href = link.attr(r->url_attribute);
       std::optional<std::string> target = href ? collector.resolve(*href) : std::nullopt;
       if (!target || !url::is_http_url(*target)) {
         ++s.without_url;
+        if (!href && css::select_first(link, links_inside())) {
+          ++holders[r].second;
+        }
         continue;
       }
       dom::node title = r->title ? css::select_first(link, *r->title) : link;
@@ -127,10 +136,26 @@ class site_file_scraper final : public scraper {
         ++s.duplicates;
       }
     }
+    // A selector that matches the boxes around links rather than the links is the commonest
+    // mistake: say so, and how to fix it.
+    for (const auto& [r, count] : holders) {
+      if (count.first > 0 && count.second == count.first) {
+        s.hint = r->field + ": '" + r->link_text + "' matched " + std::to_string(count.first) +
+                 (count.first == 1 ? " element" : " elements") +
+                 " but none is a link (an <a href>); they contain links: try '" + r->link_text +
+                 " a'";
+        break;
+      }
+    }
     return collector.take();
   }
 
  private:
+  static const css::selector_list& links_inside() {
+    static const css::selector_list list = css::parse("a[href]");
+    return list;
+  }
+
   // The elements the rules' link selectors match, in page order, each with the first rule that
   // matches it (up to max_link_matches): headlines keep the page's order whichever rule found
   // them.
@@ -332,7 +357,9 @@ class reader {
   // fields are named in errors ("" or "rules[1].").
   rule rule_field(const json& j, const std::string& prefix) const {
     rule r;
-    r.link = selector_field(j.at("link"), prefix + "link");
+    r.field = prefix + "link";
+    r.link_text = string_field(j.at("link"), r.field);
+    r.link = selector_field(j.at("link"), r.field);
     if (j.contains("title")) {
       r.title = selector_field(j.at("title"), prefix + "title");
     }
@@ -404,6 +431,61 @@ std::string joined(const std::vector<std::string>& words) {
   return out;
 }
 
+// "line 4, column 7" of byte `at` in `text` (both counted from 1).
+std::string line_and_column(std::string_view text, std::size_t at) {
+  at = std::min(at, text.size());
+  const auto before = text.substr(0, at);
+  const auto line = std::count(before.begin(), before.end(), '\n') + 1;
+  const auto line_start = before.rfind('\n');
+  const auto column = at - (line_start == std::string_view::npos ? 0 : line_start + 1) + 1;
+  return "line " + std::to_string(line) + ", column " + std::to_string(column);
+}
+
+// A JSON syntax error at the mistake rather than where the parser noticed it: nlohmann reports
+// a trailing comma at the '}' after it (often the next line), and a missing comma at the next
+// member. Either is named, at the comma or the value it should follow.
+std::string describe_json_error(std::string_view text, const json::parse_error& e) {
+  std::string what = e.what();
+  // Drop nlohmann's "[json.exception.parse_error.101] " tag; the rest names line and column.
+  if (auto bracket = what.find("] "); what.starts_with("[") && bracket != std::string::npos) {
+    what.erase(0, bracket + 2);
+  }
+  if (e.byte == 0 || e.byte > text.size()) {
+    return what;
+  }
+  // e.byte ends the token the parser stopped at: back to that token's start.
+  const std::size_t at = e.byte - 1;
+  std::size_t start = at;
+  if (text[at] == '"') {
+    start = at > 0 ? text.rfind('"', at - 1) : 0;
+    start = start == std::string_view::npos ? at : start;
+  } else {
+    while (start > 0 &&
+           (std::isalnum(static_cast<unsigned char>(text[start - 1])) || text[start - 1] == '.' ||
+            text[start - 1] == '-' || text[start - 1] == '+')) {
+      --start;
+    }
+  }
+  std::size_t prev = start;
+  while (prev > 0 && std::string_view(" \t\r\n").find(text[prev - 1]) != std::string_view::npos) {
+    --prev;
+  }
+  if (prev == 0) {
+    return what;
+  }
+  const char stopped = text[at], last = text[prev - 1];
+  if ((stopped == '}' || stopped == ']') && last == ',') {
+    return line_and_column(text, prev - 1) + ": trailing comma before '" + stopped +
+           "' (JSON allows none: remove it)";
+  }
+  if ((what.find("expected '}'") != std::string::npos ||
+       what.find("expected ']'") != std::string::npos) &&
+      last != ',' && last != '{' && last != '[') {
+    return line_and_column(text, prev) + ": missing ',' after this value";
+  }
+  return what;
+}
+
 // Adds `s` to `r`, or throws naming whoever has the name already.
 void add_site(registry& r, std::unique_ptr<scraper> s, const std::filesystem::path& file) {
   if (const scraper* taken = r.find(s->site().name)) {
@@ -433,6 +515,8 @@ std::unique_ptr<scraper> parse_site_file(std::string_view json_text,
   json j;
   try {
     j = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    in.fail("", "not valid JSON: " + describe_json_error(json_text, e));
   } catch (const json::exception& e) {
     // parse_error, and out_of_range for a number too large for a double ("1E400").
     std::string what = e.what();

@@ -101,6 +101,10 @@ struct site_trial {
   std::size_t filtered_out = 0;    // rejected by include/exclude (or URL over the filter limit)
   std::size_t duplicates = 0;      // a URL already collected (or over max_headlines_per_site)
   std::vector<headline> headlines; // exactly what /news shows for this page
+  // When a link selector matched only elements that hold links (not links), what to change:
+  // "link: 'h3.title' matched 12 elements but none is a link (an <a href>); they contain
+  // links: try 'h3.title a'". Empty otherwise.
+  std::string hint;
 };
 
 // Loads `file` (throws site_file_error) and runs it on `html` as the service would. The page URL

@@ -100,7 +100,10 @@ void print_text(const trial_report& t, std::ostream& out) {
         << " without a usable URL, " << c.without_title << " without a title, " << c.filtered_out
         << " filtered, " << c.duplicates << " duplicates";
   }
-  out << "\n\n";
+  out << "\n";
+  if (t.counts && !t.counts->hint.empty())
+    out << "hint: " << t.counts->hint << "\n";
+  out << "\n";
   std::size_t n = 0;
   for (const auto& h : t.headlines)
     out << ++n << ". " << h.title << "\n   " << h.url << "\n";
@@ -113,6 +116,8 @@ void print_json(const trial_report& t, std::ostream& out) {
   nlohmann::json j = {{"site", t.site.name}, {"display_name", t.site.display_name},
                       {"source", t.source},  {"base", t.base},
                       {"method", t.method},  {"headlines", headlines}};
+  if (t.counts && !t.counts->hint.empty())
+    j["hint"] = t.counts->hint;
   if (t.counts)
     j["left_out"] = {{"link_matches", t.counts->link_matches},
                      {"without_url", t.counts->without_url},

@@ -335,6 +335,23 @@ TEST_CASE("site files: try_site_file counts why links were left out") {
         "https://x.org/1");
 }
 
+TEST_CASE("site files: a link selector matching boxes around links says how to fix it") {
+  temp_dir dir;
+  auto file = dir.write("t.json", R"({"name": "t", "url": "https://example.com/",
+                                       "link": "h3.title"})");
+  const std::string html = R"(<h3 class=title><a href="/a">A</a></h3>
+                              <h3 class=title><a href="/b">B</a></h3>)";
+  auto trial = try_site_file(file, html);
+  CHECK(trial.headlines.empty());
+  CHECK(trial.hint == "link: 'h3.title' matched 2 elements but none is a link (an <a href>); "
+                      "they contain links: try 'h3.title a'");
+  auto fixed = dir.write("f.json", R"({"name": "f", "url": "https://example.com/",
+                                       "link": "h3.title a"})");
+  auto good = try_site_file(fixed, html);
+  CHECK(good.headlines.size() == 2);
+  CHECK(good.hint.empty());
+}
+
 TEST_CASE("site files: the site info comes from the file") {
   auto s =
       parse_site_file(site_json("my-site_2", R"(, "wait": 1.5, "timeout": 20, "renderer": "splash",
@@ -461,8 +478,18 @@ TEST_CASE("site files: every validation error names the file, the field and the 
   // Messages from the JSON and regex libraries are passed on after the file and field.
   CHECK(
       error_for("").starts_with("sites/x.json: not valid JSON: parse error at line 1, column 1:"));
-  std::string bad_json = error_for("{\"name\": \"x\",}");
-  CHECK(bad_json.starts_with("sites/x.json: not valid JSON: parse error at line 1, column 14:"));
+  CHECK(error_for("{\"name\": \"x\", \"link\": tru}")
+            .starts_with("sites/x.json: not valid JSON: parse error at line 1, column 26:"));
+  // A trailing comma is named where it is, not at the '}' a line later.
+  CHECK(error_for("{\n  \"name\": \"x\",\n  \"link\": \"a\",\n}\n") ==
+        "sites/x.json: not valid JSON: line 3, column 14: trailing comma before '}' (JSON allows "
+        "none: remove it)");
+  CHECK(error_for("{\"name\": \"x\", \"rules\": [{\"link\": \"a\"},\n ]}") ==
+        "sites/x.json: not valid JSON: line 1, column 38: trailing comma before ']' (JSON allows "
+        "none: remove it)");
+  // A missing comma is named after the value it should follow.
+  CHECK(error_for("{\n  \"name\": \"x\"\n  \"link\": \"a\"\n}") ==
+        "sites/x.json: not valid JSON: line 2, column 14: missing ',' after this value");
   std::string bad_regex = error_for("{" + v + ", \"exclude\": {\"regex\": \"(unclosed\"}}");
   CHECK(bad_regex.starts_with("sites/x.json: exclude.regex: bad regex \"(unclosed\": "));
 
