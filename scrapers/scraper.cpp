@@ -4,7 +4,14 @@
 
 namespace newsdesk::scrapers {
 
-std::vector<headline> scraper::parse(std::string_view html, std::string_view page_url) const {
+std::vector<headline> scraper::parse(std::string_view html, std::string_view page_url,
+                                     std::string* note) const {
+  if (note)
+    note->clear();
+  return extract(parse_page(html), page_url);
+}
+
+dom::document scraper::parse_page(std::string_view html) {
   const auto cost = dom::measure_markup(html);
   if (cost.max_depth > dom::max_nesting_depth)
     throw dom::too_complex("the page nests its elements " + std::to_string(cost.max_depth) +
@@ -14,7 +21,7 @@ std::vector<headline> scraper::parse(std::string_view html, std::string_view pag
     throw dom::too_complex("the page has " + std::to_string(cost.elements) + " elements (at most " +
                            std::to_string(dom::max_elements) +
                            " are read): refused before parsing");
-  return extract(dom::document::parse(html), page_url);
+  return dom::document::parse(html);
 }
 
 std::string renderer_name_list() {

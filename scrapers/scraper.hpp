@@ -77,8 +77,18 @@ class scraper {
   // Parses `html` (any bytes; invalid UTF-8 is tolerated) and extracts from it. Throws
   // dom::too_complex, before parsing, for a page past dom::max_nesting_depth or max_elements.
   // A scraper whose source is not a page (a feed) reads the bytes its own way instead, and
-  // throws its own error (feed_error) for bytes it cannot read.
-  virtual std::vector<headline> parse(std::string_view html, std::string_view page_url) const;
+  // throws its own error (feed_error) for bytes it cannot read. `note`, when given, receives
+  // what the site's operator should know although headlines were found ("found by detection;
+  // the selectors matched nothing"), or is cleared.
+  virtual std::vector<headline> parse(std::string_view html, std::string_view page_url,
+                                      std::string* note) const;
+  std::vector<headline> parse(std::string_view html, std::string_view page_url) const {
+    return parse(html, page_url, nullptr);
+  }
+
+ protected:
+  // The page parsed, after the bounds check parse() applies (throws dom::too_complex).
+  static dom::document parse_page(std::string_view html);
 };
 
 } // namespace newsdesk::scrapers

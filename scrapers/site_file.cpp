@@ -1,6 +1,7 @@
 #include "scrapers/site_file.hpp"
 
 #include "scrapers/css/selector.hpp"
+#include "scrapers/detect.hpp"
 #include "scrapers/dom.hpp"
 #include "scrapers/feed.hpp"
 #include "scrapers/headlines.hpp"
@@ -98,11 +99,33 @@ class site_file_scraper final : public scraper {
     return run(page, page_url, nullptr);
   }
 
+  // Selectors first; detection when the file has none, or when they find nothing (a redesign):
+  // the site keeps its headlines and the note tells the operator to update the file.
+  using scraper::parse;
+  std::vector<headline> parse(std::string_view html, std::string_view page_url,
+                              std::string* note) const override {
+    if (note)
+      note->clear();
+    site_trial trial;
+    auto page = parse_page(html);
+    auto found = run(page, page_url, &trial);
+    if (found.empty() && !rules_.empty()) {
+      found = detect_headlines(page, page_url, info_.name);
+      if (note && !found.empty())
+        *note = "found by detection; the selectors matched nothing";
+    }
+    return found;
+  }
+
   // Never throws except std::bad_alloc (which terminates a noexcept caller as it would anyway).
   std::vector<headline> run(const dom::document& page, std::string_view page_url,
                             site_trial* stats) const {
     site_trial ignored;
     site_trial& s = stats ? *stats : ignored;
+    if (rules_.empty()) { // a file with only a name and a URL: detection is its rule
+      s.method = "detection";
+      return detect_headlines(page, page_url, info_.name);
+    }
     s.method = "selectors";
     headline_collector collector(info_.name, page_url, page);
     // Per rule: elements matched, and how many of those had no URL but hold a link.
@@ -218,7 +241,11 @@ class feed_scraper final : public scraper {
   std::vector<headline> extract(const dom::document&, std::string_view) const override {
     return {};
   }
-  std::vector<headline> parse(std::string_view bytes, std::string_view feed_url) const override {
+  using scraper::parse;
+  std::vector<headline> parse(std::string_view bytes, std::string_view feed_url,
+                              std::string* note) const override {
+    if (note)
+      note->clear();
     return parse_feed(bytes, feed_url, info_.name).headlines;
   }
 
@@ -548,8 +575,6 @@ std::unique_ptr<scraper> parse_site_file(std::string_view json_text,
         in.fail(page_only, "not for a feed: a feed's items are its headlines");
       }
     }
-  } else if (!j.contains("link") && !j.contains("rules")) {
-    in.fail("link", "missing: give link (or rules) for a page, or feed instead of url");
   }
   if (j.contains("rules") && j.contains("link")) {
     in.fail("rules", "give either rules or a top-level link, not both");
@@ -626,10 +651,17 @@ std::unique_ptr<scraper> parse_site_file(std::string_view json_text,
     return std::make_unique<feed_scraper>(std::move(info), j.dump());
   }
 
-  std::vector<rule> rules;
+  std::vector<rule> rules; // none: detection finds the headlines
+  if (!j.contains("link")) {
+    for (const auto& field : rule_fields) {
+      if (field != "link" && j.contains(field)) {
+        in.fail(field, "only with a top-level link (or inside rules)");
+      }
+    }
+  }
   if (j.contains("link")) {
     rules.push_back(in.rule_field(j, ""));
-  } else {
+  } else if (j.contains("rules")) {
     const json& list = j.at("rules");
     if (!list.is_array() || list.empty() || list.size() > max_rules) {
       in.fail("rules", "expected an array of 1 to " + std::to_string(max_rules) +
@@ -741,7 +773,14 @@ site_trial try_site_file(const std::filesystem::path& file, std::string_view htm
   trial.site = s->site();
   std::string base(page_url.empty() ? std::string_view(trial.site.url) : page_url);
   if (const auto* site = dynamic_cast<const site_file_scraper*>(s.get())) {
-    trial.headlines = site->run(dom::document::parse(html), base, &trial);
+    auto page = dom::document::parse(html);
+    trial.headlines = site->run(page, base, &trial);
+    if (trial.headlines.empty() && trial.method == "selectors") {
+      trial.headlines = detect_headlines(page, base, trial.site.name);
+      if (!trial.headlines.empty()) {
+        trial.method = "detection (the selectors matched nothing)";
+      }
+    }
   } else {
     trial.method = "feed";
     trial.headlines = s->parse(html, base);

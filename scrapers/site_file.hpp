@@ -93,7 +93,9 @@ std::vector<std::string> check_site_folder(const std::filesystem::path& dir);
 // rule (`newsdesk --try-site FILE --html PAGE`).
 struct site_trial {
   site_info site;
-  std::string method; // how the headlines were found: "selectors" or "feed"
+  // How the headlines were found: "selectors", "detection" (a file without rules),
+  // "detection (the selectors matched nothing)" or "feed".
+  std::string method;
 
   std::size_t link_matches = 0;    // elements the link selector matched (up to max_link_matches)
   std::size_t without_url = 0;     // no url_attribute, or it does not resolve to http(s)

@@ -32,6 +32,8 @@ struct site_report {
   bool ok = false;    // the last refresh succeeded
   bool stale = false; // the last refresh failed, older headlines are shown
   std::string error;  // short notice when !ok, e.g. "Splash timed out after 30 s"
+  // Set when ok but the operator should act: "found by detection; the selectors matched nothing".
+  std::string note;
   std::size_t headline_count = 0;
   std::chrono::milliseconds elapsed{0}; // the last refresh: render + parse
   std::int64_t last_success_ms = 0;     // 0: never

@@ -221,7 +221,7 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
     site.set("colour", s.colour);
     site.set("text_colour", text_colour_for(s.colour));
     site.set("state", s.ok ? "ok" : s.stale ? "stale" : failed ? "failed" : "pending");
-    site.set("state_text", s.ok      ? ""
+    site.set("state_text", s.ok      ? (s.note.empty() ? "" : "found by detection")
                            : s.stale ? "not updating"
                            : failed  ? "failed"
                            : pending ? "loading…"
@@ -386,6 +386,7 @@ std::string news_json(const news_snapshot& snapshot) {
                      {"ok", s.ok},
                      {"stale", s.stale},
                      {"error", s.error.empty() ? json(nullptr) : json(s.error)},
+                     {"note", s.note.empty() ? json(nullptr) : json(s.note)},
                      {"headline_count", s.headline_count},
                      {"elapsed_ms", s.elapsed.count()},
                      {"last_success",

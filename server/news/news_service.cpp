@@ -741,10 +741,10 @@ void news_service::on_rendered(const slot_ptr& s, std::shared_ptr<const site_con
   // set-ups, store writes or the representations the worker pool builds.
   boost::asio::post(scrape_pool_, [this, s, site, result = std::move(result)]() mutable {
     std::vector<scrapers::headline> found;
-    std::string error, kind;
+    std::string error, kind, note;
     try {
       const auto cpu_before = thread_cpu_time();
-      found = site->scraper->parse(result.html, result.url);
+      found = site->scraper->parse(result.html, result.url, &note);
       if (auto cpu = thread_cpu_time() - cpu_before; cpu > settings_.parse_cpu_budget) {
         found.clear();
         error = "reading the page took " + format_seconds(cpu.count() / 1000.0) +
@@ -785,6 +785,9 @@ void news_service::on_rendered(const slot_ptr& s, std::shared_ptr<const site_con
     if (!error.empty())
       log_warn("msg=\"site failed\" site=" + site->name + " kind=" + kind + " error=\"" + error +
                "\"");
+    else if (!note.empty())
+      log_warn("msg=\"site file needs updating\" site=" + site->name + " file=\"" +
+               scrapers::origin_of(site->scraper->site()) + "\" note=\"" + note + "\"");
     milliseconds took;
     {
       std::lock_guard lock(mutex_);
@@ -792,15 +795,16 @@ void news_service::on_rendered(const slot_ptr& s, std::shared_ptr<const site_con
     }
     // The store is written on the worker pool.
     boost::asio::post(parse_pool_, [this, s, site, found = std::move(found), took,
-                                    error = std::move(error), kind = std::move(kind)]() mutable {
-      on_parsed(s, *site, std::move(found), took, std::move(error), kind);
+                                    error = std::move(error), kind = std::move(kind),
+                                    note = std::move(note)]() mutable {
+      on_parsed(s, *site, std::move(found), took, std::move(error), kind, std::move(note));
     });
   });
 }
 
 void news_service::on_parsed(const slot_ptr& s, const site_config& site,
                              std::vector<scrapers::headline> found, milliseconds elapsed,
-                             std::string parse_error, std::string_view kind) {
+                             std::string parse_error, std::string_view kind, std::string note) {
   if (cluster_)
     return finish_shared(s, site, std::move(found), std::move(parse_error), elapsed, kind);
   if (!parse_error.empty())
@@ -845,6 +849,7 @@ void news_service::on_parsed(const slot_ptr& s, const site_config& site,
     s->report.ok = true;
     s->report.stale = false;
     s->report.error.clear();
+    s->report.note = std::move(note);
     s->report.headline_count = s->items.size();
     s->report.elapsed = elapsed;
     s->report.last_success_ms = now;

@@ -157,8 +157,10 @@ class news_service {
   void release_render_slot();
   void on_rendered(const slot_ptr& s, std::shared_ptr<const site_config> site,
                    render_result result);
+  // `note`: what the operator should know about a success (headlines found by detection).
   void on_parsed(const slot_ptr& s, const site_config& site, std::vector<scrapers::headline> found,
-                 std::chrono::milliseconds elapsed, std::string parse_error, std::string_view kind);
+                 std::chrono::milliseconds elapsed, std::string parse_error, std::string_view kind,
+                 std::string note);
   void claim(const slot_ptr& s, bool manual);
   void renew_lease(const slot_ptr& s);
   void arm_renewal_locked(const slot_ptr& s);

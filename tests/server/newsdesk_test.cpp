@@ -675,6 +675,41 @@ TEST_CASE("feed sites: read without a renderer, polled with 304s, a broken feed 
   }));
 }
 
+TEST_CASE("a site whose selectors stop matching keeps its headlines by detection, and says so") {
+  // The site was redesigned: its file still asks for a.storylink (as HN's markup once had).
+  std::string page = "<html><body><main>";
+  for (int i = 0; i < 5; ++i)
+    page += "<article><h2><a href='/2026/11/24/redesigned-story-" + std::to_string(i) +
+            "'>Redesigned story number " + std::to_string(i) +
+            " still reads well</a></h2></article>";
+  page += "</main></body></html>";
+  splash_standin splash;
+  splash.set("https://redesign.example/", standin_page::page(page));
+  temp_dir sites;
+  auto file =
+      sites.write("redesign.json", R"({"name": "redesign", "url": "https://redesign.example/",
+                                               "link": "a.storylink"})");
+  newsdesk_process nd(json{{"splash_url", splash.base_url()},
+                           {"site_files_dir", sites.path.string()},
+                           {"sites", {{{"name", "redesign"}, {"scraper", "redesign"}}}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  json j;
+  REQUIRE(eventually([&] {
+    j = json::parse(http_get(nd.port, "/news.json").body);
+    return j.at("sites")[0].at("ok") == true;
+  }));
+  CHECK(j.at("headlines").size() == 5);
+  CHECK(j.at("sites")[0].at("note") == "found by detection; the selectors matched nothing");
+  CHECK(http_get(nd.port, "/news")
+            .body.find("<span class=\"chip-state\">found by detection</span>") !=
+        std::string::npos);
+  CHECK(eventually([&] {
+    return nd.log().find("msg=\"site file needs updating\" site=redesign file=\"" + file +
+                         "\" note=\"found by detection; the selectors matched nothing\"") !=
+           std::string::npos;
+  }));
+}
+
 TEST_CASE("--import-opml writes a site file per feed; /opml lists each site's own feed") {
   splash_standin origin;
   origin.set_origin("a.xml", R"(<rss version="2.0"><channel><item><title>Imported item</title>
