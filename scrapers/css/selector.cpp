@@ -4,6 +4,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <memory>
 #include <utility>
 
 namespace newsdesk::scrapers::css {
@@ -109,9 +110,14 @@ class parser {
   complex_selector parse_complex() {
     complex_selector complex;
     complex.compounds.push_back(parse_compound(combinator::descendant));
+    return parse_rest_of_complex(std::move(complex));
+  }
+
+  // The compounds after the first, up to the end of the text, a ',' or (inside :has()) a ')'.
+  complex_selector parse_rest_of_complex(complex_selector complex) {
     for (;;) {
       bool spaced = skip_space();
-      if (at_end() || peek() == ',') {
+      if (at_end() || peek() == ',' || (in_has_ && peek() == ')')) {
         return complex;
       }
       combinator relation = combinator::descendant;
@@ -163,7 +169,7 @@ class parser {
       }
     }
     if (compound.parts.empty()) {
-      if (at_end() || peek() == ',') {
+      if (at_end() || peek() == ',' || (in_has_ && peek() == ')')) {
         fail("expected selector");
       }
       if (peek() == '+' || peek() == '~' || peek() == '>') {
@@ -258,6 +264,12 @@ class parser {
       fail("expected pseudo-class name");
     }
     std::string name = ascii_lowercase(parse_ident());
+    if (name == "scope" && peek() != '(') {
+      return {simple_selector::kind::scope, {}, {}, {}, false, {}};
+    }
+    if (name == "has" && peek() == '(') {
+      return parse_has(colon);
+    }
     if (name != "not" || peek() != '(') {
       fail_at(colon, "unsupported pseudo-class ':" + name + (peek() == '(' ? "()'" : "'"));
     }
@@ -274,7 +286,8 @@ class parser {
     } else if (at_end()) {
       fail("expected selector inside :not()");
     } else if (peek() == ':') {
-      fail(":not() takes one simple selector (type, *, .class, #id or [attribute])");
+      fail(":not() takes one simple selector (type, *, .class, #id or [attribute]), not a "
+           "pseudo-class");
     } else {
       fail_unexpected();
     }
@@ -287,6 +300,51 @@ class parser {
     }
     ++pos_;
     s.negated = true;
+    return s;
+  }
+
+  // `:has(` seen up to its name: a list of relative selectors (`> h3`, `h2.title`), each held
+  // behind a :scope compound standing for the element :has() is tested on.
+  simple_selector parse_has(std::size_t colon) {
+    if (in_has_) {
+      fail_at(colon, ":has() inside :has() is not supported");
+    }
+    in_has_ = true;
+    ++pos_;
+    auto relative = std::make_shared<selector_list>();
+    for (;;) {
+      skip_space();
+      combinator relation = combinator::descendant;
+      if (peek() == '>') {
+        relation = combinator::child;
+        ++pos_;
+        skip_space();
+      } else if (peek() == '+' || peek() == '~') {
+        fail(std::string("unsupported combinator '") + peek() + "'");
+      }
+      if (++compounds_ > max_compounds) {
+        fail("more than " + std::to_string(max_compounds) + " compound selectors");
+      }
+      complex_selector complex;
+      compound_selector scope;
+      scope.parts.push_back({simple_selector::kind::scope, {}, {}, {}, false, {}});
+      complex.compounds.push_back(std::move(scope));
+      complex.compounds.push_back(parse_compound(relation));
+      relative->selectors.push_back(parse_rest_of_complex(std::move(complex)));
+      if (peek() == ',') {
+        ++pos_;
+        continue;
+      }
+      if (peek() != ')') {
+        fail("expected ')' to close :has(");
+      }
+      ++pos_;
+      break;
+    }
+    in_has_ = false;
+    simple_selector s;
+    s.what = simple_selector::kind::has;
+    s.relative = std::move(relative);
     return s;
   }
 
@@ -390,6 +448,7 @@ class parser {
   std::string_view text_;
   std::size_t pos_ = 0;
   std::size_t compounds_ = 0;
+  bool in_has_ = false;
 };
 
 bool has_word(std::string_view list, std::string_view word) {
@@ -441,9 +500,47 @@ bool attribute_matches(const simple_selector& s, dom::node e) {
   return false;
 }
 
+// The selection in progress on this thread: the element :scope stands for, and what is left of
+// the :has() budget. A selection sets them for its duration (see selection_scope).
+struct selection_state {
+  dom::node scope;
+  std::size_t has_budget = max_has_visits;
+  int depth = 0; // selections in progress (a :has() runs one inside another)
+};
+thread_local selection_state current;
+
+// Sets :scope for one selection and, for the outermost, a fresh :has() budget.
+class selection_scope {
+ public:
+  explicit selection_scope(dom::node scope)
+      : saved_(current.scope) {
+    if (current.depth++ == 0) {
+      current.has_budget = max_has_visits;
+    }
+    current.scope = scope;
+  }
+  ~selection_scope() {
+    current.scope = saved_;
+    --current.depth;
+  }
+  selection_scope(const selection_scope&) = delete;
+  selection_scope& operator=(const selection_scope&) = delete;
+
+ private:
+  dom::node saved_;
+};
+
+bool has_match(const selector_list& relative, dom::node e);
+
 bool simple_matches(const simple_selector& s, dom::node e) {
   bool hit = false;
   switch (s.what) {
+  case simple_selector::kind::scope:
+    hit = e == current.scope;
+    break;
+  case simple_selector::kind::has:
+    hit = s.relative && has_match(*s.relative, e);
+    break;
   case simple_selector::kind::universal:
     hit = true;
     break;
@@ -560,7 +657,14 @@ template <typename F> void walk(const dom::node& root, const selector_list& list
   }
   plan p = make_plan(list);
   std::vector<frame> open = frames_down_to(p, root);
+  const bool inside_has = current.depth > 1; // has_match set up this walk
   for (dom::node e : root.descendant_elements()) {
+    if (inside_has) {
+      if (current.has_budget == 0) {
+        return;
+      }
+      --current.has_budget;
+    }
     dom::node parent = e.parent();
     // Pre-order: the parent is on the stack; everything above it has been left.
     while (open.size() > 1 && !(open.back().n == parent)) {
@@ -574,6 +678,21 @@ template <typename F> void walk(const dom::node& root, const selector_list& list
     }
     open.push_back({e, self, upper});
   }
+}
+
+// :has(relative) on `e`: some element inside e matches one of the relative selectors, with e as
+// their :scope. Elements looked at come out of the selection's budget.
+bool has_match(const selector_list& relative, dom::node e) {
+  if (current.has_budget == 0) {
+    return false;
+  }
+  selection_scope scope(e);
+  bool found = false;
+  walk(e, relative, [&](dom::node) {
+    found = true;
+    return false;
+  });
+  return found;
 }
 
 std::string syntax_message(std::string_view selector, std::size_t column, std::string_view reason) {
@@ -601,11 +720,18 @@ bool matches(const selector_list& list, dom::node e) {
   if (!e.is_element()) {
     return false;
   }
+  // Without a starting element, :scope is the document's root element, as in a stylesheet.
+  dom::node top = e;
+  while (top.parent() && top.parent().is_element()) {
+    top = top.parent();
+  }
+  selection_scope scope(top);
   plan p = make_plan(list);
   return (frames_down_to(p, e).back().self & p.last) != 0;
 }
 
 std::vector<dom::node> select(const dom::node& root, const selector_list& list) {
+  selection_scope scope(root);
   std::vector<dom::node> found;
   walk(root, list, [&](dom::node e) {
     found.push_back(e);
@@ -615,6 +741,7 @@ std::vector<dom::node> select(const dom::node& root, const selector_list& list) 
 }
 
 dom::node select_first(const dom::node& root, const selector_list& list) {
+  selection_scope scope(root);
   dom::node found;
   walk(root, list, [&](dom::node e) {
     found = e;

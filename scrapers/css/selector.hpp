@@ -3,11 +3,14 @@
 // Supported (Selectors Level 3/4 syntax):
 //   type `a`, universal `*`, class `.c`, id `#i`, attributes `[a]` `[a=v]` `[a~=v]` `[a^=v]`
 //   `[a$=v]` `[a*=v]` (value as identifier or quoted string), `:not(simple)` with one simple
-//   selector inside, compound selectors (`a.c[href]`), the descendant (` `) and child (`>`)
-//   combinators, and selector lists (`a, b`). CSS escapes (`\:`, `\31 `) work in names and
-//   values, so Tailwind-style classes such as `.md\:flex` can be written.
+//   selector inside, `:scope` (the element a selection starts from: the link, for a site file's
+//   title), `:has(relative list)` (`a:has(> h3)`, `article:has(h2.title) a`), compound
+//   selectors (`a.c[href]`), the descendant (` `) and child (`>`) combinators, and selector
+//   lists (`a, b`). CSS escapes (`\:`, `\31 `) work in names and values, so Tailwind-style
+//   classes such as `.md\:flex` can be written.
 // Not supported, rejected with a syntax_error naming them: the sibling combinators `+` and `~`,
-// other pseudo-classes, pseudo-elements, namespaces and the `i`/`s` attribute flags.
+// other pseudo-classes, `:has()` inside `:has()` or `:not()`, pseudo-elements, namespaces and
+// the `i`/`s` attribute flags.
 //
 // Case: type selectors and attribute names match ASCII case-insensitively (HTML documents);
 // classes, ids and attribute values are case-sensitive. As in the Selectors spec, `[a~=v]`
@@ -17,13 +20,16 @@
 // Cost: select() visits each element of the subtree once and evaluates only the compounds whose
 // left-hand context already holds (kept as one bitmask per open ancestor), so matching a page is
 // O(elements x compounds) time and O(depth) memory, whatever the combinators: no subtree or
-// ancestor chain is walked twice. Pure functions; parsed lists are immutable and may be shared
-// between threads.
+// ancestor chain is walked twice. `:has()` looks into each candidate's subtree, which could make
+// a page quadratic: one selection (select, select_first, matches) looks at most
+// max_has_visits elements for all its `:has()` tests together, after which `:has()` is false.
+// Pure functions; parsed lists are immutable and may be shared between threads.
 #pragma once
 
 #include "scrapers/dom.hpp"
 
 #include <cstddef>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -40,6 +46,10 @@ inline constexpr std::size_t max_selector_length = 1024;
 // matcher keeps one bit per compound, so 64 is both the per-element work bound and the word
 // size; real selectors have 1-6.
 inline constexpr std::size_t max_compounds = 64;
+
+// What all the `:has()` tests of one selection may look at together; real pages have under
+// 10,000 elements and a `:has()` usually looks at a card's handful.
+inline constexpr std::size_t max_has_visits = 1'000'000;
 
 // Thrown by parse(). what() reads `bad selector "a[href" at column 7: expected ']'`.
 class syntax_error : public std::invalid_argument {
@@ -66,13 +76,18 @@ enum class attribute_operator {
   substring, // [a*=v]
 };
 
+struct selector_list;
+
 struct simple_selector {
-  enum class kind { universal, type, class_name, id, attribute };
+  enum class kind { universal, type, class_name, id, attribute, scope, has };
   kind what = kind::universal;
   std::string name; // tag (ASCII-lowercased), class, id or attribute name (ASCII-lowercased)
   attribute_operator op = attribute_operator::exists; // attributes only
   std::string value;                                  // attributes only, escapes decoded
   bool negated = false;                               // written inside :not()
+  // :has() only: its relative selectors, each starting with a :scope compound (the element
+  // being tested), so `:has(> h3)` is held as `:scope > h3`.
+  std::shared_ptr<const selector_list> relative;
 };
 
 enum class combinator {

@@ -139,6 +139,12 @@ TEST_CASE("css: syntax errors give the selector, the column and the reason") {
   CHECK(error_of("a:not(.x .y)").column == 10);
   CHECK(error_of("a:not(.x").reason == "expected ')'");
   CHECK(error_of("a:not(:not(b))").column == 7);
+  CHECK(error_of("a:has(b:has(c))").reason == ":has() inside :has() is not supported");
+  CHECK(error_of("a:has()").reason == "expected selector");
+  CHECK(error_of("a:has(b").reason == "expected ')' to close :has(");
+  CHECK(error_of("a:has(+ b)").reason == "unsupported combinator '+'");
+  CHECK(error_of(":scope()").reason == "unsupported pseudo-class ':scope()'");
+  CHECK(error_of("a:not(:has(b))").column == 7);
   CHECK(error_of("a:not()").reason == "unexpected ')'");
   CHECK(error_of(".").reason == "expected class name");
   CHECK(error_of(".1a").column == 2);
@@ -226,6 +232,50 @@ TEST_CASE("css: combinators, lists and :not") {
   CHECK(ids(doc, "a:not(a)") == "");
   CHECK(ids(doc, "li :not(*)") == "");
   CHECK(ids(doc, "section :not(a):not(li):not(ul):not(svg)") == "inner c1");
+}
+
+TEST_CASE("css: :has() with child and descendant relative selectors") {
+  auto doc = dom::document::parse(page);
+  CHECK(ids(doc, "div:has(> h2)") == "top");
+  CHECK(ids(doc, "div:has(h2 > a)") == "top");
+  CHECK(ids(doc, "div:has(a)") == "top inner");
+  CHECK(ids(doc, "div:has(> a)") == "");
+  CHECK(ids(doc, "div:has(li a), p:has(span)") == "p1 inner");
+  CHECK(ids(doc, ".story:has(ul) a") == "a3");
+  CHECK(ids(doc, "a:has(*)") == "");
+  CHECK(ids(doc, "h2:has(> a.headline) > a") == "a1");
+  // The relative selector starts inside the element: an ancestor never satisfies it.
+  CHECK(ids(doc, "li:has(div a)") == "");
+  // Headline links holding a heading, the usual use in a site file.
+  auto cards =
+      dom::document::parse(R"(<a id=x href="/1"><h3>One</h3></a><a id=y href="/2">Two</a>)");
+  CHECK(ids(cards, "a:has(h3)") == "x");
+  CHECK(css::matches(css::parse("a:has(> h3)"), css::select_first(cards.root(), css::parse("#x"))));
+}
+
+TEST_CASE("css: :scope is the element a selection starts from") {
+  auto doc = dom::document::parse(page);
+  dom::node top = css::select_first(doc.root(), css::parse("#top"));
+  CHECK(css::select(top, css::parse(":scope > h2 > a")).size() == 1);
+  CHECK(css::select(top, css::parse(":scope > a")).empty());
+  CHECK(css::select_first(top, css::parse(":scope a")).id() == "a1");
+  // Without a starting element (matches), :scope is the root element, <html>.
+  dom::node html = doc.html();
+  CHECK(css::matches(css::parse(":scope"), html));
+  CHECK(
+      css::matches(css::parse(":scope > body"), css::select_first(doc.root(), css::parse("body"))));
+}
+
+TEST_CASE("css: :has() on deep nesting stays within its budget") {
+  std::string deep = "<html><body>";
+  for (int i = 0; i < 1500; ++i)
+    deep += "<div>";
+  deep += "<a href='/x'>x</a></body></html>";
+  auto doc = dom::document::parse(deep);
+  // Every div holds the link: 1,500 subtree looks, most of them long, within the budget.
+  auto found = css::select(doc.root(), css::parse("div:has(a)"));
+  CHECK(!found.empty());
+  CHECK(found.size() <= 1500);
 }
 
 TEST_CASE("css: select from an element looks inside it but sees its ancestors") {

@@ -234,6 +234,17 @@ TEST_CASE("site files: several rules merge in page order, duplicates dropped by 
   CHECK(got[1].url == "https://example.com/b");
 }
 
+TEST_CASE("site files: :has() picks links by what they hold, :scope anchors the title") {
+  const std::string html = R"(<a href="/a"><h3>Headline A</h3><span>kicker</span></a>
+                              <a href="/b">Just a link</a>
+                              <a href="/c"><div><h3>Nested heading</h3></div></a>)";
+  const std::string file = R"json({"name": "t", "url": "https://example.com/",
+                                   "link": "a:has(h3)", "title": ":scope > h3"})json";
+  auto got = parse_site_file(file, "t.json")->parse(html, "https://example.com/");
+  // /c holds an h3 (so :has matches) but not as a child (so the title does not), and is skipped.
+  CHECK(titles(got) == std::vector<std::string>{"Headline A"});
+}
+
 TEST_CASE("site files: title_fallback takes the link's own text when the title matches nothing") {
   const std::string html = R"(<a class=story href="/a"><h3>With a heading</h3></a>
                               <a class=story href="/b">Only link text</a>)";
