@@ -730,8 +730,14 @@ bool matches(const selector_list& list, dom::node e) {
   return (frames_down_to(p, e).back().self & p.last) != 0;
 }
 
+// :scope for a selection from `root`: the root, or for the whole document its root element
+// (as document.querySelectorAll and stylesheets have it).
+dom::node scope_of(const dom::node& root) {
+  return root.is_document() ? root.first_element_child() : root;
+}
+
 std::vector<dom::node> select(const dom::node& root, const selector_list& list) {
-  selection_scope scope(root);
+  selection_scope scope(scope_of(root));
   std::vector<dom::node> found;
   walk(root, list, [&](dom::node e) {
     found.push_back(e);
@@ -741,7 +747,7 @@ std::vector<dom::node> select(const dom::node& root, const selector_list& list) 
 }
 
 dom::node select_first(const dom::node& root, const selector_list& list) {
-  selection_scope scope(root);
+  selection_scope scope(scope_of(root));
   dom::node found;
   walk(root, list, [&](dom::node e) {
     found = e;
