@@ -21,6 +21,7 @@
 #include <set>
 #include <sstream>
 #include <system_error>
+#include <unordered_map>
 #include <utility>
 
 namespace newsdesk::scrapers {
@@ -189,15 +190,20 @@ class site_file_scraper final : public scraper {
         out.emplace_back(e, &rules_.front());
       }
     } else {
-      for (dom::node e : page.root().descendant_elements()) {
-        for (const rule& r : rules_) {
-          if (css::matches(r.link, e)) {
-            out.emplace_back(e, &r);
-            break;
-          }
+      // One selection per rule (each linear in the page), then one walk to put the matches in
+      // page order: testing every element against every rule would walk each one's ancestors.
+      std::unordered_map<const void*, const rule*> first_rule;
+      for (const rule& r : rules_) {
+        for (dom::node e : css::select(page.root(), r.link)) {
+          first_rule.emplace(e.raw(), &r); // an earlier rule keeps an element it matched
         }
-        if (out.size() > max_link_matches) {
+      }
+      for (dom::node e : page.root().descendant_elements()) {
+        if (out.size() > max_link_matches || out.size() == first_rule.size()) {
           break;
+        }
+        if (auto it = first_rule.find(e.raw()); it != first_rule.end()) {
+          out.emplace_back(e, it->second);
         }
       }
     }

@@ -13,12 +13,12 @@ namespace newsdesk::server {
 namespace {
 using clock_type = std::chrono::steady_clock;
 
-// The state of one render across redirect hops.
 // Feed types first; servers that only know XML or HTML still answer.
 constexpr const char* feed_accept = "application/rss+xml, application/atom+xml, "
                                     "application/rdf+xml;q=0.9, application/xml;q=0.8, "
                                     "text/xml;q=0.8, */*;q=0.5";
 
+// The state of one render across redirect hops.
 struct direct_fetch : std::enable_shared_from_this<direct_fetch> {
   direct_renderer& owner;
   http_client& client;
