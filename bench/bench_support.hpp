@@ -2,11 +2,11 @@
 // saved page. Benchmarks report numbers; they are not tests.
 #pragma once
 
+#include "server/core/read_file.hpp"
+
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -29,12 +29,7 @@ template <typename F> double median_ms(int runs, F&& work) {
 
 // The whole file, or nullopt when it cannot be opened.
 inline std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return std::nullopt;
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
+  return server::read_whole_file(path);
 }
 
 } // namespace newsdesk::bench

@@ -238,7 +238,6 @@ std::vector<headline> detect_headlines(const dom::document& page, std::string_vi
 
   struct candidate {
     std::string title;
-    std::string target;
     std::string_view href;
     int score = 0;
     std::string signature;
@@ -295,7 +294,7 @@ std::vector<headline> detect_headlines(const dom::document& page, std::string_vi
     if (target->find('#') != std::string::npos && own_site && parts->path == page_parts->path)
       score -= 4; // an anchor on this page
     ++signatures[where.signature];
-    candidates.push_back({std::move(title), std::move(*target), *href, score, where.signature});
+    candidates.push_back({std::move(title), *href, score, where.signature});
   }
   // Story lists repeat one structure many times; navigation and one-off links do not.
   std::map<std::string, std::pair<std::size_t, std::size_t>> passing; // signature: passed, all

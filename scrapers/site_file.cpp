@@ -105,18 +105,27 @@ class site_file_scraper final : public scraper {
   using scraper::parse;
   std::vector<headline> parse(std::string_view html, std::string_view page_url,
                               std::string* note) const override {
-    if (note)
-      note->clear();
     site_trial trial;
-    auto page = parse_page(html);
-    auto found = run(page, page_url, &trial);
-    if (found.empty() && !rules_.empty()) {
+    auto found = read(parse_page(html), page_url, trial);
+    if (note)
+      *note = trial.method == fallback_method ? "found by detection; the selectors matched nothing"
+                                              : "";
+    return found;
+  }
+
+  // run(), then detection when the selectors found nothing; `s.method` says which.
+  std::vector<headline> read(const dom::document& page, std::string_view page_url,
+                             site_trial& s) const {
+    auto found = run(page, page_url, &s);
+    if (found.empty() && s.method == "selectors") {
       found = detect_headlines(page, page_url, info_.name);
-      if (note && !found.empty())
-        *note = "found by detection; the selectors matched nothing";
+      if (!found.empty()) {
+        s.method = fallback_method;
+      }
     }
     return found;
   }
+  static constexpr const char* fallback_method = "detection (the selectors matched nothing)";
 
   // Never throws except std::bad_alloc (which terminates a noexcept caller as it would anyway).
   std::vector<headline> run(const dom::document& page, std::string_view page_url,
@@ -772,26 +781,23 @@ std::vector<std::string> check_site_folder(const std::filesystem::path& dir) {
   return errors;
 }
 
-site_trial try_site_file(const std::filesystem::path& file, std::string_view html,
-                         std::string_view page_url) {
-  std::unique_ptr<scraper> s = load_site_file(file);
+site_trial try_scraper(const scraper& s, std::string_view html, std::string_view page_url) {
   site_trial trial;
-  trial.site = s->site();
+  trial.site = s.site();
   std::string base(page_url.empty() ? std::string_view(trial.site.url) : page_url);
-  if (const auto* site = dynamic_cast<const site_file_scraper*>(s.get())) {
-    auto page = dom::document::parse(html);
-    trial.headlines = site->run(page, base, &trial);
-    if (trial.headlines.empty() && trial.method == "selectors") {
-      trial.headlines = detect_headlines(page, base, trial.site.name);
-      if (!trial.headlines.empty()) {
-        trial.method = "detection (the selectors matched nothing)";
-      }
-    }
+  if (const auto* site = dynamic_cast<const site_file_scraper*>(&s)) {
+    trial.headlines = site->read(dom::document::parse(html), base, trial);
   } else {
-    trial.method = "feed";
-    trial.headlines = s->parse(html, base);
+    trial.method =
+        trial.site.renderer == "feed" ? "feed" : "built-in scraper (" + origin_of(trial.site) + ")";
+    trial.headlines = s.parse(html, base);
   }
   return trial;
+}
+
+site_trial try_site_file(const std::filesystem::path& file, std::string_view html,
+                         std::string_view page_url) {
+  return try_scraper(*load_site_file(file), html, page_url);
 }
 
 std::vector<headline> try_site(const std::filesystem::path& file, std::string_view html,

@@ -94,7 +94,7 @@ std::vector<std::string> check_site_folder(const std::filesystem::path& dir);
 struct site_trial {
   site_info site;
   // How the headlines were found: "selectors", "detection" (a file without rules),
-  // "detection (the selectors matched nothing)" or "feed".
+  // "detection (the selectors matched nothing)", "feed" or "built-in scraper (FILE)".
   std::string method;
 
   std::size_t link_matches = 0;    // elements the link selector matched (up to max_link_matches)
@@ -109,8 +109,12 @@ struct site_trial {
   std::string hint;
 };
 
-// Loads `file` (throws site_file_error) and runs it on `html` as the service would. The page URL
-// used to resolve relative links is `page_url`, or the site's own url when it is empty.
+// Runs scraper `s` (a site file, a feed or a built-in) on `html` as the service would; the counts
+// are filled for site files with selectors. The page URL used to resolve relative links is
+// `page_url`, or the site's own url when it is empty.
+site_trial try_scraper(const scraper& s, std::string_view html, std::string_view page_url = {});
+
+// Loads `file` (throws site_file_error) and tries it: try_scraper(*load_site_file(file), ...).
 site_trial try_site_file(const std::filesystem::path& file, std::string_view html,
                          std::string_view page_url = {});
 

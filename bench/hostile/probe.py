@@ -100,6 +100,16 @@ def run_newsdesk(config):
     return child, base, broker
 
 
+def settled(base, tries=100):
+    """/news.json once every site has succeeded or failed (polled every 0.1 s, at most `tries`)."""
+    for _ in range(tries):
+        news = json.loads(http(base + "/news.json")[1])
+        if all(s["ok"] or s["error"] for s in news["sites"]):
+            break
+        time.sleep(0.1)
+    return news
+
+
 def stop(child):
     child.terminate()
     child.wait(timeout=20)
@@ -143,11 +153,7 @@ for label, http_cfg in [("default limits", {}),
 child, base, _ = run_newsdesk({"refresh": {"retries": 0, "manual_min_interval": 0},
                                "sites": [{"name": "hostile", "scraper": "cnn", "url": "https://hostile.cnn.com/"},
                                          {"name": "healthy", "scraper": "cnn", "url": "https://healthy.cnn.com/"}]})
-for _ in range(100):
-    news = json.loads(http(base + "/news.json")[1])
-    if all(s["ok"] or s["error"] for s in news["sites"]):
-        break
-    time.sleep(0.1)
+news = settled(base)
 sites = {s["name"]: s for s in news["sites"]}
 http(base + "/api/refresh?site=hostile", "POST")
 host, port = base[len("http://"):].split(":")
@@ -170,11 +176,7 @@ bounded_standin, text = start([standin_bin, f"https://bounded.cnn.com/={bounded_
 bounded_splash = [w for w in text.split() if w.startswith("http://")][0]
 child, base, _ = run_newsdesk({"splash_url": bounded_splash, "refresh": {"retries": 0},
                                "sites": [{"name": "bounded", "scraper": "cnn", "url": "https://bounded.cnn.com/"}]})
-for _ in range(600):
-    news = json.loads(http(base + "/news.json")[1])
-    if news["sites"][0]["error"]:
-        break
-    time.sleep(0.1)
+news = settled(base, tries=600)
 print(f"bounded: 249 x 2,000 nested <div>s ({len(bounded) / 1e6:.1f} MB, 498,002 elements) -> "
       f"\"{news['sites'][0]['error']}\" after {news['sites'][0]['elapsed_ms']} ms")
 stop(child)
@@ -197,11 +199,7 @@ http(f"{control_url}/control/error?url={urllib.parse.quote('https://quoting.cnn.
 child, base, _ = run_newsdesk({"refresh": {"retries": 0}, "http": {"max_connections_per_ip": 0},
                                "sites": [{"name": "quoting", "scraper": "cnn", "url": "https://quoting.cnn.com/"},
                                          {"name": "healthy", "scraper": "cnn", "url": "https://healthy.cnn.com/"}]})
-for _ in range(100):
-    news = json.loads(http(base + "/news.json")[1])
-    if all(s["ok"] or s["error"] for s in news["sites"]):
-        break
-    time.sleep(0.1)
+news = settled(base)
 json_bytes = len(http(base + "/news.json")[1])
 before = rss_mb(child.pid)
 host, port = base[len("http://"):].split(":")

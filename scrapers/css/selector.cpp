@@ -120,18 +120,32 @@ class parser {
       if (at_end() || peek() == ',' || (in_has_ && peek() == ')')) {
         return complex;
       }
-      combinator relation = combinator::descendant;
-      if (peek() == '>') {
-        relation = combinator::child;
-        ++pos_;
-        skip_space();
-      } else if (peek() == '+' || peek() == '~') {
-        fail(std::string("unsupported combinator '") + peek() + "'");
-      } else if (!spaced) {
+      combinator relation = parse_combinator();
+      if (relation == combinator::descendant && !spaced) {
         fail_unexpected();
       }
       complex.compounds.push_back(parse_compound(relation));
     }
+  }
+
+  // A '>' at the cursor (and the spaces after it) is a child step; '+' and '~' are refused by
+  // name; anything else is left for the next compound, a descendant step.
+  combinator parse_combinator() {
+    if (peek() == '+' || peek() == '~') {
+      fail(std::string("unsupported combinator '") + peek() + "'");
+    }
+    if (peek() != '>') {
+      return combinator::descendant;
+    }
+    ++pos_;
+    skip_space();
+    return combinator::child;
+  }
+
+  static simple_selector scope_selector() {
+    simple_selector s;
+    s.what = simple_selector::kind::scope;
+    return s;
   }
 
   [[noreturn]] void fail_unexpected() const {
@@ -265,7 +279,7 @@ class parser {
     }
     std::string name = ascii_lowercase(parse_ident());
     if (name == "scope" && peek() != '(') {
-      return {simple_selector::kind::scope, {}, {}, {}, false, {}};
+      return scope_selector();
     }
     if (name == "has" && peek() == '(') {
       return parse_has(colon);
@@ -314,20 +328,13 @@ class parser {
     auto relative = std::make_shared<selector_list>();
     for (;;) {
       skip_space();
-      combinator relation = combinator::descendant;
-      if (peek() == '>') {
-        relation = combinator::child;
-        ++pos_;
-        skip_space();
-      } else if (peek() == '+' || peek() == '~') {
-        fail(std::string("unsupported combinator '") + peek() + "'");
-      }
+      const combinator relation = parse_combinator();
       if (++compounds_ > max_compounds) {
         fail("more than " + std::to_string(max_compounds) + " compound selectors");
       }
       complex_selector complex;
       compound_selector scope;
-      scope.parts.push_back({simple_selector::kind::scope, {}, {}, {}, false, {}});
+      scope.parts.push_back(scope_selector());
       complex.compounds.push_back(std::move(scope));
       complex.compounds.push_back(parse_compound(relation));
       relative->selectors.push_back(parse_rest_of_complex(std::move(complex)));

@@ -4,14 +4,13 @@
 #include "scrapers/scraper.hpp"
 #include "scrapers/site_file.hpp"
 #include "scrapers/url.hpp"
+#include "server/core/read_file.hpp"
 #include "server/render/renderer.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 extern char** environ;
 
@@ -389,12 +388,10 @@ std::vector<std::string> known_flags() {
 
 // Reads `path` over `cfg`; messages name the file.
 void read_config_file(config& cfg, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  auto text = read_whole_file(path);
+  if (!text)
     fail(path, "cannot open the config file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  apply_config_json(cfg, text.str(), path);
+  apply_config_json(cfg, *text, path);
 }
 
 } // namespace

@@ -5,6 +5,7 @@
 #include "scrapers/site_file.hpp"
 #include "scrapers/url.hpp"
 #include "server/app/config.hpp"
+#include "server/core/read_file.hpp"
 #include "server/render/renderers.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -18,9 +19,24 @@
 #include <optional>
 #include <ostream>
 #include <set>
-#include <sstream>
 
 namespace newsdesk::server {
+
+namespace {
+
+// The configuration a command runs with: its server options over the environment and the
+// config file. Null (and a message on `err`) when they are wrong.
+std::optional<config> command_config(const std::vector<std::string>& args, std::ostream& err) {
+  try {
+    bool help = false;
+    return load_config(args, process_environment(), help);
+  } catch (const config_error& e) {
+    err << "newsdesk: configuration error: " << e.what() << "\n";
+    return std::nullopt;
+  }
+}
+
+} // namespace
 
 int check_scrapers(std::vector<std::string> args, std::ostream& out, std::ostream& err) {
   std::optional<std::string> dir;
@@ -28,14 +44,10 @@ int check_scrapers(std::vector<std::string> args, std::ostream& out, std::ostrea
     dir = args.front();
     args.erase(args.begin());
   }
-  config cfg;
-  try {
-    bool help = false;
-    cfg = load_config(args, process_environment(), help);
-  } catch (const config_error& e) {
-    err << "newsdesk: configuration error: " << e.what() << "\n";
+  auto loaded = command_config(args, err);
+  if (!loaded)
     return 2;
-  }
+  config cfg = std::move(*loaded);
   if (dir) {
     cfg.site_files_dir = *dir;
     cfg.site_files_dir_given = true;
@@ -79,51 +91,49 @@ constexpr const char* try_site_usage =
     "  rendered live through the renderer the site would use. --url: the page to render, or\n"
     "  the address a saved page's links resolve against.\n";
 
-// What a try found, however it was found.
+// What a try found, and on what.
 struct trial_report {
-  scrapers::site_info site;
-  std::string method; // "selectors", "feed", "built-in scraper (scrapers/sites/cnn.cpp)"
   std::string source; // the saved file, or "URL via RENDERER in N ms"
   std::string base;   // the address links were resolved against
-  std::optional<scrapers::site_trial> counts; // site files with selectors
-  std::vector<scrapers::headline> headlines;
+  scrapers::site_trial trial;
+  bool counted = false; // a site file with selectors: the trial's counts mean something
 };
 
-void print_text(const trial_report& t, std::ostream& out) {
-  out << t.site.display_name << " (" << t.site.name << ") on " << t.source
-      << ", links resolved against " << t.base << "\n";
+void print_text(const trial_report& r, std::ostream& out) {
+  const auto& t = r.trial;
+  out << t.site.display_name << " (" << t.site.name << ") on " << r.source
+      << ", links resolved against " << r.base << "\n";
   out << t.headlines.size() << (t.headlines.size() == 1 ? " headline" : " headlines")
       << ", found by " << t.method;
-  if (t.counts) {
-    const auto& c = *t.counts;
-    out << "; the link selector matched " << c.link_matches << "; left out: " << c.without_url
-        << " without a usable URL, " << c.without_title << " without a title, " << c.filtered_out
-        << " filtered, " << c.duplicates << " duplicates";
-  }
+  if (r.counted)
+    out << "; the link selector matched " << t.link_matches << "; left out: " << t.without_url
+        << " without a usable URL, " << t.without_title << " without a title, " << t.filtered_out
+        << " filtered, " << t.duplicates << " duplicates";
   out << "\n";
-  if (t.counts && !t.counts->hint.empty())
-    out << "hint: " << t.counts->hint << "\n";
+  if (!t.hint.empty())
+    out << "hint: " << t.hint << "\n";
   out << "\n";
   std::size_t n = 0;
   for (const auto& h : t.headlines)
     out << ++n << ". " << h.title << "\n   " << h.url << "\n";
 }
 
-void print_json(const trial_report& t, std::ostream& out) {
+void print_json(const trial_report& r, std::ostream& out) {
+  const auto& t = r.trial;
   nlohmann::json headlines = nlohmann::json::array();
   for (const auto& h : t.headlines)
     headlines.push_back({{"title", h.title}, {"url", h.url}, {"method", t.method}});
   nlohmann::json j = {{"site", t.site.name}, {"display_name", t.site.display_name},
-                      {"source", t.source},  {"base", t.base},
+                      {"source", r.source},  {"base", r.base},
                       {"method", t.method},  {"headlines", headlines}};
-  if (t.counts && !t.counts->hint.empty())
-    j["hint"] = t.counts->hint;
-  if (t.counts)
-    j["left_out"] = {{"link_matches", t.counts->link_matches},
-                     {"without_url", t.counts->without_url},
-                     {"without_title", t.counts->without_title},
-                     {"filtered", t.counts->filtered_out},
-                     {"duplicates", t.counts->duplicates}};
+  if (!t.hint.empty())
+    j["hint"] = t.hint;
+  if (r.counted)
+    j["left_out"] = {{"link_matches", t.link_matches},
+                     {"without_url", t.without_url},
+                     {"without_title", t.without_title},
+                     {"filtered", t.filtered_out},
+                     {"duplicates", t.duplicates}};
   out << j.dump(2) << "\n";
 }
 
@@ -186,24 +196,18 @@ int import_opml(std::vector<std::string> args, std::ostream& out, std::ostream& 
   }
   const std::string file = args.front();
   args.erase(args.begin());
-  config cfg;
-  try {
-    bool help = false;
-    cfg = load_config(args, process_environment(), help);
-  } catch (const config_error& e) {
-    err << "newsdesk: " << e.what() << "\n";
+  auto loaded = command_config(args, err);
+  if (!loaded)
     return 2;
-  }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
+  const config cfg = std::move(*loaded);
+  auto bytes = read_whole_file(file);
+  if (!bytes) {
     err << file << ": cannot read the OPML list\n";
     return 1;
   }
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
   std::vector<scrapers::opml_outline> outlines;
   try {
-    outlines = scrapers::parse_opml(bytes.str());
+    outlines = scrapers::parse_opml(*bytes);
   } catch (const scrapers::feed_error& e) {
     err << file << ": " << e.what() << "\n";
     return 1;
@@ -240,17 +244,19 @@ int import_opml(std::vector<std::string> args, std::ostream& out, std::ostream& 
       out << "skipped \"" << o.title << "\": " << o.feed_url << " is already a site\n";
       continue;
     }
-    std::string name = site_name_for(o.title);
+    const std::string base_name = site_name_for(o.title);
+    std::string name = base_name;
     for (int n = 2; taken.find(name) || std::filesystem::exists(dir / (name + ".json")); ++n)
-      name = site_name_for(o.title).substr(0, 36) + "_" + std::to_string(n);
+      name = base_name.substr(0, 36) + "_" + std::to_string(n);
     nlohmann::json site = {{"name", name}, {"feed", o.feed_url}};
     if (!o.title.empty())
       site["display_name"] = o.title;
     const auto path = dir / (name + ".json");
+    const auto text = site.dump(2);
     try {
       // Checked as startup will read it, then written.
-      auto scraper = scrapers::parse_site_file(site.dump(2), path);
-      std::ofstream(path, std::ios::binary) << site.dump(2) << "\n";
+      auto scraper = scrapers::parse_site_file(text, path);
+      std::ofstream(path, std::ios::binary) << text << "\n";
       taken.add(std::move(scraper));
     } catch (const std::exception& e) {
       err << "skipped \"" << o.title << "\": " << e.what() << "\n";
@@ -285,14 +291,12 @@ int try_site(const std::vector<std::string>& args, std::ostream& out, std::ostre
     err << try_site_usage;
     return 2;
   }
-  config cfg;
-  try {
-    bool help = false;
-    cfg = load_config(server_options, process_environment(), help);
-  } catch (const config_error& e) {
-    err << "newsdesk: " << e.what() << "\n" << try_site_usage;
+  auto loaded = command_config(server_options, err);
+  if (!loaded) {
+    err << try_site_usage;
     return 2;
   }
+  config cfg = std::move(*loaded);
 
   try {
     // The scraper: a site file named on the command line, else a built-in or folder site.
@@ -316,21 +320,19 @@ int try_site(const std::vector<std::string>& args, std::ostream& out, std::ostre
     }
 
     trial_report report;
-    report.site = scraper->site();
+    const auto& site = scraper->site();
     std::string html;
     if (!saved.empty()) {
-      std::ifstream in(saved, std::ios::binary);
-      if (!in) {
+      auto bytes = read_whole_file(saved);
+      if (!bytes) {
         err << saved << ": cannot read the page\n";
         return 1;
       }
-      std::ostringstream bytes;
-      bytes << in.rdbuf();
-      html = bytes.str();
+      html = std::move(*bytes);
       report.source = saved;
-      report.base = url.empty() ? report.site.url : url;
+      report.base = url.empty() ? site.url : url;
     } else {
-      nlohmann::json entry = {{"scraper", report.site.name}};
+      nlohmann::json entry = {{"scraper", site.name}};
       if (!url.empty())
         entry["url"] = url;
       cfg.sites = std::make_shared<const nlohmann::json>(nlohmann::json::array({entry}));
@@ -338,17 +340,8 @@ int try_site(const std::vector<std::string>& args, std::ostream& out, std::ostre
       render_live(cfg, sites.front(), html, report.source, report.base);
     }
 
-    if (is_file && report.site.renderer != "feed") {
-      auto trial = scrapers::try_site_file(target, html, report.base);
-      report.method = trial.method;
-      report.headlines = std::move(trial.headlines);
-      report.counts = std::move(trial);
-    } else {
-      report.method = report.site.renderer == "feed"
-                          ? "feed"
-                          : "built-in scraper (" + scrapers::origin_of(report.site) + ")";
-      report.headlines = scraper->parse(html, report.base);
-    }
+    report.trial = scrapers::try_scraper(*scraper, html, report.base);
+    report.counted = is_file && site.renderer != "feed";
     if (as_json)
       print_json(report, out);
     else

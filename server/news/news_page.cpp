@@ -1,5 +1,6 @@
 #include "server/news/news_page.hpp"
 
+#include "server/core/read_file.hpp"
 #include "server/http/http_message.hpp"
 
 #include "scrapers/url.hpp"
@@ -10,9 +11,7 @@
 #include <cctype>
 #include <cmath>
 #include <ctime>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 
 namespace newsdesk::server {
 
@@ -62,14 +61,12 @@ news_page::~news_page() = default;
 
 news_page news_page::load(const std::filesystem::path& dir) {
   auto path = dir / "news.html";
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  auto text = read_whole_file(path);
+  if (!text)
     throw std::runtime_error(
         "cannot read template " + path.string() +
         " (set --templates or NEWSDESK_TEMPLATES_DIR to the folder holding news.html)");
-  std::ostringstream text;
-  text << in.rdbuf();
-  auto p = std::make_unique<impl>(text.str());
+  auto p = std::make_unique<impl>(*text);
   if (!p->tmpl.is_valid())
     throw std::runtime_error("template " + path.string() +
                              " is not valid Mustache: " + p->tmpl.error_message());

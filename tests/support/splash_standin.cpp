@@ -74,6 +74,15 @@ http_response json_error(unsigned status, const json& body) {
   return res;
 }
 
+// render.html's 502 for a page (or one of its frames) the engine could not load.
+http_response network_error(int code, const std::string& text, const std::string& url) {
+  return json_error(
+      502, {{"error", 502},
+            {"type", "RenderError"},
+            {"description", "Error rendering page"},
+            {"info", {{"type", "Network"}, {"code", code}, {"text", text}, {"url", url}}}});
+}
+
 http_response bad_option(const std::string& argument, const std::string& type,
                          const std::string& description) {
   return json_error(
@@ -225,14 +234,7 @@ struct splash_standin::impl {
     if (!known) {
       if (execute)
         return respond(execute_answer(blank, "about:blank", 0, "network3"));
-      return respond(json_error(502, {{"error", 502},
-                                      {"type", "RenderError"},
-                                      {"description", "Error rendering page"},
-                                      {"info",
-                                       {{"type", "Network"},
-                                        {"code", 3},
-                                        {"text", "Host " + url + " not found"},
-                                        {"url", url}}}}));
+      return respond(network_error(3, "Host " + url + " not found", url));
     }
 
     switch (page.what) {
@@ -249,14 +251,7 @@ struct splash_standin::impl {
                                                      : "");
       } else if (page.failing_subframe) {
         // render.html fails the whole render when any frame fails to load.
-        res = json_error(502, {{"error", 502},
-                               {"type", "RenderError"},
-                               {"description", "Error rendering page"},
-                               {"info",
-                                {{"type", "Network"},
-                                 {"code", 3},
-                                 {"text", "Host ads.example not found"},
-                                 {"url", "https://ads.example/frame"}}}});
+        res = network_error(3, "Host ads.example not found", "https://ads.example/frame");
       } else {
         // render.html's trap: the site's own error page comes back as a 200.
         res.content_type = "text/html; charset=utf-8";
@@ -286,15 +281,8 @@ struct splash_standin::impl {
     case 502:
       // /execute reports a page that could not load through splash:go's reason.
       res = execute ? execute_answer(blank, "about:blank", 0, "network1")
-                    : json_error(502, {{"error", 502},
-                                       {"type", "RenderError"},
-                                       {"description", "Error rendering page"},
-                                       {"info",
-                                        {{"type", "Network"},
-                                         {"code", 1},
-                                         {"text", page.error_text.empty() ? "Connection refused"
-                                                                          : page.error_text},
-                                         {"url", url}}}});
+                    : network_error(
+                          1, page.error_text.empty() ? "Connection refused" : page.error_text, url);
       break;
     case 504:
       res = json_error(504, {{"error", 504},
