@@ -1,6 +1,7 @@
 #include "server/app/application.hpp"
 
 #include "broker/broker.hpp"
+#include "server/app/low_priority_pool.hpp"
 #include "server/app/metrics.hpp"
 #include "server/app/readiness.hpp"
 #include "server/app/routes.hpp"
@@ -106,6 +107,7 @@ struct application::parts {
       , threads(thread_count(cfg))
       , parse_pool(threads)
       , scrape_pool(std::max(1u, threads / 2))
+      , filtered_pool(threads)
       , ioc(static_cast<int>(threads))
       , sites(load_sites(cfg))
       , page(std::make_shared<const news_page>(news_page::load(cfg.templates_dir)))
@@ -114,7 +116,7 @@ struct application::parts {
       // The store opens before anything listens: a broken store file stops startup with its name.
       , store(open_store(cfg.store_path.string()))
       , news(ioc, sites, renderers.by_name(), parse_pool, scrape_pool, store.get(), cfg.refresh)
-      , routes(news, page, files, parse_pool, cfg.public_url)
+      , routes(news, page, files, parse_pool, filtered_pool, cfg.public_url)
       , live(ioc, parse_pool, store.get(), looks_of(sites))
       , hangup(ioc, SIGHUP)
       , terminate(ioc, SIGINT, SIGTERM)
@@ -136,7 +138,7 @@ struct application::parts {
               routes.handle(std::move(req), std::move(respond));
             },
             cfg.metrics ? &counters : nullptr,
-            cfg.access_log ? std::function<void(std::string_view)>(log_info) : nullptr),
+            cfg.access_log ? std::function<void(std::string_view)>(log_access) : nullptr),
         cfg.http);
   }
 
@@ -145,6 +147,7 @@ struct application::parts {
   // The pool itself outlives the io_context: handlers the io_context still holds after a start
   // that failed half-way may own strands on the pool (live events), destroyed with them.
   ~parts() {
+    filtered_pool.join();
     scrape_pool.join(); // a parse's result is handed to the worker pool: that one last
     parse_pool.join();
   }
@@ -367,6 +370,7 @@ struct application::parts {
     renderers.shutdown(); // kills the browser's process group; renders in flight are dropped
     // Parses are bounded before they start (dom::max_nesting_depth, max_elements), so this
     // waits at most for one page's parse per scrape thread.
+    filtered_pool.join();
     scrape_pool.join();
     parse_pool.join();
     log_info("msg=\"newsdesk stopped\"");
@@ -377,6 +381,7 @@ struct application::parts {
   unsigned threads;
   net::thread_pool parse_pool;  // store writes, reloads, representations: never on a network thread
   net::thread_pool scrape_pool; // parsing pages: a slow page holds up only other pages
+  low_priority_pool filtered_pool; // filtered views: they wait while anything else runs
   net::io_context ioc;
   std::vector<site_config> sites; // as loaded at startup; news.sites() has the current ones
   std::shared_ptr<const news_page> page;

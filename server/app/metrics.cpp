@@ -262,20 +262,32 @@ request_handler observe_requests(request_handler next, metrics* counters,
   return [next = std::move(next), counters, log_line](http_request req, responder respond) {
     auto started = std::chrono::steady_clock::now();
     auto route = metrics::route_of(req.path());
-    // The request moves into the handler, so what the log line needs is taken now.
-    auto line = log_line ? "msg=access method=" + req.method + " path=\"" +
-                               std::string(req.path().substr(0, 200)) + "\""
-                         : std::string();
-    next(std::move(req), [counters, log_line, started, route, line = std::move(line),
-                          respond = std::move(respond)](http_response res) {
+    // The request moves into the handler, so what the log line needs is kept now.
+    std::string method, path;
+    if (log_line) {
+      method = req.method;
+      path = req.path().substr(0, 200);
+    }
+    next(std::move(req), [counters, log_line, started, route, method = std::move(method),
+                          path = std::move(path), respond = std::move(respond)](http_response res) {
       auto took = std::chrono::steady_clock::now() - started;
       if (counters)
         counters->observe_request(route, res.status, took);
-      if (log_line)
-        (*log_line)(
-            line + " status=" + std::to_string(res.status) +
-            " bytes=" + std::to_string(res.body_size()) + " us=" +
-            std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(took).count()));
+      if (log_line) {
+        char numbers[96];
+        std::snprintf(numbers, sizeof numbers, "\" status=%u bytes=%zu us=%lld", res.status,
+                      res.body_size(),
+                      static_cast<long long>(
+                          std::chrono::duration_cast<std::chrono::microseconds>(took).count()));
+        std::string line;
+        line.reserve(32 + method.size() + path.size() + sizeof numbers);
+        line.append("msg=access method=")
+            .append(method)
+            .append(" path=\"")
+            .append(path)
+            .append(numbers);
+        (*log_line)(line);
+      }
       respond(std::move(res));
     });
   };

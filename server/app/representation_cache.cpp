@@ -3,7 +3,6 @@
 #include "server/core/log.hpp"
 
 #include <boost/asio/post.hpp>
-#include <boost/asio/thread_pool.hpp>
 
 #include <chrono>
 
@@ -17,13 +16,12 @@ std::int64_t unix_ms_now() {
 }
 } // namespace
 
-representation_cache::representation_cache(boost::asio::thread_pool& pool,
-                                           std::size_t max_unpinned_bytes)
-    : pool_(pool)
-    , max_bytes_(max_unpinned_bytes) {}
+representation_cache::representation_cache(std::size_t max_unpinned_bytes)
+    : max_bytes_(max_unpinned_bytes) {}
 
 void representation_cache::get(const std::string& key, std::uint64_t version, bool pinned,
-                               builder build, handler done) {
+                               const boost::asio::any_io_executor& build_on, builder build,
+                               handler done) {
   std::shared_ptr<const representation> previous;
   {
     std::unique_lock lock(mutex_);
@@ -53,7 +51,7 @@ void representation_cache::get(const std::string& key, std::uint64_t version, bo
     previous = e.ready;
   }
   boost::asio::post(
-      pool_, [this, key, version, build = std::move(build), previous = std::move(previous)] {
+      build_on, [this, key, version, build = std::move(build), previous = std::move(previous)] {
         std::shared_ptr<const representation> built;
         try {
           auto c = build();

@@ -25,9 +25,7 @@
 #include <string>
 #include <vector>
 
-namespace boost::asio {
-class thread_pool;
-} // namespace boost::asio
+#include <boost/asio/any_io_executor.hpp>
 
 namespace newsdesk::server {
 
@@ -45,12 +43,13 @@ class representation_cache {
     std::size_t entries = 0, bytes = 0;
   };
 
-  representation_cache(boost::asio::thread_pool& pool, std::size_t max_unpinned_bytes);
+  explicit representation_cache(std::size_t max_unpinned_bytes);
 
   // Calls `done` with the representation under `key` for `version`: at once when it is ready,
-  // else when the build (started now, or already running) finishes, on the pool. A build that
-  // throws answers null.
-  void get(const std::string& key, std::uint64_t version, bool pinned, builder build, handler done);
+  // else when the build (started now on `build_on`, or already running) finishes, on the thread
+  // that built it. A build that throws answers null.
+  void get(const std::string& key, std::uint64_t version, bool pinned,
+           const boost::asio::any_io_executor& build_on, builder build, handler done);
 
   // Drops unpinned entries older than `version` (the headlines changed).
   void drop_older_than(std::uint64_t version);
@@ -74,7 +73,6 @@ class representation_cache {
               std::shared_ptr<const representation> built);
   void evict_locked();
 
-  boost::asio::thread_pool& pool_;
   const std::size_t max_bytes_;
   mutable std::mutex mutex_;
   std::map<std::string, entry> entries_;

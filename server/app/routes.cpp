@@ -1,6 +1,7 @@
 #include "server/app/routes.hpp"
 
 #include "scrapers/feed.hpp"
+#include "server/app/low_priority_pool.hpp"
 #include "server/core/log.hpp"
 #include "server/http/static_files.hpp"
 #include "server/news/feeds.hpp"
@@ -8,6 +9,7 @@
 #include "server/news/news_query.hpp"
 #include "server/news/news_service.hpp"
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <nlohmann/json.hpp>
 
@@ -15,6 +17,8 @@
 #include <system_error>
 
 namespace newsdesk::server {
+
+namespace net = boost::asio;
 
 namespace {
 
@@ -52,12 +56,15 @@ std::string sites_title(const news_snapshot& s) {
 } // namespace
 
 routes::routes(news_service& news, std::shared_ptr<const news_page> page, const static_files& files,
-               boost::asio::thread_pool& pool, std::string public_url)
+               boost::asio::thread_pool& pool, low_priority_pool& filtered_pool,
+               std::string public_url)
     : news_(news)
     , files_(files)
+    , pool_(pool)
+    , filtered_pool_(filtered_pool)
     , public_url_(std::move(public_url))
     , page_(std::move(page))
-    , cache_(pool, representation_cache::default_max_bytes) {
+    , cache_(representation_cache::default_max_bytes) {
   while (!public_url_.empty() && public_url_.back() == '/')
     public_url_.pop_back();
 }
@@ -125,7 +132,7 @@ void routes::handle(http_request request, responder respond) {
     return respond(files_.serve(std::string_view(path).substr(8), request));
   if (json_endpoint != json_endpoints_.end())
     return respond(page_response(json_content_type, json_endpoint->second()));
-  serve_news(request, path, std::move(respond));
+  serve_news(std::move(request), path, std::move(respond));
 }
 
 namespace {
@@ -194,14 +201,92 @@ std::string view_key(const std::string& path, const news_query& query, const std
 
 } // namespace
 
-void routes::serve_news(const http_request& request, const std::string& path, responder respond) {
+namespace {
+
+// Headers a view's 200 carries besides the representation's own.
+const header_list& view_headers(const std::string& path) {
+  static const header_list page_headers{{"X-Content-Type-Options", "nosniff"},
+                                        {"Content-Security-Policy", content_security_policy},
+                                        {"Referrer-Policy", "no-referrer"}};
+  static const header_list data_headers{{"X-Content-Type-Options", "nosniff"}};
+  return path == "/news" ? page_headers : data_headers;
+}
+
+// Clients may keep a copy but must ask (If-None-Match) before using it: a 304 costs a few
+// hundred bytes, and headlines change without notice.
+constexpr std::string_view view_cache_control = "no-cache";
+
+} // namespace
+
+std::string routes::cache_key(const std::string& path, const news_query& query,
+                              const std::string& base) const {
+  auto key = view_key(path, query, base);
+  if (path == "/news") {
+    // The page shows ages in minutes ("3 min ago"), so it is also built once a minute (its
+    // bytes and ETag change only when an age shown did), and again after a template reload.
+    // Older pages are dropped with the next change or by the LRU.
+    const auto minute = std::chrono::duration_cast<std::chrono::minutes>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    key += "#template=" + std::to_string(template_generation_.load()) +
+           "#minute=" + std::to_string(minute);
+  }
+  return key;
+}
+
+std::shared_ptr<const representation>
+routes::current_view(const std::string& slot, const std::string& key, std::uint64_t version) const {
+  std::lock_guard lock(current_mutex_);
+  auto it = current_.find(slot);
+  if (it == current_.end() || it->second.version != version || it->second.key != key)
+    return nullptr;
+  return it->second.bytes;
+}
+
+void routes::remember_view(const std::string& slot, const std::string& key, std::uint64_t version,
+                           std::shared_ptr<const representation> bytes) {
+  std::lock_guard lock(current_mutex_);
+  // Feeds have a slot per Host a client named: a bound, so made-up hosts cannot grow it.
+  if (current_.size() >= max_current_views && !current_.count(slot))
+    current_.clear();
+  auto& view = current_[slot];
+  if (view.version > version)
+    return;
+  view = {key, version, std::move(bytes)};
+}
+
+void routes::serve_news(http_request request, const std::string& path, responder respond) {
+  const bool feed = path == "/news.atom" || path == "/news.feed.json" || path == "/opml";
+  // Only the feeds name their own and the page's address.
+  auto base = feed ? base_url(request) : std::string();
+  if (!request.query().empty()) {
+    // Filtered views are parsed, looked up and built at low priority (see low_priority_pool).
+    return net::post(filtered_pool_.get_executor(),
+                     [this, request = std::move(request), path, base = std::move(base),
+                      respond = std::move(respond)]() mutable {
+                       serve_view(request, path, base, std::move(respond));
+                     });
+  }
+  // The fast path: an unfiltered view already built for the current headlines is answered here,
+  // on the network thread, with no parsing, building or waiting. Until the headlines are ready
+  // (a cold start) views go through serve_view, which waits for them.
+  const auto snapshot = news_.snapshot();
+  if (auto ready = snapshot->ready
+                       ? current_view(path + "@" + base, cache_key(path, news_query{}, base),
+                                      snapshot->version)
+                       : nullptr) {
+    fast_hits_.fetch_add(1, std::memory_order_relaxed);
+    return respond(ready->respond(request, view_cache_control, view_headers(path)));
+  }
+  serve_view(request, path, base, std::move(respond));
+}
+
+void routes::serve_view(const http_request& request, const std::string& path,
+                        const std::string& base, responder respond) {
   auto parsed = parse_news_query(request.query(), news_.snapshot()->sites);
   if (auto* error = std::get_if<std::string>(&parsed))
     return respond(text_response(400, "Bad Request: " + *error));
   auto query = std::get<news_query>(std::move(parsed));
-  const bool feed = path == "/news.atom" || path == "/news.feed.json" || path == "/opml";
-  // Only the feeds name their own and the page's address.
-  const auto base = feed ? base_url(request) : std::string();
   // Feeds name the request's own target as their self link; the key's query spelling is the
   // canonical one, so the target is rebuilt from it (never echoed raw).
   std::string target = path;
@@ -220,41 +305,32 @@ void routes::serve_news(const http_request& request, const std::string& path, re
     target += q;
   }
 
-  news_.when_ready([this, path, query = std::move(query), base, target, request,
-                    respond =
-                        std::move(respond)](std::shared_ptr<const news_snapshot> snapshot) mutable {
-    auto key = view_key(path, query, base);
-    bool pinned = query.words.empty() && query.limit == 0 && query.sites.size() <= 1;
-    if (path == "/news") {
-      // The page shows ages in minutes ("3 min ago"), so it is also built once a minute (its
-      // bytes and ETag change only when an age shown did), and again after a template reload.
-      // Older pages are dropped with the next change or by the LRU.
-      const auto minute = std::chrono::duration_cast<std::chrono::minutes>(
-                              std::chrono::system_clock::now().time_since_epoch())
-                              .count();
-      key += "#template=" + std::to_string(template_generation_.load()) +
-             "#minute=" + std::to_string(minute);
-      pinned = false;
-    }
-    cache_.get(
-        key, snapshot->version, pinned,
-        [page = page(), snapshot, path, query, base, target] {
-          return build_view(*page, *snapshot, path, query, base, target);
-        },
-        [path, request = std::move(request),
-         respond = std::move(respond)](std::shared_ptr<const representation> r) {
-          if (!r)
-            return respond(text_response(500));
-          static const header_list page_headers{
-              {"X-Content-Type-Options", "nosniff"},
-              {"Content-Security-Policy", content_security_policy},
-              {"Referrer-Policy", "no-referrer"}};
-          static const header_list data_headers{{"X-Content-Type-Options", "nosniff"}};
-          // Clients may keep a copy but must ask (If-None-Match) before using it: a 304
-          // costs a few hundred bytes, and headlines change without notice.
-          respond(r->respond(request, "no-cache", path == "/news" ? page_headers : data_headers));
-        });
-  });
+  const bool unfiltered = query.empty();
+  news_.when_ready(
+      [this, path, query = std::move(query), base, target, request, unfiltered,
+       respond = std::move(respond)](std::shared_ptr<const news_snapshot> snapshot) mutable {
+        auto key = cache_key(path, query, base);
+        // The unfiltered views and each site's own are kept across changes (rebuilt by prebuild);
+        // /news is keyed by its minute, so its older minutes are left to the LRU.
+        const bool pinned =
+            path != "/news" && query.words.empty() && query.limit == 0 && query.sites.size() <= 1;
+        cache_.get(
+            key, snapshot->version, pinned,
+            unfiltered ? net::any_io_executor(pool_.get_executor())
+                       : net::any_io_executor(filtered_pool_.get_executor()),
+            [page = page(), snapshot, path, query, base, target] {
+              return build_view(*page, *snapshot, path, query, base, target);
+            },
+            [this, path, key, slot = path + "@" + base, unfiltered, version = snapshot->version,
+             ready = snapshot->ready, request = std::move(request),
+             respond = std::move(respond)](std::shared_ptr<const representation> r) {
+              if (!r)
+                return respond(text_response(500));
+              if (unfiltered && ready)
+                remember_view(slot, key, version, r);
+              respond(r->respond(request, view_cache_control, view_headers(path)));
+            });
+      });
 }
 
 void routes::prebuild(const std::shared_ptr<const news_snapshot>& snapshot) {
@@ -278,12 +354,18 @@ void routes::prebuild(const std::shared_ptr<const news_snapshot>& snapshot) {
       std::string target = path;
       if (!query.sites.empty())
         target += "?site=" + query.sites.front();
+      auto key = view_key(path, query, base);
       cache_.get(
-          view_key(path, query, base), snapshot->version, true,
+          key, snapshot->version, true, pool_.get_executor(),
           [page = page(), snapshot, path, query, base, target] {
             return build_view(*page, *snapshot, path, query, base, target);
           },
-          [](std::shared_ptr<const representation>) {});
+          [this, slot = path + "@" + base, key, version = snapshot->version,
+           remember =
+               snapshot->ready && query.sites.empty()](std::shared_ptr<const representation> r) {
+            if (r && remember)
+              remember_view(slot, key, version, std::move(r));
+          });
     }
 }
 
@@ -296,7 +378,7 @@ std::string routes::cache_metrics() const {
   };
   line("newsdesk_representation_hits_total",
        "Requests for /news, /news.json or a feed answered from bytes already built.", "counter",
-       c.hits);
+       c.hits + fast_hits_.load(std::memory_order_relaxed));
   line("newsdesk_representation_misses_total",
        "Requests that waited for their representation to be built.", "counter", c.misses);
   line("newsdesk_representation_builds_total", "Representations built (rendered and compressed).",

@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace boost::asio {
@@ -32,15 +33,19 @@ namespace newsdesk::server {
 class news_service;
 class news_page;
 class static_files;
+class low_priority_pool;
 struct news_snapshot;
+struct news_query;
 
 class routes {
  public:
   // `public_url` ("https://news.example.org") makes feed links absolute; empty: taken from
   // the request's Host header.
-  // Representations are built on `pool`.
+  // The unfiltered views are built on `pool`; filtered ones are looked up and built on
+  // `filtered_pool`, so a flood of them cannot slow the rest.
   routes(news_service& news, std::shared_ptr<const news_page> page, const static_files& files,
-         boost::asio::thread_pool& pool, std::string public_url = {});
+         boost::asio::thread_pool& pool, low_priority_pool& filtered_pool,
+         std::string public_url = {});
 
   // Serves pages from `page` from now on (a template reload). Thread-safe.
   void set_page(std::shared_ptr<const news_page> page);
@@ -60,13 +65,27 @@ class routes {
   std::string cache_metrics() const;
 
  private:
-  void serve_news(const http_request& request, const std::string& path, responder respond);
+  void serve_news(http_request request, const std::string& path, responder respond);
+  // A view that the fast path could not answer: parsed, then found in the cache or built.
+  void serve_view(const http_request& request, const std::string& path, const std::string& base,
+                  responder respond);
   void serve_refresh(const http_request& request, responder respond);
   std::string base_url(const http_request& request) const;
   std::shared_ptr<const news_page> page() const;
+  // The representation cache's key for a view (for /news: with its template and minute).
+  std::string cache_key(const std::string& path, const news_query& query,
+                        const std::string& base) const;
+  // The unfiltered views as last built, one per `slot` (path and, for feeds, base URL): what the
+  // fast path answers from when `key` and `version` are still the current ones.
+  std::shared_ptr<const representation>
+  current_view(const std::string& slot, const std::string& key, std::uint64_t version) const;
+  void remember_view(const std::string& slot, const std::string& key, std::uint64_t version,
+                     std::shared_ptr<const representation> bytes);
 
   news_service& news_;
   const static_files& files_;
+  boost::asio::thread_pool& pool_;
+  low_priority_pool& filtered_pool_;
   std::string public_url_;
   std::vector<std::pair<std::string, std::function<std::string()>>> json_endpoints_;
   std::vector<std::pair<std::string, request_handler>> routes_;
@@ -75,6 +94,15 @@ class routes {
   std::shared_ptr<const news_page> page_;
   std::atomic<std::uint64_t> template_generation_{0}; // set_page() calls so far
   representation_cache cache_;
+  struct current {
+    std::string key;
+    std::uint64_t version = 0;
+    std::shared_ptr<const representation> bytes;
+  };
+  static constexpr std::size_t max_current_views = 64;
+  mutable std::mutex current_mutex_; // guards current_
+  std::unordered_map<std::string, current> current_;
+  std::atomic<std::uint64_t> fast_hits_{0}; // requests the fast path answered
 };
 
 } // namespace newsdesk::server

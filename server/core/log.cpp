@@ -5,10 +5,13 @@
 #include <condition_variable>
 #include <cstdio>
 #include <ctime>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace newsdesk::server {
 namespace {
@@ -21,6 +24,8 @@ std::atomic<bool> use_stderr{false};
 class line_writer {
  public:
   static constexpr std::size_t max_pending_bytes = 8 * 1024 * 1024;
+  // Each thread's access lines waiting for the writer.
+  static constexpr std::size_t max_thread_bytes = 1024 * 1024;
   static constexpr std::size_t busy_batch_bytes = 4096;
   static constexpr std::chrono::milliseconds busy_pause{5};
 
@@ -33,6 +38,11 @@ class line_writer {
     wake_.notify_one();
     if (thread_.joinable())
       thread_.join();
+    // Access lines added after the writer's last collection.
+    std::string rest;
+    std::lock_guard lock(mutex_);
+    collect_buffers_locked(rest);
+    write(rest);
   }
 
   void push(const std::string& line) {
@@ -42,8 +52,7 @@ class line_writer {
       write(line);
       return;
     }
-    if (!thread_.joinable())
-      thread_ = std::thread([this] { run(); });
+    start_locked();
     if (pending_.size() + line.size() > max_pending_bytes) {
       ++dropped_;
       return;
@@ -56,22 +65,72 @@ class line_writer {
       wake_.notify_one();
   }
 
+  // Calls `append` with the calling thread's access-line buffer, locked; the buffer is registered
+  // with the writer on first use. Lines over the buffer's bound are counted as dropped.
+  template <class Append> void push_access(std::size_t size, Append append) {
+    thread_local std::shared_ptr<thread_buffer> mine;
+    if (!mine) {
+      mine = std::make_shared<thread_buffer>();
+      {
+        std::lock_guard lock(mutex_);
+        start_locked();
+        buffers_.push_back(mine);
+      }
+      wake_.notify_one(); // the writer now visits the buffers on a timer
+    }
+    std::lock_guard lock(mine->mutex);
+    if (mine->text.size() + size > max_thread_bytes)
+      ++mine->dropped;
+    else
+      append(mine->text);
+  }
+
  private:
+  struct thread_buffer {
+    std::mutex mutex; // taken by its own thread per line, and by the writer per collection
+    std::string text;
+    std::size_t dropped = 0;
+  };
+
+  void start_locked() {
+    if (!thread_.joinable() && !stopping_)
+      thread_ = std::thread([this] { run(); });
+  }
+
+  // Moves every thread's access lines to `batch`; returns how many lines were dropped.
+  std::size_t collect_buffers_locked(std::string& batch) {
+    std::size_t dropped = 0;
+    for (const auto& b : buffers_) {
+      std::lock_guard lock(b->mutex);
+      batch += b->text;
+      b->text.clear();
+      dropped += std::exchange(b->dropped, 0);
+    }
+    return dropped;
+  }
+
   void run() {
     std::unique_lock lock(mutex_);
     for (;;) {
-      wake_.wait(lock, [this] { return !pending_.empty() || dropped_ || stopping_; });
-      if (pending_.empty() && !dropped_ && stopping_)
-        return;
+      auto ready = [this] { return !pending_.empty() || dropped_ || stopping_; };
+      // With access buffers the writer also looks at them every log_access_delay_ms; without,
+      // it sleeps until a line or the first buffer comes.
+      if (buffers_.empty())
+        wake_.wait(lock, [&] { return ready() || !buffers_.empty(); });
+      else
+        wake_.wait_for(lock, std::chrono::milliseconds(log_access_delay_ms), ready);
       std::string batch;
       batch.swap(pending_);
-      const auto dropped = dropped_;
-      dropped_ = 0;
+      const auto dropped = std::exchange(dropped_, 0) + collect_buffers_locked(batch);
+      const bool stop = stopping_;
       lock.unlock();
-      write(batch);
+      if (!batch.empty())
+        write(batch);
       if (dropped)
         write("level=warn msg=\"log lines dropped: the output could not keep up\" count=" +
               std::to_string(dropped) + "\n");
+      if (stop)
+        return;
       // Under load (a batch of many lines) let the next one gather for a moment: fewer wake-ups
       // and writes per line. A quiet server's lines still go out at once.
       if (batch.size() >= busy_batch_bytes)
@@ -87,6 +146,7 @@ class line_writer {
   std::string pending_;
   std::size_t dropped_ = 0;
   bool stopping_ = false;
+  std::vector<std::shared_ptr<thread_buffer>> buffers_;
   std::thread thread_;
 };
 
@@ -135,9 +195,9 @@ log_level parse_log_level(std::string_view name) {
                               "' (expected debug, info, warn or error)");
 }
 
-void log(log_level level, std::string_view message) {
-  if (level < min_level.load(std::memory_order_relaxed))
-    return;
+namespace {
+// Appends "2026-11-22T08:55:06.123Z level=info MESSAGE\n" to `out`.
+void append_line(std::string& out, log_level level, std::string_view message) {
   using namespace std::chrono;
   auto now = system_clock::now();
   auto secs = system_clock::to_time_t(now);
@@ -151,18 +211,34 @@ void log(log_level level, std::string_view message) {
     std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
     stamp_secs = secs;
   }
-  std::string line;
-  line.reserve(message.size() + 64);
-  line += stamp;
+  out += stamp;
   char ms[8];
   std::snprintf(ms, sizeof ms, ".%03dZ", static_cast<int>(millis));
-  line += ms;
-  line += " level=";
-  line += level_name(level);
-  line += ' ';
-  line += message;
-  line += '\n';
+  out += ms;
+  out += " level=";
+  out += level_name(level);
+  out += ' ';
+  out += message;
+  out += '\n';
+}
+constexpr std::size_t line_overhead = 48; // what append_line adds to the message
+} // namespace
+
+void log(log_level level, std::string_view message) {
+  if (level < min_level.load(std::memory_order_relaxed))
+    return;
+  std::string line;
+  line.reserve(message.size() + line_overhead);
+  append_line(line, level, message);
   writer().push(line);
+}
+
+void log_access(std::string_view message) {
+  if (log_level::info < min_level.load(std::memory_order_relaxed))
+    return;
+  writer().push_access(message.size() + line_overhead, [message](std::string& buffer) {
+    append_line(buffer, log_level::info, message);
+  });
 }
 
 void line_writer::write(const std::string& text) {

@@ -16,35 +16,35 @@ std::shared_ptr<const memory_file> memory_file::create(std::string_view bytes) {
   int fd = ::memfd_create("newsdesk-body", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0)
     throw std::system_error(errno, std::generic_category(), "memfd_create");
-  auto file = std::shared_ptr<memory_file>(new memory_file(fd, bytes.size()));
+  auto fail = [fd](const char* what) {
+    const int error = errno;
+    ::close(fd);
+    throw std::system_error(error, std::generic_category(), what);
+  };
   for (std::size_t done = 0; done < bytes.size();) {
     auto n = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)
-      throw std::system_error(errno, std::generic_category(), "writing an in-memory file");
+      fail("writing an in-memory file");
     done += static_cast<std::size_t>(n);
   }
   // Sealed: nothing can change the bytes while responses are being sent from them.
   ::fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
-  return file;
+  const char* data = nullptr;
+  if (!bytes.empty()) {
+    void* mapped = ::mmap(nullptr, bytes.size(), PROT_READ, MAP_SHARED, fd, 0);
+    if (mapped == MAP_FAILED)
+      fail("mapping an in-memory file");
+    data = static_cast<const char*>(mapped);
+  }
+  return std::shared_ptr<memory_file>(new memory_file(fd, data, bytes.size()));
 }
 
 memory_file::~memory_file() {
+  if (data_)
+    ::munmap(const_cast<char*>(data_), size_);
   ::close(fd_);
-}
-
-std::string memory_file::read() const {
-  std::string out(size_, '\0');
-  for (std::size_t done = 0; done < size_;) {
-    auto n = ::pread(fd_, out.data() + done, size_ - done, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      throw std::system_error(errno, std::generic_category(), "reading an in-memory file");
-    done += static_cast<std::size_t>(n);
-  }
-  return out;
 }
 
 bool iequals(std::string_view a, std::string_view b) {

@@ -59,12 +59,13 @@ class event_stream {
 };
 
 // An immutable body in an anonymous in-memory file (memfd), for bodies served many times over
-// like the cached /news page. The connection sends it with sendfile(2): the kernel hands the
-// file's pages to the socket instead of copying the bytes out of this process on every
-// response, which is how nginx serves static files.
+// like the cached /news page. It is also mapped, so a connection can send it either way: small
+// bodies with their headers in one write, large ones with sendfile(2), where the kernel hands the
+// file's pages to the socket instead of copying the bytes out of this process on every response
+// (which is how nginx serves static files).
 class memory_file {
  public:
-  // Throws std::system_error when the kernel refuses an in-memory file.
+  // Throws std::system_error when the kernel refuses an in-memory file or its mapping.
   static std::shared_ptr<const memory_file> create(std::string_view bytes);
   ~memory_file();
   memory_file(const memory_file&) = delete;
@@ -72,13 +73,15 @@ class memory_file {
 
   int fd() const { return fd_; }
   std::size_t size() const { return size_; }
-  std::string read() const; // the bytes (for tests and fuzzing)
+  std::string_view bytes() const { return {data_, size_}; }
 
  private:
-  memory_file(int fd, std::size_t size)
+  memory_file(int fd, const char* data, std::size_t size)
       : fd_(fd)
+      , data_(data)
       , size_(size) {}
   int fd_;
+  const char* data_; // the file's pages, mapped read-only (null when empty)
   std::size_t size_;
 };
 

@@ -1,6 +1,7 @@
 #include "server/http/http_server.hpp"
 
 #include "server/core/log.hpp"
+#include "server/http/representation.hpp"
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/io_context.hpp>
@@ -11,14 +12,14 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
+#include <ctime>
 #include <list>
 #include <map>
 #include <mutex>
@@ -226,6 +227,67 @@ bool host_ok(const http::request<http::string_body>& msg) {
   return hosts == 1;
 }
 
+// The Date header's value (RFC 9110 6.6.1: an origin server with a clock sends one), formatted
+// once a second per thread.
+const std::string& date_now() {
+  thread_local std::time_t shown = -1;
+  thread_local std::string text;
+  const auto now = std::time(nullptr);
+  if (now != shown) {
+    text = http_date(static_cast<std::int64_t>(now) * 1000);
+    shown = now;
+  }
+  return text;
+}
+
+// A header that cannot split the response: a token for a name, no line breaks in the value.
+bool header_fits(std::string_view name, std::string_view value) {
+  const auto bad_name = [](char c) {
+    return c <= ' ' || c >= 127 || c == ':' || c == '(' || c == ')' || c == ',' || c == '"';
+  };
+  return !name.empty() && std::none_of(name.begin(), name.end(), bad_name) &&
+         value.find_first_of(std::string_view("\r\n\0", 3)) == std::string_view::npos;
+}
+
+// The status line and headers of `res` through the blank line, for an HTTP/1.`version % 10`
+// request. `content_length`: the body's size, or none (a streamed body, or a status that has no
+// body). A header that could split the response is left out and logged.
+std::string format_head(const http_response& res, unsigned version, bool keep_alive,
+                        std::optional<std::size_t> content_length) {
+  std::string head;
+  head.reserve(256 + res.content_type.size() + res.headers.size() * 64);
+  head += version >= 11 ? "HTTP/1.1 " : "HTTP/1.0 ";
+  head += std::to_string(res.status);
+  head += ' ';
+  head += reason_phrase(res.status);
+  const auto line = [&head](std::string_view name, std::string_view value) {
+    head += "\r\n";
+    head += name;
+    head += ": ";
+    head += value;
+  };
+  line("Server", "newsdesk");
+  line("Date", date_now());
+  if (!res.content_type.empty() && header_fits("Content-Type", res.content_type))
+    line("Content-Type", res.content_type);
+  for (const auto& [name, value] : res.headers) {
+    if (header_fits(name, value))
+      line(name, value);
+    else
+      log_warn("msg=\"response header left out: it would split the response\" name=\"" +
+               std::string(name.substr(0, 64)) + "\"");
+  }
+  if (content_length)
+    line("Content-Length", std::to_string(*content_length));
+  // HTTP/1.1 keeps connections open unless told; HTTP/1.0 closes them unless told.
+  if (version >= 11 && !keep_alive)
+    line("Connection", "close");
+  else if (version < 11 && keep_alive)
+    line("Connection", "keep-alive");
+  head += "\r\n\r\n";
+  return head;
+}
+
 void fail(error_code ec, const char* step) {
   log(log_level::debug,
       std::string("msg=\"http ") + step + " failed\" error=\"" + ec.message() + "\"");
@@ -356,55 +418,57 @@ class session : public connection_base, public std::enable_shared_from_this<sess
     }
     if (res.stream)
       res.stream->close();
-    if (head_) {
-      auto msg = std::make_shared<http::response<http::empty_body>>(
-          static_cast<http::status>(res.status), version_);
-      fill_headers(*msg, res);
-      msg->content_length(res.body_size());
-      write_message(std::move(msg));
-    } else if (res.file_body) {
-      // The header through Beast, then the body with sendfile(2). The socket is corked
-      // meanwhile, so the header and the body's last bytes leave in full segments.
-      auto msg = std::make_shared<http::response<http::empty_body>>(
-          static_cast<http::status>(res.status), version_);
-      fill_headers(*msg, res);
-      msg->content_length(res.file_body->size());
-      set_cork(true);
-      http::async_write(stream_, *msg,
-                        [self = shared_from_this(), msg,
-                         file = std::move(res.file_body)](error_code ec, std::size_t n) mutable {
-                          if (ec)
-                            return self->on_write(ec, n);
-                          self->send_file(std::move(file), 0);
-                        });
-    } else {
-      auto msg = std::make_shared<http::response<http::string_body>>(
-          static_cast<http::status>(res.status), version_);
-      fill_headers(*msg, res);
-      msg->body() = std::move(res.body);
-      msg->prepare_payload();
-      write_message(std::move(msg));
-    }
+    const bool bodiless_status = res.status / 100 == 1 || res.status == 204 || res.status == 304;
+    auto out = std::make_shared<outgoing>();
+    out->head = format_head(res, version_, keep_alive_,
+                            bodiless_status ? std::nullopt : std::optional(res.body_size()));
+    out->response = std::move(res);
+    const auto& file = out->response.file_body;
+    if (head_ || bodiless_status)
+      return write_out(std::move(out), {});
+    if (file && file->size() > max_copied_body)
+      return send_head_then_file(std::move(out));
+    const auto body = file ? file->bytes() : std::string_view(out->response.body);
+    write_out(std::move(out), body);
   }
 
-  template <class Message> void fill_headers(Message& msg, const http_response& res) {
-    msg.set(http::field::server, "newsdesk");
-    if (!res.content_type.empty())
-      msg.set(http::field::content_type, res.content_type);
-    for (const auto& [name, value] : res.headers)
-      msg.insert(name, value);
-    msg.keep_alive(keep_alive_);
+  // A response on its way: the head formatted for this connection, and the response that owns
+  // the body's bytes until they are sent.
+  struct outgoing {
+    std::string head;
+    http_response response;
+  };
+
+  // Bodies up to this size go out with their head in one write (a copy into the socket costs
+  // less than the extra system calls of sendfile); larger ones are sent from the file.
+  static constexpr std::size_t max_copied_body = 64 * 1024;
+
+  void write_out(std::shared_ptr<outgoing> out, std::string_view body) {
+    const std::array<net::const_buffer, 2> buffers{net::buffer(out->head),
+                                                   net::buffer(body.data(), body.size())};
+    net::async_write(
+        stream_, buffers,
+        [self = shared_from_this(), out](error_code ec, std::size_t n) { self->on_write(ec, n); });
   }
 
-  template <class Message> void write_message(std::shared_ptr<Message> msg) {
-    http::async_write(
-        stream_, *msg,
-        [self = shared_from_this(), msg](error_code ec, std::size_t n) { self->on_write(ec, n); });
-  }
-
-  void set_cork(bool on) {
-    int value = on ? 1 : 0;
-    ::setsockopt(stream_.socket().native_handle(), IPPROTO_TCP, TCP_CORK, &value, sizeof value);
+  // The head with MSG_MORE, so the kernel sends it in the same segments as the body's first
+  // bytes, then the body with sendfile(2). The head goes out at once when the socket has room
+  // (it nearly always has: a response is written only after its request was read).
+  void send_head_then_file(std::shared_ptr<outgoing> out) {
+    const auto& head = out->head;
+    auto n = ::send(stream_.socket().native_handle(), head.data(), head.size(),
+                    MSG_MORE | MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n == static_cast<ssize_t>(head.size()))
+      return send_file(out->response.file_body, 0);
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      return on_write(error_code(errno, boost::system::system_category()), 0);
+    const std::size_t sent = n > 0 ? static_cast<std::size_t>(n) : 0;
+    net::async_write(stream_, net::buffer(head.data() + sent, head.size() - sent),
+                     [self = shared_from_this(), out](error_code ec, std::size_t written) {
+                       if (ec)
+                         return self->on_write(ec, written);
+                       self->send_file(out->response.file_body, 0);
+                     });
   }
 
   // Sends `file` from `offset` on: as much as the socket takes now, then again when it can take
@@ -442,7 +506,6 @@ class session : public connection_base, public std::enable_shared_from_this<sess
       ec = n == 0 ? error_code(net::error::eof)
                   : error_code(errno, boost::system::system_category());
     }
-    set_cork(false); // sends what the cork held back
     on_write(ec, static_cast<std::size_t>(offset));
   }
 
@@ -467,17 +530,17 @@ class session : public connection_base, public std::enable_shared_from_this<sess
     slot_ = http_server::state::slot::stream; // to_stream() moved the slot
     keep_alive_ = false;                      // the body ends when the connection does
     events_ = std::move(res.stream);
-    auto msg = std::make_shared<http::response<http::empty_body>>(
-        static_cast<http::status>(res.status), version_);
-    fill_headers(*msg, res);
-    http::async_write(stream_, *msg, [self = shared_from_this(), msg](error_code ec, std::size_t) {
-      if (ec)
-        return self->events_->close();
-      self->stream_.expires_never(); // idle between events; each write has its own deadline
-      // The stream holds the session while it is open; closing it releases the session.
-      self->events_->on_activity(
-          [self] { net::post(self->stream_.get_executor(), [self] { self->do_stream_write(); }); });
-    });
+    auto head = std::make_shared<std::string>(format_head(res, version_, false, std::nullopt));
+    net::async_write(
+        stream_, net::buffer(*head), [self = shared_from_this(), head](error_code ec, std::size_t) {
+          if (ec)
+            return self->events_->close();
+          self->stream_.expires_never(); // idle between events; each write has its own deadline
+          // The stream holds the session while it is open; closing it releases the session.
+          self->events_->on_activity([self] {
+            net::post(self->stream_.get_executor(), [self] { self->do_stream_write(); });
+          });
+        });
   }
 
   void do_stream_write() {

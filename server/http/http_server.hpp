@@ -3,8 +3,8 @@
 //
 // Threads: the server runs on the io_context it is given, which any number of threads may run.
 // Each connection lives on its own strand; the handler is called on that strand and may answer
-// from any thread. File bodies (memory_file) go out with sendfile(2), which raises SIGPIPE when
-// the client has gone: a process serving them ignores SIGPIPE (newsdesk's main does).
+// from any thread. Large file bodies (memory_file) go out with sendfile(2), which raises SIGPIPE
+// when the client has gone: a process serving them ignores SIGPIPE (newsdesk's main does).
 #pragma once
 
 #include "server/http/http_message.hpp"

@@ -47,6 +47,9 @@ struct news_snapshot {
   std::vector<news_item> headlines;
   std::chrono::system_clock::time_point generated_at;
   std::uint64_t version = 0; // increases with every change
+  // Every site has been tried, or some site has headlines: views of this snapshot need not wait
+  // for a cold start (news_service::when_ready).
+  bool ready = false;
   // Set while the shared store cannot be reached: what is shown may be out of date.
   std::string notice;
 };

@@ -363,10 +363,7 @@ void news_service::when_ready(std::function<void(std::shared_ptr<const news_snap
   std::shared_ptr<const news_snapshot> snap;
   {
     std::lock_guard lock(mutex_);
-    bool ready =
-        std::all_of(slots_.begin(), slots_.end(), [](const auto& s) { return s->tried; }) ||
-        std::any_of(slots_.begin(), slots_.end(), [](const auto& s) { return !s->items.empty(); });
-    if (!ready && !stopped_) {
+    if (!ready_locked() && !stopped_) {
       ready_waiters_.push_back({clock_->steady_now() + settings_.cold_start_wait, std::move(done)});
       if (ready_waiters_.size() == 1)
         arm_cold_start_locked();
@@ -928,6 +925,11 @@ void news_service::finish_refresh_locked(const slot_ptr& s, milliseconds next) {
   s->refresh_next = false;
 }
 
+bool news_service::ready_locked() const {
+  return std::all_of(slots_.begin(), slots_.end(), [](const auto& s) { return s->tried; }) ||
+         std::any_of(slots_.begin(), slots_.end(), [](const auto& s) { return !s->items.empty(); });
+}
+
 void news_service::publish_snapshot_locked() {
   auto snap = std::make_shared<news_snapshot>();
   for (const auto& s : slots_) {
@@ -938,6 +940,7 @@ void news_service::publish_snapshot_locked() {
   snap->generated_at = clock_->system_now();
   snap->notice = store_notice_;
   snap->version = ++version_;
+  snap->ready = ready_locked();
   snapshot_ = std::move(snap);
   if (snapshot_listener_ && started_ && !stopped_)
     boost::asio::post(parse_pool_, [this, snap = snapshot_] { snapshot_listener_(snap); });

@@ -173,6 +173,7 @@ class news_service {
                       std::chrono::milliseconds elapsed, std::string_view kind);
   void finish_refresh_locked(const slot_ptr& s, std::chrono::milliseconds next);
   void publish_snapshot_locked();
+  bool ready_locked() const; // what when_ready waits for
   void arm_cold_start_locked();
   void stop_locked();
   void note_store_write(std::string error);

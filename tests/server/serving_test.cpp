@@ -7,6 +7,9 @@
 #include <doctest/doctest.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <sstream>
+
 using namespace newsdesk::testing;
 using namespace std::chrono_literals;
 
@@ -171,4 +174,53 @@ TEST_CASE("a filtered view is built once and then served from the cache") {
   CHECK(second.header("ETag") == first.header("ETag"));
   CHECK(metric(nd.port, "newsdesk_representation_builds_total") == builds + 1);
   CHECK(metric(nd.port, "newsdesk_representation_hits_total") >= hits + 1);
+}
+
+namespace {
+// The nice value of each of `pid`'s threads (field 19 of /proc/PID/task/TID/stat).
+std::vector<int> thread_nice_values(int pid) {
+  std::vector<int> out;
+  for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+    auto stat = read_file((task.path() / "stat").string());
+    // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
+    std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    for (int i = 3; i <= 19 && rest >> field; ++i)
+      if (i == 19)
+        out.push_back(std::stoi(field));
+  }
+  return out;
+}
+} // namespace
+
+TEST_CASE("filtered views are built at the lowest priority; unfiltered ones never wait for them") {
+  splash_standin splash;
+  splash.set("https://a.cnn.com/",
+             standin_page::page(cnn_page({{"/1/index.html", "First story about the election"},
+                                          {"/2/index.html", "Second story about the weather"}})));
+  newsdesk_process nd(json{{"splash_url", splash.base_url()},
+                           {"threads", 2},
+                           {"sites", {site("a", "cnn", "https://a.cnn.com/")}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  REQUIRE(eventually(
+      [&] { return http_get(nd.port, "/news.json").body.find("Second") != std::string::npos; }));
+  // Two threads for filtered views at nice 19; everything else at the process's own.
+  const auto nice = thread_nice_values(nd.process->pid());
+  CHECK(std::count(nice.begin(), nice.end(), 19) == 2);
+  CHECK(std::count(nice.begin(), nice.end(), 0) >= 4);
+
+  // The unfiltered views, once built, are answered again without building anything.
+  for (const std::string path : {"/news", "/news.json", "/news.atom", "/news.feed.json"})
+    REQUIRE(fetch(nd.port, path).status == 200);
+  const auto builds = metric(nd.port, "newsdesk_representation_builds_total");
+  const auto hits = metric(nd.port, "newsdesk_representation_hits_total");
+  for (const std::string path : {"/news.json", "/news.atom", "/news.feed.json"})
+    CHECK(fetch(nd.port, path, {{"Accept-Encoding", "br"}}).status == 200);
+  CHECK(metric(nd.port, "newsdesk_representation_builds_total") == builds);
+  CHECK(metric(nd.port, "newsdesk_representation_hits_total") == hits + 3);
+  // A filtered view is answered too (built on the low-priority threads).
+  auto filtered = fetch(nd.port, "/news.atom?q=weather&limit=1");
+  CHECK(filtered.status == 200);
+  CHECK(filtered.body.find("Second story") != std::string::npos);
+  CHECK(filtered.body.find("First story") == std::string::npos);
 }

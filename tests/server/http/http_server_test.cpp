@@ -1,4 +1,5 @@
 #include "server/http/http_server.hpp"
+#include "server/http/representation.hpp"
 #include "tests/support/harness.hpp"
 #include "tests/support/http_get.hpp"
 
@@ -14,6 +15,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -23,6 +25,14 @@ using namespace newsdesk::testing;
 using namespace std::chrono_literals;
 
 namespace {
+// `size` bytes that differ from one position to the next, so a misplaced chunk shows.
+std::string pattern(std::size_t size) {
+  std::string out(size, '\0');
+  for (std::size_t i = 0; i < size; ++i)
+    out[i] = static_cast<char>('a' + (i * 7 + i / 251) % 26);
+  return out;
+}
+
 // A server on 127.0.0.1:0 run by two threads; the handler echoes method, target and body.
 struct echo_server {
   boost::asio::io_context ioc;
@@ -42,6 +52,23 @@ struct echo_server {
             [this](http_request req, responder respond) {
               if (req.path() == "/big") {
                 respond(text_response(200, std::string(32 * 1024 * 1024, 'b')));
+                return;
+              }
+              if (req.path() == "/file") {
+                // A body from an in-memory file, of the size asked for: small ones go out with
+                // their head in one write, large ones with sendfile(2).
+                http_response res;
+                res.content_type = "application/octet-stream";
+                res.file_body = memory_file::create(pattern(std::stoul(std::string(req.query()))));
+                respond(std::move(res));
+                return;
+              }
+              if (req.path() == "/split") {
+                // A header value that would end the head early and smuggle in another header.
+                http_response res;
+                res.body = "ok";
+                respond(std::move(res.with_header("X-Evil", "a\r\nSet-Cookie: stolen=1")
+                                      .with_header("X-Fine", "yes")));
                 return;
               }
               if (req.path() == "/stream") {
@@ -130,6 +157,47 @@ TEST_CASE("HEAD gets the headers and Content-Length of the GET, without a body")
   CHECK(head.status == 200);
   CHECK(head.header("Content-Length") == std::to_string(std::string("HEAD /x ").size()));
   CHECK(head.body.empty());
+}
+
+TEST_CASE("file bodies arrive whole, whether written with their head or sent from the file") {
+  echo_server s;
+  for (std::size_t size : {0ul, 1ul, 10'000ul, 65'536ul, 65'537ul, 300'000ul, 3'000'000ul}) {
+    CAPTURE(size);
+    auto answer = send_request(s.port(), "GET", "/file?" + std::to_string(size));
+    CHECK(answer.status == 200);
+    CHECK(answer.header("Content-Length") == std::to_string(size));
+    CHECK(answer.body == pattern(size));
+    auto head = send_request(s.port(), "HEAD", "/file?" + std::to_string(size));
+    CHECK(head.header("Content-Length") == std::to_string(size));
+    CHECK(head.body.empty());
+  }
+  // Several on one kept-alive connection: each response ends where the next begins.
+  keep_alive_connection connection(s.port());
+  for (std::size_t size : {300'000ul, 10ul, 200'000ul}) {
+    auto answer = connection.get("/file?" + std::to_string(size));
+    CHECK(answer.body == pattern(size));
+  }
+}
+
+TEST_CASE("every answer carries Date and Server; a header that would split the head is left out") {
+  echo_server s;
+  auto answer = send_request(s.port(), "GET", "/split");
+  CHECK(answer.status == 200);
+  CHECK(answer.body == "ok");
+  CHECK(answer.header("Set-Cookie").empty());
+  CHECK(answer.header("X-Evil").empty());
+  CHECK(answer.header("X-Fine") == "yes");
+  CHECK(answer.header("Server") == "newsdesk");
+  // An HTTP-date of now ("Wed, 25 Nov 2026 17:02:03 GMT").
+  const auto date = answer.header("Date");
+  REQUIRE(date.size() == 29);
+  CHECK(date.substr(25) == " GMT");
+  const auto sent = parse_http_date(date);
+  REQUIRE(sent);
+  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  CHECK(std::llabs(*sent - now) < 5'000);
 }
 
 TEST_CASE("a handler may answer later from another thread") {

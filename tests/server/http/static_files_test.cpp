@@ -34,7 +34,7 @@ TEST_CASE("static files are served with their MIME type, an ETag and Cache-Contr
   auto res = files.serve("css/site.css", {});
   CHECK(res.status == 200);
   REQUIRE(res.file_body);
-  CHECK(res.file_body->read() == "body{}");
+  CHECK(res.file_body->bytes() == "body{}");
   CHECK(res.content_type == "text/css; charset=utf-8");
   CHECK(files.serve("app.js", {}).content_type == "text/javascript; charset=utf-8");
 }

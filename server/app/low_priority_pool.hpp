@@ -1,0 +1,36 @@
+// Threads for work that may wait while anything else wants the CPU: the filtered views
+// (/news?q=..., a feed of some sites) that a flood of requests can ask for. Each thread runs at
+// the lowest priority a process may give itself (nice 19), so on a busy machine the kernel runs
+// the network threads and the worker pool first, and /news and /healthz stay fast however many
+// filtered requests wait; on an idle one these threads use every core.
+//
+// Threads: post from any thread; the destructor runs what is queued, then joins.
+#pragma once
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <optional>
+#include <thread>
+#include <vector>
+
+namespace newsdesk::server {
+
+class low_priority_pool {
+ public:
+  explicit low_priority_pool(unsigned threads);
+  ~low_priority_pool();
+  low_priority_pool(const low_priority_pool&) = delete;
+  low_priority_pool& operator=(const low_priority_pool&) = delete;
+
+  boost::asio::io_context::executor_type get_executor() { return ioc_.get_executor(); }
+  // Runs what is queued (and what that queues), then returns once every thread has ended.
+  void join();
+
+ private:
+  boost::asio::io_context ioc_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  std::vector<std::thread> threads_;
+};
+
+} // namespace newsdesk::server
