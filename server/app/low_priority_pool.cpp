@@ -2,11 +2,10 @@
 
 #include "server/core/log.hpp"
 
-#include <sys/resource.h>
-#include <unistd.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <string>
 
@@ -16,10 +15,12 @@ low_priority_pool::low_priority_pool(unsigned threads)
     : work_(boost::asio::make_work_guard(ioc_)) {
   for (unsigned i = 0; i < std::max(1u, threads); ++i)
     threads_.emplace_back([this, first = i == 0] {
-      // On Linux a nice value belongs to the thread that sets it, not to the process.
-      if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19) != 0 && first)
+      // SCHED_IDLE: the thread runs when a core has nothing else to run, and a waking network
+      // thread takes the core back at once (a nice value alone leaves it a time slice).
+      const sched_param param{};
+      if (int error = ::pthread_setschedparam(::pthread_self(), SCHED_IDLE, &param); error && first)
         log_warn(std::string("msg=\"filtered views run at normal priority\" error=\"") +
-                 std::strerror(errno) + "\"");
+                 std::strerror(error) + "\"");
       ioc_.run();
     });
 }

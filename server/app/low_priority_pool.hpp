@@ -1,8 +1,8 @@
 // Threads for work that may wait while anything else wants the CPU: the filtered views
-// (/news?q=..., a feed of some sites) that a flood of requests can ask for. Each thread runs at
-// the lowest priority a process may give itself (nice 19), so on a busy machine the kernel runs
-// the network threads and the worker pool first, and /news and /healthz stay fast however many
-// filtered requests wait; on an idle one these threads use every core.
+// (/news?q=..., a feed of some sites) that a flood of requests can ask for. Each thread runs
+// under SCHED_IDLE, the lowest priority a process may give its threads, so on a busy machine the
+// kernel runs the network threads and the worker pool first, and /news and /healthz stay fast
+// however many filtered requests wait; on an idle one these threads use every core.
 //
 // Threads: post from any thread; the destructor runs what is queued, then joins.
 #pragma once

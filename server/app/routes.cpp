@@ -234,13 +234,21 @@ std::string routes::cache_key(const std::string& path, const news_query& query,
   return key;
 }
 
-std::shared_ptr<const representation>
-routes::current_view(const std::string& slot, const std::string& key, std::uint64_t version) const {
+std::shared_ptr<const representation> routes::current_view(const std::string& slot,
+                                                           const std::string& key,
+                                                           std::uint64_t version, bool& renew) {
   std::lock_guard lock(current_mutex_);
   auto it = current_.find(slot);
-  if (it == current_.end() || it->second.version != version || it->second.key != key)
+  if (it == current_.end() || it->second.version != version)
     return nullptr;
-  return it->second.bytes;
+  auto& view = it->second;
+  const auto now = std::chrono::steady_clock::now();
+  // One renewal at a time; another after a while if that one's build failed.
+  if (view.key != key && now - view.renewal_started > std::chrono::seconds(5)) {
+    view.renewal_started = now;
+    renew = true;
+  }
+  return view.bytes;
 }
 
 void routes::remember_view(const std::string& slot, const std::string& key, std::uint64_t version,
@@ -271,12 +279,17 @@ void routes::serve_news(http_request request, const std::string& path, responder
   // on the network thread, with no parsing, building or waiting. Until the headlines are ready
   // (a cold start) views go through serve_view, which waits for them.
   const auto snapshot = news_.snapshot();
-  if (auto ready = snapshot->ready
-                       ? current_view(path + "@" + base, cache_key(path, news_query{}, base),
-                                      snapshot->version)
-                       : nullptr) {
-    fast_hits_.fetch_add(1, std::memory_order_relaxed);
-    return respond(ready->respond(request, view_cache_control, view_headers(path)));
+  if (snapshot->ready) {
+    bool renew = false;
+    if (auto ready = current_view(path + "@" + base, cache_key(path, news_query{}, base),
+                                  snapshot->version, renew)) {
+      // /news of the minute before (or of the template before a reload): still served while the
+      // new one is built, so no reader waits for the rebuild.
+      if (renew)
+        build_ahead(snapshot, path, news_query{}, base);
+      fast_hits_.fetch_add(1, std::memory_order_relaxed);
+      return respond(ready->respond(request, view_cache_control, view_headers(path)));
+    }
   }
   serve_view(request, path, base, std::move(respond));
 }
@@ -335,8 +348,8 @@ void routes::serve_view(const http_request& request, const std::string& path,
 
 void routes::prebuild(const std::shared_ptr<const news_snapshot>& snapshot) {
   cache_.drop_older_than(snapshot->version);
-  // The unfiltered views and each site's own page and JSON, ready before anyone asks. Feeds
-  // need a base URL: only with a configured public one.
+  // The unfiltered views and each site's own JSON, ready before anyone asks. Feeds need a base
+  // URL: only with a configured public one.
   std::vector<news_query> queries{news_query{}};
   for (const auto& s : snapshot->sites) {
     news_query one;
@@ -349,24 +362,28 @@ void routes::prebuild(const std::shared_ptr<const news_snapshot>& snapshot) {
     paths.push_back("/news.feed.json");
   }
   for (const auto& query : queries)
-    for (const auto& path : paths) {
-      const auto base = path == "/news.json" ? std::string() : public_url_;
-      std::string target = path;
-      if (!query.sites.empty())
-        target += "?site=" + query.sites.front();
-      auto key = view_key(path, query, base);
-      cache_.get(
-          key, snapshot->version, true, pool_.get_executor(),
-          [page = page(), snapshot, path, query, base, target] {
-            return build_view(*page, *snapshot, path, query, base, target);
-          },
-          [this, slot = path + "@" + base, key, version = snapshot->version,
-           remember =
-               snapshot->ready && query.sites.empty()](std::shared_ptr<const representation> r) {
-            if (r && remember)
-              remember_view(slot, key, version, std::move(r));
-          });
-    }
+    for (const auto& path : paths)
+      build_ahead(snapshot, path, query, path == "/news.json" ? std::string() : public_url_);
+  build_ahead(snapshot, "/news", news_query{}, "");
+}
+
+void routes::build_ahead(const std::shared_ptr<const news_snapshot>& snapshot,
+                         const std::string& path, const news_query& query,
+                         const std::string& base) {
+  std::string target = path;
+  if (!query.sites.empty())
+    target += "?site=" + query.sites.front();
+  auto key = cache_key(path, query, base);
+  cache_.get(
+      key, snapshot->version, path != "/news", pool_.get_executor(),
+      [page = page(), snapshot, path, query, base, target] {
+        return build_view(*page, *snapshot, path, query, base, target);
+      },
+      [this, slot = path + "@" + base, key, version = snapshot->version,
+       remember = snapshot->ready && query.empty()](std::shared_ptr<const representation> r) {
+        if (r && remember)
+          remember_view(slot, key, version, std::move(r));
+      });
 }
 
 std::string routes::cache_metrics() const {

@@ -16,6 +16,7 @@
 #include "server/http/http_message.hpp"
 
 #include <atomic>
+#include <chrono>
 
 #include <functional>
 #include <memory>
@@ -76,9 +77,15 @@ class routes {
   std::string cache_key(const std::string& path, const news_query& query,
                         const std::string& base) const;
   // The unfiltered views as last built, one per `slot` (path and, for feeds, base URL): what the
-  // fast path answers from when `key` and `version` are still the current ones.
+  // fast path answers from while `version` is still the current one. When the view's `key` has
+  // moved on (/news of a new minute), the old bytes are still answered and `renew` is set for
+  // one caller in a while, which starts the new build.
   std::shared_ptr<const representation>
-  current_view(const std::string& slot, const std::string& key, std::uint64_t version) const;
+  current_view(const std::string& slot, const std::string& key, std::uint64_t version, bool& renew);
+  // Builds a view of `snapshot` on the pool (unless already built) with nobody waiting; an
+  // unfiltered view of ready headlines becomes the current one.
+  void build_ahead(const std::shared_ptr<const news_snapshot>& snapshot, const std::string& path,
+                   const news_query& query, const std::string& base);
   void remember_view(const std::string& slot, const std::string& key, std::uint64_t version,
                      std::shared_ptr<const representation> bytes);
 
@@ -98,6 +105,7 @@ class routes {
     std::string key;
     std::uint64_t version = 0;
     std::shared_ptr<const representation> bytes;
+    std::chrono::steady_clock::time_point renewal_started{};
   };
   static constexpr std::size_t max_current_views = 64;
   mutable std::mutex current_mutex_; // guards current_

@@ -7,6 +7,8 @@
 #include <doctest/doctest.h>
 #include <zlib.h>
 
+#include <sched.h>
+
 #include <algorithm>
 #include <sstream>
 
@@ -177,16 +179,16 @@ TEST_CASE("a filtered view is built once and then served from the cache") {
 }
 
 namespace {
-// The nice value of each of `pid`'s threads (field 19 of /proc/PID/task/TID/stat).
-std::vector<int> thread_nice_values(int pid) {
+// The scheduling policy of each of `pid`'s threads (field 41 of /proc/PID/task/TID/stat).
+std::vector<int> thread_policies(int pid) {
   std::vector<int> out;
   for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
     auto stat = read_file((task.path() / "stat").string());
     // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
     std::istringstream rest(stat.substr(stat.rfind(')') + 2));
     std::string field;
-    for (int i = 3; i <= 19 && rest >> field; ++i)
-      if (i == 19)
+    for (int i = 3; i <= 41 && rest >> field; ++i)
+      if (i == 41)
         out.push_back(std::stoi(field));
   }
   return out;
@@ -204,10 +206,10 @@ TEST_CASE("filtered views are built at the lowest priority; unfiltered ones neve
   REQUIRE_MESSAGE(nd.port != 0, nd.log());
   REQUIRE(eventually(
       [&] { return http_get(nd.port, "/news.json").body.find("Second") != std::string::npos; }));
-  // Two threads for filtered views at nice 19; everything else at the process's own.
-  const auto nice = thread_nice_values(nd.process->pid());
-  CHECK(std::count(nice.begin(), nice.end(), 19) == 2);
-  CHECK(std::count(nice.begin(), nice.end(), 0) >= 4);
+  // Two threads for filtered views under SCHED_IDLE (5); the others under SCHED_OTHER (0).
+  const auto policies = thread_policies(nd.process->pid());
+  CHECK(std::count(policies.begin(), policies.end(), SCHED_IDLE) == 2);
+  CHECK(std::count(policies.begin(), policies.end(), SCHED_OTHER) >= 4);
 
   // The unfiltered views, once built, are answered again without building anything.
   for (const std::string path : {"/news", "/news.json", "/news.atom", "/news.feed.json"})
