@@ -300,50 +300,29 @@ void routes::serve_view(const http_request& request, const std::string& path,
   if (auto* error = std::get_if<std::string>(&parsed))
     return respond(text_response(400, "Bad Request: " + *error));
   auto query = std::get<news_query>(std::move(parsed));
-  // Feeds name the request's own target as their self link; the key's query spelling is the
-  // canonical one, so the target is rebuilt from it (never echoed raw).
-  std::string target = path;
-  if (!query.empty()) {
-    std::string q;
-    auto add = [&q](std::string_view name, std::string_view value) {
-      q += q.empty() ? '?' : '&';
-      q.append(name).append("=").append(value);
-    };
-    for (const auto& site : query.sites)
-      add("site", site);
-    if (!query.q.empty())
-      add("q", form_encode(query.q));
-    if (query.limit)
-      add("limit", std::to_string(query.limit));
-    target += q;
-  }
-
   const bool unfiltered = query.empty();
-  news_.when_ready(
-      [this, path, query = std::move(query), base, target, request, unfiltered,
-       respond = std::move(respond)](std::shared_ptr<const news_snapshot> snapshot) mutable {
-        auto key = cache_key(path, query, base);
-        // The unfiltered views and each site's own are kept across changes (rebuilt by prebuild);
-        // /news is keyed by its minute, so its older minutes are left to the LRU.
-        const bool pinned =
-            path != "/news" && query.words.empty() && query.limit == 0 && query.sites.size() <= 1;
-        cache_.get(
-            key, snapshot->version, pinned,
-            unfiltered ? net::any_io_executor(pool_.get_executor())
-                       : net::any_io_executor(filtered_pool_.get_executor()),
-            [page = page(), snapshot, path, query, base, target] {
-              return build_view(*page, *snapshot, path, query, base, target);
-            },
-            [this, path, key, slot = path + "@" + base, unfiltered, version = snapshot->version,
-             ready = snapshot->ready, request = std::move(request),
-             respond = std::move(respond)](std::shared_ptr<const representation> r) {
-              if (!r)
-                return respond(text_response(500));
-              if (unfiltered && ready)
-                remember_view(slot, key, version, r);
-              respond(r->respond(request, view_cache_control, view_headers(path)));
-            });
-      });
+  news_.when_ready([this, path, query = std::move(query), base, request, unfiltered,
+                    respond =
+                        std::move(respond)](std::shared_ptr<const news_snapshot> snapshot) mutable {
+    auto key = cache_key(path, query, base);
+    // The unfiltered views and each site's own are kept across changes (rebuilt by prebuild);
+    // /news is keyed by its minute, so its older minutes are left to the LRU.
+    const bool pinned =
+        path != "/news" && query.words.empty() && query.limit == 0 && query.sites.size() <= 1;
+    cache_.get(key, snapshot->version, pinned,
+               unfiltered ? net::any_io_executor(pool_.get_executor())
+                          : net::any_io_executor(filtered_pool_.get_executor()),
+               view_builder(snapshot, path, query, base),
+               [this, path, key, slot = path + "@" + base, unfiltered, version = snapshot->version,
+                ready = snapshot->ready, request = std::move(request),
+                respond = std::move(respond)](std::shared_ptr<const representation> r) {
+                 if (!r)
+                   return respond(text_response(500));
+                 if (unfiltered && ready)
+                   remember_view(slot, key, version, r);
+                 respond(r->respond(request, view_cache_control, view_headers(path)));
+               });
+  });
 }
 
 void routes::prebuild(const std::shared_ptr<const news_snapshot>& snapshot) {
@@ -367,18 +346,39 @@ void routes::prebuild(const std::shared_ptr<const news_snapshot>& snapshot) {
   build_ahead(snapshot, "/news", news_query{}, "");
 }
 
+representation_cache::builder routes::view_builder(std::shared_ptr<const news_snapshot> snapshot,
+                                                   const std::string& path, const news_query& query,
+                                                   const std::string& base) const {
+  // Feeds name their own target as their self link, in the query's canonical spelling (never
+  // the request's raw text).
+  std::string target = path;
+  if (!query.empty()) {
+    std::string q;
+    auto add = [&q](std::string_view name, std::string_view value) {
+      q += q.empty() ? '?' : '&';
+      q.append(name).append("=").append(value);
+    };
+    for (const auto& site : query.sites)
+      add("site", site);
+    if (!query.q.empty())
+      add("q", form_encode(query.q));
+    if (query.limit)
+      add("limit", std::to_string(query.limit));
+    target += q;
+  }
+  return [page = page(), snapshot = std::move(snapshot), path, query, base,
+          target = std::move(target)] {
+    return build_view(*page, *snapshot, path, query, base, target);
+  };
+}
+
 void routes::build_ahead(const std::shared_ptr<const news_snapshot>& snapshot,
                          const std::string& path, const news_query& query,
                          const std::string& base) {
-  std::string target = path;
-  if (!query.sites.empty())
-    target += "?site=" + query.sites.front();
   auto key = cache_key(path, query, base);
   cache_.get(
       key, snapshot->version, path != "/news", pool_.get_executor(),
-      [page = page(), snapshot, path, query, base, target] {
-        return build_view(*page, *snapshot, path, query, base, target);
-      },
+      view_builder(snapshot, path, query, base),
       [this, slot = path + "@" + base, key, version = snapshot->version,
        remember = snapshot->ready && query.empty()](std::shared_ptr<const representation> r) {
         if (r && remember)

@@ -82,6 +82,10 @@ class routes {
   // one caller in a while, which starts the new build.
   std::shared_ptr<const representation>
   current_view(const std::string& slot, const std::string& key, std::uint64_t version, bool& renew);
+  // What builds a view's bytes from `snapshot` (with the page template of now).
+  representation_cache::builder view_builder(std::shared_ptr<const news_snapshot> snapshot,
+                                             const std::string& path, const news_query& query,
+                                             const std::string& base) const;
   // Builds a view of `snapshot` on the pool (unless already built) with nobody waiting; an
   // unfiltered view of ready headlines becomes the current one.
   void build_ahead(const std::shared_ptr<const news_snapshot>& snapshot, const std::string& path,

@@ -17,7 +17,7 @@ log_level parse_log_level(std::string_view name); // throws std::invalid_argumen
 std::string_view to_string(log_level level);      // "debug", "info", "warn", "error"
 void log(log_level level, std::string_view message);
 // An info line on a hot path (one per HTTP request): appended to a buffer of the calling thread's
-// own, which the writer collects within log_access_delay, so a request neither waits for a
+// own, which the writer collects within log_access_delay_ms, so a request neither waits for a
 // lock another thread holds nor makes a system call. Lines of different threads may come out
 // up to that delay out of order (each carries its time).
 void log_access(std::string_view message);
