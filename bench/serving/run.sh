@@ -9,8 +9,9 @@
 #   revalidation  the browser's header plus If-None-Match with the server's own current ETag
 # For each: requests/s, p99 and bytes per response of both, and the ratios.
 # Then: the access log's cost (/news, browser mode, access_log on against off), and the fast
-# paths under mixed load (/healthz and /news p99 idle, and while another wrk floods filtered
-# views and feeds).
+# paths under mixed load: the p99 a reader sees on /healthz and /news (probe.py, 200 requests a
+# second) idle, and while another wrk floods filtered views and feeds, its generator at idle and
+# at normal priority (see flood() below).
 #
 # Usage: bench/serving/run.sh [seconds-per-run]   (default 10; RUNS=3; needs nginx with
 #        libnginx-mod-http-brotli-static, wrk and brotli: scripts/setup --with-bench)
@@ -199,19 +200,41 @@ request = function()
   return wrk.format("GET", path, {["Accept-Encoding"] = "gzip, deflate, br"})
 end
 EOF
-probe() { # path: p99 of a light probe (1 thread, 4 connections)
-  wrk -t1 -c4 -d"${seconds}s" --latency -H 'Accept-Encoding: gzip, deflate, br' "$newsdesk$1" |
-    awk 'function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
-         /^ +99%/ { print ms($2) }'
+probe() { # path: p99 in ms of a reader's requests, 200 a second on one connection (probe.py)
+  python3 "$root/bench/serving/probe.py" "$newsdesk" "$1" 200 "$seconds" | awk '{ print $2 }'
 }
-idle_health=$(probe /healthz) idle_news=$(probe /news)
-wrk -t1 -c32 -d"$((seconds * 2 + 4))s" -s "$tmp/flood.lua" "$newsdesk" >"$tmp/flood.txt" 2>&1 &
-flood=$!
-pids+=("$flood")
-sleep 1
-busy_health=$(probe /healthz) busy_news=$(probe /news)
-wait "$flood" 2>/dev/null || true
-flood_rps=$(awk '/Requests\/sec:/ { print $2 }' "$tmp/flood.txt")
-echo "mixed load (a flood of filtered views and feeds at $flood_rps r/s):"
-echo "  /healthz p99 $idle_health ms idle, $busy_health ms under the flood: $(ratio "$busy_health" "$idle_health") (goal <= 2x)"
-echo "  /news    p99 $idle_news ms idle, $busy_news ms under the flood: $(ratio "$busy_news" "$idle_news") (goal <= 2x)"
+# flood PRIORITY: probes /healthz and /news while a second wrk floods; prints "healthz news r/s".
+# The flood's generator runs here, on the same two cores as newsdesk, which a remote client's
+# would not: at normal priority it takes CPU from newsdesk and from the probe alike; at idle
+# priority (SCHED_IDLE) it runs on what they leave, so what slows the probes is newsdesk's own
+# handling of the flood, which is what the goal is about. Both are reported.
+flood() {
+  local run=()
+  [[ $1 == idle ]] && run=(chrt --idle 0)
+  "${run[@]}" wrk -t1 -c32 -d"$((seconds * 2 + 4))s" -s "$tmp/flood.lua" "$newsdesk" >"$tmp/flood.txt" 2>&1 &
+  local pid=$!
+  sleep 1
+  local h n
+  h=$(probe /healthz) n=$(probe /news)
+  wait "$pid" 2>/dev/null || true
+  echo "$h $n $(awk '/Requests\/sec:/ { printf "%.0f", $2 }' "$tmp/flood.txt")"
+}
+idle_h=() idle_n=() normal_h=() normal_n=() normal_r=() low_h=() low_n=() low_r=()
+for _ in $(seq "$runs"); do
+  idle_h+=("$(probe /healthz)") idle_n+=("$(probe /news)")
+  read -r h n r < <(flood normal)
+  normal_h+=("$h") normal_n+=("$n") normal_r+=("$r")
+  read -r h n r < <(flood idle)
+  low_h+=("$h") low_n+=("$n") low_r+=("$r")
+done
+ih=$(median "${idle_h[@]}") in=$(median "${idle_n[@]}")
+echo
+echo "mixed load, p99 (median of $runs): idle; under a flood of filtered views and feeds whose generator"
+echo "runs at idle priority (newsdesk's own cost; goal <= 2x); and at normal priority (sharing the cores)"
+for what in healthz news; do
+  if [[ $what == healthz ]]; then i=$ih l=$(median "${low_h[@]}") n=$(median "${normal_h[@]}")
+  else i=$in l=$(median "${low_n[@]}") n=$(median "${normal_n[@]}"); fi
+  printf '  /%-8s %6.2f ms idle; %6.2f ms flood at idle priority: %s; %6.2f ms flood at normal priority: %s\n' \
+    "$what" "$i" "$l" "$(ratio "$l" "$i")" "$n" "$(ratio "$n" "$i")"
+done
+echo "  (flood: $(median "${low_r[@]}") r/s at idle priority, $(median "${normal_r[@]}") r/s at normal priority)"

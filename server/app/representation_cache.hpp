@@ -34,6 +34,8 @@ class representation_cache {
   struct content {
     std::string content_type;
     std::string bytes;
+    std::string cache_control = "no-cache"; // and `headers` with a 200: see representation::make
+    header_list headers;
   };
   using builder = std::function<content()>;
   using handler = std::function<void(std::shared_ptr<const representation>)>;

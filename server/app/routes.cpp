@@ -288,7 +288,7 @@ void routes::serve_news(http_request request, const std::string& path, responder
       if (renew)
         build_ahead(snapshot, path, news_query{}, base);
       fast_hits_.fetch_add(1, std::memory_order_relaxed);
-      return respond(ready->respond(request, view_cache_control, view_headers(path)));
+      return respond(ready->respond(request));
     }
   }
   serve_view(request, path, base, std::move(respond));
@@ -320,7 +320,7 @@ void routes::serve_view(const http_request& request, const std::string& path,
                    return respond(text_response(500));
                  if (unfiltered && ready)
                    remember_view(slot, key, version, r);
-                 respond(r->respond(request, view_cache_control, view_headers(path)));
+                 respond(r->respond(request));
                });
   });
 }
@@ -368,7 +368,10 @@ representation_cache::builder routes::view_builder(std::shared_ptr<const news_sn
   }
   return [page = page(), snapshot = std::move(snapshot), path, query, base,
           target = std::move(target)] {
-    return build_view(*page, *snapshot, path, query, base, target);
+    auto content = build_view(*page, *snapshot, path, query, base, target);
+    content.cache_control = view_cache_control;
+    content.headers = view_headers(path);
+    return content;
   };
 }
 

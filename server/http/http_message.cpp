@@ -72,6 +72,40 @@ std::optional<std::string_view> http_request::header(std::string_view name) cons
   return std::nullopt;
 }
 
+std::optional<std::string_view> http_response::header(std::string_view name) const {
+  for (const auto& [key, value] : headers)
+    if (iequals(key, name))
+      return value;
+  if (!header_lines)
+    return std::nullopt;
+  std::string_view rest = *header_lines; // "\r\nName: value" per line
+  while (rest.size() > 2) {
+    rest.remove_prefix(2);
+    const auto end = std::min(rest.find("\r\n"), rest.size());
+    const auto line = rest.substr(0, end);
+    rest.remove_prefix(end);
+    const auto colon = line.find(": ");
+    if (colon != std::string_view::npos && iequals(line.substr(0, colon), name))
+      return line.substr(colon + 2);
+  }
+  return std::nullopt;
+}
+
+bool header_fits(std::string_view name, std::string_view value) {
+  const auto bad_name = [](char c) {
+    return c <= ' ' || c >= 127 || c == ':' || c == '(' || c == ')' || c == ',' || c == '"';
+  };
+  return !name.empty() && std::none_of(name.begin(), name.end(), bad_name) &&
+         value.find_first_of(std::string_view("\r\n\0", 3)) == std::string_view::npos;
+}
+
+void append_header_line(std::string& head, std::string_view name, std::string_view value) {
+  head += "\r\n";
+  head += name;
+  head += ": ";
+  head += value;
+}
+
 std::string_view reason_phrase(unsigned status) {
   switch (status) {
   case 200:

@@ -95,8 +95,13 @@ struct http_response {
   // When set, the headers go out at once (no Content-Length; the connection closes at the end)
   // and the body is whatever the stream produces.
   std::shared_ptr<event_stream> stream;
+  // Header lines formatted ahead of time (append_header_line), sent after `headers`: what a
+  // response served many times over carries every time (see representation).
+  std::shared_ptr<const std::string> header_lines;
 
   std::size_t body_size() const { return file_body ? file_body->size() : body.size(); }
+  // The first header of that name (case-insensitive) in `headers` or `header_lines`.
+  std::optional<std::string_view> header(std::string_view name) const;
 
   http_response& with_header(std::string name, std::string value) {
     headers.emplace_back(std::move(name), std::move(value));
@@ -128,6 +133,12 @@ using responder = std::function<void(http_response)>;
 using request_handler = std::function<void(http_request, responder)>;
 
 bool iequals(std::string_view a, std::string_view b);
+
+// Whether a response header can be sent as it is: a token for a name, no line breaks or NUL in
+// the value (anything else could split the response).
+bool header_fits(std::string_view name, std::string_view value);
+// Appends "\r\nName: value" to a response head being formatted.
+void append_header_line(std::string& head, std::string_view name, std::string_view value);
 
 // The value of a hexadecimal digit, or -1.
 inline int hex_digit(char c) {

@@ -240,31 +240,20 @@ const std::string& date_now() {
   return text;
 }
 
-// A header that cannot split the response: a token for a name, no line breaks in the value.
-bool header_fits(std::string_view name, std::string_view value) {
-  const auto bad_name = [](char c) {
-    return c <= ' ' || c >= 127 || c == ':' || c == '(' || c == ')' || c == ',' || c == '"';
-  };
-  return !name.empty() && std::none_of(name.begin(), name.end(), bad_name) &&
-         value.find_first_of(std::string_view("\r\n\0", 3)) == std::string_view::npos;
-}
-
 // The status line and headers of `res` through the blank line, for an HTTP/1.`version % 10`
 // request. `content_length`: the body's size, or none (a streamed body, or a status that has no
 // body). A header that could split the response is left out and logged.
 std::string format_head(const http_response& res, unsigned version, bool keep_alive,
                         std::optional<std::size_t> content_length) {
   std::string head;
-  head.reserve(256 + res.content_type.size() + res.headers.size() * 64);
+  head.reserve(256 + res.content_type.size() + res.headers.size() * 64 +
+               (res.header_lines ? res.header_lines->size() : 0));
   head += version >= 11 ? "HTTP/1.1 " : "HTTP/1.0 ";
   head += std::to_string(res.status);
   head += ' ';
   head += reason_phrase(res.status);
   const auto line = [&head](std::string_view name, std::string_view value) {
-    head += "\r\n";
-    head += name;
-    head += ": ";
-    head += value;
+    append_header_line(head, name, value);
   };
   line("Server", "newsdesk");
   line("Date", date_now());
@@ -277,6 +266,8 @@ std::string format_head(const http_response& res, unsigned version, bool keep_al
       log_warn("msg=\"response header left out: it would split the response\" name=\"" +
                std::string(name.substr(0, 64)) + "\"");
   }
+  if (res.header_lines) // checked when they were formatted
+    head += *res.header_lines;
   if (content_length)
     line("Content-Length", std::to_string(*content_length));
   // HTTP/1.1 keeps connections open unless told; HTTP/1.0 closes them unless told.
@@ -385,11 +376,12 @@ class session : public connection_base, public std::enable_shared_from_this<sess
 
     http_request req = to_request(msg);
 
-    // The handler may answer from any thread; writing happens back on this strand.
+    // The handler may answer from any thread; writing happens back on this strand (at once when
+    // it answers here, before returning: no trip through the queue).
     auto self = shared_from_this();
     state_->handler(std::move(req), [self](http_response res) {
-      net::post(self->stream_.get_executor(),
-                [self, res = std::move(res)]() mutable { self->do_write(std::move(res)); });
+      net::dispatch(self->stream_.get_executor(),
+                    [self, res = std::move(res)]() mutable { self->do_write(std::move(res)); });
     });
   }
 

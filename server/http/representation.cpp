@@ -1,5 +1,7 @@
 #include "server/http/representation.hpp"
 
+#include "server/core/log.hpp"
+
 #include <brotli/encode.h>
 #include <zlib.h>
 
@@ -90,7 +92,9 @@ std::optional<double> parse_q(std::string_view text) {
 
 std::shared_ptr<const representation> representation::make(std::string content_type,
                                                            std::string_view bytes,
-                                                           std::int64_t last_modified_ms) {
+                                                           std::int64_t last_modified_ms,
+                                                           std::string_view cache_control,
+                                                           const header_list& extra) {
   auto r = std::shared_ptr<representation>(new representation());
   r->content_type_ = std::move(content_type);
   r->etag_ = content_tag(bytes);
@@ -103,7 +107,36 @@ std::shared_ptr<const representation> representation::make(std::string content_t
     r->gzip_ = memory_file::create(gz);
   if (auto br = brotli_bytes(bytes); br.size() < bytes.size())
     r->br_ = memory_file::create(br);
+  r->format_header_lines(cache_control, extra);
   return r;
+}
+
+void representation::format_header_lines(std::string_view cache_control, const header_list& extra) {
+  std::string checked_extra;
+  for (const auto& [name, value] : extra)
+    if (header_fits(name, value))
+      append_header_line(checked_extra, name, value);
+    else
+      log_warn("msg=\"response header left out: it would split the response\" name=\"" +
+               name.substr(0, 64) + "\"");
+  if (!header_fits("Cache-Control", cache_control)) {
+    log_warn("msg=\"Cache-Control left out: it would split the response\"");
+    cache_control = {};
+  }
+  for (auto coding : {content_coding::identity, content_coding::gzip, content_coding::br}) {
+    std::string lines;
+    append_header_line(lines, "ETag", etag(coding));
+    append_header_line(lines, "Last-Modified", last_modified_);
+    append_header_line(lines, "Vary", "Accept-Encoding");
+    if (!cache_control.empty())
+      append_header_line(lines, "Cache-Control", cache_control);
+    auto& mine = header_lines_[static_cast<int>(coding)];
+    mine.not_modified = std::make_shared<const std::string>(lines);
+    lines += checked_extra;
+    if (coding != content_coding::identity)
+      append_header_line(lines, "Content-Encoding", coding == content_coding::br ? "br" : "gzip");
+    mine.full = std::make_shared<const std::string>(std::move(lines));
+  }
 }
 
 std::string representation::tag_of(std::string_view bytes) {
@@ -142,8 +175,7 @@ std::size_t representation::bytes() const {
   return n;
 }
 
-http_response representation::respond(const http_request& request, std::string_view cache_control,
-                                      const header_list& extra) const {
+http_response representation::respond(const http_request& request) const {
   auto coding =
       negotiate_coding(request.header("Accept-Encoding"), gzip_ != nullptr, br_ != nullptr);
   if (!coding) {
@@ -152,31 +184,24 @@ http_response representation::respond(const http_request& request, std::string_v
     res.with_header("Vary", "Accept-Encoding");
     return res;
   }
-  http_response res;
   const auto& tag = *coding == content_coding::br     ? etag_br_
                     : *coding == content_coding::gzip ? etag_gzip_
                                                       : etag_;
-  res.headers.reserve(5 + extra.size());
-  res.with_header("ETag", tag)
-      .with_header("Last-Modified", last_modified_)
-      .with_header("Vary", "Accept-Encoding")
-      .with_header("Cache-Control", std::string(cache_control));
-
+  const auto& lines = header_lines_[static_cast<int>(*coding)];
   bool fresh = false;
   if (auto inm = request.header("If-None-Match"))
     fresh = none_match(*inm, tag);
   else if (auto ims = request.header("If-Modified-Since"))
     if (auto since = parse_http_date(*ims))
       fresh = last_modified_ms_ / 1000 <= *since / 1000;
+  http_response res;
   if (fresh) {
     res.status = 304;
+    res.header_lines = lines.not_modified;
     return res;
   }
   res.content_type = content_type_;
-  for (const auto& h : extra)
-    res.headers.push_back(h);
-  if (*coding != content_coding::identity)
-    res.with_header("Content-Encoding", *coding == content_coding::br ? "br" : "gzip");
+  res.header_lines = lines.full;
   res.file_body = body(*coding);
   return res;
 }

@@ -21,9 +21,12 @@ class representation {
  public:
   // Compresses `bytes` both ways (an encoding that does not make the body smaller is left out).
   // `last_modified_ms` (Unix ms) is when these bytes last changed. CPU-heavy for large bodies
-  // (brotli at its best quality): build off the network threads.
+  // (brotli at its best quality): build off the network threads. Every answer carries
+  // `cache_control`; a 200 also carries `extra` (a header that could split the response is left
+  // out and logged). Both are formatted here, once: respond() copies no header.
   static std::shared_ptr<const representation>
-  make(std::string content_type, std::string_view bytes, std::int64_t last_modified_ms);
+  make(std::string content_type, std::string_view bytes, std::int64_t last_modified_ms,
+       std::string_view cache_control = "no-cache", const header_list& extra = {});
 
   // The strong ETag bytes would get (to tell whether a rebuild changed anything).
   static std::string tag_of(std::string_view bytes);
@@ -41,13 +44,17 @@ class representation {
 
   // The answer to `request`: 200 with the best acceptable encoding, 304 when a validator
   // matches, 406 when no encoding is acceptable. Always with Vary: Accept-Encoding, the ETag,
-  // Last-Modified and `cache_control`; `extra` headers go with a 200 only (a 304 carries just
-  // what a cache needs to update its copy).
-  http_response respond(const http_request& request, std::string_view cache_control,
-                        const header_list& extra = {}) const;
+  // Last-Modified and the Cache-Control given to make(); its extra headers go with a 200 only
+  // (a 304 carries just what a cache needs to update its copy).
+  http_response respond(const http_request& request) const;
 
  private:
   representation() = default;
+  void format_header_lines(std::string_view cache_control, const header_list& extra);
+  struct prepared_lines {
+    std::shared_ptr<const std::string> full, not_modified; // for a 200, for a 304
+  };
+  prepared_lines header_lines_[3]; // by content_coding
   std::string content_type_;
   std::string etag_, etag_gzip_, etag_br_;
   std::int64_t last_modified_ms_ = 0;

@@ -123,13 +123,14 @@ http_response static_files::serve(std::string_view relative, const http_request&
     const auto modified = std::chrono::duration_cast<std::chrono::milliseconds>(
                               std::chrono::file_clock::to_sys(mtime).time_since_epoch())
                               .count();
-    r = representation::make(std::string(mime_type_for(path.filename().string())), bytes, modified);
+    r = representation::make(std::string(mime_type_for(path.filename().string())), bytes, modified,
+                             "public, max-age=300");
     std::lock_guard lock(mutex_);
     if (cache_.size() >= max_cached_files)
       cache_.clear();
     cache_[path.string()] = {size, mtime, r};
   }
-  return r->respond(request, "public, max-age=300");
+  return r->respond(request);
 }
 
 } // namespace newsdesk::server

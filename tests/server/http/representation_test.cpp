@@ -35,10 +35,7 @@ std::string unbrotli(std::string_view in) {
 }
 
 std::string header(const http_response& res, const std::string& name) {
-  for (const auto& [k, v] : res.headers)
-    if (iequals(k, name))
-      return v;
-  return "";
+  return std::string(res.header(name).value_or(""));
 }
 
 http_request get(std::vector<std::pair<std::string, std::string>> headers = {}) {
@@ -81,7 +78,7 @@ TEST_CASE("representation: a body compression does not shrink is sent as it is")
   auto r = representation::make("text/plain", "ok", 0);
   CHECK_FALSE(r->body(content_coding::gzip));
   CHECK_FALSE(r->body(content_coding::br));
-  auto res = r->respond(get({{"Accept-Encoding", "gzip, br"}}), "no-cache");
+  auto res = r->respond(get({{"Accept-Encoding", "gzip, br"}}));
   CHECK(res.status == 200);
   CHECK(header(res, "Content-Encoding").empty());
   CHECK(res.file_body->bytes() == "ok");
@@ -114,9 +111,9 @@ TEST_CASE("negotiation follows Accept-Encoding's q-values; br first among equals
 
 TEST_CASE("representation: 200 with the chosen encoding, Vary, validators and Cache-Control") {
   const auto text = page_text();
-  auto r = representation::make("text/html; charset=utf-8", text, 1'700'000'000'000);
-  auto res =
-      r->respond(get({{"Accept-Encoding", "gzip, deflate, br"}}), "no-cache", {{"X-Extra", "1"}});
+  auto r = representation::make("text/html; charset=utf-8", text, 1'700'000'000'000, "no-cache",
+                                {{"X-Extra", "1"}});
+  auto res = r->respond(get({{"Accept-Encoding", "gzip, deflate, br"}}));
   CHECK(res.status == 200);
   CHECK(header(res, "Content-Encoding") == "br");
   CHECK(header(res, "Vary") == "Accept-Encoding");
@@ -127,9 +124,35 @@ TEST_CASE("representation: 200 with the chosen encoding, Vary, validators and Ca
   CHECK(res.content_type == "text/html; charset=utf-8");
   CHECK(res.file_body == r->body(content_coding::br));
 
-  auto refused = r->respond(get({{"Accept-Encoding", "identity;q=0, compress"}}), "no-cache");
+  auto refused = r->respond(get({{"Accept-Encoding", "identity;q=0, compress"}}));
   CHECK(refused.status == 406);
   CHECK(header(refused, "Vary") == "Accept-Encoding");
+}
+
+TEST_CASE("representation: a header that would split the response is left out when made") {
+  auto r =
+      representation::make("text/plain", "some text", 0, "no-cache\r\nX-Injected: 1",
+                           {{"X-Fine", "1"}, {"X-Split", "a\r\nSet-Cookie: x=1"}, {"Bad:", "2"}});
+  auto res = r->respond(get());
+  CHECK(res.status == 200);
+  CHECK(header(res, "X-Fine") == "1");
+  CHECK(header(res, "X-Split").empty());
+  CHECK(header(res, "Set-Cookie").empty());
+  CHECK(header(res, "X-Injected").empty());
+  CHECK(header(res, "Cache-Control").empty());
+  CHECK(header(res, "ETag") == r->etag());
+  // Every line break in the lines is a header's end.
+  REQUIRE(res.header_lines);
+  const std::string& lines = *res.header_lines;
+  for (std::size_t i = lines.find('\n'); i != std::string::npos; i = lines.find('\n', i + 1)) {
+    REQUIRE(i > 0);
+    CHECK(lines[i - 1] == '\r');
+  }
+  // A 304 carries what a cache needs, not the extra headers.
+  auto not_modified = r->respond(get({{"If-None-Match", r->etag()}}));
+  CHECK(not_modified.status == 304);
+  CHECK(header(not_modified, "ETag") == r->etag());
+  CHECK(header(not_modified, "X-Fine").empty());
 }
 
 TEST_CASE("representation: If-None-Match and If-Modified-Since give 304 without a body") {
@@ -137,7 +160,7 @@ TEST_CASE("representation: If-None-Match and If-Modified-Since give 304 without 
   const auto br = r->etag(content_coding::br);
   auto revalidate = [&](std::vector<std::pair<std::string, std::string>> headers) {
     headers.emplace_back("Accept-Encoding", "br");
-    return r->respond(get(std::move(headers)), "no-cache");
+    return r->respond(get(std::move(headers)));
   };
   auto not_modified = revalidate({{"If-None-Match", br}});
   CHECK(not_modified.status == 304);
