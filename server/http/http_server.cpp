@@ -1,6 +1,7 @@
 #include "server/http/http_server.hpp"
 
 #include "server/core/log.hpp"
+#include "server/http/event_loops.hpp"
 #include "server/http/representation.hpp"
 
 #include <boost/asio/dispatch.hpp>
@@ -47,14 +48,16 @@ struct connection_base {
 } // namespace
 
 struct http_server::state {
-  state(net::io_context& ioc_, request_handler h, http_server_limits l)
+  state(net::io_context& ioc_, request_handler h, http_server_limits l, event_loops* loops_)
       : ioc(ioc_)
+      , loops(loops_)
       , handler(std::move(h))
       , limits(l)
       , acceptor(net::make_strand(ioc_))
       , retry_timer(acceptor.get_executor()) {}
 
   net::io_context& ioc;
+  event_loops* loops; // where connections run; none: on strands of ioc
   request_handler handler;
   http_server_limits limits;
   tcp::acceptor acceptor;
@@ -157,6 +160,12 @@ struct http_server::state {
              " open_plain=" + std::to_string(plain) + " open_streams=" + std::to_string(streams));
   }
   static constexpr std::chrono::seconds refusal_log_interval{10};
+
+  // Where the next accepted connection will run.
+  net::any_io_executor connection_executor() {
+    return loops ? loops->next() : net::any_io_executor(net::make_strand(ioc));
+  }
+
   // Every open connection, so stop() can reach the idle ones. Weak: a connection's lifetime is
   // still its chain of pending operations; it removes itself when it ends.
   std::mutex open_mutex;
@@ -376,8 +385,8 @@ class session : public connection_base, public std::enable_shared_from_this<sess
 
     http_request req = to_request(msg);
 
-    // The handler may answer from any thread; writing happens back on this strand (at once when
-    // it answers here, before returning: no trip through the queue).
+    // The handler may answer from any thread; writing happens back on this connection's strand
+    // or loop (at once when it answers there, before returning: no trip through the queue).
     auto self = shared_from_this();
     state_->handler(std::move(req), [self](http_response res) {
       net::dispatch(self->stream_.get_executor(),
@@ -627,7 +636,7 @@ void on_accept(const std::shared_ptr<http_server::state>& st, error_code ec, tcp
 }
 
 void do_accept(const std::shared_ptr<http_server::state>& st) {
-  st->acceptor.async_accept(net::make_strand(st->ioc), [st](error_code ec, tcp::socket socket) {
+  st->acceptor.async_accept(st->connection_executor(), [st](error_code ec, tcp::socket socket) {
     on_accept(st, ec, std::move(socket));
   });
 }
@@ -684,8 +693,9 @@ unsigned read_requests(std::string_view bytes, std::size_t chunk, const http_ser
   }
 }
 
-http_server::http_server(net::io_context& ioc, request_handler handler, http_server_limits limits)
-    : state_(std::make_shared<state>(ioc, std::move(handler), limits)) {}
+http_server::http_server(net::io_context& ioc, request_handler handler, http_server_limits limits,
+                         event_loops* loops)
+    : state_(std::make_shared<state>(ioc, std::move(handler), limits, loops)) {}
 
 http_server::~http_server() {
   stop();
@@ -732,7 +742,7 @@ void http_server::stop() {
     if (st->acceptor.is_open())
       st->acceptor.non_blocking(true, ec);
     while (!ec && st->acceptor.is_open()) {
-      tcp::socket socket(net::make_strand(st->ioc));
+      tcp::socket socket(st->connection_executor());
       st->acceptor.accept(socket, ec); // would_block once the backlog is empty
       if (!ec)
         serve(st, std::move(socket));

@@ -2,9 +2,10 @@
 // limits and HEAD. Routing is not its business: every parsed request goes to one handler.
 //
 // Threads: the server runs on the io_context it is given, which any number of threads may run.
-// Each connection lives on its own strand; the handler is called on that strand and may answer
-// from any thread. Large file bodies (memory_file) go out with sendfile(2), which raises SIGPIPE
-// when the client has gone: a process serving them ignores SIGPIPE (newsdesk's main does).
+// Each connection lives on its own strand of it, or on one of the event loops given; the handler
+// is called there and may answer from any thread. Large file bodies (memory_file) go out with
+// sendfile(2), which raises SIGPIPE when the client has gone: a process serving them ignores
+// SIGPIPE (newsdesk's main does).
 #pragma once
 
 #include "server/http/http_message.hpp"
@@ -57,10 +58,14 @@ struct http_server_limits {
   std::chrono::milliseconds stop_idle_grace{500};
 };
 
+class event_loops;
+
 class http_server {
  public:
-  http_server(boost::asio::io_context& ioc, request_handler handler,
-              http_server_limits limits = {});
+  // The listener runs on `ioc`. Connections run on `loops` when given (each on one thread for
+  // its whole life), otherwise each on a strand of `ioc`. `loops` must outlive the server.
+  http_server(boost::asio::io_context& ioc, request_handler handler, http_server_limits limits = {},
+              event_loops* loops = nullptr);
   ~http_server();
   http_server(const http_server&) = delete;
   http_server& operator=(const http_server&) = delete;

@@ -1,3 +1,4 @@
+#include "server/http/event_loops.hpp"
 #include "server/http/http_server.hpp"
 #include "server/http/representation.hpp"
 #include "tests/support/harness.hpp"
@@ -16,7 +17,10 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <functional>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -33,10 +37,17 @@ std::string pattern(std::size_t size) {
   return out;
 }
 
-// A server on 127.0.0.1:0 run by two threads; the handler echoes method, target and body.
+// Identifies the calling thread in a response body.
+std::string thread_name() {
+  return std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
+}
+
+// A server on 127.0.0.1:0 run by two threads (its connections on strands of theirs, or on
+// `loop_count` event loops); the handler echoes method, target and body.
 struct echo_server {
   boost::asio::io_context ioc;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{ioc.get_executor()};
+  std::optional<event_loops> loops; // after ioc: a connection's last owner may be on a loop
   // Threads answering /later. Joined before the server and its io_context go: a responder holds
   // its connection, and the last one released (on that thread, after the client already has its
   // answer) closes the connection's socket, which must not race the io_context's destruction.
@@ -45,11 +56,17 @@ struct echo_server {
   std::vector<std::shared_ptr<event_stream>> streams; // closed before the server stops
   http_server server;
   std::vector<std::thread> threads;
+  std::vector<std::string> server_threads; // thread_name() of each of `threads`
 
-  explicit echo_server(http_server_limits limits = {})
-      : server(
+  explicit echo_server(http_server_limits limits = {}, unsigned loop_count = 0)
+      : loops(loop_count ? std::optional<event_loops>(std::in_place, loop_count) : std::nullopt)
+      , server(
             ioc,
             [this](http_request req, responder respond) {
+              if (req.path() == "/thread") {
+                respond(text_response(200, thread_name()));
+                return;
+              }
               if (req.path() == "/big") {
                 respond(text_response(200, std::string(32 * 1024 * 1024, 'b')));
                 return;
@@ -96,11 +113,17 @@ struct echo_server {
               res.body = req.method + " " + req.target + " " + req.body;
               respond(std::move(res));
             },
-            limits) {
+            limits, loops ? &*loops : nullptr) {
     server.listen("127.0.0.1", 0);
     server.start();
     for (int i = 0; i < 2; ++i)
-      threads.emplace_back([this] { ioc.run(); });
+      threads.emplace_back([this] {
+        {
+          std::lock_guard lock(later_mutex);
+          server_threads.push_back(thread_name());
+        }
+        ioc.run();
+      });
   }
   ~echo_server() {
     {
@@ -115,6 +138,8 @@ struct echo_server {
     ioc.stop();
     for (auto& t : threads)
       t.join();
+    if (loops)
+      loops->stop();
   }
   unsigned short port() const { return server.port(); }
 };
@@ -205,6 +230,35 @@ TEST_CASE("a handler may answer later from another thread") {
   auto a = http_get(s.port(), "/later");
   CHECK(a.status == 200);
   CHECK(a.body == "200 later\n");
+}
+
+TEST_CASE("on event loops, each connection stays on one loop's thread for its whole life") {
+  echo_server s({}, 2);
+  std::set<std::string> loop_threads;
+  for (int c = 0; c < 4; ++c) {
+    keep_alive_connection connection(s.port());
+    const auto first = connection.get("/thread").body;
+    for (int i = 0; i < 3; ++i)
+      CHECK(connection.get("/thread").body == first);
+    loop_threads.insert(first);
+  }
+  CHECK(loop_threads.size() == 2); // handed out in turn
+  {
+    std::lock_guard lock(s.later_mutex);
+    CHECK_FALSE(s.server_threads.empty()); // the listener ran, so its threads said who they are
+    for (const auto& t : s.server_threads)
+      CHECK(loop_threads.count("200 " + t + "\n") == 0); // not on the listener's threads
+  }
+  // What the connections do on strands works the same on a loop: answers from other threads,
+  // bodies sent from a file with waits for the socket, kept-alive requests in order.
+  CHECK(http_get(s.port(), "/later").body == "200 later\n");
+  auto big = send_request(s.port(), "GET", "/file?3000000");
+  CHECK(big.body == pattern(3'000'000));
+  auto answers = parse_answers(raw_exchange(s.port(), "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"
+                                                      "GET /b HTTP/1.1\r\nHost: x\r\n"
+                                                      "Connection: close\r\n\r\n"));
+  REQUIRE(answers.size() == 2);
+  CHECK(answers[1].body == "GET /b ");
 }
 
 TEST_CASE("oversized headers get 431, oversized bodies 413, garbage 400; each closes") {
