@@ -13,8 +13,9 @@
 # second) idle, and while another wrk floods filtered views and feeds, its generator at idle and
 # at normal priority (see flood() below).
 #
-# Usage: bench/serving/run.sh [seconds-per-run]   (default 10; RUNS=3; needs nginx with
-#        libnginx-mod-http-brotli-static, wrk and brotli: scripts/setup --with-bench)
+# Usage: bench/serving/run.sh [seconds-per-run]   (default 10; RUNS=3; EVENT_LOOPS=true runs
+#        newsdesk with "event_loops": true; needs nginx with libnginx-mod-http-brotli-static, wrk
+#        and brotli: scripts/setup --with-bench)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 seconds=${1:-10}
@@ -60,7 +61,7 @@ start_saved_sites_standin
 start_newsdesk() { # name access_log; sets $url (not a $(...) subshell: pids must be kept)
   cat >"$tmp/$1.json" <<EOF
 {"splash_url": "$splash", "renderer": "splash", "wait": 0, "access_log": $2,
- "refresh": {"jitter": 0, "retries": 0}}
+ "event_loops": ${EVENT_LOOPS:-false}, "refresh": {"jitter": 0, "retries": 0}}
 EOF
   "$build/server/newsdesk" --config "$tmp/$1.json" --port 0 --broker-listen off \
     --templates "$root/templates" --static "$root/static" --sites-dir "$root/sites" \
@@ -148,7 +149,7 @@ etag_of() { # server path
 }
 
 browser=(-H 'Accept-Encoding: gzip, deflate, br')
-echo "bench/serving on $(hostname), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ); wrk -t$threads -c$connections -d${seconds}s, median of $runs alternating runs"
+echo "bench/serving on $(hostname), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ); wrk -t$threads -c$connections -d${seconds}s, median of $runs alternating runs; event_loops ${EVENT_LOOPS:-false}"
 printf '%-24s %11s %11s %8s %9s %9s %8s %9s %9s\n' "path, mode" "nginx r/s" "newsdesk" "ratio" \
   "nginx p99" "nd p99" "ratio" "nginx B" "nd B"
 for path in /news /news.json /news.atom; do

@@ -30,6 +30,7 @@
 #include <atomic>
 #include <csignal>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 namespace newsdesk::server {
@@ -110,7 +111,8 @@ struct application::parts {
       , scrape_pool(std::max(1u, threads / 2))
       , filtered_pool(threads)
       , ioc(static_cast<int>(threads))
-      , connection_loops(threads)
+      , connection_loops(cfg.event_loops ? std::optional<event_loops>(std::in_place, threads)
+                                         : std::nullopt)
       , sites(load_sites(cfg))
       , page(std::make_shared<const news_page>(news_page::load(cfg.templates_dir)))
       , files(cfg.static_dir)
@@ -141,7 +143,7 @@ struct application::parts {
             },
             cfg.metrics ? &counters : nullptr,
             cfg.access_log ? std::function<void(std::string_view)>(log_access) : nullptr),
-        cfg.http, &connection_loops);
+        cfg.http, connection_loops ? &*connection_loops : nullptr);
   }
 
   // Worker tasks use the store and the service: they all run to the end before those go away
@@ -369,8 +371,9 @@ struct application::parts {
     ioc.run();
     for (auto& t : network)
       t.join();
-    connection_loops.stop(); // connections still open past the shutdown deadline are dropped
-    renderers.shutdown();    // kills the browser's process group; renders in flight are dropped
+    if (connection_loops)
+      connection_loops->stop(); // connections still open past the shutdown deadline are dropped
+    renderers.shutdown();       // kills the browser's process group; renders in flight are dropped
     // Parses are bounded before they start (dom::max_nesting_depth, max_elements), so this
     // waits at most for one page's parse per scrape thread.
     filtered_pool.join();
@@ -386,9 +389,10 @@ struct application::parts {
   net::thread_pool scrape_pool; // parsing pages: a slow page holds up only other pages
   low_priority_pool filtered_pool; // filtered views: they wait while anything else runs
   net::io_context ioc;
-  // HTTP connections, a loop per thread. Declared before everything that may hold a connection's
-  // responder (the news service, the routes' cache), so it outlives them.
-  event_loops connection_loops;
+  // HTTP connections, a loop per thread, when configured (else on strands of ioc). Declared
+  // before everything that may hold a connection's responder (the news service, the routes'
+  // cache), so it outlives them.
+  std::optional<event_loops> connection_loops;
   std::vector<site_config> sites; // as loaded at startup; news.sites() has the current ones
   std::shared_ptr<const news_page> page;
   static_files files;

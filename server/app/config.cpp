@@ -186,6 +186,10 @@ settings::table<config> make_table() {
                                .flag = "--threads N",
                                .max = 256,
                                .help = "network threads (0: one per core)"}),
+           field(&c::event_loops,
+                 {.path = "event_loops",
+                  .help = "HTTP connections each on one network thread's event loop: less CPU "
+                          "per request, but a preempted thread's connections wait for it"}),
            field(&c::templates_dir, {.path = "templates_dir",
                                      .flag = "--templates DIR",
                                      .help = "folder holding news.html"}),

@@ -41,6 +41,9 @@ struct config {
   std::string address = "127.0.0.1";
   unsigned short port = 8080;
   unsigned threads = 0; // 0: one per core
+  // HTTP connections on event loops, one per network thread (each connection on one thread for
+  // its whole life), instead of strands shared by all network threads. See README "Serving".
+  bool event_loops = false;
   std::filesystem::path templates_dir = "templates";
   std::filesystem::path static_dir = "static";
   // Folder of declarative site files (*.json). A missing folder is fine unless it was named

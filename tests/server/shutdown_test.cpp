@@ -135,7 +135,15 @@ struct tally {
 } // namespace
 
 TEST_CASE("SIGTERM under load: every request newsdesk accepted gets a complete 200, then exit 0" *
-          doctest::timeout(120)) {
+          doctest::timeout(240)) {
+  // Both ways connections can run: on strands shared by the network threads, or each on one
+  // thread's event loop.
+  bool event_loops = false;
+  SUBCASE("connections on strands") {}
+  SUBCASE("connections on event loops") {
+    event_loops = true;
+  }
+  CAPTURE(event_loops);
   splash_standin splash;
   splash.set("https://one.cnn.com/",
              standin_page::page(cnn_page({{"/2015/11/17/world/a/index.html", "First story"},
@@ -146,6 +154,7 @@ TEST_CASE("SIGTERM under load: every request newsdesk accepted gets a complete 2
   // 10 s deadline instead.
   newsdesk_process nd(json{
       {"splash_url", splash.base_url()},
+      {"event_loops", event_loops},
       {"http", {{"read_timeout", 60}}},
       {"sites",
        {site("one", "cnn", "https://one.cnn.com/"), site("two", "cnn", "https://two.cnn.com/")}}});
