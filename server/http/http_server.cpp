@@ -302,6 +302,7 @@ class session : public connection_base, public std::enable_shared_from_this<sess
           http_server::state::slot kind)
       : stream_(std::move(socket))
       , state_(std::move(st))
+      , deadline_timer_(stream_.get_executor())
       , file_deadline_(stream_.get_executor())
       , address_(std::move(address))
       , slot_(kind) {
@@ -342,7 +343,7 @@ class session : public connection_base, public std::enable_shared_from_this<sess
       timeout = std::min(timeout, state_->limits.stop_idle_grace);
     if (slot_ == http_server::state::slot::refusing) // its 503 waits only briefly for a request
       timeout = std::min<std::chrono::milliseconds>(timeout, std::chrono::seconds(2));
-    stream_.expires_after(timeout);
+    set_deadline(timeout);
     reading_ = true;
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&session::on_read, shared_from_this()));
@@ -360,10 +361,11 @@ class session : public connection_base, public std::enable_shared_from_this<sess
 
   void on_read(error_code ec, std::size_t) {
     reading_ = false;
-    if (std::exchange(restart_read_, false) && ec == net::error::operation_aborted)
+    clear_deadline(); // the handler has as long as it needs; the write gets its own
+    if (std::exchange(restart_read_, false) && ec == net::error::operation_aborted && !timed_out_)
       return do_read();
     if (ec == http::error::end_of_stream || ec == net::error::operation_aborted ||
-        ec == beast::error::timeout || ec == net::error::connection_reset || ec == net::error::eof)
+        ec == net::error::connection_reset || ec == net::error::eof)
       return do_close();
     if (unsigned status = status_for_read_error(ec))
       return send_error(status);
@@ -409,7 +411,7 @@ class session : public connection_base, public std::enable_shared_from_this<sess
   void do_write(http_response res) {
     if (state_->stopping)
       keep_alive_ = false;
-    stream_.expires_after(state_->limits.write_timeout);
+    set_deadline(state_->limits.write_timeout);
     if (res.stream && !head_ && slot_ == http_server::state::slot::plain) {
       if (!state_->to_stream(address_))
         return start_stream(std::move(res));
@@ -473,8 +475,10 @@ class session : public connection_base, public std::enable_shared_from_this<sess
   }
 
   // Sends `file` from `offset` on: as much as the socket takes now, then again when it can take
-  // more, within the write deadline.
+  // more, each wait within the write deadline (a slow reader of a large body is fine as long as
+  // it keeps reading).
   void send_file(std::shared_ptr<const memory_file> file, off_t offset) {
+    clear_deadline();
     auto& socket = stream_.socket();
     error_code ec;
     if (!socket.native_non_blocking())
@@ -511,8 +515,9 @@ class session : public connection_base, public std::enable_shared_from_this<sess
   }
 
   void on_write(error_code ec, std::size_t) {
-    if (ec == net::error::operation_aborted || ec == beast::error::timeout ||
-        ec == net::error::broken_pipe || ec == net::error::connection_reset)
+    clear_deadline();
+    if (ec == net::error::operation_aborted || ec == net::error::broken_pipe ||
+        ec == net::error::connection_reset)
       return;
     if (ec)
       return fail(ec, "write");
@@ -526,6 +531,47 @@ class session : public connection_base, public std::enable_shared_from_this<sess
     stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
   }
 
+  // Deadlines. A read or a write sets one; one timer per connection enforces them. The timer is
+  // rearmed only when a deadline comes earlier than the one it waits for (after stop(), say):
+  // otherwise it wakes at its time, finds the deadline moved on, and waits again. So a request
+  // costs two stores of the time, not two reschedulings of a timer in a queue every network
+  // thread shares (which is what a deadline per operation, Beast's, costs).
+  using clock = std::chrono::steady_clock;
+
+  void set_deadline(std::chrono::milliseconds after) {
+    deadline_ = clock::now() + after;
+    if (!timer_waiting_ || deadline_ < timer_expiry_)
+      arm_deadline_timer();
+  }
+
+  void clear_deadline() { deadline_ = clock::time_point::max(); }
+
+  void arm_deadline_timer() {
+    timer_waiting_ = true;
+    timer_expiry_ = deadline_;
+    deadline_timer_.expires_at(deadline_); // a wait pending for a later time ends, aborted
+    // Weak: the pending read or write holds the connection, not its timer.
+    deadline_timer_.async_wait([weak = weak_from_this(), expiry = deadline_](error_code ec) {
+      if (auto self = weak.lock())
+        self->on_deadline_timer(ec, expiry);
+    });
+  }
+
+  void on_deadline_timer(error_code ec, clock::time_point expiry) {
+    if (expiry != timer_expiry_) // rearmed since: a newer wait is pending
+      return;
+    timer_waiting_ = false;
+    if (ec || deadline_ == clock::time_point::max())
+      return; // nothing to bound now: the next read or write arms it again
+    if (clock::now() < deadline_)
+      return arm_deadline_timer();
+    // The read or write pending took too long: it ends with operation_aborted, and the
+    // connection with it.
+    timed_out_ = true;
+    error_code ignored;
+    stream_.socket().cancel(ignored);
+  }
+
   // A streamed body: the headers, then whatever the event stream produces until it closes.
   void start_stream(http_response res) {
     slot_ = http_server::state::slot::stream; // to_stream() moved the slot
@@ -534,9 +580,9 @@ class session : public connection_base, public std::enable_shared_from_this<sess
     auto head = std::make_shared<std::string>(format_head(res, version_, false, std::nullopt));
     net::async_write(
         stream_, net::buffer(*head), [self = shared_from_this(), head](error_code ec, std::size_t) {
+          self->clear_deadline(); // idle between events; each write has its own deadline
           if (ec)
             return self->events_->close();
-          self->stream_.expires_never(); // idle between events; each write has its own deadline
           // The stream holds the session while it is open; closing it releases the session.
           self->events_->on_activity([self] {
             net::post(self->stream_.get_executor(), [self] { self->do_stream_write(); });
@@ -554,13 +600,13 @@ class session : public connection_base, public std::enable_shared_from_this<sess
       return;
     }
     writing_events_ = true;
-    stream_.expires_after(state_->limits.write_timeout);
+    set_deadline(state_->limits.write_timeout);
     net::async_write(stream_, net::buffer(*data),
                      [self = shared_from_this(), data](error_code ec, std::size_t) {
                        self->writing_events_ = false;
+                       self->clear_deadline();
                        if (ec)
                          return self->events_->close(); // the client left or stopped reading
-                       self->stream_.expires_never();
                        self->do_stream_write();
                      });
   }
@@ -569,6 +615,11 @@ class session : public connection_base, public std::enable_shared_from_this<sess
   beast::flat_buffer buffer_;
   std::optional<request_parser> parser_;
   std::shared_ptr<http_server::state> state_;
+  net::steady_timer deadline_timer_;                      // enforces deadline_ (see set_deadline)
+  clock::time_point deadline_ = clock::time_point::max(); // for the read or write pending
+  clock::time_point timer_expiry_{};                      // when the timer's pending wait ends
+  bool timer_waiting_ = false;
+  bool timed_out_ = false;          // a deadline passed: the connection is ending
   net::steady_timer file_deadline_; // bounds each wait while sending a file body
   std::uint64_t file_waits_ = 0;    // which wait the deadline belongs to
   bool keep_alive_ = false;
