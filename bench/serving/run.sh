@@ -228,13 +228,13 @@ for _ in $(seq "$runs"); do
   read -r h n r < <(flood idle)
   low_h+=("$h") low_n+=("$n") low_r+=("$r")
 done
-ih=$(median "${idle_h[@]}") in=$(median "${idle_n[@]}")
+idle_health=$(median "${idle_h[@]}") idle_news=$(median "${idle_n[@]}")
 echo
 echo "mixed load, p99 (median of $runs): idle; under a flood of filtered views and feeds whose generator"
 echo "runs at idle priority (newsdesk's own cost; goal <= 2x); and at normal priority (sharing the cores)"
 for what in healthz news; do
-  if [[ $what == healthz ]]; then i=$ih l=$(median "${low_h[@]}") n=$(median "${normal_h[@]}")
-  else i=$in l=$(median "${low_n[@]}") n=$(median "${normal_n[@]}"); fi
+  if [[ $what == healthz ]]; then i=$idle_health l=$(median "${low_h[@]}") n=$(median "${normal_h[@]}")
+  else i=$idle_news l=$(median "${low_n[@]}") n=$(median "${normal_n[@]}"); fi
   printf '  /%-8s %6.2f ms idle; %6.2f ms flood at idle priority: %s; %6.2f ms flood at normal priority: %s\n' \
     "$what" "$i" "$l" "$(ratio "$l" "$i")" "$n" "$(ratio "$n" "$i")"
 done
