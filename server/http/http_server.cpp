@@ -15,6 +15,7 @@
 
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -161,9 +162,25 @@ struct http_server::state {
   }
   static constexpr std::chrono::seconds refusal_log_interval{10};
 
-  // Where the next accepted connection will run.
-  net::any_io_executor connection_executor() {
-    return loops ? loops->next() : net::any_io_executor(net::make_strand(ioc));
+  // A connection is accepted on a strand of ioc (an accept pending on the listener never holds
+  // a socket of a loop, which may be gone first when the server is destroyed), then, when there
+  // are event loops, moved to the next one. Returns false when the move failed (socket closed).
+  bool move_to_loop(tcp::socket& socket) {
+    if (!loops)
+      return true;
+    error_code ec;
+    const auto protocol = socket.local_endpoint(ec).protocol();
+    const int fd = ec ? -1 : socket.release(ec);
+    if (ec)
+      return false;
+    tcp::socket moved(loops->next());
+    moved.assign(protocol, fd, ec);
+    if (ec) {
+      ::close(fd);
+      return false;
+    }
+    socket = std::move(moved);
+    return true;
   }
 
   // Every open connection, so stop() can reach the idle ones. Weak: a connection's lifetime is
@@ -644,6 +661,8 @@ void serve(const std::shared_ptr<http_server::state>& st, tcp::socket socket) {
   if (ec)
     return; // the client left before it was accepted
   auto address = endpoint.address().to_string();
+  if (!st->move_to_loop(socket))
+    return;
   bool refusing = false;
   if (!st->admit(address, refusing))
     return std::make_shared<session>(std::move(socket), st, std::move(address),
@@ -687,7 +706,7 @@ void on_accept(const std::shared_ptr<http_server::state>& st, error_code ec, tcp
 }
 
 void do_accept(const std::shared_ptr<http_server::state>& st) {
-  st->acceptor.async_accept(st->connection_executor(), [st](error_code ec, tcp::socket socket) {
+  st->acceptor.async_accept(net::make_strand(st->ioc), [st](error_code ec, tcp::socket socket) {
     on_accept(st, ec, std::move(socket));
   });
 }
@@ -793,7 +812,7 @@ void http_server::stop() {
     if (st->acceptor.is_open())
       st->acceptor.non_blocking(true, ec);
     while (!ec && st->acceptor.is_open()) {
-      tcp::socket socket(st->connection_executor());
+      tcp::socket socket(net::make_strand(st->ioc));
       st->acceptor.accept(socket, ec); // would_block once the backlog is empty
       if (!ec)
         serve(st, std::move(socket));
