@@ -582,11 +582,12 @@ class session : public connection_base, public std::enable_shared_from_this<sess
       return; // nothing to bound now: the next read or write arms it again
     if (clock::now() < deadline_)
       return arm_deadline_timer();
-    // The read or write pending took too long: it ends with operation_aborted, and the
-    // connection with it.
+    // The read or write pending took too long: the socket is closed (a cancel could land
+    // between two steps of a composed read or write and miss the next), so what is pending ends
+    // with an error, and the connection with it.
     timed_out_ = true;
     error_code ignored;
-    stream_.socket().cancel(ignored);
+    stream_.socket().close(ignored);
   }
 
   // A streamed body: the headers, then whatever the event stream produces until it closes.
