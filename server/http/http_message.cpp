@@ -1,5 +1,7 @@
 #include "server/http/http_message.hpp"
 
+#include "server/core/log.hpp"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -104,6 +106,16 @@ void append_header_line(std::string& head, std::string_view name, std::string_vi
   head += name;
   head += ": ";
   head += value;
+}
+
+bool append_checked_header_line(std::string& head, std::string_view name, std::string_view value) {
+  if (header_fits(name, value)) {
+    append_header_line(head, name, value);
+    return true;
+  }
+  log_warn("msg=\"response header left out: it would split the response\" name=\"" +
+           std::string(name.substr(0, 64)) + "\"");
+  return false;
 }
 
 std::string_view reason_phrase(unsigned status) {

@@ -278,29 +278,21 @@ std::string format_head(const http_response& res, unsigned version, bool keep_al
   head += std::to_string(res.status);
   head += ' ';
   head += reason_phrase(res.status);
-  const auto line = [&head](std::string_view name, std::string_view value) {
-    append_header_line(head, name, value);
-  };
-  line("Server", "newsdesk");
-  line("Date", date_now());
+  append_header_line(head, "Server", "newsdesk");
+  append_header_line(head, "Date", date_now());
   if (!res.content_type.empty() && header_fits("Content-Type", res.content_type))
-    line("Content-Type", res.content_type);
-  for (const auto& [name, value] : res.headers) {
-    if (header_fits(name, value))
-      line(name, value);
-    else
-      log_warn("msg=\"response header left out: it would split the response\" name=\"" +
-               std::string(name.substr(0, 64)) + "\"");
-  }
+    append_header_line(head, "Content-Type", res.content_type);
+  for (const auto& [name, value] : res.headers)
+    append_checked_header_line(head, name, value);
   if (res.header_lines) // checked when they were formatted
     head += *res.header_lines;
   if (content_length)
-    line("Content-Length", std::to_string(*content_length));
+    append_header_line(head, "Content-Length", std::to_string(*content_length));
   // HTTP/1.1 keeps connections open unless told; HTTP/1.0 closes them unless told.
   if (version >= 11 && !keep_alive)
-    line("Connection", "close");
+    append_header_line(head, "Connection", "close");
   else if (version < 11 && keep_alive)
-    line("Connection", "keep-alive");
+    append_header_line(head, "Connection", "keep-alive");
   head += "\r\n\r\n";
   return head;
 }

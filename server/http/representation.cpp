@@ -112,24 +112,17 @@ std::shared_ptr<const representation> representation::make(std::string content_t
 }
 
 void representation::format_header_lines(std::string_view cache_control, const header_list& extra) {
-  std::string checked_extra;
+  std::string checked_cache_control, checked_extra;
+  if (!cache_control.empty())
+    append_checked_header_line(checked_cache_control, "Cache-Control", cache_control);
   for (const auto& [name, value] : extra)
-    if (header_fits(name, value))
-      append_header_line(checked_extra, name, value);
-    else
-      log_warn("msg=\"response header left out: it would split the response\" name=\"" +
-               name.substr(0, 64) + "\"");
-  if (!header_fits("Cache-Control", cache_control)) {
-    log_warn("msg=\"Cache-Control left out: it would split the response\"");
-    cache_control = {};
-  }
+    append_checked_header_line(checked_extra, name, value);
   for (auto coding : {content_coding::identity, content_coding::gzip, content_coding::br}) {
     std::string lines;
     append_header_line(lines, "ETag", etag(coding));
     append_header_line(lines, "Last-Modified", last_modified_);
     append_header_line(lines, "Vary", "Accept-Encoding");
-    if (!cache_control.empty())
-      append_header_line(lines, "Cache-Control", cache_control);
+    lines += checked_cache_control;
     auto& mine = header_lines_[static_cast<int>(coding)];
     mine.not_modified = std::make_shared<const std::string>(lines);
     lines += checked_extra;
