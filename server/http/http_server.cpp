@@ -309,17 +309,17 @@ class session : public connection_base, public std::enable_shared_from_this<sess
   // request and answers 503).
   session(tcp::socket&& socket, std::shared_ptr<http_server::state> st, std::string address,
           http_server::state::slot kind)
-      : stream_(std::move(socket))
+      : socket_(std::move(socket))
       , state_(std::move(st))
-      , deadline_timer_(stream_.get_executor())
-      , file_deadline_(stream_.get_executor())
+      , deadline_timer_(socket_.get_executor())
+      , file_deadline_(socket_.get_executor())
       , address_(std::move(address))
       , slot_(kind) {
     ++state_->connections;
     // Every response ends with a flush: without this, Nagle holds a body's last partial segment
     // until the client acknowledges, and a client delaying its ACK stalls it ~40 ms.
     error_code ignored;
-    stream_.socket().set_option(tcp::no_delay(true), ignored);
+    socket_.set_option(tcp::no_delay(true), ignored);
   }
   ~session() override {
     if (registered_) {
@@ -335,12 +335,12 @@ class session : public connection_base, public std::enable_shared_from_this<sess
       std::lock_guard lock(state_->open_mutex);
       registered_ = state_->open.insert(state_->open.end(), weak_from_this());
     }
-    net::dispatch(stream_.get_executor(),
+    net::dispatch(socket_.get_executor(),
                   beast::bind_front_handler(&session::do_read, shared_from_this()));
   }
 
   void on_server_stop() override {
-    net::post(stream_.get_executor(), [self = shared_from_this()] { self->notice_stop(); });
+    net::post(socket_.get_executor(), [self = shared_from_this()] { self->notice_stop(); });
   }
 
  private:
@@ -354,7 +354,7 @@ class session : public connection_base, public std::enable_shared_from_this<sess
       timeout = std::min<std::chrono::milliseconds>(timeout, std::chrono::seconds(2));
     set_deadline(timeout);
     reading_ = true;
-    http::async_read(stream_, buffer_, *parser_,
+    http::async_read(socket_, buffer_, *parser_,
                      beast::bind_front_handler(&session::on_read, shared_from_this()));
   }
 
@@ -365,7 +365,8 @@ class session : public connection_base, public std::enable_shared_from_this<sess
     if (!reading_ || parser_->got_some() || buffer_.size() != 0)
       return;
     restart_read_ = true;
-    stream_.cancel(); // no bytes are lost: the request, if any, is still in the socket
+    error_code ignored;
+    socket_.cancel(ignored); // no bytes are lost: the request, if any, is still in the socket
   }
 
   void on_read(error_code ec, std::size_t) {
@@ -400,7 +401,7 @@ class session : public connection_base, public std::enable_shared_from_this<sess
     // or loop (at once when it answers there, before returning: no trip through the queue).
     auto self = shared_from_this();
     state_->handler(std::move(req), [self](http_response res) {
-      net::dispatch(self->stream_.get_executor(),
+      net::dispatch(self->socket_.get_executor(),
                     [self, res = std::move(res)]() mutable { self->do_write(std::move(res)); });
     });
   }
@@ -459,7 +460,7 @@ class session : public connection_base, public std::enable_shared_from_this<sess
     const std::array<net::const_buffer, 2> buffers{net::buffer(out->head),
                                                    net::buffer(body.data(), body.size())};
     net::async_write(
-        stream_, buffers,
+        socket_, buffers,
         [self = shared_from_this(), out](error_code ec, std::size_t n) { self->on_write(ec, n); });
   }
 
@@ -468,14 +469,14 @@ class session : public connection_base, public std::enable_shared_from_this<sess
   // (it nearly always has: a response is written only after its request was read).
   void send_head_then_file(std::shared_ptr<outgoing> out) {
     const auto& head = out->head;
-    auto n = ::send(stream_.socket().native_handle(), head.data(), head.size(),
+    auto n = ::send(socket_.native_handle(), head.data(), head.size(),
                     MSG_MORE | MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n == static_cast<ssize_t>(head.size()))
       return send_file(out->response.file_body, 0);
     if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
       return on_write(error_code(errno, boost::system::system_category()), 0);
     const std::size_t sent = n > 0 ? static_cast<std::size_t>(n) : 0;
-    net::async_write(stream_, net::buffer(head.data() + sent, head.size() - sent),
+    net::async_write(socket_, net::buffer(head.data() + sent, head.size() - sent),
                      [self = shared_from_this(), out](error_code ec, std::size_t written) {
                        if (ec)
                          return self->on_write(ec, written);
@@ -488,13 +489,12 @@ class session : public connection_base, public std::enable_shared_from_this<sess
   // it keeps reading).
   void send_file(std::shared_ptr<const memory_file> file, off_t offset) {
     clear_deadline();
-    auto& socket = stream_.socket();
     error_code ec;
-    if (!socket.native_non_blocking())
-      socket.native_non_blocking(true, ec); // sendfile must not block a network thread
+    if (!socket_.native_non_blocking())
+      socket_.native_non_blocking(true, ec); // sendfile must not block a network thread
     const auto size = static_cast<off_t>(file->size());
     while (!ec && offset < size) {
-      auto n = ::sendfile(socket.native_handle(), file->fd(), &offset,
+      auto n = ::sendfile(socket_.native_handle(), file->fd(), &offset,
                           static_cast<std::size_t>(size - offset));
       if (n > 0 || (n < 0 && errno == EINTR))
         continue;
@@ -504,17 +504,18 @@ class session : public connection_base, public std::enable_shared_from_this<sess
         const auto wait = ++file_waits_;
         file_deadline_.expires_after(state_->limits.write_timeout);
         file_deadline_.async_wait([self = shared_from_this(), wait](error_code timer_ec) {
+          error_code ignored;
           if (!timer_ec && self->file_waits_ == wait) // the client stopped reading: give up
-            self->stream_.socket().cancel();
+            self->socket_.cancel(ignored);
         });
-        socket.async_wait(tcp::socket::wait_write,
-                          [self = shared_from_this(), file, offset](error_code wait_ec) mutable {
-                            ++self->file_waits_;
-                            self->file_deadline_.cancel();
-                            if (wait_ec)
-                              return self->on_write(wait_ec, 0);
-                            self->send_file(std::move(file), offset);
-                          });
+        socket_.async_wait(tcp::socket::wait_write,
+                           [self = shared_from_this(), file, offset](error_code wait_ec) mutable {
+                             ++self->file_waits_;
+                             self->file_deadline_.cancel();
+                             if (wait_ec)
+                               return self->on_write(wait_ec, 0);
+                             self->send_file(std::move(file), offset);
+                           });
         return;
       }
       ec = n == 0 ? error_code(net::error::eof)
@@ -537,7 +538,7 @@ class session : public connection_base, public std::enable_shared_from_this<sess
 
   void do_close() {
     error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    socket_.shutdown(tcp::socket::shutdown_send, ignored);
   }
 
   // Deadlines. A read or a write sets one; one timer per connection enforces them. The timer is
@@ -579,7 +580,7 @@ class session : public connection_base, public std::enable_shared_from_this<sess
     // with an error, and the connection with it.
     timed_out_ = true;
     error_code ignored;
-    stream_.socket().close(ignored);
+    socket_.close(ignored);
   }
 
   // A streamed body: the headers, then whatever the event stream produces until it closes.
@@ -589,13 +590,13 @@ class session : public connection_base, public std::enable_shared_from_this<sess
     events_ = std::move(res.stream);
     auto head = std::make_shared<std::string>(format_head(res, version_, false, std::nullopt));
     net::async_write(
-        stream_, net::buffer(*head), [self = shared_from_this(), head](error_code ec, std::size_t) {
+        socket_, net::buffer(*head), [self = shared_from_this(), head](error_code ec, std::size_t) {
           self->clear_deadline(); // idle between events; each write has its own deadline
           if (ec)
             return self->events_->close();
           // The stream holds the session while it is open; closing it releases the session.
           self->events_->on_activity([self] {
-            net::post(self->stream_.get_executor(), [self] { self->do_stream_write(); });
+            net::post(self->socket_.get_executor(), [self] { self->do_stream_write(); });
           });
         });
   }
@@ -611,7 +612,7 @@ class session : public connection_base, public std::enable_shared_from_this<sess
     }
     writing_events_ = true;
     set_deadline(state_->limits.write_timeout);
-    net::async_write(stream_, net::buffer(*data),
+    net::async_write(socket_, net::buffer(*data),
                      [self = shared_from_this(), data](error_code ec, std::size_t) {
                        self->writing_events_ = false;
                        self->clear_deadline();
@@ -621,7 +622,7 @@ class session : public connection_base, public std::enable_shared_from_this<sess
                      });
   }
 
-  beast::tcp_stream stream_;
+  tcp::socket socket_;
   beast::flat_buffer buffer_;
   std::optional<request_parser> parser_;
   std::shared_ptr<http_server::state> state_;
