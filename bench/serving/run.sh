@@ -3,25 +3,37 @@
 # a CDN edge would: nginx 2 workers, sendfile, gzip_static and brotli_static with .gz and .br
 # files made by `gzip -9` and `brotli -q 11`.
 #
-# Three request modes per path, wrk -t2 -c64, alternating nginx and newsdesk, median of RUNS:
+# The servers run on the first half of the cores and every client (wrk, the probe, the flood) on
+# the other half, as clients on other machines would: sharing cores, the clients' own scheduling
+# decided the tail latencies and moved requests/s by a third between runs.
+#
+# Three request modes per path, wrk -t2 -c64, alternating nginx and newsdesk, RUNS rounds:
 #   browser       Accept-Encoding: gzip, deflate, br
 #   plain         no Accept-Encoding
 #   revalidation  the browser's header plus If-None-Match with the server's own current ETag
-# For each: requests/s, p99 and bytes per response of both, and the ratios.
+# For each: requests/s, p99, CPU time per request (the server's processes, from /proc: unlike
+# requests/s, it does not depend on how much of the two cores wrk took in that run) and bytes per
+# response of both (medians), and the ratios. A ratio is the median of each round's ratio: this
+# machine's speed drifts by a third over tens of seconds, and the two runs of a round are
+# adjacent in time, where the medians of each side's runs need not be.
 # Then: the access log's cost (/news, browser mode, access_log on against off), and the fast
 # paths under mixed load: the p99 a reader sees on /healthz and /news (probe.py, 200 requests a
-# second) idle, and while another wrk floods filtered views and feeds, its generator at idle and
-# at normal priority (see flood() below).
+# second) idle, and while another wrk floods filtered views and feeds (see flood() below).
 #
-# Usage: bench/serving/run.sh [seconds-per-run]   (default 10; RUNS=3; EVENT_LOOPS=true runs
-#        newsdesk with "event_loops": true; needs nginx with libnginx-mod-http-brotli-static, wrk
-#        and brotli: scripts/setup --with-bench)
+# Usage: bench/serving/run.sh [seconds-per-wrk-run]   (default 3; RUNS=5 rounds; each probe runs
+#        PROBE_SECONDS=10; EVENT_LOOPS=true runs newsdesk with "event_loops": true; needs nginx
+#        with libnginx-mod-http-brotli-static, wrk and brotli: scripts/setup --with-bench)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-seconds=${1:-10}
-runs=${RUNS:-3}
+seconds=${1:-3}
+runs=${RUNS:-5}
+probe_seconds=${PROBE_SECONDS:-10}
 connections=64
 threads=2
+cores=$(nproc)
+((cores >= 2)) || { echo "$bench: needs two cores or more (servers and clients on cores of their own)" >&2; exit 2; }
+server_cores=0-$((cores / 2 - 1)) client_cores=$((cores / 2))-$((cores - 1))
+on_server_cores=(taskset -c "$server_cores") on_client_cores=(taskset -c "$client_cores")
 pages=${NEWSDESK_SHARED_PAGES:-$root/../shared/fixtures/pages}
 build=$root/build-bench
 bench=bench/serving
@@ -63,16 +75,17 @@ start_newsdesk() { # name access_log; sets $url (not a $(...) subshell: pids mus
 {"splash_url": "$splash", "renderer": "splash", "wait": 0, "access_log": $2,
  "event_loops": ${EVENT_LOOPS:-false}, "refresh": {"jitter": 0, "retries": 0}}
 EOF
-  "$build/server/newsdesk" --config "$tmp/$1.json" --port 0 --broker-listen off \
+  "${on_server_cores[@]}" "$build/server/newsdesk" --config "$tmp/$1.json" --port 0 --broker-listen off \
     --templates "$root/templates" --static "$root/static" --sites-dir "$root/sites" \
     --store "$tmp/$1.db" >"$tmp/$1.out" 2>"$tmp/$1.log" &
   pids+=("$!")
+  pid=$!
   url=$(wait_for_line "$tmp/$1.out" 'url=http://127\.0\.0\.1:[0-9]+' 20 | sed 's/^url=//')
 }
 start_newsdesk quiet false
-newsdesk=$url
+newsdesk=$url newsdesk_pids=$pid
 start_newsdesk logging true
-logging=$url
+logging=$url logging_pids=$pid
 for server in "$newsdesk" "$logging"; do
   deadline=$((SECONDS + 60))
   until curl -s "$server/news.json" | python3 -c '
@@ -122,71 +135,96 @@ http {
   }
 }
 EOF
-nginx -c "$tmp/nginx.conf" -p "$tmp" -e "$tmp/nginx-error.log"
+"${on_server_cores[@]}" nginx -c "$tmp/nginx.conf" -p "$tmp" -e "$tmp/nginx-error.log"
 nginx=http://127.0.0.1:$nginx_port
 for _ in $(seq 50); do curl -sf -o /dev/null "$nginx/news" && break; sleep 0.1; done
+nginx_pids="$(cat "$tmp/nginx.pid") $(pgrep -d ' ' -P "$(cat "$tmp/nginx.pid")")" # master, workers
 
 # --- wrk -------------------------------------------------------------------------------------
-# run_wrk URL [wrk args...]: prints "requests_per_s p99_ms bytes_per_response non2xx".
+# cpu_ticks PID...: user + system CPU time of those processes (all their threads), in clock ticks.
+cpu_ticks() {
+  local pid total=0
+  for pid in "$@"; do
+    total=$((total + $(awk '{ print $14 + $15 }' "/proc/$pid/stat")))
+  done
+  echo "$total"
+}
+tick_us=$((1000000 / $(getconf CLK_TCK)))
+# run_wrk "SERVER_PIDS" URL [wrk args...]: prints "requests_per_s p99_ms bytes_per_response
+# cpu_us_per_request".
 run_wrk() {
-  local url=$1
-  shift
-  wrk -t"$threads" -c"$connections" -d"${seconds}s" --latency "$@" "$url" >"$tmp/wrk.txt" 2>&1
-  awk '
+  local server_pids=($1) url=$2
+  shift 2
+  local before
+  before=$(cpu_ticks "${server_pids[@]}")
+  "${on_client_cores[@]}" wrk -t"$threads" -c"$connections" -d"${seconds}s" --latency "$@" "$url" >"$tmp/wrk.txt" 2>&1
+  local ticks=$(($(cpu_ticks "${server_pids[@]}") - before))
+  awk -v cpu_us=$((ticks * tick_us)) '
     function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
     function bytes(v) { if (v ~ /GB$/) return v * 1073741824; if (v ~ /MB$/) return v * 1048576; if (v ~ /KB$/) return v * 1024; return v + 0 }
     /Requests\/sec:/ { rps = $2 }
     /^ +99%/ { p99 = ms($2) }
     /requests in/ { n = $1; read = bytes($5) }
-    /Non-2xx/ { bad = $4 }
-    END { printf "%.0f %.3f %.0f %d\n", rps, p99, (n ? read / n : 0), bad }' "$tmp/wrk.txt"
+    END { printf "%.0f %.3f %.0f %.2f\n", rps, p99, (n ? read / n : 0), (n ? cpu_us / n : 0) }' "$tmp/wrk.txt"
 }
 median() { python3 -c "import statistics, sys; print(statistics.median(float(x) for x in sys.argv[1:]))" "$@"; }
-ratio() { python3 -c "print(f'{$1 / $2:.2f}x')"; }
+# paired_ratio "A1 A2 ..." "B1 B2 ...": the median of A1/B1, A2/B2, ...
+paired_ratio() {
+  python3 -c "import statistics, sys
+a, b = (list(map(float, v.split())) for v in sys.argv[1:])
+print(f'{statistics.median(x / y for x, y in zip(a, b)):.2f}x')" "$1" "$2"
+}
 etag_of() { # server path
   curl -s -D - -o /dev/null -H 'Accept-Encoding: gzip, deflate, br' "$1$2" | tr -d '\r' |
     awk 'tolower($1) == "etag:" { print $2 }'
 }
 
 browser=(-H 'Accept-Encoding: gzip, deflate, br')
-echo "bench/serving on $(hostname), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ); wrk -t$threads -c$connections -d${seconds}s, median of $runs alternating runs; event_loops ${EVENT_LOOPS:-false}"
-printf '%-24s %11s %11s %8s %9s %9s %8s %9s %9s\n' "path, mode" "nginx r/s" "newsdesk" "ratio" \
-  "nginx p99" "nd p99" "ratio" "nginx B" "nd B"
+echo "bench/serving on $(hostname), $(date -u +%Y-%m-%dT%H:%MZ): servers on cores $server_cores, clients on cores $client_cores;"
+echo "wrk -t$threads -c$connections -d${seconds}s, $runs rounds alternating nginx and newsdesk; event_loops ${EVENT_LOOPS:-false}"
+printf '%-24s %10s %9s %6s %9s %7s %6s %8s %7s %6s %8s %8s\n' "path, mode" "nginx r/s" "newsdesk" \
+  "ratio" "nginx p99" "nd p99" "ratio" "nginx us" "nd us" "ratio" "nginx B" "nd B"
 for path in /news /news.json /news.atom; do
   for mode in browser plain revalidation; do
-    n_rps=() d_rps=() n_p99=() d_p99=()
+    n_rps=() d_rps=() n_p99=() d_p99=() n_cpu=() d_cpu=()
     for _ in $(seq "$runs"); do
       for side in nginx newsdesk; do
-        base=$nginx
-        [[ $side == newsdesk ]] && base=$newsdesk
+        base=$nginx server_pids=$nginx_pids
+        [[ $side == newsdesk ]] && base=$newsdesk server_pids=$newsdesk_pids
         args=()
         case $mode in
         browser) args=("${browser[@]}") ;;
         revalidation) args=("${browser[@]}" -H "If-None-Match: $(etag_of "$base" "$path")") ;;
         esac
-        read -r rps p99 per bad < <(run_wrk "$base$path" "${args[@]}")
-        if [[ $side == nginx ]]; then n_rps+=("$rps") n_p99+=("$p99") n_bytes=$per
-        else d_rps+=("$rps") d_p99+=("$p99") d_bytes=$per; fi
+        read -r rps p99 per cpu < <(run_wrk "$server_pids" "$base$path" "${args[@]}")
+        if [[ $side == nginx ]]; then n_rps+=("$rps") n_p99+=("$p99") n_cpu+=("$cpu") n_bytes=$per
+        else d_rps+=("$rps") d_p99+=("$p99") d_cpu+=("$cpu") d_bytes=$per; fi
       done
     done
     nr=$(median "${n_rps[@]}") dr=$(median "${d_rps[@]}") np=$(median "${n_p99[@]}") dp=$(median "${d_p99[@]}")
-    printf '%-24s %11.0f %11.0f %8s %9.2f %9.2f %8s %9s %9s\n' "$path $mode" "$nr" "$dr" \
-      "$(ratio "$dr" "$nr")" "$np" "$dp" "$(ratio "$dp" "$np")" "$n_bytes" "$d_bytes"
+    nc=$(median "${n_cpu[@]}") dc=$(median "${d_cpu[@]}")
+    printf '%-24s %10.0f %9.0f %6s %9.2f %7.2f %6s %8.2f %7.2f %6s %8s %8s\n' "$path $mode" "$nr" "$dr" \
+      "$(paired_ratio "${d_rps[*]}" "${n_rps[*]}")" "$np" "$dp" "$(paired_ratio "${d_p99[*]}" "${n_p99[*]}")" \
+      "$nc" "$dc" "$(paired_ratio "${d_cpu[*]}" "${n_cpu[*]}")" \
+      "$n_bytes" "$d_bytes"
   done
 done
-echo "(r/s ratio: newsdesk / nginx, goal >= 1.0x; p99 ratio: newsdesk / nginx, goal <= 1.0x; B: bytes per response, headers included)"
+echo "(values: medians of the rounds; ratios: newsdesk / nginx, the median of the rounds' ratios;"
+echo " r/s goal >= 1.0x, p99 goal <= 1.0x; us: the server's CPU time per request, user + system, all"
+echo " its processes and threads; B: bytes per response, headers included)"
 
 # --- the access log's cost ---------------------------------------------------------------------
-off=() on=()
+off=() on=() off_cpu=() on_cpu=()
 for _ in $(seq "$runs"); do
-  read -r rps _ _ _ < <(run_wrk "$newsdesk/news" "${browser[@]}")
-  off+=("$rps")
-  read -r rps _ _ _ < <(run_wrk "$logging/news" "${browser[@]}")
-  on+=("$rps")
+  read -r rps _ _ cpu < <(run_wrk "$newsdesk_pids" "$newsdesk/news" "${browser[@]}")
+  off+=("$rps") off_cpu+=("$cpu")
+  read -r rps _ _ cpu < <(run_wrk "$logging_pids" "$logging/news" "${browser[@]}")
+  on+=("$rps") on_cpu+=("$cpu")
 done
-o=$(median "${off[@]}") l=$(median "${on[@]}")
+o=$(median "${off[@]}") l=$(median "${on[@]}") oc=$(median "${off_cpu[@]}") lc=$(median "${on_cpu[@]}")
 echo
-echo "access log: /news browser mode $l r/s with it, $o r/s without: costs $(python3 -c "print(f'{(1 - $l / $o) * 100:.1f}%')") (goal <= 3%)"
+echo "access log, /news browser mode (goal <= 3%): $l r/s with it, $o r/s without (ratio $(paired_ratio "${on[*]}" "${off[*]}"));"
+echo "  CPU per request $lc us with it, $oc us without (ratio $(paired_ratio "${on_cpu[*]}" "${off_cpu[*]}"))"
 
 # --- fast paths under mixed load ------------------------------------------------------------------
 cat >"$tmp/flood.lua" <<'EOF'
@@ -202,17 +240,14 @@ request = function()
 end
 EOF
 probe() { # path: p99 in ms of a reader's requests, 200 a second on one connection (probe.py)
-  python3 "$root/bench/serving/probe.py" "$newsdesk" "$1" 200 "$seconds" | awk '{ print $2 }'
+  "${on_client_cores[@]}" python3 "$root/bench/serving/probe.py" "$newsdesk" "$1" 200 "$probe_seconds" | awk '{ print $2 }'
 }
-# flood PRIORITY: probes /healthz and /news while a second wrk floods; prints "healthz news r/s".
-# The flood's generator runs here, on the same two cores as newsdesk, which a remote client's
-# would not: at normal priority it takes CPU from newsdesk and from the probe alike; at idle
-# priority (SCHED_IDLE) it runs on what they leave, so what slows the probes is newsdesk's own
-# handling of the flood, which is what the goal is about. Both are reported.
+# flood: probes /healthz and /news while a second wrk floods; prints "healthz news r/s". The
+# flood's generator runs at idle priority (SCHED_IDLE) on the clients' cores, so the probe, on
+# the same cores, never waits for it: what slows the probe is newsdesk's handling of the flood.
 flood() {
-  local run=()
-  [[ $1 == idle ]] && run=(chrt --idle 0)
-  "${run[@]}" wrk -t1 -c32 -d"$((seconds * 2 + 4))s" -s "$tmp/flood.lua" "$newsdesk" >"$tmp/flood.txt" 2>&1 &
+  "${on_client_cores[@]}" chrt --idle 0 wrk -t1 -c32 -d"$((probe_seconds * 2 + 4))s" -s "$tmp/flood.lua" \
+    "$newsdesk" >"$tmp/flood.txt" 2>&1 &
   local pid=$!
   sleep 1
   local h n
@@ -220,22 +255,19 @@ flood() {
   wait "$pid" 2>/dev/null || true
   echo "$h $n $(awk '/Requests\/sec:/ { printf "%.0f", $2 }' "$tmp/flood.txt")"
 }
-idle_h=() idle_n=() normal_h=() normal_n=() normal_r=() low_h=() low_n=() low_r=()
+idle_h=() idle_n=() flood_h=() flood_n=() flood_r=()
 for _ in $(seq "$runs"); do
   idle_h+=("$(probe /healthz)") idle_n+=("$(probe /news)")
-  read -r h n r < <(flood normal)
-  normal_h+=("$h") normal_n+=("$n") normal_r+=("$r")
-  read -r h n r < <(flood idle)
-  low_h+=("$h") low_n+=("$n") low_r+=("$r")
+  read -r h n r < <(flood)
+  flood_h+=("$h") flood_n+=("$n") flood_r+=("$r")
 done
-idle_health=$(median "${idle_h[@]}") idle_news=$(median "${idle_n[@]}")
 echo
-echo "mixed load, p99 (median of $runs): idle; under a flood of filtered views and feeds whose generator"
-echo "runs at idle priority (newsdesk's own cost; goal <= 2x); and at normal priority (sharing the cores)"
+echo "mixed load, a reader's p99 ($runs rounds, medians; ratio: the median of the rounds' ratios), idle"
+echo "and under a flood of filtered views and feeds (goal <= 2x):"
 for what in healthz news; do
-  if [[ $what == healthz ]]; then i=$idle_health l=$(median "${low_h[@]}") n=$(median "${normal_h[@]}")
-  else i=$idle_news l=$(median "${low_n[@]}") n=$(median "${normal_n[@]}"); fi
-  printf '  /%-8s %6.2f ms idle; %6.2f ms flood at idle priority: %s; %6.2f ms flood at normal priority: %s\n' \
-    "$what" "$i" "$l" "$(ratio "$l" "$i")" "$n" "$(ratio "$n" "$i")"
+  if [[ $what == healthz ]]; then i=("${idle_h[@]}") f=("${flood_h[@]}")
+  else i=("${idle_n[@]}") f=("${flood_n[@]}"); fi
+  printf '  /%-8s %6.2f ms idle, %6.2f ms under the flood: %s\n' "$what" "$(median "${i[@]}")" \
+    "$(median "${f[@]}")" "$(paired_ratio "${f[*]}" "${i[*]}")"
 done
-echo "  (flood: $(median "${low_r[@]}") r/s at idle priority, $(median "${normal_r[@]}") r/s at normal priority)"
+echo "  (the flood: $(median "${flood_r[@]}") requests/s)"
