@@ -212,9 +212,10 @@ void append_line(std::string& out, log_level level, std::string_view message) {
     stamp_secs = secs;
   }
   out += stamp;
-  char ms[8];
-  std::snprintf(ms, sizeof ms, ".%03dZ", static_cast<int>(millis));
-  out += ms;
+  const char ms[] = {'.', static_cast<char>('0' + millis / 100),
+                     static_cast<char>('0' + millis / 10 % 10),
+                     static_cast<char>('0' + millis % 10), 'Z'};
+  out.append(ms, sizeof ms);
   out += " level=";
   out += level_name(level);
   out += ' ';

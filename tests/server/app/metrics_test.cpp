@@ -69,6 +69,18 @@ TEST_CASE("observe_requests counts each response by route and status, and logs o
   CHECK(lines[1].rfind("msg=access method=GET path=\"/nope\" status=404 bytes=9 us=", 0) == 0);
 }
 
+TEST_CASE(
+    "an access line escapes a quote or backslash in the path, so the path cannot forge fields") {
+  fake_routes routes;
+  std::vector<std::string> lines;
+  auto handle = observe_requests(routes.handler(), nullptr,
+                                 [&](std::string_view line) { lines.emplace_back(line); });
+  handle(get(R"(/a"status=200 x\y)"), [](http_response) {});
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].rfind(R"(msg=access method=GET path="/a\"status=200 x\\y" status=200 bytes=5 us=)",
+                       0) == 0);
+}
+
 TEST_CASE("observe_requests records a response only when it is ready, however late") {
   fake_routes routes;
   routes.status = 0; // the test answers
