@@ -155,10 +155,18 @@ tick_us=$((1000000 / $(getconf CLK_TCK)))
 run_wrk() {
   local server_pids=($1) url=$2
   shift 2
-  local before
-  before=$(cpu_ticks "${server_pids[@]}")
-  "${on_client_cores[@]}" wrk -t"$threads" -c"$connections" -d"${seconds}s" --latency "$@" "$url" >"$tmp/wrk.txt" 2>&1
-  local ticks=$(($(cpu_ticks "${server_pids[@]}") - before))
+  local before ticks attempt
+  for attempt in 1 2; do
+    before=$(cpu_ticks "${server_pids[@]}")
+    "${on_client_cores[@]}" wrk -t"$threads" -c"$connections" -d"${seconds}s" --latency "$@" "$url" >"$tmp/wrk.txt" 2>&1 || true
+    ticks=$(($(cpu_ticks "${server_pids[@]}") - before))
+    grep -q 'Requests/sec:' "$tmp/wrk.txt" && break
+    # A run without its summary (once in a long session here, not reproduced) is shown, then
+    # run again; a second one stops the benchmark rather than print a made-up figure.
+    echo "$bench: wrk gave no summary for $url (attempt $attempt):" >&2
+    sed 's/^/  /' "$tmp/wrk.txt" >&2
+    ((attempt == 1)) || exit 1
+  done
   awk -v cpu_us=$((ticks * tick_us)) '
     function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
     function bytes(v) { if (v ~ /GB$/) return v * 1073741824; if (v ~ /MB$/) return v * 1048576; if (v ~ /KB$/) return v * 1024; return v + 0 }
