@@ -162,10 +162,10 @@ run_wrk() {
     before=$(cpu_ticks "${server_pids[@]}")
     "${on_client_cores[@]}" wrk -t"$threads" -c"$connections" -d"${seconds}s" --latency "$@" "$url" >"$tmp/wrk.txt" 2>&1 || true
     ticks=$(($(cpu_ticks "${server_pids[@]}") - before))
-    grep -q 'Requests/sec:' "$tmp/wrk.txt" && break
-    # A run without its summary (once in a long session here, not reproduced) is shown, then
-    # run again; a second one stops the benchmark rather than print a made-up figure.
-    echo "$bench: wrk gave no summary for $url (attempt $attempt):" >&2
+    awk '/requests in/ && $1 > 0 { done = 1 } END { exit !done }' "$tmp/wrk.txt" && break
+    # A run that completed no request is shown, then run again; a second one stops the
+    # benchmark rather than print a made-up figure.
+    echo "$bench: no request completed on $url (attempt $attempt):" >&2
     sed 's/^/  /' "$tmp/wrk.txt" >&2
     ((attempt == 1)) || exit 1
   done
