@@ -28,11 +28,12 @@ void sample(std::string& out, std::string_view name, std::string_view labels, do
   out.append(" ").append(number(value)).append("\n");
 }
 
-// Label values come from config and code, but escape anyway: \ " and newline.
-std::string label(std::string_view key, std::string_view value) {
-  std::string out(key);
-  out += "=\"";
-  for (char c : value) {
+// `text` for between the quotes of a Prometheus label value or a logfmt value: \ and " escaped
+// with a backslash, a newline as \n, so a value can neither end early nor forge a field or line.
+std::string quoted_value(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
     if (c == '\\' || c == '"')
       out += '\\';
     if (c == '\n') {
@@ -41,7 +42,12 @@ std::string label(std::string_view key, std::string_view value) {
     }
     out += c;
   }
-  return out + "\"";
+  return out;
+}
+
+// Label values come from config and code, but escape anyway.
+std::string label(std::string_view key, std::string_view value) {
+  return std::string(key) + "=\"" + quoted_value(value) + "\"";
 }
 
 // Request latency: from sub-millisecond (cached page) to seconds (cold start).
@@ -258,19 +264,6 @@ template <class Number> void append_number(std::string& out, Number n) {
   out.append(digits, end);
 }
 
-// `text` for between a logfmt value's quotes: a quote or backslash escaped with a backslash, so
-// a request path cannot end the value early and forge fields (the parser already refuses
-// control characters in a target).
-std::string logfmt_quoted(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    if (c == '"' || c == '\\')
-      out += '\\';
-    out += c;
-  }
-  return out;
-}
 } // namespace
 
 request_handler observe_requests(request_handler next, metrics* counters,
@@ -289,7 +282,7 @@ request_handler observe_requests(request_handler next, metrics* counters,
     std::string method, path;
     if (log_line) {
       method = req.method;
-      path = logfmt_quoted(req.path().substr(0, 200));
+      path = quoted_value(req.path().substr(0, 200));
     }
     next(std::move(req), [counters, log_line, started, route, method = std::move(method),
                           path = std::move(path), respond = std::move(respond)](http_response res) {

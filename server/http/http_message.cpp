@@ -108,14 +108,11 @@ void append_header_line(std::string& head, std::string_view name, std::string_vi
   head += value;
 }
 
-bool append_checked_header_line(std::string& head, std::string_view name, std::string_view value) {
-  if (header_fits(name, value)) {
-    append_header_line(head, name, value);
-    return true;
-  }
+void append_checked_header_line(std::string& head, std::string_view name, std::string_view value) {
+  if (header_fits(name, value))
+    return append_header_line(head, name, value);
   log_warn("msg=\"response header left out: it would split the response\" name=\"" +
            std::string(name.substr(0, 64)) + "\"");
-  return false;
 }
 
 std::string_view reason_phrase(unsigned status) {

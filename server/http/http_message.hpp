@@ -139,8 +139,8 @@ bool iequals(std::string_view a, std::string_view b);
 bool header_fits(std::string_view name, std::string_view value);
 // Appends "\r\nName: value" to a response head being formatted.
 void append_header_line(std::string& head, std::string_view name, std::string_view value);
-// The same for a header that header_fits(); any other is left out and logged. False if left out.
-bool append_checked_header_line(std::string& head, std::string_view name, std::string_view value);
+// The same for a header that header_fits(); any other is left out and logged.
+void append_checked_header_line(std::string& head, std::string_view name, std::string_view value);
 
 // The value of a hexadecimal digit, or -1.
 inline int hex_digit(char c) {

@@ -1,7 +1,5 @@
 #include "server/http/representation.hpp"
 
-#include "server/core/log.hpp"
-
 #include <brotli/encode.h>
 #include <zlib.h>
 
