@@ -39,7 +39,7 @@ namespace net = boost::asio;
 
 namespace {
 
-// The topic new headlines go out on, where /events and any broker client follow them.
+// The topic new headlines go out on, for any broker client to follow.
 constexpr const char* headlines_topic = "/topic/headlines";
 
 std::int64_t unix_ms_now() {
@@ -202,24 +202,24 @@ struct application::parts {
   }
 
   void wire_news() {
-    // New headlines go out on the broker's topic, where /events and any client follow them;
-    // without a broker, straight to the /events clients.
-    news.on_new_headlines([this](const std::vector<news_item>& items) {
-      auto text = headlines_json(items);
-      if (!pubsub)
-        return live.publish(text);
-      try {
-        pubsub->publish(headlines_topic, text);
-      } catch (const std::exception& e) {
-        log_warn(std::string("msg=\"cannot publish headlines\" error=\"") + e.what() + "\"");
+    // Every change takes one way out: live events first (the cheapest, and what an open page is
+    // waiting for), then the broker's topic for network subscribers (the JSON made once, here),
+    // then the views everyone asks for, built before anyone asks.
+    news.on_update([this](const headline_update& update) {
+      if (!update.added.empty()) {
+        live.publish(update.added);
+        if (pubsub)
+          try {
+            pubsub->publish(headlines_topic, headlines_json(update.added));
+          } catch (const std::exception& e) {
+            log_warn(std::string("msg=\"cannot publish headlines\" error=\"") + e.what() + "\"");
+          }
       }
+      routes.prebuild(update.snapshot);
     });
-    // Every change builds the views everyone asks for, before anyone asks.
-    news.on_snapshot(
-        [this](std::shared_ptr<const news_snapshot> snapshot) { routes.prebuild(snapshot); });
     if (cfg.metrics)
       news.on_refresh_done(
-          [this](const site_config& site, std::chrono::milliseconds took, std::string_view kind) {
+          [this](const site_config& site, std::chrono::milliseconds took, failure_kind kind) {
             counters.observe_fetch(site.name, took, kind);
           });
   }
@@ -245,12 +245,8 @@ struct application::parts {
     if (pubsub)
       pubsub->listen();
     http->listen(cfg.address, cfg.port);
-    if (pubsub) {
+    if (pubsub)
       pubsub->start();
-      // /events follows the topic in process; registered before any refresh can publish.
-      live_feed = pubsub->subscribe(
-          headlines_topic, [this](broker::message_ptr batch) { live.publish(std::move(batch)); });
-    }
     live.start();
     // A Chromium that a site renders through from the start is started now, not on first use.
     if (auto* chromium = renderers.find("chromium");
@@ -404,7 +400,6 @@ struct application::parts {
   server::metrics counters;
   std::unique_ptr<broker::server> pubsub;
   std::unique_ptr<change_listener> changes; // shared stores only
-  broker::subscription live_feed;           // before pubsub and live go, it does
   std::unique_ptr<http_server> http;
   net::signal_set hangup;
   net::signal_set terminate;

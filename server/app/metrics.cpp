@@ -135,7 +135,7 @@ void metrics::observe_request(std::string_view route, unsigned status,
 }
 
 void metrics::observe_fetch(const std::string& site, std::chrono::milliseconds latency,
-                            std::string_view error_kind) {
+                            failure_kind failure) {
   histogram* h = nullptr;
   {
     std::lock_guard lock(mutex_);
@@ -143,8 +143,8 @@ void metrics::observe_fetch(const std::string& site, std::chrono::milliseconds l
     if (!slot)
       slot = std::make_unique<histogram>(fetch_bounds);
     h = slot.get();
-    if (!error_kind.empty())
-      ++fetch_errors_[{site, std::string(error_kind)}];
+    if (failure != failure_kind::none)
+      ++fetch_errors_[{site, std::string(to_string(failure))}];
   }
   h->observe(std::chrono::duration<double>(latency).count());
 }

@@ -8,6 +8,7 @@
 // Threads: every member may be called from any thread.
 #pragma once
 
+#include "server/core/failure.hpp"
 #include "server/http/http_message.hpp"
 
 #include <array>
@@ -53,9 +54,9 @@ class metrics {
   static std::string_view route_of(std::string_view path);
 
   void observe_request(std::string_view route, unsigned status, std::chrono::nanoseconds latency);
-  // One refresh of a site finished; `error_kind` empty on success.
+  // One refresh of a site finished; `failure` none on success.
   void observe_fetch(const std::string& site, std::chrono::milliseconds latency,
-                     std::string_view error_kind);
+                     failure_kind failure);
 
   // The HTTP server's connection gauges, read when /metrics is asked for.
   struct connection_gauges {

@@ -205,8 +205,12 @@ bool event_stream::push(std::string_view chunk) {
     std::lock_guard lock(mutex_);
     if (closed_)
       return false;
-    if (backlog_.size() + chunk.size() > max_bytes_) {
-      closed_ = true; // too slow: drop it; it reconnects and replays what it missed
+    // A stream with nothing waiting is keeping up: it takes one chunk of any size (one
+    // refresh's batch of events, bounded by the store's limits); one that still has data
+    // waiting and would pass the limit is too slow: dropped, it reconnects and replays what it
+    // missed.
+    if (!backlog_.empty() && backlog_.size() + chunk.size() > max_bytes_) {
+      closed_ = true;
       wake = std::move(wake_);
     } else {
       backlog_.append(chunk);

@@ -40,7 +40,7 @@ class event_stream {
       : max_bytes_(max_buffered_bytes) {}
 
   // Queues `chunk`. False when the stream is closed, or closes now because the backlog would
-  // pass the limit.
+  // pass the limit (a chunk pushed when nothing is waiting is taken whatever its size).
   bool push(std::string_view chunk);
   void close();
   bool closed() const;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "scrapers/scraper.hpp"
+#include "server/core/failure.hpp"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -32,6 +33,7 @@ struct site_report {
   bool ok = false;    // the last refresh succeeded
   bool stale = false; // the last refresh failed, older headlines are shown
   std::string error;  // short notice when !ok, e.g. "Splash timed out after 30 s"
+  failure_kind failure = failure_kind::none; // what kind of failure `error` tells of
   // Set when ok but the operator should act: "found by detection; the selectors matched nothing".
   std::string note;
   std::size_t headline_count = 0;

@@ -24,6 +24,7 @@
 #pragma once
 
 #include "scrapers/scraper.hpp"
+#include "server/core/failure.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -64,6 +65,9 @@ struct site_state {
   std::int64_t last_success_ms = 0; // latest record_refresh; 0: never succeeded
   std::string last_error;           // from the latest attempt; empty when it succeeded
   std::int64_t last_elapsed_ms = 0; // how long the latest attempt took
+  // The latest attempt's kind of failure (none when it succeeded, or when it was written by a
+  // version that did not record kinds).
+  failure_kind last_failure = failure_kind::none;
 
   friend bool operator==(const site_state&, const site_state&) = default;
 };
@@ -77,6 +81,7 @@ struct refresh_record {
   // the site due again `due_again_in` from the database's clock. Empty: no lease (one instance).
   std::string lease_owner;
   std::chrono::milliseconds due_again_in{0};
+  failure_kind failure = failure_kind::none; // record_failure: why it failed
 };
 
 // Limits on what one caller can put into the store. Scraped input comes from pages we do not
@@ -101,6 +106,14 @@ struct store_limits {
   static constexpr std::size_t max_since_rows = 10000;
 };
 
+// What one record_refresh committed, so the caller never reads back what it just wrote: the
+// site's headlines now current, in the site's order, each with its id and first-seen time, and
+// those of them that this write created (ids ascending).
+struct refresh_written {
+  std::vector<stored_headline> current;
+  std::vector<stored_headline> added;
+};
+
 class cluster_store;
 
 class headline_store {
@@ -112,10 +125,10 @@ class headline_store {
   // a new row with first_seen = last_seen = record.now_ms; known links get last_seen =
   // record.now_ms and the title just seen. The site's last success and attempt become
   // record.now_ms and its error clears. A URL listed twice counts once (the first listing).
-  // Limits: see store_limits. Returns the new rows, ids ascending.
-  virtual std::vector<stored_headline> record_refresh(std::string_view site,
-                                                      const std::vector<scrapers::headline>& found,
-                                                      const refresh_record& record) = 0;
+  // Limits: see store_limits. Returns what is current now and which rows are new.
+  virtual refresh_written record_refresh(std::string_view site,
+                                         const std::vector<scrapers::headline>& found,
+                                         const refresh_record& record) = 0;
 
   // Records a failed refresh of `site`: last attempt = record.now_ms, last error = `error`. The
   // site's current headlines are left as they were (the page keeps showing them).

@@ -6,6 +6,7 @@
 #include "server/news/headline_store.hpp"
 #include "server/news/news_page.hpp"
 #include "server/news/news_query.hpp"
+#include "server/news/site_change.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -64,18 +65,18 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
   // The heartbeat lives on this strand.
   net::strand<net::io_context::executor_type> strand;
   net::steady_timer heartbeat_timer;
-  // Published batches are parsed here: off the caller's thread (the broker's strand, when a
-  // subscription feeds us), and one at a time so events go out in publish order.
+  // Published batches are turned into events here: off the caller's thread (a store write's),
+  // and one at a time so events go out in publish order.
   net::strand<net::thread_pool::executor_type> publish_strand;
 
-  // One SSE event for a headline, its data the headline's JSON (to_json) plus how its site
-  // looks; empty when it must not be shown. `first_seen`, when given, replaces the one
-  // to_json writes from item.first_seen_ms: a published batch carries only that text.
   std::string event_id(std::int64_t id) const {
     return epoch.empty() ? std::to_string(id) : epoch + ":" + std::to_string(id);
   }
 
-  std::string event_for(const news_item& item, const std::string* first_seen = nullptr) const {
+  // One SSE event for a headline, its data the headline's JSON (to_json) plus how its site
+  // looks; empty when it must not be shown (an unknown site, no title, a link that is not
+  // http(s)).
+  std::string event_for(const news_item& item) const {
     std::shared_ptr<const std::map<std::string, site_look>> known;
     {
       std::lock_guard lock(sites_mutex);
@@ -87,8 +88,6 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
         !scrapers::url::is_http_url(h.url))
       return {};
     json data = item;
-    if (first_seen)
-      data["first_seen"] = *first_seen;
     data["site_display_name"] = look->second.display_name;
     data["colour"] = look->second.colour;
     // dump() escapes newlines, so the data stays on one line as SSE requires.
@@ -161,34 +160,12 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
     });
   }
 
-  // Runs on publish_strand. Anyone may publish on the broker's channel, so every field is
-  // checked for its type rather than trusted.
-  void publish(std::string_view batch_json) {
-    auto batch = json::parse(batch_json, nullptr, false);
-    if (!batch.is_array())
-      return;
+  // Runs on publish_strand: one batch at a time, so events go out in publish order.
+  void publish(const std::vector<news_item>& items) {
     std::vector<event> events;
-    for (const auto& h : batch) {
-      if (!h.is_object())
-        continue;
-      auto str = [&](const char* key) {
-        auto it = h.find(key);
-        return it != h.end() && it->is_string() ? it->get<std::string>() : std::string();
-      };
-      news_item item;
-      item.headline.title = str("title");
-      item.headline.url = str("url");
-      item.headline.site = str("site");
-      if (auto it = h.find("id"); it != h.end() && it->is_number_integer())
-        item.id = it->get<std::int64_t>();
-      if (auto it = h.find("new"); it != h.end() && it->is_boolean())
-        item.is_new = it->get<bool>();
-      if (auto it = h.find("rank"); it != h.end() && it->is_number_unsigned())
-        item.rank = it->get<std::size_t>();
-      const std::string first_seen = str("first_seen");
-      if (auto text = event_for(item, &first_seen); !text.empty())
-        events.push_back({item.id, std::move(text), std::move(item)});
-    }
+    for (const auto& item : items)
+      if (auto text = event_for(item); !text.empty())
+        events.push_back({item.id, std::move(text), item});
     if (events.empty())
       return;
     std::sort(events.begin(), events.end(),
@@ -216,18 +193,16 @@ void live_events::set_snapshot_source(std::function<std::vector<news_item>()> so
   state_->snapshot_source = std::move(source);
 }
 
-void live_events::publish(std::string_view batch_json) {
-  publish(std::make_shared<const std::string>(batch_json));
-}
-
-void live_events::publish(std::shared_ptr<const std::string> batch_json) {
-  net::post(state_->publish_strand, [st = state_, batch = std::move(batch_json)] {
+void live_events::publish(std::vector<news_item> items) {
+  if (items.empty())
+    return;
+  net::post(state_->publish_strand, [st = state_, items = std::move(items)] {
     {
       std::lock_guard lock(st->mutex);
       if (st->stopped)
         return;
     }
-    st->publish(*batch);
+    st->publish(items);
   });
 }
 
@@ -323,12 +298,7 @@ void live_events::handle(http_request request, responder respond) {
           } else {
             auto rows = st->store->since(after, max_replay);
             for (const auto& row : rows) {
-              news_item item;
-              item.headline.title = row.title;
-              item.headline.url = row.url;
-              item.headline.site = row.site;
-              item.id = row.id;
-              item.first_seen_ms = row.first_seen_ms;
+              auto item = item_of(row);
               if (c.filter.matches(item))
                 stream->push(st->event_for(item));
             }

@@ -1,21 +1,19 @@
 // GET /events: new headlines as Server-Sent Events, for the open /news page.
 //
-// The feed is whatever calls publish(): in newsdesk, an in-process subscription to the broker's
-// /topic/headlines channel (so headlines published there by newsdesk or any network client
-// reach the page), or the news service directly when the broker is off. live_events itself
-// knows nothing of the broker. Every event's `id:` is "EPOCH:ID": the store's epoch (made when the
-// store was created) and the headline's id, which grows in commit order. A client that
-// reconnects with Last-Event-ID (or ?after=ID) first gets what it missed, replayed from the
-// store, on any instance sharing it; an id from another store, or one older than what pruning
-// kept, gets an `event: reset` whose data is every current headline, and goes on from there.
-// A client may name the same site= and q= filters as the page (news_query.hpp): it is sent only
-// the headlines that page would list, in its replay and reset as well. Each client has a bounded
-// backlog: one that stops reading is cut off (it will reconnect and replay), never slowing the
-// others. Comments (": ping") every 15 s keep proxies from closing idle streams and reveal clients
-// that left.
+// The feed is whatever calls publish(): in newsdesk, the news service's updates, as typed
+// headlines (nothing published on the broker by a network client reaches a page). Every event's
+// `id:` is "EPOCH:ID": the store's epoch (made when the store was created) and the headline's id,
+// which grows in commit order. A client that reconnects with Last-Event-ID (or ?after=ID) first
+// gets what it missed, replayed from the store, on any instance sharing it; an id from another
+// store, or one older than what pruning kept, gets an `event: reset` whose data is every current
+// headline, and goes on from there. A client may name the same site= and q= filters as the page
+// (news_query.hpp): it is sent only the headlines that page would list, in its replay and reset as
+// well. Each client has a bounded backlog: one that stops reading is cut off (it will reconnect and
+// replay), never slowing the others. Comments (": ping") every 15 s keep proxies from closing idle
+// streams and reveal clients that left.
 //
 // Threads: all members may be called from any thread. publish() only queues: the batch is
-// parsed and sent on a strand of the worker pool, in the order publish() was called.
+// turned into events and sent on a strand of the worker pool, in the order publish() was called.
 #pragma once
 
 #include "server/http/http_message.hpp"
@@ -54,14 +52,10 @@ class live_events {
   // Replaces the configured sites (a reload). Thread-safe.
   void set_sites(std::map<std::string, site_look> sites);
 
-  // Sends a batch (a JSON array of headlines in headline.hpp's to_json shape: "id", "title",
-  // "url", "site", optionally "first_seen" and "new") to every client. Entries that are
-  // malformed, for unknown sites or with non-http(s) URLs are skipped. Returns at once: the
-  // parse runs on the worker pool, so this is cheap enough for a broker subscription's handler
-  // (which runs on the broker's strand). The first form copies the text once; the second
-  // keeps the shared buffer it is given (the broker hands its subscribers exactly that).
-  void publish(std::string_view batch_json);
-  void publish(std::shared_ptr<const std::string> batch_json);
+  // Sends a batch of new headlines to every client whose filter they pass. Headlines of unknown
+  // sites, without a title or with a link that is not http(s) are skipped. Returns at once:
+  // the events are made and sent on the worker pool.
+  void publish(std::vector<news_item> items);
 
   // What a client starting over gets in its reset event: the headlines shown now. Set before
   // start().

@@ -117,56 +117,14 @@ std::string name_list(const std::vector<std::string>& names) {
   return out;
 }
 
-std::string lower_ascii(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 } // namespace
 
-failure_words describe_failure(std::string_view error) {
-  const auto e = lower_ascii(error);
-  auto has = [&e](std::string_view part) { return e.find(part) != std::string::npos; };
-  // The renderer itself, not the site: one notice for every site it failed.
-  if (has("cannot reach splash") || has("pointing at a") || has("cannot start chromium") ||
-      has("splash connection failed"))
-    return {"the page renderer isn’t answering", true};
-  if (has("overloaded") || has("at capacity"))
-    return {"the page renderer is overloaded", true};
-  if (has("rejected the request") || has("refused the request"))
-    return {"the page renderer refused the request", true};
-  if (has("shutting down"))
-    return {"newsdesk was shutting down", false};
-  if (has("timed out") || has("did not answer within"))
-    return {"the site took too long to load", false};
-  if (has("answered http 404") || has("answered 404"))
-    return {"the site answered 404 (page not found)", false};
-  if (has("site answered http"))
-    return {"the site answered with an error", false};
-  if (has("too large"))
-    return {"the page is too large to read", false};
-  if (has("empty page"))
-    return {"the page came back empty", false};
-  if (has("feed could not be read"))
-    return {"its feed couldn’t be read", false};
-  if (has("s of cpu"))
-    return {"the page took too long to read", false};
-  if (has("refused before parsing"))
-    return {"the page is too complex to read", false};
-  if (has("no headlines found"))
-    return {"no headlines were found on the page", false};
-  if (has("scraper failed"))
-    return {"its headlines couldn’t be read", false};
-  if (has("redirect"))
-    return {"the site redirected somewhere newsdesk can’t follow", false};
-  if (has("could not load the page") || has("cannot fetch") || has("cannot connect") ||
-      has("not known") || has("refused") || has("resolve"))
-    return {"the site didn’t answer", false};
-  if (has("chromium") || has("the page crashed"))
-    return {"the browser failed while loading the page", false};
-  return {"something went wrong loading it", false};
+failure_words describe_failure(failure_kind kind) {
+  const auto& f = info(kind);
+  // A site's failure recorded by an older version has no kind: words that fit any failure.
+  if (kind == failure_kind::none)
+    return {"something went wrong loading it", false};
+  return {std::string(f.summary), f.renderer_problem};
 }
 
 std::string public_detail(std::string_view error, std::string_view site_url) {
@@ -241,7 +199,7 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
   for (const auto& s : snapshot.sites) {
     if (s.ok || s.error.empty() || s.last_attempt_ms == 0)
       continue;
-    auto words = describe_failure(s.error);
+    auto words = describe_failure(s.failure);
     auto detail = public_detail(s.error, s.url) + " (via " + renderer_name(s.renderer) +
                   ", tried " + clock_time(s.last_attempt_ms) + ")";
     if (words.renderer_problem) {
@@ -375,19 +333,22 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
 std::string news_json(const news_snapshot& snapshot) {
   json sites = json::array();
   for (const auto& s : snapshot.sites)
-    sites.push_back({{"name", s.name},
-                     {"display_name", s.display_name},
-                     {"colour", s.colour},
-                     {"url", s.url},
-                     {"renderer", s.renderer},
-                     {"ok", s.ok},
-                     {"stale", s.stale},
-                     {"error", s.error.empty() ? json(nullptr) : json(s.error)},
-                     {"note", s.note.empty() ? json(nullptr) : json(s.note)},
-                     {"headline_count", s.headline_count},
-                     {"elapsed_ms", s.elapsed.count()},
-                     {"last_success",
-                      s.last_success_ms ? json(iso8601_ms(s.last_success_ms)) : json(nullptr)}});
+    sites.push_back(
+        {{"name", s.name},
+         {"display_name", s.display_name},
+         {"colour", s.colour},
+         {"url", s.url},
+         {"renderer", s.renderer},
+         {"ok", s.ok},
+         {"stale", s.stale},
+         {"error", s.error.empty() ? json(nullptr) : json(s.error)},
+         {"failure", s.failure == failure_kind::none ? json(nullptr)
+                                                     : json(std::string(to_string(s.failure)))},
+         {"note", s.note.empty() ? json(nullptr) : json(s.note)},
+         {"headline_count", s.headline_count},
+         {"elapsed_ms", s.elapsed.count()},
+         {"last_success",
+          s.last_success_ms ? json(iso8601_ms(s.last_success_ms)) : json(nullptr)}});
   json headlines = json::array();
   for (const auto& item : snapshot.headlines)
     if (safe_link(item.headline))

@@ -41,13 +41,13 @@ std::string news_json(const news_snapshot& snapshot);
 // least 4.58:1 whatever the colour.
 std::string text_colour_for(std::string_view background);
 
-// A failure's error text in a reader's words ("the site took too long to load"), and whether it
-// is the renderer's fault rather than the site's (then one notice covers every site it failed).
+// A failure in a reader's words ("the site took too long to load"), and whether it is the
+// renderer's fault rather than the site's (then one notice covers every site it failed).
 struct failure_words {
   std::string summary;
   bool renderer_problem = false;
 };
-failure_words describe_failure(std::string_view error);
+failure_words describe_failure(failure_kind kind);
 
 // `error` with every URL whose host is not `site_url`'s replaced: a renderer's or proxy's
 // address is the operator's business, not the reader's.

@@ -69,12 +69,13 @@ render_result interpret_browserless_answer(unsigned status, const header_list& h
     int code = 0;
     std::from_chars(code_text.data(), code_text.data() + code_text.size(), code);
     if (code >= 400)
-      return render_failed(render_failure::upstream, "site answered HTTP " + std::to_string(code));
+      return render_failed(code == 404 ? failure_kind::not_found : failure_kind::site_error,
+                           "site answered HTTP " + std::to_string(code));
     if (body.size() > max_page_bytes)
-      return render_failed(render_failure::too_large,
+      return render_failed(failure_kind::too_large,
                            "page too large: " + std::to_string(body.size()) + " bytes");
     if (is_empty_page(body))
-      return render_failed(render_failure::empty, "browserless returned an empty page");
+      return render_failed(failure_kind::empty, "browserless returned an empty page");
     render_result ok;
     ok.html = std::move(body);
     ok.url = header_of(headers, "X-Response-URL");
@@ -88,26 +89,31 @@ render_result interpret_browserless_answer(unsigned status, const header_list& h
   };
   switch (status) {
   case 400:
-    return render_failed(render_failure::rejected, with_text("browserless rejected the request"));
+    return render_failed(failure_kind::renderer_refused,
+                         with_text("browserless rejected the request"));
   case 401:
   case 403:
-    return render_failed(render_failure::rejected, "browserless refused the request (HTTP " +
-                                                       std::to_string(status) +
-                                                       "): is the token in browserless_url right?");
+    return render_failed(failure_kind::renderer_refused,
+                         "browserless refused the request (HTTP " + std::to_string(status) +
+                             "): is the token in browserless_url right?");
   case 404:
     return render_failed(
-        render_failure::unreachable,
+        failure_kind::renderer_down,
         "browserless answered 404: is browserless_url pointing at a browserless server?");
   case 408:
-    return render_failed(render_failure::timeout, "browserless timed out after " +
-                                                      format_seconds(seconds_of(request.timeout)) +
-                                                      " s");
+    return render_failed(failure_kind::timeout, "browserless timed out after " +
+                                                    format_seconds(seconds_of(request.timeout)) +
+                                                    " s");
   case 429:
   case 503:
-    return render_failed(render_failure::upstream,
+    return render_failed(failure_kind::renderer_busy,
                          "browserless is at capacity (" + std::to_string(status) + ")");
   default:
-    return render_failed(render_failure::upstream,
+    // Chromium's navigation errors (net::ERR_NAME_NOT_RESOLVED, ...) come back as a 500 that
+    // quotes them: the site, not browserless, failed.
+    return render_failed(text.find("net::ERR_") != std::string::npos
+                             ? failure_kind::site_unreachable
+                             : failure_kind::renderer_error,
                          with_text("browserless answered HTTP " + std::to_string(status)));
   }
 }
@@ -130,13 +136,13 @@ void browserless_renderer::render(render_request request, std::function<void(ren
                                                 std::move(answer.body), request);
         else if (answer.timed_out)
           result =
-              render_failed(render_failure::timeout, "browserless did not answer within " +
-                                                         format_seconds(seconds_of(limit)) + " s");
+              render_failed(failure_kind::timeout, "browserless did not answer within " +
+                                                       format_seconds(seconds_of(limit)) + " s");
         else if (answer.error.find("too large") != std::string::npos)
-          result = render_failed(render_failure::too_large, "page too large: " + answer.error);
+          result = render_failed(failure_kind::too_large, "page too large: " + answer.error);
         else
           result =
-              render_failed(render_failure::unreachable,
+              render_failed(failure_kind::renderer_down,
                             "cannot reach browserless at " + base_ + " (" + answer.error + ")");
         result.elapsed = answer.elapsed;
         done(std::move(result));

@@ -85,13 +85,13 @@ struct chromium_renderer::state : std::enable_shared_from_this<state> {
   std::atomic<std::size_t> peak_active{0};
 
   render_result start_failure_result() const {
-    return render_failed(render_failure::unreachable,
+    return render_failed(failure_kind::renderer_down,
                          "cannot start Chromium: " + browser->start_error());
   }
 
   void enqueue(const job_ptr& j) {
     if (browser->closed())
-      return finish_job(j, render_failed(render_failure::unreachable, "newsdesk is shutting down"));
+      return finish_job(j, render_failed(failure_kind::shutting_down, "newsdesk is shutting down"));
     if (browser->failing_fast())
       return finish_job(j, start_failure_result());
     queue.push_back(j);
@@ -130,8 +130,9 @@ struct chromium_renderer::state : std::enable_shared_from_this<state> {
   void fail_active(const std::string& why) {
     auto victims = active;
     for (const auto& j : victims)
-      finish_job(j, render_failed(render_failure::upstream, "Chromium crashed during the render (" +
-                                                                why + "); restarting it"));
+      finish_job(j,
+                 render_failed(failure_kind::browser_crashed,
+                               "Chromium crashed during the render (" + why + "); restarting it"));
   }
 
   void route(const std::string& method, const json& params, const std::string& session) {
@@ -178,9 +179,9 @@ struct chromium_renderer::state : std::enable_shared_from_this<state> {
     auto victims = active;
     auto waiting = queue;
     for (const auto& j : victims)
-      finish_job(j, render_failed(render_failure::unreachable, "newsdesk is shutting down"));
+      finish_job(j, render_failed(failure_kind::shutting_down, "newsdesk is shutting down"));
     for (const auto& j : waiting)
-      finish_job(j, render_failed(render_failure::unreachable, "newsdesk is shutting down"));
+      finish_job(j, render_failed(failure_kind::shutting_down, "newsdesk is shutting down"));
   }
 };
 

@@ -66,11 +66,11 @@ struct direct_fetch : std::enable_shared_from_this<direct_fetch> {
     case fetch_failure::timeout:
       return finish_timeout();
     case fetch_failure::too_large:
-      return finish(render_failure::too_large, "page too large: " + answer.error);
+      return finish(failure_kind::too_large, "page too large: " + answer.error);
     case fetch_failure::bad_url:
-      return finish(render_failure::rejected, answer.error);
+      return finish(failure_kind::bad_address, answer.error);
     default:
-      return finish(render_failure::unreachable, "cannot fetch " + url + ": " + answer.error);
+      return finish(failure_kind::site_unreachable, "cannot fetch " + url + ": " + answer.error);
     }
     if (answer.status == 304 && known && redirects == 0) {
       owner.count_not_modified();
@@ -82,18 +82,18 @@ struct direct_fetch : std::enable_shared_from_this<direct_fetch> {
     if (answer.status >= 300 && answer.status < 400 && answer.status != 304) {
       auto location = answer.header("Location");
       if (location.empty())
-        return finish(render_failure::upstream, "site redirected without a Location");
+        return finish(failure_kind::redirect, "site redirected without a Location");
       if (++redirects > direct_renderer::max_redirects)
-        return finish(render_failure::upstream, "too many redirects (more than " +
-                                                    std::to_string(direct_renderer::max_redirects) +
-                                                    ")");
+        return finish(failure_kind::redirect, "too many redirects (more than " +
+                                                  std::to_string(direct_renderer::max_redirects) +
+                                                  ")");
       auto next = scrapers::url::resolve(url, location);
       if (!next || !scrapers::url::is_http_url(*next))
-        return finish(render_failure::upstream, "site redirected to a non-http(s) address");
+        return finish(failure_kind::redirect, "site redirected to a non-http(s) address");
       return fetch(*next);
     }
     if (answer.status != 200)
-      return finish(render_failure::upstream,
+      return finish(answer.status == 404 ? failure_kind::not_found : failure_kind::site_error,
                     "site answered HTTP " + std::to_string(answer.status));
     if (owner.conditional()) {
       direct_renderer::remembered_feed feed{
@@ -110,12 +110,12 @@ struct direct_fetch : std::enable_shared_from_this<direct_fetch> {
   }
 
   void finish_timeout() {
-    finish(render_failure::timeout,
+    finish(failure_kind::timeout,
            "site did not answer within " +
                format_seconds(static_cast<double>(request.timeout.count()) / 1000.0) + " s");
   }
 
-  void finish(render_failure kind, std::string message) {
+  void finish(failure_kind kind, std::string message) {
     complete(render_failed(kind, std::move(message)));
   }
 

@@ -17,7 +17,7 @@ namespace newsdesk::server {
 // Splash error carries the page's text): the notice keeps at most this much of it.
 inline constexpr std::size_t max_message_bytes = 500;
 
-inline render_result render_failed(render_failure kind, std::string message) {
+inline render_result render_failed(failure_kind kind, std::string message) {
   render_result r;
   r.failure = kind;
   if (message.size() > max_message_bytes)

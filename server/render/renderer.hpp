@@ -3,6 +3,8 @@
 // notices for the page ("Splash timed out after 30 s"), never as exceptions.
 #pragma once
 
+#include "server/core/failure.hpp"
+
 #include <chrono>
 #include <functional>
 #include <string>
@@ -16,20 +18,15 @@ struct render_request {
   std::chrono::milliseconds timeout{30'000}; // the whole render
 };
 
-// Kinds of failure, for logs and (later) metrics; `message` is what people read.
-enum class render_failure { none, unreachable, timeout, rejected, upstream, empty, too_large };
-
 struct render_result {
-  render_failure failure = render_failure::none;
+  failure_kind failure = failure_kind::none; // what went wrong (server/core/failure.hpp)
   std::string message; // set when failure != none, e.g. "Splash timed out after 30 s"
   std::string html;    // the rendered (or fetched) page, UTF-8 from Splash
   std::string url;     // the page's final URL (after redirects): the base for its links
   std::chrono::milliseconds elapsed{0};
 
-  bool ok() const { return failure == render_failure::none; }
+  bool ok() const { return failure == failure_kind::none; }
 };
-
-std::string_view to_string(render_failure f);
 
 class renderer {
  public:

@@ -13,26 +13,6 @@
 
 namespace newsdesk::server {
 
-std::string_view to_string(render_failure f) {
-  switch (f) {
-  case render_failure::none:
-    return "none";
-  case render_failure::unreachable:
-    return "unreachable";
-  case render_failure::timeout:
-    return "timeout";
-  case render_failure::rejected:
-    return "rejected";
-  case render_failure::upstream:
-    return "upstream";
-  case render_failure::empty:
-    return "empty";
-  case render_failure::too_large:
-    return "too_large";
-  }
-  return "unknown";
-}
-
 std::string format_seconds(double seconds) {
   char buf[32];
   if (std::fabs(seconds - std::round(seconds)) < 0.005)
@@ -110,7 +90,7 @@ render_result interpret_splash_answer(unsigned status, std::string body,
                                       const render_request& request) {
   if (status == 200) {
     if (is_empty_page(body))
-      return render_failed(render_failure::empty,
+      return render_failed(failure_kind::empty,
                            "Splash returned an empty page (is the site's URL right?)");
     render_result ok;
     ok.html = std::move(body);
@@ -127,39 +107,39 @@ render_result interpret_splash_answer(unsigned status, std::string body,
   case 400: {
     auto argument = string_field(info, "argument");
     if (string_field(info, "type") == "argument_required")
-      return render_failed(render_failure::rejected,
+      return render_failed(failure_kind::renderer_refused,
                            "Splash rejected the request: '" + argument + "' is missing");
     if (!argument.empty())
-      return render_failed(render_failure::rejected,
+      return render_failed(failure_kind::renderer_refused,
                            "Splash rejected the request: bad value for '" + argument + "'");
-    return render_failed(render_failure::rejected, "Splash rejected the request (400)");
+    return render_failed(failure_kind::renderer_refused, "Splash rejected the request (400)");
   }
   case 502: {
     auto text = string_field(info, "text");
     if (text.empty())
       text = string_field(error, "description");
-    return render_failed(render_failure::upstream,
+    return render_failed(failure_kind::site_unreachable,
                          "Splash could not load the page" +
                              (text.empty() ? std::string{} : ": " + text));
   }
   case 503:
-    return render_failed(render_failure::upstream, "Splash is overloaded (503)");
+    return render_failed(failure_kind::renderer_busy, "Splash is overloaded (503)");
   case 504: {
     double limit = seconds_of(request.timeout);
     if (info.is_object() && info.contains("timeout") && info["timeout"].is_number())
       limit = info["timeout"].get<double>();
-    return render_failed(render_failure::timeout,
+    return render_failed(failure_kind::timeout,
                          "Splash timed out after " + format_seconds(limit) + " s");
   }
   case 520:
-    return render_failed(render_failure::upstream, "Splash cancelled the render");
+    return render_failed(failure_kind::renderer_error, "Splash cancelled the render");
   case 404:
-    return render_failed(render_failure::unreachable,
+    return render_failed(failure_kind::renderer_down,
                          "Splash answered 404: is SPLASH_URL pointing at a Splash server?");
   default:
-    return render_failed(render_failure::upstream, "Splash answered HTTP " +
-                                                       std::to_string(status) +
-                                                       (type.empty() ? "" : " (" + type + ")"));
+    return render_failed(failure_kind::renderer_error, "Splash answered HTTP " +
+                                                           std::to_string(status) +
+                                                           (type.empty() ? "" : " (" + type + ")"));
   }
 }
 
@@ -233,7 +213,7 @@ render_result interpret_splash_execute_answer(unsigned status, std::string body,
       nlohmann::json info =
           error.contains("info") ? error["info"] : nlohmann::json{}; // is_object: type matched
       auto message = string_field(info, "message");
-      return render_failed(render_failure::rejected,
+      return render_failed(failure_kind::renderer_refused,
                            "Splash could not run newsdesk's render script" +
                                (message.empty() ? std::string{} : ": " + message));
     }
@@ -241,7 +221,7 @@ render_result interpret_splash_execute_answer(unsigned status, std::string body,
   }
   auto answer = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!answer.is_object())
-    return render_failed(render_failure::upstream,
+    return render_failed(failure_kind::renderer_error,
                          "Splash's answer is not the JSON newsdesk asked for");
   int site_status = 0;
   if (auto it = answer.find("status"); it != answer.end() && it->is_number_integer())
@@ -249,15 +229,16 @@ render_result interpret_splash_execute_answer(unsigned status, std::string body,
   auto reason = string_field(answer, "error");
   auto html = string_field(answer, "html");
   if (site_status >= 400)
-    return render_failed(render_failure::upstream,
+    return render_failed(site_status == 404 ? failure_kind::not_found : failure_kind::site_error,
                          "the site answered HTTP " + std::to_string(site_status));
   if (reason.rfind("network", 0) == 0)
-    return render_failed(render_failure::upstream,
+    return render_failed(failure_kind::site_unreachable,
                          "Splash could not load the page: " + network_error_text(reason));
   if (!reason.empty() && is_empty_page(html))
-    return render_failed(render_failure::upstream, "Splash could not load the page: " + reason);
+    return render_failed(failure_kind::site_unreachable,
+                         "Splash could not load the page: " + reason);
   if (is_empty_page(html))
-    return render_failed(render_failure::empty,
+    return render_failed(failure_kind::empty,
                          "Splash returned an empty page (is the site's URL right?)");
   render_result ok;
   ok.html = std::move(html);
@@ -325,22 +306,23 @@ void splash_renderer::finish(http_fetch_result answer, const render_request& req
     break;
   case fetch_failure::timeout:
     result = render_failed(
-        render_failure::timeout,
+        failure_kind::timeout,
         "Splash did not answer within " +
             format_seconds(seconds_of(request.timeout + grace_for(request.timeout))) + " s");
     break;
   case fetch_failure::too_large:
-    result = render_failed(render_failure::too_large, "page too large: " + answer.error);
+    result = render_failed(failure_kind::too_large, "page too large: " + answer.error);
     break;
   case fetch_failure::resolve:
   case fetch_failure::connect:
   case fetch_failure::bad_url:
   case fetch_failure::tls:
-    result = render_failed(render_failure::unreachable,
+    result = render_failed(failure_kind::renderer_down,
                            "cannot reach Splash at " + base_ + " (" + answer.error + ")");
     break;
   default:
-    result = render_failed(render_failure::upstream, "Splash connection failed: " + answer.error);
+    result =
+        render_failed(failure_kind::renderer_down, "Splash connection failed: " + answer.error);
   }
   result.elapsed = answer.elapsed;
   done(std::move(result));

@@ -43,7 +43,7 @@ void tab_job::arm_deadline() {
   deadline_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
     if (ec || self->finished_)
       return;
-    self->end(render_failed(render_failure::timeout,
+    self->end(render_failed(failure_kind::timeout,
                             "Chromium timed out after " +
                                 format_seconds(seconds_of(self->request_.timeout)) + " s"));
   });
@@ -62,15 +62,15 @@ void tab_job::run(std::shared_ptr<browser_process> browser) {
     if (!r.ok) {
       if (!self->browser_->alive(self->generation_))
         return; // the browser died: its owner reports that
-      return self->end(
-          render_failed(render_failure::upstream, "Chromium could not open a tab: " + r.error));
+      return self->end(render_failed(failure_kind::browser_crashed,
+                                     "Chromium could not open a tab: " + r.error));
     }
     self->target_id_ = target;
     self->attach();
   });
 }
 
-bool tab_job::accept(const cdp::reply& r, render_failure kind, std::string_view what) {
+bool tab_job::accept(const cdp::reply& r, failure_kind kind, std::string_view what) {
   if (finished_)
     return false;
   if (r.ok)
@@ -83,15 +83,16 @@ bool tab_job::accept(const cdp::reply& r, render_failure kind, std::string_view 
 void tab_job::attach() {
   if (!browser_->alive(generation_))
     return;
-  browser_->connection().call(
-      "Target.attachToTarget", {{"targetId", target_id_}, {"flatten", true}}, {},
-      [self = shared_from_this()](cdp::reply r) {
-        if (!self->accept(r, render_failure::upstream, "Chromium could not attach to the tab: "))
-          return;
-        self->session_id_ = string_field(r.result, "sessionId");
-        self->owner_.attached(self);
-        self->navigate();
-      });
+  browser_->connection().call("Target.attachToTarget",
+                              {{"targetId", target_id_}, {"flatten", true}}, {},
+                              [self = shared_from_this()](cdp::reply r) {
+                                if (!self->accept(r, failure_kind::browser_crashed,
+                                                  "Chromium could not attach to the tab: "))
+                                  return;
+                                self->session_id_ = string_field(r.result, "sessionId");
+                                self->owner_.attached(self);
+                                self->navigate();
+                              });
 }
 
 void tab_job::navigate() {
@@ -104,10 +105,10 @@ void tab_job::navigate() {
   cdp.call("Inspector.enable", json::object(), session_id_, ignore);
   cdp.call("Page.navigate", {{"url", request_.url}}, session_id_,
            [self = shared_from_this()](cdp::reply r) {
-             if (!self->accept(r, render_failure::rejected, "Chromium refused the URL: "))
+             if (!self->accept(r, failure_kind::bad_address, "Chromium refused the URL: "))
                return;
              if (auto error = string_field(r.result, "errorText"); !error.empty())
-               return self->end(render_failed(render_failure::upstream,
+               return self->end(render_failed(failure_kind::site_unreachable,
                                               "Chromium could not load the page: " + error));
              self->navigated_ = true;
              self->loader_id_ = string_field(r.result, "loaderId");
@@ -131,13 +132,13 @@ void tab_job::on_event(const std::string& method, const json& params, const std:
     browser_->connection().call("Page.handleJavaScriptDialog", {{"accept", true}}, session,
                                 [](cdp::reply) {});
   } else if (method == "Inspector.targetCrashed") {
-    end(render_failed(render_failure::upstream, "the page crashed Chromium's renderer"));
+    end(render_failed(failure_kind::browser_crashed, "the page crashed Chromium's renderer"));
   }
 }
 
 void tab_job::on_detached() {
   if (!finished_)
-    end(render_failed(render_failure::upstream, "Chromium closed the tab unexpectedly"));
+    end(render_failed(failure_kind::browser_crashed, "Chromium closed the tab unexpectedly"));
 }
 
 void tab_job::after_load() {
@@ -158,10 +159,10 @@ void tab_job::read_page() {
   browser_->connection().call(
       "Runtime.evaluate", {{"expression", read_page_expression}, {"returnByValue", true}},
       session_id_, [self = shared_from_this()](cdp::reply r) {
-        if (!self->accept(r, render_failure::upstream, "Chromium could not read the page: "))
+        if (!self->accept(r, failure_kind::browser_crashed, "Chromium could not read the page: "))
           return;
         if (r.result.contains("exceptionDetails"))
-          return self->end(render_failed(render_failure::upstream,
+          return self->end(render_failed(failure_kind::browser_crashed,
                                          "Chromium could not read the page (script error)"));
         const json& value = r.result.value("result", json::object()).value("value", json::object());
         auto html = string_field(value, "html");
@@ -170,13 +171,13 @@ void tab_job::read_page() {
                           : 0;
         render_result out;
         if (status >= 400)
-          out = render_failed(render_failure::upstream,
+          out = render_failed(status == 404 ? failure_kind::not_found : failure_kind::site_error,
                               "site answered HTTP " + std::to_string(status));
         else if (html.size() > max_page_bytes)
-          out = render_failed(render_failure::too_large,
+          out = render_failed(failure_kind::too_large,
                               "page too large: " + std::to_string(html.size()) + " bytes");
         else if (is_empty_page(html))
-          out = render_failed(render_failure::empty, "Chromium rendered an empty page");
+          out = render_failed(failure_kind::empty, "Chromium rendered an empty page");
         else {
           out.html = std::move(html);
           out.url = string_field(value, "url");

@@ -74,7 +74,7 @@ class tab_job : public std::enable_shared_from_this<tab_job> {
   // Whether a DevTools reply is still this render's to act on. A failed call ends the render
   // with `kind` and `what` plus the error, unless the browser went away (its loss ends every
   // render already); either way the caller stops.
-  bool accept(const cdp::reply& r, render_failure kind, std::string_view what);
+  bool accept(const cdp::reply& r, failure_kind kind, std::string_view what);
   void attach();
   void navigate();
   void after_load();

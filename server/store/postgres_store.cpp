@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <unordered_map>
 #include <utility>
 
 namespace newsdesk::server {
@@ -71,6 +72,10 @@ CREATE TABLE events (
   site text NOT NULL,
   committed_at timestamptz NOT NULL DEFAULT now()
 );
+)sql",
+    // 1 -> 2: the kind of the latest failure (server/core/failure.hpp), by its label.
+    R"sql(
+ALTER TABLE sites ADD COLUMN last_failure text NOT NULL DEFAULT '';
 )sql",
 };
 static_assert(std::size(migrations) == postgres_store::schema_version);
@@ -419,9 +424,9 @@ const std::string& postgres_store::epoch() const {
   return impl_->epoch;
 }
 
-std::vector<stored_headline>
-postgres_store::record_refresh(std::string_view site, const std::vector<scrapers::headline>& found,
-                               const refresh_record& record) {
+refresh_written postgres_store::record_refresh(std::string_view site,
+                                               const std::vector<scrapers::headline>& found,
+                                               const refresh_record& record) {
   auto& d = *impl_;
   const auto rows = store_input::rows_of(found);
   return d.transaction([&](PGconn* c) {
@@ -441,27 +446,32 @@ postgres_store::record_refresh(std::string_view site, const std::vector<scrapers
         "UPDATE headlines h SET title = v.title, last_seen_ms = $2, seen_seq = $3, "
         "position = v.position FROM unnest($4::text[], $5::text[], $6::int[]) "
         "AS v(url, title, position) WHERE h.site = $1 AND h.url = v.url "
-        "RETURNING h.url",
+        "RETURNING h.url, h.id, h.first_seen_ms",
         {name, now, seq, array_literal(urls), array_literal(titles), array_literal(positions)},
         "cannot update headlines");
-    std::unordered_set<std::string> updated;
+    // url -> (id, first_seen_ms) of the links seen before
+    std::unordered_map<std::string, std::pair<std::int64_t, std::int64_t>> updated;
     for (int i = 0; i < PQntuples(known.get()); ++i)
-      updated.insert(text_at(known, i, 0));
+      updated[text_at(known, i, 0)] = {int_at(known, i, 1), int_at(known, i, 2)};
     auto last =
         int_at(d.run(c, "SELECT last_id FROM newsdesk_meta", "cannot read the last id"), 0, 0);
-    std::vector<stored_headline> added;
+    refresh_written written;
     std::vector<std::string> new_ids, new_urls, new_titles, new_positions;
     for (std::size_t i = 0; i < rows.size(); ++i) {
-      if (updated.count(urls[i]))
+      if (auto seen = updated.find(urls[i]); seen != updated.end()) {
+        written.current.push_back(
+            {seen->second.first, name, titles[i], urls[i], seen->second.second, record.now_ms});
         continue;
+      }
       ++last;
-      added.push_back({last, name, titles[i], urls[i], record.now_ms, record.now_ms});
+      written.current.push_back({last, name, titles[i], urls[i], record.now_ms, record.now_ms});
+      written.added.push_back(written.current.back());
       new_ids.push_back(std::to_string(last));
       new_urls.push_back(urls[i]);
       new_titles.push_back(titles[i]);
       new_positions.push_back(positions[i]);
     }
-    if (!added.empty())
+    if (!written.added.empty())
       d.run(c,
             "INSERT INTO headlines (id, site, url, title, first_seen_ms, last_seen_ms, seen_seq, "
             "position) SELECT v.id, $1, v.url, v.title, $2, $2, $3, v.position FROM "
@@ -472,10 +482,11 @@ postgres_store::record_refresh(std::string_view site, const std::vector<scrapers
             "cannot store headlines");
     d.run(c,
           "UPDATE sites SET last_attempt_ms = $2, last_success_ms = $2, last_error = '', "
+          "last_failure = '', "
           "refresh_seq = $3, last_elapsed_ms = $4 WHERE site = $1",
           {name, now, seq, std::to_string(record.elapsed_ms)}, "cannot record the refresh");
     d.end_write(c, site, record, last);
-    return added;
+    return written;
   });
 }
 
@@ -486,10 +497,11 @@ void postgres_store::record_failure(std::string_view site, std::string_view erro
     d.begin_write(c, site, record);
     d.ensure_site(c, site);
     d.run(c,
-          "UPDATE sites SET last_attempt_ms = $2, last_error = $3, last_elapsed_ms = $4 "
-          "WHERE site = $1",
+          "UPDATE sites SET last_attempt_ms = $2, last_error = $3, last_elapsed_ms = $4, "
+          "last_failure = $5 WHERE site = $1",
           {std::string(site), std::to_string(record.now_ms),
-           without_nul(store_input::failure_notice(error)), std::to_string(record.elapsed_ms)},
+           without_nul(store_input::failure_notice(error)), std::to_string(record.elapsed_ms),
+           std::string(to_string(record.failure))},
           "cannot record the failure");
     d.end_write(c, site, record, 0);
   });
@@ -515,13 +527,13 @@ std::vector<site_state> postgres_store::sites() const {
   auto& d = *impl_;
   return d.with_connection([&](PGconn* c) {
     auto r = d.run(c,
-                   "SELECT site, last_attempt_ms, last_success_ms, last_error, last_elapsed_ms "
-                   "FROM sites ORDER BY site",
+                   "SELECT site, last_attempt_ms, last_success_ms, last_error, last_elapsed_ms, "
+                   "last_failure FROM sites ORDER BY site",
                    "cannot read sites");
     std::vector<site_state> out;
     for (int i = 0; i < PQntuples(r.get()); ++i)
-      out.push_back(
-          {text_at(r, i, 0), int_at(r, i, 1), int_at(r, i, 2), text_at(r, i, 3), int_at(r, i, 4)});
+      out.push_back({text_at(r, i, 0), int_at(r, i, 1), int_at(r, i, 2), text_at(r, i, 3),
+                     int_at(r, i, 4), failure_kind_from(text_at(r, i, 5))});
     return out;
   });
 }

@@ -25,7 +25,7 @@ namespace newsdesk::server {
 class postgres_store final : public headline_store, public cluster_store {
  public:
   // The schema this program writes.
-  static constexpr int schema_version = 1;
+  static constexpr int schema_version = 2;
   // Connections open at once, at most: calls beyond it wait for a free one.
   static constexpr std::size_t max_connections = 4;
 
@@ -36,9 +36,8 @@ class postgres_store final : public headline_store, public cluster_store {
   ~postgres_store() override;
 
   // headline_store
-  std::vector<stored_headline> record_refresh(std::string_view site,
-                                              const std::vector<scrapers::headline>& found,
-                                              const refresh_record& record) override;
+  refresh_written record_refresh(std::string_view site, const std::vector<scrapers::headline>& found,
+                                 const refresh_record& record) override;
   void record_failure(std::string_view site, std::string_view error,
                       const refresh_record& record) override;
   std::vector<stored_headline> current(std::string_view site) const override;

@@ -59,6 +59,10 @@ CREATE TABLE meta (
 INSERT INTO meta (epoch) VALUES (lower(hex(randomblob(16))));
 ALTER TABLE sites ADD COLUMN last_elapsed_ms INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // 2 -> 3: the kind of the latest failure (server/core/failure.hpp), by its label.
+    R"sql(
+ALTER TABLE sites ADD COLUMN last_failure TEXT NOT NULL DEFAULT '';
+)sql",
 };
 static_assert(std::size(migrations) == sqlite_store::schema_version);
 
@@ -274,10 +278,11 @@ struct sqlite_store::impl {
     prepare(count_sites, "SELECT count(*) FROM sites");
     prepare(site_success,
             "UPDATE sites SET last_attempt_ms = ?2, last_success_ms = ?2, "
-            "last_error = '', refresh_seq = ?3, last_elapsed_ms = ?4 WHERE site = ?1");
+            "last_error = '', last_failure = '', refresh_seq = ?3, last_elapsed_ms = ?4 "
+            "WHERE site = ?1");
     prepare(site_failure, "UPDATE sites SET last_attempt_ms = ?2, last_error = ?3, "
-                          "last_elapsed_ms = ?4 WHERE site = ?1");
-    prepare(find_headline, "SELECT id FROM headlines WHERE site = ?1 AND url = ?2");
+                          "last_elapsed_ms = ?4, last_failure = ?5 WHERE site = ?1");
+    prepare(find_headline, "SELECT id, first_seen_ms FROM headlines WHERE site = ?1 AND url = ?2");
     // Not an upsert: with AUTOINCREMENT, INSERT ... ON CONFLICT DO NOTHING still uses up an id,
     // and ids should only grow by the rows that exist.
     prepare(insert_headline,
@@ -289,7 +294,7 @@ struct sqlite_store::impl {
                                 " FROM headlines WHERE site = ?1 AND seen_seq = (SELECT "
                                 "refresh_seq FROM sites WHERE site = ?1) ORDER BY position");
     prepare(select_sites, "SELECT site, last_attempt_ms, last_success_ms, last_error, "
-                          "last_elapsed_ms FROM sites ORDER BY site");
+                          "last_elapsed_ms, last_failure FROM sites ORDER BY site");
     prepare(select_since, std::string("SELECT ") + row_columns +
                               " FROM headlines WHERE id > ?1 ORDER BY id LIMIT ?2");
     prepare(select_last_id, "SELECT seq FROM sqlite_sequence WHERE name = 'headlines'");
@@ -395,24 +400,26 @@ std::int64_t sqlite_store::pruned_through() const {
   return d.step(u.stmt, "cannot read the pruning mark") ? sqlite3_column_int64(u.stmt, 0) : 0;
 }
 
-std::vector<stored_headline>
-sqlite_store::record_refresh(std::string_view site, const std::vector<scrapers::headline>& found,
-                             const refresh_record& record) {
+refresh_written sqlite_store::record_refresh(std::string_view site,
+                                             const std::vector<scrapers::headline>& found,
+                                             const refresh_record& record) {
   const auto now_ms = record.now_ms;
   auto& d = *impl_;
   std::lock_guard lock(d.mutex);
   return d.transaction([&] {
     const auto seq = d.ensure_site(site) + 1;
-    std::vector<stored_headline> added;
+    refresh_written written;
     std::int64_t position = 0;
     for (const auto& [url, title] : store_input::rows_of(found)) {
-      std::int64_t known = 0;
+      std::int64_t known = 0, first_seen_ms = now_ms;
       {
         impl::use u(d.find_headline);
         d.bind(u.stmt, 1, site);
         d.bind(u.stmt, 2, url);
-        if (d.step(u.stmt, "cannot read headlines"))
+        if (d.step(u.stmt, "cannot read headlines")) {
           known = sqlite3_column_int64(u.stmt, 0);
+          first_seen_ms = sqlite3_column_int64(u.stmt, 1);
+        }
       }
       if (known != 0) {
         impl::use u(d.update_headline);
@@ -422,6 +429,8 @@ sqlite_store::record_refresh(std::string_view site, const std::vector<scrapers::
         d.bind(u.stmt, 4, seq);
         d.bind(u.stmt, 5, position);
         d.step(u.stmt, "cannot update a headline");
+        written.current.push_back({known, std::string(site), std::string(title), std::string(url),
+                                   first_seen_ms, now_ms});
       } else {
         impl::use u(d.insert_headline);
         d.bind(u.stmt, 1, site);
@@ -431,8 +440,9 @@ sqlite_store::record_refresh(std::string_view site, const std::vector<scrapers::
         d.bind(u.stmt, 5, seq);
         d.bind(u.stmt, 6, position);
         d.step(u.stmt, "cannot store a headline");
-        added.push_back({sqlite3_last_insert_rowid(d.db), std::string(site), std::string(title),
-                         std::string(url), now_ms, now_ms});
+        written.current.push_back({sqlite3_last_insert_rowid(d.db), std::string(site),
+                                   std::string(title), std::string(url), now_ms, now_ms});
+        written.added.push_back(written.current.back());
       }
       ++position;
     }
@@ -442,7 +452,7 @@ sqlite_store::record_refresh(std::string_view site, const std::vector<scrapers::
     d.bind(u.stmt, 3, seq);
     d.bind(u.stmt, 4, record.elapsed_ms);
     d.step(u.stmt, "cannot record the refresh");
-    return added;
+    return written;
   });
 }
 
@@ -458,6 +468,7 @@ void sqlite_store::record_failure(std::string_view site, std::string_view error,
     d.bind(u.stmt, 2, record.now_ms);
     d.bind(u.stmt, 3, notice);
     d.bind(u.stmt, 4, record.elapsed_ms);
+    d.bind(u.stmt, 5, to_string(record.failure));
     d.step(u.stmt, "cannot record the failure");
   });
 }
@@ -481,7 +492,8 @@ std::vector<site_state> sqlite_store::sites() const {
   while (d.step(u.stmt, "cannot read sites"))
     out.push_back({impl::text_column(u.stmt, 0), sqlite3_column_int64(u.stmt, 1),
                    sqlite3_column_int64(u.stmt, 2), impl::text_column(u.stmt, 3),
-                   sqlite3_column_int64(u.stmt, 4)});
+                   sqlite3_column_int64(u.stmt, 4),
+                   failure_kind_from(impl::text_column(u.stmt, 5))});
   return out;
 }
 

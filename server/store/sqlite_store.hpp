@@ -18,7 +18,7 @@ class sqlite_store final : public headline_store {
  public:
   // The schema this program writes (PRAGMA user_version). Files at a lower version are
   // migrated on open; files at a higher one are refused.
-  static constexpr int schema_version = 2;
+  static constexpr int schema_version = 3;
 
   // Opens or creates the store at `file` (":memory:" for a private in-memory store) and brings
   // its schema to schema_version in one transaction. Throws store_error naming the file when
@@ -28,9 +28,8 @@ class sqlite_store final : public headline_store {
 
   ~sqlite_store() override;
 
-  std::vector<stored_headline> record_refresh(std::string_view site,
-                                              const std::vector<scrapers::headline>& found,
-                                              const refresh_record& record) override;
+  refresh_written record_refresh(std::string_view site, const std::vector<scrapers::headline>& found,
+                                 const refresh_record& record) override;
   void record_failure(std::string_view site, std::string_view error,
                       const refresh_record& record) override;
   std::vector<stored_headline> current(std::string_view site) const override;

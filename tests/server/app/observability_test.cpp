@@ -46,13 +46,14 @@ TEST_CASE("/metrics counts requests, refreshes, site state and the broker in Pro
   CHECK(metric(m, "newsdesk_http_request_duration_seconds_bucket{le=\"+Inf\"}") ==
         metric(m, "newsdesk_http_request_duration_seconds_count"));
   CHECK(metric(m, "newsdesk_fetch_duration_seconds_count{site=\"a\"}") == 1);
-  CHECK(metric(m, "newsdesk_fetch_errors_total{site=\"down\",kind=\"upstream\"}") == 1);
+  CHECK(metric(m, "newsdesk_fetch_errors_total{site=\"down\",kind=\"site_unreachable\"}") == 1);
   CHECK(metric(m, "newsdesk_site_headlines{site=\"a\"}") == 2);
   CHECK(metric(m, "newsdesk_site_up{site=\"a\"}") == 1);
   CHECK(metric(m, "newsdesk_site_up{site=\"down\"}") == 0);
   CHECK(metric(m, "newsdesk_site_last_success_timestamp_seconds{site=\"a\"}") > 1.7e9);
   CHECK(metric(m, "newsdesk_sse_clients") == 0);
-  CHECK(metric(m, "newsdesk_broker_subscribers") == 1); // /events follows the broker
+  // /events takes typed headlines from the news service, not a broker subscription.
+  CHECK(metric(m, "newsdesk_broker_subscribers") == 0);
   CHECK(metric(m, "newsdesk_broker_drops_total{reason=\"queue_full\"}") == 0);
   CHECK(m.find("# TYPE newsdesk_http_request_duration_seconds histogram") != std::string::npos);
 

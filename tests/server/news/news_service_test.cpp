@@ -80,7 +80,7 @@ class manual_renderer final : public renderer {
     r.url = url;
     answer(std::move(r));
   }
-  void fail(render_failure kind, const std::string& message) {
+  void fail(failure_kind kind, const std::string& message) {
     render_result r;
     r.failure = kind;
     r.message = message;
@@ -144,9 +144,9 @@ struct policy_rig {
     service = std::make_unique<news_service>(
         ioc, std::vector<site_config>{site}, std::map<std::string, renderer*>{{"manual", &fake}},
         pool, pool, store, settings, news_service_seams{&clock, seed});
-    service->on_refresh_done([this](const site_config&, milliseconds, std::string_view kind) {
+    service->on_refresh_done([this](const site_config&, milliseconds, failure_kind kind) {
       std::lock_guard lock(mutex);
-      outcomes.emplace_back(kind);
+      outcomes.emplace_back(kind == failure_kind::none ? "" : to_string(kind));
       changed.notify_all();
     });
     service->start();
@@ -222,7 +222,7 @@ TEST_CASE("transient failures are retried with full jitter under the exponential
     CAPTURE(seed);
     policy_rig r(settings, seed);
     for (std::size_t k = 0; k < bounds.size(); ++k) {
-      r.fake.fail(render_failure::timeout, "Splash timed out after 30 s");
+      r.fake.fail(failure_kind::timeout, "Splash timed out after 30 s");
       auto delay = r.next_wait();
       CHECK(delay >= 0ms);
       CHECK(delay <= bounds[k]);
@@ -230,7 +230,7 @@ TEST_CASE("transient failures are retried with full jitter under the exponential
       r.advance(delay);
       REQUIRE(r.fake.started() == k + 2);
     }
-    r.fake.fail(render_failure::timeout, "Splash timed out after 30 s");
+    r.fake.fail(failure_kind::timeout, "Splash timed out after 30 s");
     REQUIRE(r.finished(1));
     CHECK(r.outcome(0) == "timeout");
     CHECK(r.fake.started() == 4); // the first try and three retries
@@ -244,9 +244,9 @@ TEST_CASE("a failure that is not transient is not retried") {
   auto settings = policy_rig::quiet();
   settings.retries = 3;
   policy_rig r(settings);
-  r.fake.fail(render_failure::rejected, "Splash refused the URL");
+  r.fake.fail(failure_kind::renderer_refused, "Splash refused the URL");
   REQUIRE(r.finished(1));
-  CHECK(r.outcome(0) == "rejected");
+  CHECK(r.outcome(0) == "renderer_refused");
   CHECK(r.fake.started() == 1);
   CHECK(r.next_wait() == 2h); // the next refresh, after the failure back-off
 }
@@ -262,7 +262,7 @@ TEST_CASE("a failed refresh keeps the last good headlines, marked stale with the
 
   r.advance(1h);
   REQUIRE(r.fake.in_flight() == 1);
-  r.fake.fail(render_failure::upstream, "Splash answered 502");
+  r.fake.fail(failure_kind::site_unreachable, "Splash answered 502");
   REQUIRE(r.finished(2));
   auto snap = r.service->snapshot();
   REQUIRE(snap->headlines.size() == 1);
@@ -274,7 +274,7 @@ TEST_CASE("a failed refresh keeps the last good headlines, marked stale with the
 
   // A site that never had headlines is failed, not stale.
   policy_rig cold(settings);
-  cold.fake.fail(render_failure::upstream, "Splash answered 502");
+  cold.fake.fail(failure_kind::site_unreachable, "Splash answered 502");
   REQUIRE(cold.finished(1));
   CHECK_FALSE(cold.report().ok);
   CHECK_FALSE(cold.report().stale);
@@ -388,9 +388,9 @@ class filling_store final : public headline_store {
  public:
   std::atomic<bool> full{false};
 
-  std::vector<stored_headline>
-  record_refresh(std::string_view site, const std::vector<newsdesk::scrapers::headline>& found,
-                 const refresh_record& record) override {
+  refresh_written record_refresh(std::string_view site,
+                                 const std::vector<newsdesk::scrapers::headline>& found,
+                                 const refresh_record& record) override {
     if (full)
       throw store_error("headline store test.db: cannot write: database or disk is full");
     return real_->record_refresh(site, found, record);

@@ -139,13 +139,13 @@ TEST_CASE("browserless: the target's 404 and browserless's own errors become not
   bl.pages["https://news.test/slow"] = {200, "", false, 408};
   rig r(bl.base_url());
   auto gone = r.render("https://news.test/gone");
-  CHECK(gone.failure == render_failure::upstream);
+  CHECK(gone.failure == failure_kind::not_found);
   CHECK(gone.message == "site answered HTTP 404");
   auto slow = r.render("https://news.test/slow");
-  CHECK(slow.failure == render_failure::timeout);
+  CHECK(slow.failure == failure_kind::timeout);
   CHECK(slow.message == "browserless timed out after 5 s");
   auto unknown = r.render("https://nowhere.test/");
-  CHECK(unknown.failure == render_failure::upstream);
+  CHECK(unknown.failure == failure_kind::site_unreachable);
   CHECK(unknown.message ==
         "browserless answered HTTP 500: net::ERR_NAME_NOT_RESOLVED at https://nowhere.test/");
 }
@@ -157,13 +157,13 @@ TEST_CASE("browserless: a server that never answers hits our deadline; a dead on
   auto started = std::chrono::steady_clock::now();
   auto result = r.render("https://news.test/hang", 500ms);
   auto took = std::chrono::steady_clock::now() - started;
-  CHECK(result.failure == render_failure::timeout);
+  CHECK(result.failure == failure_kind::timeout);
   CHECK(result.message == "browserless did not answer within 1.55 s");
   CHECK(took < 3s);
 
   rig dead("http://127.0.0.1:1");
   auto refused = dead.render("https://news.test/");
-  CHECK(refused.failure == render_failure::unreachable);
+  CHECK(refused.failure == failure_kind::renderer_down);
   CHECK(refused.message.find("cannot reach browserless at http://127.0.0.1:1") == 0);
 }
 

@@ -158,7 +158,7 @@ TEST_CASE("chromium: a page that never finishes loading hits the deadline and it
   auto started = std::chrono::steady_clock::now();
   auto result = r.render(origin.base_url() + "/origin/never", 0ms, 1500ms);
   auto took = std::chrono::steady_clock::now() - started;
-  CHECK(result.failure == render_failure::timeout);
+  CHECK(result.failure == failure_kind::timeout);
   CHECK(result.message == "Chromium timed out after 1.5 s");
   CHECK(took < 4s); // includes starting the browser
   CHECK(eventually([&] { return r.chromium.open_targets() == 0; }));
@@ -214,7 +214,7 @@ TEST_CASE("chromium: a browser killed during a render fails that render; renders
 
   REQUIRE(in_flight.wait_for(15s) == std::future_status::ready);
   auto killed = in_flight.get();
-  CHECK(killed.failure == render_failure::upstream);
+  CHECK(killed.failure == failure_kind::browser_crashed);
   CHECK_MESSAGE(killed.message.find("Chromium crashed during the render") == 0, killed.message);
   CHECK(std::chrono::steady_clock::now() - started < 8s); // it did not wait out its 10 s
   for (auto* queued : {&second, &third}) {
@@ -294,10 +294,10 @@ TEST_CASE("chromium: unreachable sites, error statuses and a missing browser bec
   splash_standin origin;
   rig r;
   auto refused = r.render("http://127.0.0.1:" + std::to_string(unused_port()) + "/", 0ms);
-  CHECK(refused.failure == render_failure::upstream);
+  CHECK(refused.failure == failure_kind::site_unreachable);
   CHECK(refused.message == "Chromium could not load the page: net::ERR_CONNECTION_REFUSED");
   auto missing = r.render(origin.base_url() + "/origin/missing", 0ms);
-  CHECK(missing.failure == render_failure::upstream);
+  CHECK(missing.failure == failure_kind::not_found);
   CHECK(missing.message == "site answered HTTP 404");
 
   auto options = rig::quick();
@@ -305,12 +305,12 @@ TEST_CASE("chromium: unreachable sites, error statuses and a missing browser bec
   rig broken(options);
   auto started = std::chrono::steady_clock::now();
   auto result = broken.render(origin.base_url() + "/origin/missing", 0ms, 10s);
-  CHECK(result.failure == render_failure::unreachable);
+  CHECK(result.failure == failure_kind::renderer_down);
   CHECK(result.message.find("cannot start Chromium") == 0);
   CHECK(std::chrono::steady_clock::now() - started < 2s);
   // During the back-off the next render fails at once too, instead of waiting out its timeout.
   CHECK(broken.render(origin.base_url() + "/origin/missing", 0ms, 10s).failure ==
-        render_failure::unreachable);
+        failure_kind::renderer_down);
 }
 
 TEST_CASE("newsdesk with renderer chromium shows JavaScript-built headlines on /news.json") {

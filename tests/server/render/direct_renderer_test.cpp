@@ -67,7 +67,7 @@ TEST_CASE("direct: redirect loops, error statuses and bad targets become notices
   CHECK(r.render(origin.base_url() + "/origin/nowhere").message ==
         "site redirected to a non-http(s) address");
   CHECK(r.render(origin.base_url() + "/origin/missing").message == "site answered HTTP 404");
-  CHECK(r.render("ftp://example.test/").failure == render_failure::rejected);
+  CHECK(r.render("ftp://example.test/").failure == failure_kind::bad_address);
 }
 
 TEST_CASE("direct: a page over the 16 MiB limit is refused, naming the limit") {
@@ -76,7 +76,7 @@ TEST_CASE("direct: a page over the 16 MiB limit is refused, naming the limit") {
   origin.set_origin("just-fits", std::string(16 * 1024 * 1024, 'y'));
   rig r;
   auto huge = r.render(origin.base_url() + "/origin/huge", 20s);
-  CHECK(huge.failure == render_failure::too_large);
+  CHECK(huge.failure == failure_kind::too_large);
   CHECK(huge.message.starts_with("page too large: response larger than 16777216 bytes"));
   auto fits = r.render(origin.base_url() + "/origin/just-fits", 20s);
   CHECK(fits.ok());
@@ -91,14 +91,14 @@ TEST_CASE("direct: a server that accepts but never answers hits the deadline") {
   auto started = std::chrono::steady_clock::now();
   auto result = r.render(url, 300ms);
   auto took = std::chrono::steady_clock::now() - started;
-  CHECK(result.failure == render_failure::timeout);
+  CHECK(result.failure == failure_kind::timeout);
   CHECK(took < 2s);
 }
 
 TEST_CASE("direct: connection refused is reported as unreachable") {
   rig r;
   auto result = r.render("http://127.0.0.1:1/");
-  CHECK(result.failure == render_failure::unreachable);
+  CHECK(result.failure == failure_kind::site_unreachable);
   CHECK(result.message.find("Connection refused") != std::string::npos);
 }
 
@@ -143,7 +143,7 @@ TEST_CASE("direct: https pages are fetched with the certificate checked") {
 
   rig strict; // the system store does not know this certificate
   auto refused = strict.render(url);
-  CHECK(refused.failure == render_failure::unreachable);
+  CHECK(refused.failure == failure_kind::site_unreachable);
   CHECK(refused.message.find("TLS handshake failed") != std::string::npos);
 }
 

@@ -43,7 +43,7 @@ TEST_CASE("Splash's empty page for a garbage URL is reported, not shown as succe
   CHECK_FALSE(is_empty_page("<html><body><p>hi</p></body></html>"));
   auto r =
       interpret_splash_answer(200, "<html><head></head><body></body></html>", request_for("x"));
-  CHECK(r.failure == render_failure::empty);
+  CHECK(r.failure == failure_kind::empty);
 }
 
 TEST_CASE("Splash's JSON errors become short notices") {
@@ -53,7 +53,7 @@ TEST_CASE("Splash's JSON errors become short notices") {
         400,
         R"({"error":400,"type":"BadOption","description":"Incorrect HTTP API arguments","info":{"type":"bad_argument","argument":"wait","description":"wait time is larger than timeout"}})",
         req);
-    CHECK(r.failure == render_failure::rejected);
+    CHECK(r.failure == failure_kind::renderer_refused);
     CHECK(r.message == "Splash rejected the request: bad value for 'wait'");
   }
   SUBCASE("400 missing url") {
@@ -68,7 +68,7 @@ TEST_CASE("Splash's JSON errors become short notices") {
         502,
         R"({"error":502,"type":"RenderError","description":"Error rendering page","info":{"type":"Network","code":1,"text":"Connection refused","url":"http://a.test/"}})",
         req);
-    CHECK(r.failure == render_failure::upstream);
+    CHECK(r.failure == failure_kind::site_unreachable);
     CHECK(r.message == "Splash could not load the page: Connection refused");
   }
   SUBCASE("502 blocked port") {
@@ -83,7 +83,7 @@ TEST_CASE("Splash's JSON errors become short notices") {
         504,
         R"({"error":504,"type":"GlobalTimeoutError","info":{"timeout":3.0,"remaining":-0.002}})",
         req);
-    CHECK(r.failure == render_failure::timeout);
+    CHECK(r.failure == failure_kind::timeout);
     CHECK(r.message == "Splash timed out after 3 s");
   }
   SUBCASE("504 without a body falls back to the request's timeout") {
@@ -96,7 +96,7 @@ TEST_CASE("Splash's JSON errors become short notices") {
   }
   SUBCASE("404 HTML page means the URL is not Splash") {
     auto r = interpret_splash_answer(404, "<html><body>No Such Resource</body></html>", req);
-    CHECK(r.failure == render_failure::unreachable);
+    CHECK(r.failure == failure_kind::renderer_down);
     CHECK(r.message.find("SPLASH_URL") != std::string::npos);
   }
   SUBCASE("415's JSON-then-HTML body is not valid JSON and still gives a notice") {
@@ -122,7 +122,7 @@ TEST_CASE("a Splash error quoting megabytes of a page keeps 500 bytes of it") {
                           {"type", "RenderError"},
                           {"info", {{"text", std::string(5 * 1024 * 1024, 'x') + "é"}}}};
   auto r = interpret_splash_answer(502, error.dump(), request_for("https://a.test/"));
-  CHECK(r.failure == render_failure::upstream);
+  CHECK(r.failure == failure_kind::site_unreachable);
   CHECK(r.message.size() <= max_message_bytes + 3);
   CHECK(r.message.rfind("Splash could not load the page: xxx", 0) == 0);
   CHECK(r.message.substr(r.message.size() - 3) == "…");
@@ -161,7 +161,7 @@ TEST_CASE("/execute answers: the page, the site's own status, and the main docum
         200,
         R"({"html":"<html><body><h1>Not Found</h1></body></html>","url":"http://a.test/","status":404,"error":"http404"})",
         req);
-    CHECK(r.failure == render_failure::upstream);
+    CHECK(r.failure == failure_kind::not_found);
     CHECK(r.message == "the site answered HTTP 404");
   }
   SUBCASE("a network failure of the main document names it") {
@@ -169,20 +169,20 @@ TEST_CASE("/execute answers: the page, the site's own status, and the main docum
         200,
         R"({"html":"<html><head></head><body></body></html>","url":"about:blank","error":"network3"})",
         req);
-    CHECK(r.failure == render_failure::upstream);
+    CHECK(r.failure == failure_kind::site_unreachable);
     CHECK(r.message == "Splash could not load the page: host not found");
   }
   SUBCASE("an empty page without an error is the empty-page notice") {
     auto r = interpret_splash_execute_answer(
         200, R"({"html":"<html><head></head><body></body></html>","url":"http://a.test/"})", req);
-    CHECK(r.failure == render_failure::empty);
+    CHECK(r.failure == failure_kind::empty);
   }
   SUBCASE("a script error names Splash's message") {
     auto r = interpret_splash_execute_answer(
         400,
         R"({"error":400,"type":"ScriptError","info":{"type":"LUA_ERROR","message":"[string \"...\"]:3: attempt to call a nil value"}})",
         req);
-    CHECK(r.failure == render_failure::rejected);
+    CHECK(r.failure == failure_kind::renderer_refused);
     CHECK(r.message.rfind("Splash could not run newsdesk's render script: [string", 0) == 0);
   }
   SUBCASE("Splash's own errors read as they do from render.html") {

@@ -81,15 +81,24 @@ template <class Body> void for_each_backend(Body body) {
 
 TEST_CASE("store: new links get rows with first_seen = last_seen, known links only move on") {
   for_each_backend([](headline_store& store) {
-    auto added =
+    auto written =
         store.record_refresh("cnn", page({{"A", "https://x/a"}, {"B", "https://x/b"}}), at(1000));
+    CHECK(written.current == written.added); // a first refresh: everything is new
+    auto added = written.added;
     REQUIRE(added.size() == 2);
     CHECK(added[0].id < added[1].id);
     CHECK(added[0] == stored_headline{added[0].id, "cnn", "A", "https://x/a", 1000, 1000});
     CHECK(added[1].site == "cnn"); // the argument wins over headline::site
 
-    added =
+    written =
         store.record_refresh("cnn", page({{"B", "https://x/b"}, {"C", "https://x/c"}}), at(2000));
+    // What is current now, in the site's order, as a read would give it: the known link keeps
+    // its id and first-seen time.
+    CHECK(written.current == store.current("cnn"));
+    REQUIRE(written.current.size() == 2);
+    CHECK(written.current[0] ==
+          stored_headline{added[1].id, "cnn", "B", "https://x/b", 1000, 2000});
+    added = written.added;
     REQUIRE(added.size() == 1);
     CHECK(added[0].title == "C");
     CHECK(added[0].id > store.since(0, 10)[1].id);
@@ -105,8 +114,8 @@ TEST_CASE("store: new links get rows with first_seen = last_seen, known links on
 
 TEST_CASE("store: the same URL on another site is another headline") {
   for_each_backend([](headline_store& store) {
-    CHECK(store.record_refresh("a", page({{"T", "https://x/1"}}), at(1)).size() == 1);
-    CHECK(store.record_refresh("b", page({{"T", "https://x/1"}}), at(1)).size() == 1);
+    CHECK(store.record_refresh("a", page({{"T", "https://x/1"}}), at(1)).added.size() == 1);
+    CHECK(store.record_refresh("b", page({{"T", "https://x/1"}}), at(1)).added.size() == 1);
     CHECK(store.since(0, 10).size() == 2);
   });
 }
@@ -114,7 +123,7 @@ TEST_CASE("store: the same URL on another site is another headline") {
 TEST_CASE("store: a known link takes the latest title") {
   for_each_backend([](headline_store& store) {
     store.record_refresh("cnn", page({{"Old title", "https://x/a"}}), at(1000));
-    auto added = store.record_refresh("cnn", page({{"New title", "https://x/a"}}), at(2000));
+    auto added = store.record_refresh("cnn", page({{"New title", "https://x/a"}}), at(2000)).added;
     CHECK(added.empty());
     auto cur = store.current("cnn");
     REQUIRE(cur.size() == 1);
@@ -152,8 +161,10 @@ TEST_CASE("store: current is the latest refresh in the site's order; the rest st
 
 TEST_CASE("store: duplicate URLs in one refresh count once, the first listing wins") {
   for_each_backend([](headline_store& store) {
-    auto added = store.record_refresh(
-        "s", page({{"First", "https://x/a"}, {"Second", "https://x/a"}}), at(1));
+    auto added =
+        store
+            .record_refresh("s", page({{"First", "https://x/a"}, {"Second", "https://x/a"}}), at(1))
+            .added;
     REQUIRE(added.size() == 1);
     CHECK(added[0].title == "First");
     CHECK(titles(store.current("s")) == std::vector<std::string>{"First"});
@@ -165,8 +176,12 @@ TEST_CASE("store: limits cut long titles at a character boundary and skip long U
     std::string title(store_limits::max_title_bytes - 1, 'x');
     title += "\xC3\xA9\xC3\xA9"; // two 2-byte characters straddling the limit
     std::string long_url = "https://x/" + std::string(store_limits::max_url_bytes, 'a');
-    auto added = store.record_refresh(
-        "s", {{title, "https://x/1", "s"}, {"Too long", long_url, "s"}, {"Empty", "", "s"}}, at(1));
+    auto added =
+        store
+            .record_refresh(
+                "s", {{title, "https://x/1", "s"}, {"Too long", long_url, "s"}, {"Empty", "", "s"}},
+                at(1))
+            .added;
     REQUIRE(added.size() == 1);
     CHECK(added[0].title.size() == store_limits::max_title_bytes - 1);
     CHECK(store.current("s")[0].title == added[0].title);
@@ -174,7 +189,8 @@ TEST_CASE("store: limits cut long titles at a character boundary and skip long U
     std::vector<headline> many;
     for (std::size_t i = 0; i < store_limits::max_headlines_per_refresh + 5; ++i)
       many.push_back({"t", "https://x/m" + std::to_string(i), "s"});
-    CHECK(store.record_refresh("s", many, at(2)).size() == store_limits::max_headlines_per_refresh);
+    CHECK(store.record_refresh("s", many, at(2)).added.size() ==
+          store_limits::max_headlines_per_refresh);
 
     CHECK_THROWS_AS(store.record_refresh("", {}, at(1)), store_error);
     CHECK_THROWS_AS(
@@ -205,7 +221,7 @@ TEST_CASE("store: since returns rows after an id, ascending, at most limit") {
     std::vector<headline> hs;
     for (int i = 0; i < 10; ++i)
       hs.push_back({"t" + std::to_string(i), "https://x/" + std::to_string(i), "s"});
-    auto added = store.record_refresh("s", hs, at(1));
+    auto added = store.record_refresh("s", hs, at(1)).added;
     REQUIRE(added.size() == 10);
 
     auto rows = store.since(added[3].id, 4);
@@ -236,7 +252,7 @@ TEST_CASE("store: prune deletes old history but keeps what is current; ids are n
     store.record_refresh("s", page({{"Newest", "https://x/newest"}}), at(6000));
     CHECK(store.prune(5500) == 2); // "Kept" and "New" are no longer current
     CHECK(store.last_id() == top + 1);
-    auto added = store.record_refresh("s", page({{"Old", "https://x/old"}}), at(7000));
+    auto added = store.record_refresh("s", page({{"Old", "https://x/old"}}), at(7000)).added;
     REQUIRE(added.size() == 1);
     CHECK(added[0].id == top + 2); // seen again after pruning: a new row with a new id
   });
@@ -262,7 +278,7 @@ TEST_CASE("store: reopening a file keeps its history and current headlines; WAL 
   CHECK(titles(store.current("cnn")) == std::vector<std::string>{"A", "B"});
   CHECK(store.sites().size() == 2);
   CHECK(store.last_id() == last);
-  CHECK(store.record_refresh("cnn", page({{"A", "https://x/a"}}), at(2000)).empty());
+  CHECK(store.record_refresh("cnn", page({{"A", "https://x/a"}}), at(2000)).added.empty());
 }
 
 TEST_CASE("store: an empty file is migrated from schema version 0") {
@@ -346,7 +362,7 @@ TEST_CASE("store: calls from several threads at once are serialised and counted 
         // Each refresh shows the previous refresh's second half again plus new links.
         for (int i = 0; i < per_refresh; ++i)
           hs.push_back({"t", "https://x/" + std::to_string(r * per_refresh / 2 + i), site});
-        added += store.record_refresh(site, hs, at(1000 + r)).size();
+        added += store.record_refresh(site, hs, at(1000 + r)).added.size();
         if (r % 5 == 0)
           store.record_failure(site, "transient", at(1000 + r));
       }

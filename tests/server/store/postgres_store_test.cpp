@@ -153,7 +153,9 @@ TEST_CASE("postgres store: a stale owner's write is refused and changes nothing"
   CHECK(store->since(0, 10).empty());
   CHECK(store->last_event_seq() == events);
   // The owner's write goes through.
-  CHECK(store->record_refresh("a", page({{"On time", "https://x/1"}}), at(2, "fresh")).size() == 1);
+  CHECK(
+      store->record_refresh("a", page({{"On time", "https://x/1"}}), at(2, "fresh")).added.size() ==
+      1);
 }
 
 TEST_CASE("postgres store: manual claims make a site due now, at most once per interval") {
@@ -228,7 +230,7 @@ TEST_CASE("postgres store: ids follow commit order, so a polling reader never sk
         std::vector<headline> hs;
         for (int i = 0; i < per_refresh; ++i)
           hs.push_back({"t", "https://x/" + std::to_string(r) + "/" + std::to_string(i), site});
-        added += store->record_refresh(site, hs, at(1000 + r)).size();
+        added += store->record_refresh(site, hs, at(1000 + r)).added.size();
       }
     });
   std::multiset<std::int64_t> seen;
@@ -291,5 +293,5 @@ TEST_CASE("postgres store: with the database down calls fail with a clear error,
   CHECK_THROWS_AS(claim(*store, "a", "one", 1s), store_error);
   pg.start();
   CHECK(store->current("a").size() == 1); // committed before the outage: kept
-  CHECK(store->record_refresh("a", page({{"B", "https://x/b"}}), at(3)).size() == 1);
+  CHECK(store->record_refresh("a", page({{"B", "https://x/b"}}), at(3)).added.size() == 1);
 }

@@ -1,0 +1,269 @@
+#include "server/news/headline_state.hpp"
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace newsdesk::server {
+
+using std::chrono::milliseconds;
+
+void sort_items(std::vector<news_item>& items) {
+  // Stable: headlines without a store id (no store) keep their site's order as well.
+  std::stable_sort(items.begin(), items.end(), [](const news_item& a, const news_item& b) {
+    if (a.first_seen_ms != b.first_seen_ms)
+      return a.first_seen_ms > b.first_seen_ms;
+    return a.id < b.id;
+  });
+}
+
+headline_state::headline_state(news_clock& clock, milliseconds cold_start_wait,
+                               std::function<void(std::function<void()>)> post)
+    : clock_(clock)
+    , cold_start_wait_(cold_start_wait)
+    , post_(std::move(post))
+    , cold_start_timer_(clock.make_timer()) {
+  std::lock_guard lock(mutex_);
+  publish_locked();
+}
+
+headline_state::~headline_state() {
+  abandon();
+}
+
+void headline_state::on_update(std::function<void(const headline_update&)> listener) {
+  listener_ = std::move(listener);
+}
+
+headline_state::entry* headline_state::find_locked(const std::string& site) {
+  auto it = std::find_if(entries_.begin(), entries_.end(),
+                         [&](const entry& e) { return e.report.name == site; });
+  return it == entries_.end() ? nullptr : &*it;
+}
+
+void headline_state::set_sites(const std::vector<site_config>& sites) {
+  std::lock_guard order(apply_order_);
+  std::deque<ready_waiter> released;
+  std::shared_ptr<const news_snapshot> snap;
+  {
+    std::lock_guard lock(mutex_);
+    std::vector<entry> next;
+    for (const auto& c : sites) {
+      entry e;
+      if (auto* old = find_locked(c.name))
+        e = std::move(*old);
+      e.report.name = c.name;
+      e.report.display_name = c.display_name;
+      e.report.colour = c.colour;
+      e.report.url = c.url;
+      e.report.renderer = c.renderer;
+      next.push_back(std::move(e));
+    }
+    entries_ = std::move(next);
+    released = publish_locked();
+    snap = snapshot_;
+  }
+  deliver(std::move(released), {}, std::move(snap));
+}
+
+std::vector<news_item> headline_state::apply(const site_change& change) {
+  std::lock_guard order(apply_order_);
+  std::vector<news_item> added;
+  std::deque<ready_waiter> released;
+  std::shared_ptr<const news_snapshot> snap;
+  {
+    std::lock_guard lock(mutex_);
+    auto* e = find_locked(change.state.site);
+    if (!e)
+      return {};
+    auto& r = e->report;
+    const auto& st = change.state;
+    // A site's first success shows its page; only what later refreshes find is announced.
+    const bool had_success = r.last_success_ms != 0;
+    if (change.current) {
+      std::unordered_set<std::int64_t> fresh(change.added.begin(), change.added.end());
+      e->items = *change.current;
+      for (std::size_t i = 0; i < e->items.size(); ++i) {
+        auto& item = e->items[i];
+        item.rank = i;
+        item.is_new = had_success && fresh.count(item.id) > 0;
+        if (item.is_new)
+          added.push_back(item);
+      }
+      r.note = change.note;
+    } else {
+      for (auto& item : e->items)
+        item.is_new = false;
+    }
+    if (st.last_attempt_ms)
+      r.last_attempt_ms = st.last_attempt_ms;
+    if (st.last_success_ms)
+      r.last_success_ms = st.last_success_ms;
+    r.error = st.last_error;
+    r.failure = st.last_failure;
+    r.elapsed = milliseconds(st.last_elapsed_ms);
+    r.ok = r.error.empty() && r.last_success_ms != 0;
+    r.stale = !r.ok && !e->items.empty(); // a failed site keeps serving its last good headlines
+    r.headline_count = e->items.size();
+    if (change.finishes_refresh)
+      e->tried = true;
+    std::sort(added.begin(), added.end(),
+              [](const news_item& a, const news_item& b) { return a.id < b.id; });
+    released = publish_locked();
+    snap = snapshot_;
+  }
+  deliver(std::move(released), added, std::move(snap));
+  return added;
+}
+
+void headline_state::attempted(const std::string& site, std::int64_t now_ms) {
+  std::lock_guard lock(mutex_);
+  if (auto* e = find_locked(site))
+    e->report.last_attempt_ms = now_ms;
+}
+
+bool headline_state::set_notice(std::string notice) {
+  std::lock_guard order(apply_order_);
+  std::deque<ready_waiter> released;
+  std::shared_ptr<const news_snapshot> snap;
+  {
+    std::lock_guard lock(mutex_);
+    if (notice == notice_)
+      return false;
+    notice_ = std::move(notice);
+    released = publish_locked();
+    snap = snapshot_;
+  }
+  deliver(std::move(released), {}, std::move(snap));
+  return true;
+}
+
+bool headline_state::has_succeeded(const std::string& site) const {
+  std::lock_guard lock(mutex_);
+  auto it = std::find_if(entries_.begin(), entries_.end(),
+                         [&](const entry& e) { return e.report.name == site; });
+  return it != entries_.end() && it->report.last_success_ms != 0;
+}
+
+std::shared_ptr<const news_snapshot> headline_state::snapshot() const {
+  std::lock_guard lock(mutex_);
+  return snapshot_;
+}
+
+void headline_state::start() {
+  std::lock_guard order(apply_order_);
+  std::shared_ptr<const news_snapshot> snap;
+  {
+    std::lock_guard lock(mutex_);
+    started_ = true;
+    snap = snapshot_;
+  }
+  deliver({}, {}, std::move(snap));
+}
+
+bool headline_state::all_tried_locked() const {
+  return std::all_of(entries_.begin(), entries_.end(), [](const entry& e) { return e.tried; });
+}
+
+bool headline_state::ready_locked() const {
+  return all_tried_locked() || std::any_of(entries_.begin(), entries_.end(),
+                                           [](const entry& e) { return !e.items.empty(); });
+}
+
+std::deque<headline_state::ready_waiter> headline_state::publish_locked() {
+  auto snap = std::make_shared<news_snapshot>();
+  for (const auto& e : entries_) {
+    snap->sites.push_back(e.report);
+    snap->headlines.insert(snap->headlines.end(), e.items.begin(), e.items.end());
+  }
+  sort_items(snap->headlines);
+  snap->generated_at = clock_.system_now();
+  snap->notice = notice_;
+  snap->version = ++version_;
+  snap->ready = ready_locked();
+  snapshot_ = std::move(snap);
+  std::deque<ready_waiter> released;
+  if (all_tried_locked() && !ready_waiters_.empty()) {
+    released.swap(ready_waiters_);
+    cold_start_timer_->cancel();
+  }
+  return released;
+}
+
+void headline_state::deliver(std::deque<ready_waiter> waiters, std::vector<news_item> added,
+                             std::shared_ptr<const news_snapshot> snap) {
+  for (auto& w : waiters)
+    post_([done = std::move(w.done), snap] { done(snap); });
+  bool publish;
+  {
+    std::lock_guard lock(mutex_);
+    publish = started_ && !stopped_;
+  }
+  if (publish && listener_)
+    listener_({std::move(snap), std::move(added)});
+}
+
+void headline_state::when_ready(ready_callback done) {
+  std::shared_ptr<const news_snapshot> snap;
+  {
+    std::lock_guard lock(mutex_);
+    if (!ready_locked() && !stopped_) {
+      ready_waiters_.push_back({clock_.steady_now() + cold_start_wait_, std::move(done)});
+      if (ready_waiters_.size() == 1)
+        arm_cold_start_locked();
+      return;
+    }
+    snap = snapshot_;
+  }
+  done(std::move(snap));
+}
+
+// A cold start with nothing stored: each waiting view is answered cold_start_wait after it
+// arrived at the latest, with what there is by then. Waiters are in arrival order, so their
+// deadlines are too: one timer waits for the first.
+void headline_state::arm_cold_start_locked() {
+  if (ready_waiters_.empty() || stopped_)
+    return;
+  const auto left = std::chrono::duration_cast<milliseconds>(ready_waiters_.front().deadline -
+                                                             clock_.steady_now());
+  cold_start_timer_->wait(std::max(left, milliseconds(0)), [this] {
+    std::vector<ready_waiter> due;
+    std::shared_ptr<const news_snapshot> snap;
+    {
+      std::lock_guard guard(mutex_);
+      const auto now = clock_.steady_now();
+      while (!ready_waiters_.empty() && ready_waiters_.front().deadline <= now) {
+        due.push_back(std::move(ready_waiters_.front()));
+        ready_waiters_.pop_front();
+      }
+      snap = snapshot_;
+      arm_cold_start_locked();
+    }
+    for (auto& w : due)
+      w.done(snap);
+  });
+}
+
+void headline_state::stop() {
+  // Views still waiting for a cold start are answered with what there is: a shutdown leaves no
+  // request without a response.
+  std::deque<ready_waiter> waiting;
+  std::shared_ptr<const news_snapshot> snap;
+  {
+    std::lock_guard lock(mutex_);
+    stopped_ = true;
+    cold_start_timer_->cancel();
+    waiting.swap(ready_waiters_);
+    snap = snapshot_;
+  }
+  for (auto& w : waiting)
+    w.done(snap);
+}
+
+void headline_state::abandon() {
+  std::lock_guard lock(mutex_);
+  stopped_ = true;
+  cold_start_timer_->cancel();
+  ready_waiters_.clear();
+}
+
+} // namespace newsdesk::server

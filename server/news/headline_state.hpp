@@ -1,0 +1,117 @@
+// What the page shows now: each site's headlines and status, the snapshot every output is built
+// from, and whether it is ready to be shown (a cold start waits for the first refreshes).
+//
+// Every change arrives as a site_change through apply(), whether this instance refreshed the
+// site or (in a cluster) another one did; apply() publishes a new snapshot and hands the
+// headlines first seen in the change to the update listener, in the order apply() was called.
+//
+// Threads: every member may be called from any thread. The listener and the ready callbacks run
+// outside the lock: the listener on the thread that called apply() (or set_sites(),
+// set_notice()), ready callbacks on the io_context given to when_ready's timer clock or on the
+// caller's thread.
+#pragma once
+
+#include "server/news/headline.hpp"
+#include "server/news/news_clock.hpp"
+#include "server/news/site_change.hpp"
+#include "server/news/site_config.hpp"
+
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace newsdesk::server {
+
+class headline_state {
+ public:
+  using ready_callback = std::function<void(std::shared_ptr<const news_snapshot>)>;
+  // `post` runs a ready callback elsewhere (the io_context): a refresh's thread never answers
+  // a waiting request itself.
+  headline_state(news_clock& clock, std::chrono::milliseconds cold_start_wait,
+                 std::function<void(std::function<void()>)> post);
+  ~headline_state();
+
+  // Called with every published snapshot and the headlines it announces. Set before use.
+  void on_update(std::function<void(const headline_update&)> listener);
+
+  // The sites in page order, with how each looks. A site that keeps its name keeps its
+  // headlines; a new one starts empty; one left out is dropped. Publishes.
+  void set_sites(const std::vector<site_config>& sites);
+
+  // Applies one site's change and publishes the result. A change for a site not (or no longer)
+  // configured is ignored. Returns what it announced.
+  std::vector<news_item> apply(const site_change& change);
+
+  // A refresh of `site` started at `now_ms` (the chip says when it was last tried).
+  void attempted(const std::string& site, std::int64_t now_ms);
+
+  // Why the page may be out of date (the shared store cannot be reached); "" clears it.
+  // Publishes when it changes; returns whether it did.
+  bool set_notice(std::string notice);
+
+  // True once `site` has had a successful refresh (its new headlines are then news).
+  bool has_succeeded(const std::string& site) const;
+
+  std::shared_ptr<const news_snapshot> snapshot() const;
+
+  // Calls `done` with the snapshot: at once when any site has headlines or every site has been
+  // tried; on a cold start, when the first round of refreshes completes or cold_start_wait has
+  // passed since this call, whichever is first; after stop(), at once with what there is.
+  void when_ready(ready_callback done);
+
+  // Starts publishing to the listener, with the snapshot as it is now.
+  void start();
+  // Answers every waiting when_ready with what there is; later changes are not published.
+  void stop();
+  // As stop(), but drops the waiting callbacks unanswered (their requests are gone).
+  void abandon();
+
+ private:
+  struct entry {
+    site_report report;
+    std::vector<news_item> items; // in the site's order
+    bool tried = false;           // at least one refresh has finished
+  };
+  struct ready_waiter {
+    std::chrono::steady_clock::time_point deadline; // answered by then, ready or not
+    ready_callback done;
+  };
+
+  entry* find_locked(const std::string& site);
+  // Makes the snapshot from the entries; returns the ready waiters it releases.
+  std::deque<ready_waiter> publish_locked();
+  bool ready_locked() const; // what when_ready waits for
+  bool all_tried_locked() const;
+  void arm_cold_start_locked();
+  void deliver(std::deque<ready_waiter> waiters, std::vector<news_item> added,
+               std::shared_ptr<const news_snapshot> snap);
+
+  news_clock& clock_;
+  const std::chrono::milliseconds cold_start_wait_;
+  std::function<void(std::function<void()>)> post_;
+  std::function<void(const headline_update&)> listener_;
+
+  // Held while a change is applied and handed to the listener, so listeners see changes in the
+  // order they were applied (live events keep ids ascending). Taken before mutex_.
+  std::mutex apply_order_;
+  mutable std::mutex mutex_;               // guards everything below
+  std::vector<entry> entries_;             // in page order
+  std::deque<ready_waiter> ready_waiters_; // in arrival order, so deadlines ascend
+  std::unique_ptr<news_clock::timer> cold_start_timer_;
+  std::shared_ptr<const news_snapshot> snapshot_;
+  std::uint64_t version_ = 0;
+  std::string notice_;
+  bool started_ = false;
+  bool stopped_ = false;
+};
+
+// Sorts headlines newest first (first_seen_ms descending), as the page shows them; headlines
+// first seen together keep their site's order (ids ascend in it).
+void sort_items(std::vector<news_item>& items);
+
+} // namespace newsdesk::server

@@ -1,0 +1,48 @@
+// What one refresh changed for one site: the one value that goes from a refresh to every reader.
+//
+// A refresh on this instance makes it from what its store write returned (headline_store's
+// refresh_written: the caller never reads back what it just wrote); in a cluster, the changes
+// other instances committed are read from the store's event log into the same type. Either way
+// it takes the same path (headline_state::apply), which updates the snapshot and hands the
+// headlines first seen in it to live events, the broker and the representations
+// (docs/architecture.md draws the whole way).
+#pragma once
+
+#include "server/news/headline.hpp"
+#include "server/news/headline_store.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace newsdesk::server {
+
+struct site_change {
+  // The site's status after the refresh: its name, last attempt, last success (0: unchanged, or
+  // never), error ("" when it succeeded) and how long the refresh took.
+  site_state state;
+  // A success: what the site lists now, in its order (ids from the store; 0 without a store).
+  // None: a failure, and the site keeps showing what it had.
+  std::optional<std::vector<news_item>> current;
+  // Ids in `current` first seen by this refresh. They are announced as new, unless this was the
+  // site's first success (a new site's whole page is not news).
+  std::vector<std::int64_t> added;
+  // What the operator should know about a success (headlines found by detection).
+  std::string note;
+  // False when the change only loads what the store had at start: the site still counts as not
+  // yet tried for the cold start.
+  bool finishes_refresh = true;
+};
+
+// What every reader of the headlines is given after a change.
+struct headline_update {
+  std::shared_ptr<const news_snapshot> snapshot; // the state after it
+  std::vector<news_item> added;                  // headlines to announce, ids ascending
+};
+
+// A stored row as the outputs show it.
+inline news_item item_of(const stored_headline& row) {
+  return {{row.title, row.url, row.site}, row.id, row.first_seen_ms, false};
+}
+
+} // namespace newsdesk::server

@@ -1,0 +1,222 @@
+#include "server/news/site_refresh.hpp"
+
+#include "scrapers/dom.hpp"
+#include "scrapers/feed.hpp"
+#include "scrapers/text.hpp"
+#include "server/core/log.hpp"
+#include "server/news/headline_store.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include <time.h>
+
+#include <algorithm>
+
+namespace newsdesk::server {
+
+using std::chrono::milliseconds;
+
+namespace {
+
+// CPU time this thread has used: what a parse costs, whatever else the machine is doing.
+milliseconds thread_cpu_time() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::duration_cast<milliseconds>(std::chrono::seconds(ts.tv_sec) +
+                                                  std::chrono::nanoseconds(ts.tv_nsec));
+}
+
+} // namespace
+
+refresh_result read_page(const site_config& site, const render_result& page,
+                         milliseconds cpu_budget) {
+  refresh_result r;
+  try {
+    const auto cpu_before = thread_cpu_time();
+    r.found = site.scraper->parse(page.html, page.url, &r.note);
+    if (auto cpu = thread_cpu_time() - cpu_before; cpu > cpu_budget) {
+      r.found.clear();
+      r.error = "reading the page took " + format_seconds(cpu.count() / 1000.0) +
+                " s of CPU, over its budget of " + format_seconds(cpu_budget.count() / 1000.0) +
+                " s";
+      r.kind = failure_kind::too_costly;
+    }
+  } catch (const scrapers::dom::too_complex& e) {
+    r.error = e.what();
+    r.kind = failure_kind::too_complex;
+  } catch (const scrapers::feed_error& e) {
+    r.error = std::string("the feed could not be read: ") + e.what();
+    r.kind = failure_kind::bad_feed;
+  } catch (const std::exception& e) {
+    r.error = "the scraper failed on this page";
+    r.kind = failure_kind::scraper;
+    log_error("msg=\"scraper threw\" site=" + site.name + " error=\"" + e.what() + "\"");
+  }
+  // What came from the page is capped before it is kept, with or without a store: a title is a
+  // line (cut), a cut URL would be a broken link (skipped), and a runaway list ends.
+  if (r.found.size() > store_limits::max_headlines_per_refresh)
+    r.found.resize(store_limits::max_headlines_per_refresh);
+  std::erase_if(r.found, [](const scrapers::headline& h) {
+    return h.url.size() > store_limits::max_url_bytes;
+  });
+  for (auto& h : r.found) {
+    h.site = site.name; // one scraper may serve several configured sites
+    if (h.title.size() > store_limits::max_title_bytes)
+      h.title = std::string(scrapers::cut_utf8(h.title, store_limits::max_title_bytes));
+  }
+  // Splash answers 200 with the site's own error page when the site answers 404 or 500, so an
+  // empty result names both causes.
+  if (r.error.empty() && r.found.empty()) {
+    r.error = "no headlines found on the page (the site may have sent an error page, or its "
+              "markup changed)";
+    r.kind = failure_kind::no_headlines;
+  }
+  return r;
+}
+
+// One refresh in progress.
+struct site_refresh::job {
+  std::shared_ptr<const site_config> site;
+  std::function<bool()> wanted;
+  std::function<void(refresh_result)> done;
+  std::chrono::steady_clock::time_point started;
+  int attempt = 0;                          // retries used
+  std::unique_ptr<news_clock::timer> retry; // the next attempt, after a transient failure
+};
+
+site_refresh::site_refresh(boost::asio::io_context& ioc, boost::asio::thread_pool& scrape_pool,
+                           news_clock& clock, std::map<std::string, renderer*> renderers,
+                           const refresh_settings& settings, std::uint64_t seed)
+    : ioc_(ioc)
+    , scrape_pool_(scrape_pool)
+    , clock_(clock)
+    , renderers_(std::move(renderers))
+    , settings_(settings)
+    , random_(seed) {}
+
+site_refresh::~site_refresh() {
+  stop();
+}
+
+void site_refresh::run(std::shared_ptr<const site_config> site, std::function<bool()> wanted,
+                       std::function<void(refresh_result)> done) {
+  auto j = std::make_shared<job>();
+  j->site = std::move(site);
+  j->wanted = std::move(wanted);
+  j->done = std::move(done);
+  j->started = clock_.steady_now();
+  queue_render(std::move(j));
+}
+
+void site_refresh::stop() {
+  std::vector<std::shared_ptr<job>> retrying;
+  {
+    std::lock_guard lock(mutex_);
+    stopped_ = true;
+    waiting_.clear();
+    retrying.swap(retrying_);
+  }
+  for (auto& j : retrying)
+    j->retry->cancel();
+}
+
+void site_refresh::queue_render(std::shared_ptr<job> j) {
+  std::lock_guard lock(mutex_);
+  if (stopped_)
+    return;
+  if (active_ < settings_.max_concurrent_renders) {
+    ++active_;
+    boost::asio::post(ioc_, [this, j = std::move(j)] { launch(j); });
+  } else {
+    waiting_.push_back(std::move(j));
+  }
+}
+
+void site_refresh::release_slot() {
+  // The slot is freed first, so the next waiting site starts while this one is parsed.
+  std::lock_guard lock(mutex_);
+  --active_;
+  if (!waiting_.empty() && !stopped_) {
+    auto next = std::move(waiting_.front());
+    waiting_.pop_front();
+    ++active_;
+    boost::asio::post(ioc_, [this, next = std::move(next)] { launch(next); });
+  }
+}
+
+void site_refresh::launch(std::shared_ptr<job> j) {
+  if (!j->wanted()) // removed while it waited for a slot
+    return release_slot();
+  auto& site = *j->site;
+  renderers_.at(site.renderer)
+      ->render({site.url, site.wait, site.timeout}, [this, j](render_result result) {
+        release_slot();
+        on_rendered(j, std::move(result));
+      });
+}
+
+void site_refresh::on_rendered(const std::shared_ptr<job>& j, render_result result) {
+  if (!j->wanted())
+    return;
+  const auto& site = *j->site;
+  if (!result.ok()) {
+    std::unique_lock lock(mutex_);
+    if (info(result.failure).transient && j->attempt < settings_.retries && !stopped_) {
+      ++j->attempt;
+      // Full jitter: a random wait up to the exponential bound spreads retries of many sites.
+      auto bound = std::min<milliseconds>(
+          settings_.retry_max, settings_.retry_base * (1LL << std::min(j->attempt - 1, 30)));
+      std::uniform_int_distribution<long long> pick(0, bound.count());
+      auto delay = milliseconds(pick(random_));
+      retrying_.push_back(j);
+      if (!j->retry)
+        j->retry = clock_.make_timer();
+      // The timer lives in the job, and retrying_ holds the job until the wait ends (or
+      // stop()): the wait itself holds it only weakly, so no job owns its own timer.
+      j->retry->wait(delay, [this, weak = std::weak_ptr<job>(j)] {
+        auto self = weak.lock();
+        if (!self)
+          return;
+        {
+          std::lock_guard relock(mutex_);
+          std::erase(retrying_, self);
+        }
+        if (self->wanted())
+          queue_render(self);
+      });
+      lock.unlock();
+      log_info("msg=\"retrying site\" site=" + site.name +
+               " attempt=" + std::to_string(j->attempt) +
+               " delay_ms=" + std::to_string(delay.count()) + " error=\"" + result.message + "\"");
+      return;
+    }
+    lock.unlock();
+    refresh_result failed;
+    failed.error = std::move(result.message);
+    failed.kind = result.failure;
+    failed.elapsed = std::chrono::duration_cast<milliseconds>(clock_.steady_now() - j->started);
+    log_warn("msg=\"site failed\" site=" + site.name +
+             " kind=" + std::string(to_string(failed.kind)) + " error=\"" + failed.error + "\"");
+    return j->done(std::move(failed));
+  }
+  // A 4 MB page takes tens of milliseconds to parse: keep it off the network threads, and on
+  // its own pool, so a page that is slow to parse holds up only other pages, never /events
+  // set-ups, store writes or the representations the worker pool builds.
+  boost::asio::post(scrape_pool_, [this, j, page = std::move(result)] {
+    auto r = read_page(*j->site, page, settings_.parse_cpu_budget);
+    r.elapsed = std::chrono::duration_cast<milliseconds>(clock_.steady_now() - j->started);
+    const auto& read = *j->site;
+    if (!r.ok())
+      log_warn("msg=\"site failed\" site=" + read.name + " kind=" + std::string(to_string(r.kind)) +
+               " error=\"" + r.error + "\"");
+    else if (!r.note.empty())
+      log_warn("msg=\"site file needs updating\" site=" + read.name + " file=\"" +
+               scrapers::origin_of(read.scraper->site()) + "\" note=\"" + r.note + "\"");
+    if (j->wanted())
+      j->done(std::move(r));
+  });
+}
+
+} // namespace newsdesk::server

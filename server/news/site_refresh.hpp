@@ -1,0 +1,92 @@
+// One refresh of one site, from the render to the headlines read off the page: the renders sent
+// out at once are capped across sites (Splash's slots), transient failures are retried with
+// exponential backoff and full jitter, and the page is parsed on its own pool within a CPU budget.
+// When and whether a site refreshes is the schedule's business (site_schedule), what the result
+// does to the page the headline state's (headline_state); this type only turns a site into a
+// result.
+//
+// Threads: every member may be called from any thread. Renders start on the io_context, pages
+// are parsed on the scrape pool, and `done` runs on the scrape pool (a page that was read) or an
+// io_context thread (a render that failed for good).
+#pragma once
+
+#include "scrapers/scraper.hpp"
+#include "server/news/news_clock.hpp"
+#include "server/news/site_config.hpp"
+#include "server/render/renderer.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace boost::asio {
+class io_context;
+class thread_pool;
+} // namespace boost::asio
+
+namespace newsdesk::server {
+
+// What a refresh ended with.
+struct refresh_result {
+  std::vector<scrapers::headline> found;  // in the site's order, capped as the store keeps them
+  std::string error;                      // "" on success
+  failure_kind kind = failure_kind::none; // why it failed
+  std::string note;                       // what the operator should know about a success
+  std::chrono::milliseconds elapsed{0};   // from the first render to the end, retries included
+
+  bool ok() const { return error.empty(); }
+};
+
+// Reads a rendered page with the site's scraper within `cpu_budget`, applies the store's limits
+// to what it found (titles cut, overlong URLs skipped, the list capped) and names the failure,
+// if any. `elapsed` is left for the caller. Pure: no I/O, safe on any thread.
+refresh_result read_page(const site_config& site, const render_result& page,
+                         std::chrono::milliseconds cpu_budget);
+
+class site_refresh {
+ public:
+  // `renderers` by name; each must outlive this. Jitter comes from `seed`.
+  site_refresh(boost::asio::io_context& ioc, boost::asio::thread_pool& scrape_pool,
+               news_clock& clock, std::map<std::string, renderer*> renderers,
+               const refresh_settings& settings, std::uint64_t seed);
+  ~site_refresh();
+
+  bool has_renderer(const std::string& name) const { return renderers_.count(name) > 0; }
+
+  // Refreshes `site`. `wanted` is asked before each render and retry: once it says false (the
+  // site was removed, or the service stopped), the refresh ends without calling `done`.
+  void run(std::shared_ptr<const site_config> site, std::function<bool()> wanted,
+           std::function<void(refresh_result)> done);
+
+  // Cancels retries waiting for their time; renders in flight finish and are dropped.
+  void stop();
+
+ private:
+  struct job;
+  void queue_render(std::shared_ptr<job> j);
+  void launch(std::shared_ptr<job> j);
+  void release_slot();
+  void on_rendered(const std::shared_ptr<job>& j, render_result result);
+
+  boost::asio::io_context& ioc_;
+  boost::asio::thread_pool& scrape_pool_;
+  news_clock& clock_;
+  const std::map<std::string, renderer*> renderers_;
+  const refresh_settings settings_;
+
+  std::mutex mutex_;                           // guards everything below
+  std::size_t active_ = 0;                     // renders in flight
+  std::deque<std::shared_ptr<job>> waiting_;   // refreshes waiting for a render slot, FIFO
+  std::vector<std::shared_ptr<job>> retrying_; // jobs waiting to be tried again
+  std::mt19937_64 random_;
+  bool stopped_ = false;
+};
+
+} // namespace newsdesk::server
