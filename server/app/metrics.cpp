@@ -1,6 +1,7 @@
 #include "server/app/metrics.hpp"
 
 #include "broker/stats.hpp"
+#include "server/core/log.hpp"
 #include "server/news/news_service.hpp"
 
 #include <charconv>
@@ -28,26 +29,13 @@ void sample(std::string& out, std::string_view name, std::string_view labels, do
   out.append(" ").append(number(value)).append("\n");
 }
 
-// `text` for between the quotes of a Prometheus label value or a logfmt value: \ and " escaped
-// with a backslash, a newline as \n, so a value can neither end early nor forge a field or line.
-std::string quoted_value(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    if (c == '\\' || c == '"')
-      out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
 // Label values come from config and code, but escape anyway.
 std::string label(std::string_view key, std::string_view value) {
-  return std::string(key) + "=\"" + quoted_value(value) + "\"";
+  std::string out(key);
+  out += "=\"";
+  append_escaped(out, value, escape_style::prometheus);
+  out += '"';
+  return out;
 }
 
 // Request latency: from sub-millisecond (cached page) to seconds (cold start).
@@ -282,7 +270,7 @@ request_handler observe_requests(request_handler next, metrics* counters,
     std::string method, path;
     if (log_line) {
       method = req.method;
-      path = quoted_value(req.path().substr(0, 200));
+      path = logfmt_quoted(req.path().substr(0, 200));
     }
     next(std::move(req), [counters, log_line, started, route, method = std::move(method),
                           path = std::move(path), respond = std::move(respond)](http_response res) {
@@ -295,9 +283,9 @@ request_handler observe_requests(request_handler next, metrics* counters,
         thread_local std::string line;
         line.assign("msg=access method=")
             .append(method)
-            .append(" path=\"")
+            .append(" path=")
             .append(path)
-            .append("\" status=");
+            .append(" status=");
         append_number(line, res.status);
         line.append(" bytes=");
         append_number(line, res.body_size());
