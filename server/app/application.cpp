@@ -157,14 +157,14 @@ struct application::parts {
   }
 
   void add_routes() {
-    routes.add_route("/events", [this](http_request req, responder res) {
+    routes.bind(route_id::events, [this](http_request req, responder res) {
       live.handle(std::move(req), std::move(res));
     });
     if (pubsub)
-      routes.add_json_endpoint("/api/broker",
-                               [this] { return nlohmann::json(pubsub->stats()).dump() + "\n"; });
+      routes.bind_json(route_id::broker_stats,
+                       [this] { return nlohmann::json(pubsub->stats()).dump() + "\n"; });
     if (cfg.metrics)
-      routes.add_route("/metrics", [this](http_request, responder respond) {
+      routes.bind(route_id::metrics, [this](http_request, responder respond) {
         std::optional<broker::stats_snapshot> broker_stats;
         if (pubsub)
           broker_stats = pubsub->stats();
@@ -177,7 +177,7 @@ struct application::parts {
         respond(std::move(res));
       });
     // The store check is a query (a network round trip with PostgreSQL): on the pool.
-    routes.add_route("/readyz", [this](http_request, responder respond) {
+    routes.bind(route_id::readyz, [this](http_request, responder respond) {
       net::post(parse_pool, [this, respond = std::move(respond)] {
         std::optional<std::string> store_error;
         try {

@@ -44,23 +44,11 @@ const std::vector<double> request_bounds = {0.0005, 0.001, 0.0025, 0.005, 0.01, 
 // Fetch latency: a render takes from a fraction of a second to Splash's timeout.
 const std::vector<double> fetch_bounds = {0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 90};
 
-// Route labels: newsdesk's routes, then "/static" and "other" (a fixed set, so counters can be
-// a fixed table).
-constexpr std::string_view known_routes[] = {
-    "/",        "/news",        "/news.json",  "/news.atom", "/news.feed.json",
-    "/events",  "/api/refresh", "/api/broker", "/healthz",   "/readyz",
-    "/metrics", "/static",      "other"};
-static_assert(std::size(known_routes) == metrics::route_count);
-
-std::size_t route_index(std::string_view route) {
+std::size_t route_index(std::string_view label) {
   std::size_t r = 0;
-  while (r + 1 < std::size(known_routes) && known_routes[r] != route)
+  while (r + 1 < metrics::route_count && metrics::route_labels[r] != label)
     ++r;
   return r; // "other" when unknown
-}
-
-std::string_view route_name(std::size_t index) {
-  return known_routes[index];
 }
 
 } // namespace
@@ -99,12 +87,8 @@ metrics::metrics()
     : request_latency_(request_bounds) {}
 
 std::string_view metrics::route_of(std::string_view path) {
-  for (auto r : known_routes)
-    if (path == r && r != "/static" && r != "other")
-      return r;
-  if (path.rfind("/static/", 0) == 0)
-    return "/static";
-  return "other";
+  const auto* r = find_route(path);
+  return r ? r->label : unrouted_label;
 }
 
 void metrics::observe_request(std::string_view route, unsigned status,
@@ -117,7 +101,7 @@ void metrics::observe_request(std::string_view route, unsigned status,
     common_requests_[r][c].fetch_add(1, std::memory_order_relaxed);
   } else {
     std::lock_guard lock(mutex_);
-    ++requests_[{std::string(route_name(r)), status}];
+    ++requests_[{std::string(route_labels[r]), status}];
   }
   request_latency_.observe(std::chrono::duration<double>(latency).count());
 }
@@ -150,7 +134,7 @@ std::string metrics::render(const std::vector<site_report>& sites,
     for (std::size_t r = 0; r < route_count; ++r)
       for (std::size_t c = 0; c < common_statuses.size(); ++c)
         if (auto n = common_requests_[r][c].load(std::memory_order_relaxed))
-          all[{std::string(route_name(r)), common_statuses[c]}] += n;
+          all[{std::string(route_labels[r]), common_statuses[c]}] += n;
     for (const auto& [key, n] : all)
       sample(out, "newsdesk_http_requests_total",
              label("route", key.first) + "," + label("status", std::to_string(key.second)),
