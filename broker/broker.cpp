@@ -153,8 +153,8 @@ bool is_expected_close(const error_code& ec) {
 
 // One logfmt line, like every other line newsdesk writes.
 void fail(const error_code& ec, const char* step) {
-  newsdesk::server::log_warn(std::string("msg=\"broker: ") + step + "\" error=\"" + ec.message() +
-                             "\"");
+  newsdesk::server::log_warn(std::string("msg=\"broker: ") + step +
+                             "\" error=" + newsdesk::server::logfmt_quoted(ec.message()));
 }
 
 class core;
@@ -1068,11 +1068,12 @@ void core::deliver_local(channel& ch, std::span<const msg_view> msgs) {
         try {
           s->handler(data);
         } catch (const std::exception& e) {
-          newsdesk::server::log_error("msg=\"broker: in-process subscriber threw\" channel=\"" +
-                                      ch.name + "\" error=\"" + e.what() + "\"");
+          newsdesk::server::log_error("msg=\"broker: in-process subscriber threw\" channel=" +
+                                      newsdesk::server::logfmt_quoted(ch.name) +
+                                      " error=" + newsdesk::server::logfmt_quoted(e.what()));
         } catch (...) {
-          newsdesk::server::log_error("msg=\"broker: in-process subscriber threw\" channel=\"" +
-                                      ch.name + "\"");
+          newsdesk::server::log_error("msg=\"broker: in-process subscriber threw\" channel=" +
+                                      newsdesk::server::logfmt_quoted(ch.name));
         }
       }
       s->calling.store(false);

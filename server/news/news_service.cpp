@@ -267,7 +267,7 @@ void news_service::prune_history_locked() {
       if (auto removed = store_->prune(cutoff))
         log_info("msg=\"pruned history\" rows=" + std::to_string(removed));
     } catch (const std::exception& e) {
-      log_warn(std::string("msg=\"prune failed\" error=\"") + e.what() + "\"");
+      log_warn("msg=\"prune failed\" error=" + logfmt_quoted(e.what()));
     }
   });
   prune_timer_->wait(prune_period, [this] {
@@ -502,7 +502,7 @@ void news_service::renew_lease(const slot_ptr& s) {
     held = cluster_->renew(name, owner_, settings_.lease);
   } catch (const std::exception& e) {
     // Try again at the next renewal; the lease may still run out meanwhile.
-    log_warn("msg=\"lease renewal failed\" site=" + name + " error=\"" + e.what() + "\"");
+    log_warn("msg=\"lease renewal failed\" site=" + name + " error=" + logfmt_quoted(e.what()));
   }
   std::lock_guard lock(mutex_);
   if (!held) {
@@ -518,7 +518,7 @@ void news_service::renew_lease(const slot_ptr& s) {
 
 void news_service::store_unreachable_locked(const std::string& what) {
   if (store_notice_.empty()) {
-    log_warn("msg=\"store unreachable\" error=\"" + what + "\"");
+    log_warn("msg=\"store unreachable\" error=" + logfmt_quoted(what));
     store_notice_ = "The database cannot be reached: the headlines shown may be out of date.";
     publish_snapshot_locked();
   }
@@ -712,9 +712,9 @@ void news_service::on_rendered(const slot_ptr& s, std::shared_ptr<const site_con
             settings_.retry_max, settings_.retry_base * (1LL << std::min(s->attempt - 1, 30)));
         std::uniform_int_distribution<long long> pick(0, bound.count());
         auto delay = milliseconds(pick(random_));
-        log_info(
-            "msg=\"retrying site\" site=" + site->name + " attempt=" + std::to_string(s->attempt) +
-            " delay_ms=" + std::to_string(delay.count()) + " error=\"" + result.message + "\"");
+        log_info("msg=\"retrying site\" site=" + site->name + " attempt=" +
+                 std::to_string(s->attempt) + " delay_ms=" + std::to_string(delay.count()) +
+                 " error=" + logfmt_quoted(result.message));
         s->timer->wait(delay, [this, weak = std::weak_ptr<slot>(s)] {
           auto self = weak.lock();
           if (!self)
@@ -730,7 +730,7 @@ void news_service::on_rendered(const slot_ptr& s, std::shared_ptr<const site_con
   }
   if (!result.ok()) {
     log_warn("msg=\"site failed\" site=" + site->name + " kind=" +
-             std::string(to_string(result.failure)) + " error=\"" + result.message + "\"");
+             std::string(to_string(result.failure)) + " error=" + logfmt_quoted(result.message));
     return finish_failure(s, *site, std::move(result.message), elapsed, to_string(result.failure));
   }
   // A 4 MB page takes tens of milliseconds to parse: keep it off the network threads, and on
@@ -758,7 +758,7 @@ void news_service::on_rendered(const slot_ptr& s, std::shared_ptr<const site_con
     } catch (const std::exception& e) {
       error = "the scraper failed on this page";
       kind = "scraper";
-      log_error("msg=\"scraper threw\" site=" + site->name + " error=\"" + e.what() + "\"");
+      log_error("msg=\"scraper threw\" site=" + site->name + " error=" + logfmt_quoted(e.what()));
     }
     // What came from the page is capped before it is kept, with or without a store: a title is
     // a line (cut), a cut URL would be a broken link (skipped), and a runaway list ends.
@@ -780,11 +780,12 @@ void news_service::on_rendered(const slot_ptr& s, std::shared_ptr<const site_con
       kind = "no_headlines";
     }
     if (!error.empty())
-      log_warn("msg=\"site failed\" site=" + site->name + " kind=" + kind + " error=\"" + error +
-               "\"");
+      log_warn("msg=\"site failed\" site=" + site->name + " kind=" + kind +
+               " error=" + logfmt_quoted(error));
     else if (!note.empty())
-      log_warn("msg=\"site file needs updating\" site=" + site->name + " file=\"" +
-               scrapers::origin_of(site->scraper->site()) + "\" note=\"" + note + "\"");
+      log_warn("msg=\"site file needs updating\" site=" + site->name +
+               " file=" + logfmt_quoted(scrapers::origin_of(site->scraper->site())) +
+               " note=" + logfmt_quoted(note));
     milliseconds took;
     {
       std::lock_guard lock(mutex_);
@@ -819,7 +820,8 @@ void news_service::on_parsed(const slot_ptr& s, const site_config& site,
         items.push_back(item_of(row));
       note_store_write({});
     } catch (const std::exception& e) {
-      log_error("msg=\"store write failed\" site=" + site.name + " error=\"" + e.what() + "\"");
+      log_error("msg=\"store write failed\" site=" + site.name +
+                " error=" + logfmt_quoted(e.what()));
       note_store_write(e.what());
       items.clear();
     }
@@ -881,7 +883,7 @@ void news_service::finish_failure(const slot_ptr& s, const site_config& site, st
         store_->record_failure(name, error, {now, elapsed.count()});
         note_store_write({});
       } catch (const std::exception& e) {
-        log_error("msg=\"store write failed\" site=" + name + " error=\"" + e.what() + "\"");
+        log_error("msg=\"store write failed\" site=" + name + " error=" + logfmt_quoted(e.what()));
         note_store_write(e.what());
       }
     });
