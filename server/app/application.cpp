@@ -157,14 +157,14 @@ struct application::parts {
   }
 
   void add_routes() {
-    routes.add_route("/events", [this](http_request req, responder res) {
+    routes.bind(route_id::events, [this](http_request req, responder res) {
       live.handle(std::move(req), std::move(res));
     });
     if (pubsub)
-      routes.add_json_endpoint("/api/broker",
-                               [this] { return nlohmann::json(pubsub->stats()).dump() + "\n"; });
+      routes.bind_json(route_id::broker_stats,
+                       [this] { return nlohmann::json(pubsub->stats()).dump() + "\n"; });
     if (cfg.metrics)
-      routes.add_route("/metrics", [this](http_request, responder respond) {
+      routes.bind(route_id::metrics, [this](http_request, responder respond) {
         std::optional<broker::stats_snapshot> broker_stats;
         if (pubsub)
           broker_stats = pubsub->stats();
@@ -177,7 +177,7 @@ struct application::parts {
         respond(std::move(res));
       });
     // The store check is a query (a network round trip with PostgreSQL): on the pool.
-    routes.add_route("/readyz", [this](http_request, responder respond) {
+    routes.bind(route_id::readyz, [this](http_request, responder respond) {
       net::post(parse_pool, [this, respond = std::move(respond)] {
         std::optional<std::string> store_error;
         try {
@@ -212,7 +212,7 @@ struct application::parts {
           try {
             pubsub->publish(headlines_topic, headlines_json(update.added));
           } catch (const std::exception& e) {
-            log_warn(std::string("msg=\"cannot publish headlines\" error=\"") + e.what() + "\"");
+            log_warn("msg=\"cannot publish headlines\" error=" + logfmt_quoted(e.what()));
           }
       }
       routes.prebuild(update.snapshot);
@@ -226,13 +226,14 @@ struct application::parts {
 
   // The first log lines: where the configuration came from and what was chosen.
   void log_configuration() {
-    log_info("msg=configuration file=\"" + (cfg.source.empty() ? "none" : cfg.source) +
-             "\" store=\"" + store->location() + "\" sites=" + std::to_string(sites.size()) +
-             " threads=" + std::to_string(threads));
+    log_info("msg=configuration file=" + logfmt_quoted(cfg.source.empty() ? "none" : cfg.source) +
+             " store=" + logfmt_quoted(store->location()) +
+             " sites=" + std::to_string(sites.size()) + " threads=" + std::to_string(threads));
     for (const auto& warning : cfg.warnings)
-      log_warn("msg=\"" + warning + "\"");
+      log_warn("msg=" + logfmt_quoted(warning));
     for (const auto& [name, r] : renderers.by_name())
-      log_info("msg=renderer name=" + name + " address=\"" + renderer_address(cfg, name) + "\"");
+      log_info("msg=renderer name=" + name +
+               " address=" + logfmt_quoted(renderer_address(cfg, name)));
     std::vector<std::string> site_list;
     for (const auto& s : sites)
       site_list.push_back(s.name + "(" + s.renderer + ")");
@@ -259,8 +260,8 @@ struct application::parts {
     news.start();
     if (changes) {
       changes->start(events_seen);
-      log_info("msg=cluster instance=\"" + news.instance() +
-               "\" lease_ms=" + std::to_string(cfg.refresh.lease.count()));
+      log_info("msg=cluster instance=" + logfmt_quoted(news.instance()) +
+               " lease_ms=" + std::to_string(cfg.refresh.lease.count()));
     }
     http->start();
     // Scripts and tests read these lines to learn the ports (either may have been 0).
@@ -308,9 +309,8 @@ struct application::parts {
       log_info("msg=reloaded sites=" + joined(names) + " added=" + joined(changed.added) +
                " removed=" + joined(changed.removed) + " changed=" + joined(changed.changed));
     } catch (const std::exception& e) {
-      log_error(std::string("msg=\"reload failed, keeping the old site files and templates\" "
-                            "error=\"") +
-                e.what() + "\"");
+      log_error("msg=\"reload failed, keeping the old site files and templates\" error=" +
+                logfmt_quoted(e.what()));
     }
   }
 

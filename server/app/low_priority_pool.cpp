@@ -19,8 +19,8 @@ low_priority_pool::low_priority_pool(unsigned threads)
       // thread takes the core back at once (a nice value alone leaves it a time slice).
       const sched_param param{};
       if (int error = ::pthread_setschedparam(::pthread_self(), SCHED_IDLE, &param); error && first)
-        log_warn(std::string("msg=\"filtered views run at normal priority\" error=\"") +
-                 std::strerror(error) + "\"");
+        log_warn("msg=\"filtered views run at normal priority\" error=" +
+                 logfmt_quoted(std::strerror(error)));
       ioc_.run();
     });
 }

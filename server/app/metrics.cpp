@@ -1,6 +1,7 @@
 #include "server/app/metrics.hpp"
 
 #include "broker/stats.hpp"
+#include "server/core/log.hpp"
 #include "server/news/news_service.hpp"
 
 #include <charconv>
@@ -28,26 +29,13 @@ void sample(std::string& out, std::string_view name, std::string_view labels, do
   out.append(" ").append(number(value)).append("\n");
 }
 
-// `text` for between the quotes of a Prometheus label value or a logfmt value: \ and " escaped
-// with a backslash, a newline as \n, so a value can neither end early nor forge a field or line.
-std::string quoted_value(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    if (c == '\\' || c == '"')
-      out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
 // Label values come from config and code, but escape anyway.
 std::string label(std::string_view key, std::string_view value) {
-  return std::string(key) + "=\"" + quoted_value(value) + "\"";
+  std::string out(key);
+  out += "=\"";
+  append_escaped(out, value, escape_style::prometheus);
+  out += '"';
+  return out;
 }
 
 // Request latency: from sub-millisecond (cached page) to seconds (cold start).
@@ -56,23 +44,11 @@ const std::vector<double> request_bounds = {0.0005, 0.001, 0.0025, 0.005, 0.01, 
 // Fetch latency: a render takes from a fraction of a second to Splash's timeout.
 const std::vector<double> fetch_bounds = {0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 90};
 
-// Route labels: newsdesk's routes, then "/static" and "other" (a fixed set, so counters can be
-// a fixed table).
-constexpr std::string_view known_routes[] = {
-    "/",        "/news",        "/news.json",  "/news.atom", "/news.feed.json",
-    "/events",  "/api/refresh", "/api/broker", "/healthz",   "/readyz",
-    "/metrics", "/static",      "other"};
-static_assert(std::size(known_routes) == metrics::route_count);
-
-std::size_t route_index(std::string_view route) {
+std::size_t route_index(std::string_view label) {
   std::size_t r = 0;
-  while (r + 1 < std::size(known_routes) && known_routes[r] != route)
+  while (r + 1 < metrics::route_count && metrics::route_labels[r] != label)
     ++r;
   return r; // "other" when unknown
-}
-
-std::string_view route_name(std::size_t index) {
-  return known_routes[index];
 }
 
 } // namespace
@@ -111,12 +87,8 @@ metrics::metrics()
     : request_latency_(request_bounds) {}
 
 std::string_view metrics::route_of(std::string_view path) {
-  for (auto r : known_routes)
-    if (path == r && r != "/static" && r != "other")
-      return r;
-  if (path.rfind("/static/", 0) == 0)
-    return "/static";
-  return "other";
+  const auto* r = find_route(path);
+  return r ? r->label : unrouted_label;
 }
 
 void metrics::observe_request(std::string_view route, unsigned status,
@@ -129,7 +101,7 @@ void metrics::observe_request(std::string_view route, unsigned status,
     common_requests_[r][c].fetch_add(1, std::memory_order_relaxed);
   } else {
     std::lock_guard lock(mutex_);
-    ++requests_[{std::string(route_name(r)), status}];
+    ++requests_[{std::string(route_labels[r]), status}];
   }
   request_latency_.observe(std::chrono::duration<double>(latency).count());
 }
@@ -162,7 +134,7 @@ std::string metrics::render(const std::vector<site_report>& sites,
     for (std::size_t r = 0; r < route_count; ++r)
       for (std::size_t c = 0; c < common_statuses.size(); ++c)
         if (auto n = common_requests_[r][c].load(std::memory_order_relaxed))
-          all[{std::string(route_name(r)), common_statuses[c]}] += n;
+          all[{std::string(route_labels[r]), common_statuses[c]}] += n;
     for (const auto& [key, n] : all)
       sample(out, "newsdesk_http_requests_total",
              label("route", key.first) + "," + label("status", std::to_string(key.second)),
@@ -282,7 +254,7 @@ request_handler observe_requests(request_handler next, metrics* counters,
     std::string method, path;
     if (log_line) {
       method = req.method;
-      path = quoted_value(req.path().substr(0, 200));
+      path = logfmt_quoted(req.path().substr(0, 200));
     }
     next(std::move(req), [counters, log_line, started, route, method = std::move(method),
                           path = std::move(path), respond = std::move(respond)](http_response res) {
@@ -295,9 +267,9 @@ request_handler observe_requests(request_handler next, metrics* counters,
         thread_local std::string line;
         line.assign("msg=access method=")
             .append(method)
-            .append(" path=\"")
+            .append(" path=")
             .append(path)
-            .append("\" status=");
+            .append(" status=");
         append_number(line, res.status);
         line.append(" bytes=");
         append_number(line, res.body_size());

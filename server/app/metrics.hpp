@@ -2,12 +2,13 @@
 //
 // Counters and histograms are recorded here as things happen; gauges that other components
 // already know (site states, broker counters, SSE clients) are read when /metrics is scraped.
-// Labels are bounded: routes are the fixed set of newsdesk's routes ("other" for the rest),
+// Labels are bounded: routes are the route table's labels ("other" for the rest),
 // statuses are HTTP codes, sites and error kinds come from the config and the code.
 //
 // Threads: every member may be called from any thread.
 #pragma once
 
+#include "server/app/route_table.hpp"
 #include "server/core/failure.hpp"
 #include "server/http/http_message.hpp"
 
@@ -50,8 +51,17 @@ class metrics {
  public:
   metrics();
 
-  // The route label for a request path: one of newsdesk's routes, or "other".
+  // The route label for a request path: its route's label in route_table, or "other".
   static std::string_view route_of(std::string_view path);
+  // Every route label, in route_table's order, then "other": the only values of `route`.
+  static constexpr std::size_t route_count = route_table.size() + 1;
+  static constexpr std::array<std::string_view, route_count> route_labels = [] {
+    std::array<std::string_view, route_count> labels;
+    for (std::size_t i = 0; i < route_table.size(); ++i)
+      labels[i] = route_table[i].label;
+    labels.back() = unrouted_label;
+    return labels;
+  }();
 
   void observe_request(std::string_view route, unsigned status, std::chrono::nanoseconds latency);
   // One refresh of a site finished; `failure` none on success.
@@ -73,11 +83,6 @@ class metrics {
   // request path); rarer ones go to a map under the mutex.
   static constexpr std::array<unsigned, 9> common_statuses{200, 202, 302, 304, 400,
                                                            404, 405, 429, 503};
-
- public:
-  static constexpr std::size_t route_count = 13; // see known_routes in metrics.cpp
-
- private:
   std::array<std::array<std::atomic<std::uint64_t>, common_statuses.size()>, route_count>
       common_requests_{};
 

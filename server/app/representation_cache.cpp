@@ -50,25 +50,25 @@ void representation_cache::get(const std::string& key, std::uint64_t version, bo
     e.building_version = version;
     previous = e.ready;
   }
-  boost::asio::post(build_on,
-                    [this, key, version, build = std::move(build), previous = std::move(previous)] {
-                      std::shared_ptr<const representation> built;
-                      try {
-                        auto c = build();
-                        // The same bytes again: keep what clients already hold (same ETag and
-                        // Last-Modified).
-                        if (previous && previous->content_type() == c.content_type &&
-                            previous->etag() == representation::tag_of(c.bytes))
-                          built = previous;
-                        else
-                          built = representation::make(std::move(c.content_type), c.bytes,
-                                                       unix_ms_now(), c.cache_control, c.headers);
-                      } catch (const std::exception& e) {
-                        log_error(std::string("msg=\"cannot build a representation\" key=\"") +
-                                  key + "\" error=\"" + e.what() + "\"");
-                      }
-                      finish(key, version, std::move(built));
-                    });
+  boost::asio::post(
+      build_on, [this, key, version, build = std::move(build), previous = std::move(previous)] {
+        std::shared_ptr<const representation> built;
+        try {
+          auto c = build();
+          // The same bytes again: keep what clients already hold (same ETag and
+          // Last-Modified).
+          if (previous && previous->content_type() == c.content_type &&
+              previous->etag() == representation::tag_of(c.bytes))
+            built = previous;
+          else
+            built = representation::make(std::move(c.content_type), c.bytes, unix_ms_now(),
+                                         c.cache_control, c.headers);
+        } catch (const std::exception& e) {
+          log_error("msg=\"cannot build a representation\" key=" + logfmt_quoted(key) +
+                    " error=" + logfmt_quoted(e.what()));
+        }
+        finish(key, version, std::move(built));
+      });
 }
 
 void representation_cache::finish(const std::string& key, std::uint64_t version,

@@ -67,6 +67,23 @@ routes::routes(news_service& news, std::shared_ptr<const news_page> page, const 
     , cache_(representation_cache::default_max_bytes) {
   while (!public_url_.empty() && public_url_.back() == '/')
     public_url_.pop_back();
+  router_.bind(route_id::root, [](http_request, responder respond) {
+    respond(text_response(302).with_header("Location", "/news"));
+  });
+  bind_json(route_id::healthz, [] { return std::string("{\"status\":\"ok\"}\n"); });
+  router_.bind(route_id::static_files, [this](http_request request, responder respond) {
+    const auto under = request.path().substr(route_of(route_id::static_files).path.size());
+    respond(files_.serve(under, request));
+  });
+  for (auto id : {route_id::news, route_id::news_json, route_id::news_atom,
+                  route_id::news_feed_json, route_id::opml})
+    router_.bind(id, [this](http_request request, responder respond) {
+      auto path = std::string(request.path());
+      serve_news(std::move(request), path, std::move(respond));
+    });
+  router_.bind(route_id::refresh, [this](http_request request, responder respond) {
+    serve_refresh(request, std::move(respond));
+  });
 }
 
 void routes::set_page(std::shared_ptr<const news_page> page) {
@@ -83,12 +100,14 @@ std::shared_ptr<const news_page> routes::page() const {
   return page_;
 }
 
-void routes::add_json_endpoint(std::string path, std::function<std::string()> body) {
-  json_endpoints_.emplace_back(std::move(path), std::move(body));
+void routes::bind(route_id id, request_handler handler) {
+  router_.bind(id, std::move(handler));
 }
 
-void routes::add_route(std::string path, request_handler handler) {
-  routes_.emplace_back(std::move(path), std::move(handler));
+void routes::bind_json(route_id id, std::function<std::string()> body) {
+  router_.bind(id, [body = std::move(body)](http_request, responder respond) {
+    respond(page_response(json_content_type, body()));
+  });
 }
 
 std::string routes::base_url(const http_request& request) const {
@@ -98,41 +117,8 @@ std::string routes::base_url(const http_request& request) const {
   return "http://" + std::string(host && plain_host(*host) ? *host : std::string_view("localhost"));
 }
 
-void routes::handle(http_request request, responder respond) {
-  const auto path = std::string(request.path());
-  const bool readable = request.method == "GET" || request.method == "HEAD";
-  const bool news_path = path == "/news" || path == "/news.json" || path == "/news.atom" ||
-                         path == "/news.feed.json" || path == "/opml";
-
-  if (path == "/api/refresh") {
-    if (request.method != "POST")
-      return respond(text_response(405).with_header("Allow", "POST"));
-    return serve_refresh(request, std::move(respond));
-  }
-  for (auto& [p, handler] : routes_)
-    if (p == path) {
-      if (!readable)
-        return respond(text_response(405).with_header("Allow", "GET, HEAD"));
-      return handler(std::move(request), std::move(respond));
-    }
-  auto json_endpoint = std::find_if(json_endpoints_.begin(), json_endpoints_.end(),
-                                    [&](const auto& e) { return e.first == path; });
-  const bool known = news_path || path == "/" || path == "/healthz" ||
-                     path.rfind("/static/", 0) == 0 || json_endpoint != json_endpoints_.end();
-  if (!known)
-    return respond(text_response(404));
-  if (!readable)
-    return respond(text_response(405).with_header("Allow", "GET, HEAD"));
-
-  if (path == "/")
-    return respond(text_response(302).with_header("Location", "/news"));
-  if (path == "/healthz")
-    return respond(page_response(json_content_type, "{\"status\":\"ok\"}\n"));
-  if (path.rfind("/static/", 0) == 0)
-    return respond(files_.serve(std::string_view(path).substr(8), request));
-  if (json_endpoint != json_endpoints_.end())
-    return respond(page_response(json_content_type, json_endpoint->second()));
-  serve_news(std::move(request), path, std::move(respond));
+void routes::handle(http_request request, responder respond) const {
+  router_.handle(std::move(request), std::move(respond));
 }
 
 namespace {

@@ -1,18 +1,11 @@
-// newsdesk's routes: the pages people open and the endpoints operators probe.
-//   GET /                -> 302 to /news
-//   GET /news            -> the headlines page (HTML)
-//   GET /news.json       -> the same data as JSON
-//   GET /news.atom       -> Atom 1.0 feed
-//   GET /news.feed.json  -> JSON Feed 1.1
-//       (all four take ?site=a,b&q=words&limit=N)
-//   POST /api/refresh[?site=NAME] -> refresh now (rate limited per site)
-//   GET /static/...      -> files from the static folder
-//   GET /healthz         -> {"status":"ok"} while the process serves
-//   GET /api/broker      -> the broker's counters (when the broker runs)
-// HEAD works wherever GET does; other methods get 405 with Allow, unknown paths 404.
+// The pages people open and the endpoints operators probe: the routes newsdesk answers itself
+// (the headlines as a page, JSON, Atom, JSON Feed and OPML, refreshes, health and static files),
+// dispatched by the route table (route_table.hpp), which lists every route with its methods.
+// The headline views take ?site=a,b&q=words&limit=N; POST /api/refresh takes ?site=NAME.
 #pragma once
 
 #include "server/app/representation_cache.hpp"
+#include "server/app/route_table.hpp"
 #include "server/http/http_message.hpp"
 
 #include <atomic>
@@ -51,12 +44,14 @@ class routes {
   // Serves pages from `page` from now on (a template reload). Thread-safe.
   void set_page(std::shared_ptr<const news_page> page);
 
-  // Adds GET `path` answering with JSON from `body` (for component status endpoints).
-  void add_json_endpoint(std::string path, std::function<std::string()> body);
-  // Adds a route handled elsewhere (e.g. the /events stream); it gets the whole request.
-  void add_route(std::string path, request_handler handler);
+  // Binds a route another component answers (/events, /metrics, ...); it gets the whole
+  // request. Before the first request only (see router).
+  void bind(route_id id, request_handler handler);
+  // Binds a route answered with the JSON `body` returns, uncached (component status endpoints).
+  void bind_json(route_id id, std::function<std::string()> body);
 
-  void handle(http_request request, responder respond);
+  // Any thread.
+  void handle(http_request request, responder respond) const;
 
   // The headlines changed: drops filtered views of older ones and builds the unfiltered views
   // and each site's own (JSON, and the feeds when a public URL is configured) now, on the pool.
@@ -98,8 +93,7 @@ class routes {
   boost::asio::thread_pool& pool_;
   low_priority_pool& filtered_pool_;
   std::string public_url_;
-  std::vector<std::pair<std::string, std::function<std::string()>>> json_endpoints_;
-  std::vector<std::pair<std::string, request_handler>> routes_;
+  router router_;
 
   mutable std::mutex page_mutex_; // guards page_
   std::shared_ptr<const news_page> page_;

@@ -1,10 +1,11 @@
 #include "server/core/log.hpp"
 
+#include "server/core/utc_time.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <ctime>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -17,6 +18,22 @@ namespace newsdesk::server {
 namespace {
 std::atomic<log_level> min_level{log_level::info};
 std::atomic<bool> use_stderr{false};
+
+// The tests' sink (set_log_sink). The flag spares every line the mutex while none is set.
+std::atomic<bool> sink_set{false};
+std::mutex sink_mutex;
+std::function<void(std::string_view)> sink; // guarded by sink_mutex
+
+// Hands `line` to the sink when one is set.
+bool to_sink(std::string_view line) {
+  if (!sink_set.load(std::memory_order_acquire))
+    return false;
+  std::lock_guard lock(sink_mutex);
+  if (!sink)
+    return false;
+  sink(line);
+  return true;
+}
 
 // Lines go to a writer thread: a caller (a network thread logging a request) only appends to a
 // buffer and never waits on the terminal, a pipe or a file. The buffer is bounded: when the
@@ -199,23 +216,9 @@ namespace {
 // Appends "2026-11-22T08:55:06.123Z level=info MESSAGE\n" to `out`.
 void append_line(std::string& out, log_level level, std::string_view message) {
   using namespace std::chrono;
-  auto now = system_clock::now();
-  auto secs = system_clock::to_time_t(now);
-  auto millis = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
-  // The date and time to the second change once a second: formatted once per thread per second.
-  thread_local std::time_t stamp_secs = -1;
-  thread_local char stamp[32];
-  if (secs != stamp_secs) {
-    std::tm tm{};
-    gmtime_r(&secs, &tm);
-    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
-    stamp_secs = secs;
-  }
-  out += stamp;
-  const char ms[] = {'.', static_cast<char>('0' + millis / 100),
-                     static_cast<char>('0' + millis / 10 % 10),
-                     static_cast<char>('0' + millis % 10), 'Z'};
-  out.append(ms, sizeof ms);
+  // A few integer operations, no libc call and no lock (utc_time.hpp): cheap enough per line.
+  append_utc(out, duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count(),
+             rfc3339_millis);
   out += " level=";
   out += level_name(level);
   out += ' ';
@@ -231,15 +234,59 @@ void log(log_level level, std::string_view message) {
   std::string line;
   line.reserve(message.size() + line_overhead);
   append_line(line, level, message);
-  writer().push(line);
+  if (!to_sink(line))
+    writer().push(line);
 }
 
 void log_access(std::string_view message) {
   if (log_level::info < min_level.load(std::memory_order_relaxed))
     return;
+  if (sink_set.load(std::memory_order_acquire)) {
+    std::string line;
+    append_line(line, log_level::info, message);
+    if (to_sink(line))
+      return;
+  }
   writer().push_access(message.size() + line_overhead, [message](std::string& buffer) {
     append_line(buffer, log_level::info, message);
   });
+}
+
+void set_log_sink(std::function<void(std::string_view line)> new_sink) {
+  std::lock_guard lock(sink_mutex);
+  sink = std::move(new_sink);
+  sink_set.store(static_cast<bool>(sink), std::memory_order_release);
+}
+
+std::string logfmt_quoted(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 2);
+  out += '"';
+  append_escaped(out, text);
+  out += '"';
+  return out;
+}
+
+void append_escaped(std::string& out, std::string_view text, escape_style style) {
+  static constexpr char hex[] = "0123456789abcdef";
+  for (char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if ((byte >= 0x20 && byte != 0x7f) || style == escape_style::prometheus) {
+      out += c;
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      const char escaped[] = {'\\', 'u', '0', '0', hex[byte >> 4], hex[byte & 0xf]};
+      out.append(escaped, sizeof escaped);
+    }
+  }
 }
 
 void line_writer::write(const std::string& text) {

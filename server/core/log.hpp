@@ -2,8 +2,14 @@
 // On stdout by default (where container runtimes collect it), or stderr. Thread-safe, and
 // never blocking: lines are written by a writer thread, in the order they were logged (see
 // log.cpp), so a slow terminal or pipe never holds up a request.
+//
+// A value that may carry arbitrary text (an error's message, a path, a name read from a file or
+// a peer) goes into a line through logfmt_quoted, never between hand-written quotes: then no text
+// can end its value early, forge a field or start a line of its own.
 #pragma once
 
+#include <functional>
+#include <string>
 #include <string_view>
 
 namespace newsdesk::server {
@@ -22,6 +28,26 @@ void log(log_level level, std::string_view message);
 // up to that delay out of order (each carries its time).
 void log_access(std::string_view message);
 inline constexpr int log_access_delay_ms = 50;
+
+// `text` as one logfmt value, in double quotes: `"` and `\` escaped with a backslash, a newline,
+// carriage return and tab as \n, \r and \t, any other control character (and DEL) as \u00XX.
+// Bytes from 0x80 up are kept as they are, so UTF-8 stays readable.
+std::string logfmt_quoted(std::string_view text);
+
+// Which characters append_escaped escapes besides `"`, `\` and newline.
+enum class escape_style {
+  logfmt,     // every other control character too, as logfmt_quoted describes
+  prometheus, // none: a Prometheus label value may hold them as they are, and the exposition
+              // format knows no escape but \\, \" and \n
+};
+// Appends `text` escaped for between double quotes (the quotes themselves are the caller's): the
+// one escaping routine behind logfmt_quoted, the access log and Prometheus label values.
+void append_escaped(std::string& out, std::string_view text,
+                    escape_style style = escape_style::logfmt);
+
+// Tests: from now on every line (with its newline) goes to `sink`, called on the thread that
+// logs it, instead of to the output; an empty function restores the output. `sink` must not log.
+void set_log_sink(std::function<void(std::string_view line)> sink);
 
 inline void log_info(std::string_view m) {
   log(log_level::info, m);

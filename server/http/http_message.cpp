@@ -111,8 +111,8 @@ void append_header_line(std::string& head, std::string_view name, std::string_vi
 void append_checked_header_line(std::string& head, std::string_view name, std::string_view value) {
   if (header_fits(name, value))
     return append_header_line(head, name, value);
-  log_warn("msg=\"response header left out: it would split the response\" name=\"" +
-           std::string(name.substr(0, 64)) + "\"");
+  log_warn("msg=\"response header left out: it would split the response\" name=" +
+           logfmt_quoted(name.substr(0, 64)));
 }
 
 std::string_view reason_phrase(unsigned status) {

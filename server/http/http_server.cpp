@@ -299,7 +299,7 @@ std::string format_head(const http_response& res, unsigned version, bool keep_al
 
 void fail(error_code ec, const char* step) {
   log(log_level::debug,
-      std::string("msg=\"http ") + step + " failed\" error=\"" + ec.message() + "\"");
+      std::string("msg=\"http ") + step + " failed\" error=" + logfmt_quoted(ec.message()));
 }
 
 // One client connection. Its lifetime is the chain of pending operations.
@@ -687,8 +687,8 @@ void on_accept(const std::shared_ptr<http_server::state>& st, error_code ec, tcp
     // back-off, so the loop neither spins nor dies.
     st->backoff = std::min(std::max(st->backoff * 2, std::chrono::milliseconds{10}),
                            std::chrono::milliseconds{1000});
-    log_warn("msg=\"accept failed, retrying\" error=\"" + ec.message() +
-             "\" retry_ms=" + std::to_string(st->backoff.count()));
+    log_warn("msg=\"accept failed, retrying\" error=" + logfmt_quoted(ec.message()) +
+             " retry_ms=" + std::to_string(st->backoff.count()));
     st->retry_timer.expires_after(st->backoff);
     st->retry_timer.async_wait([st](error_code wait_ec) {
       if (!wait_ec)

@@ -1,5 +1,7 @@
 #include "server/http/representation.hpp"
 
+#include "server/core/utc_time.hpp"
+
 #include <brotli/encode.h>
 #include <zlib.h>
 
@@ -245,16 +247,7 @@ std::optional<content_coding> negotiate_coding(std::optional<std::string_view> a
 }
 
 std::string http_date(std::int64_t unix_ms) {
-  std::time_t secs = static_cast<std::time_t>(unix_ms / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  static constexpr const char* days[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
-  static constexpr const char* months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                           "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-  char out[40];
-  std::snprintf(out, sizeof out, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday],
-                tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
-  return out;
+  return format_utc(unix_ms, http_date_pattern);
 }
 
 std::optional<std::int64_t> parse_http_date(std::string_view text) {

@@ -1,15 +1,15 @@
 #include "server/news/feeds.hpp"
-#include "scrapers/utf8.hpp"
+
+#include "server/core/utc_time.hpp"
 
 #include "scrapers/url.hpp"
+#include "scrapers/utf8.hpp"
 
 #include <nlohmann/json.hpp>
 #include <openssl/evp.h>
 
 #include <algorithm>
 #include <array>
-#include <chrono>
-#include <cstdio>
 
 namespace newsdesk::server {
 
@@ -165,30 +165,6 @@ std::string stable_entry_id(std::string_view site, std::string_view url) {
   return uuid_v5_urn(name);
 }
 
-std::string rfc3339(std::int64_t unix_ms) {
-  using namespace std::chrono;
-  constexpr std::int64_t day_ms = 86'400'000;
-  const std::int64_t min_ms =
-      std::int64_t{sys_days{year{0} / January / 1}.time_since_epoch().count()} * day_ms;
-  const std::int64_t max_ms =
-      std::int64_t{sys_days{year{9999} / December / 31}.time_since_epoch().count()} * day_ms +
-      day_ms - 1;
-  unix_ms = std::clamp(unix_ms, min_ms, max_ms);
-  std::int64_t day = unix_ms / day_ms;
-  std::int64_t rest = unix_ms % day_ms;
-  if (rest < 0) {
-    rest += day_ms;
-    --day;
-  }
-  const year_month_day ymd{sys_days{days{day}}};
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", int(ymd.year()),
-                unsigned(ymd.month()), unsigned(ymd.day()), static_cast<int>(rest / 3'600'000),
-                static_cast<int>(rest / 60'000 % 60), static_cast<int>(rest / 1000 % 60),
-                static_cast<int>(rest % 1000));
-  return buf;
-}
-
 std::string atom_feed(const feed_info& info, const std::vector<feed_entry>& entries) {
   std::string out;
   out.reserve(1024 + entries.size() * 600);
@@ -196,7 +172,7 @@ std::string atom_feed(const feed_info& info, const std::vector<feed_entry>& entr
   out += "<feed xmlns=\"http://www.w3.org/2005/Atom\">\n";
   element(out, "  ", "id", uuid_v5_urn("feed\n" + info.self_url));
   element(out, "  ", "title", info.title, " type=\"text\"");
-  element(out, "  ", "updated", rfc3339(feed_updated(info, entries)));
+  element(out, "  ", "updated", format_utc(feed_updated(info, entries), rfc3339_millis));
   out += "  <link rel=\"self\" type=\"application/atom+xml\" href=\"";
   append_xml(out, info.self_url);
   out += "\"/>\n  <link rel=\"alternate\" type=\"text/html\" href=\"";
@@ -212,8 +188,9 @@ std::string atom_feed(const feed_info& info, const std::vector<feed_entry>& entr
     out += "    <link rel=\"alternate\" href=\"";
     append_xml(out, e.url);
     out += "\"/>\n";
-    element(out, "    ", "published", rfc3339(e.first_seen_ms));
-    element(out, "    ", "updated", rfc3339(std::max(e.first_seen_ms, e.last_seen_ms)));
+    element(out, "    ", "published", format_utc(e.first_seen_ms, rfc3339_millis));
+    element(out, "    ", "updated",
+            format_utc(std::max(e.first_seen_ms, e.last_seen_ms), rfc3339_millis));
     out += "    <author>";
     element(out, "", "name", display_name(e));
     out.pop_back(); // keep </author> on the same line
@@ -233,14 +210,15 @@ std::string json_feed(const feed_info& info, const std::vector<feed_entry>& entr
     if (!usable(e))
       continue;
     auto title = clean_text(e.title);
-    items.push_back({{"id", clean_text(entry_id(e))},
-                     {"url", clean_text(e.url)},
-                     {"title", title},
-                     {"content_text", title},
-                     {"date_published", rfc3339(e.first_seen_ms)},
-                     {"date_modified", rfc3339(std::max(e.first_seen_ms, e.last_seen_ms))},
-                     {"authors", json::array({{{"name", clean_text(display_name(e))}}})},
-                     {"tags", json::array({clean_text(e.site)})}});
+    items.push_back(
+        {{"id", clean_text(entry_id(e))},
+         {"url", clean_text(e.url)},
+         {"title", title},
+         {"content_text", title},
+         {"date_published", format_utc(e.first_seen_ms, rfc3339_millis)},
+         {"date_modified", format_utc(std::max(e.first_seen_ms, e.last_seen_ms), rfc3339_millis)},
+         {"authors", json::array({{{"name", clean_text(display_name(e))}}})},
+         {"tags", json::array({clean_text(e.site)})}});
   }
   json out = {{"version", "https://jsonfeed.org/version/1.1"},
               {"title", clean_text(info.title)},

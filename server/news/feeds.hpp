@@ -36,7 +36,8 @@ struct feed_info {
 // Atom 1.0 document (UTF-8, with XML declaration). The feed's id is derived from self_url, so
 // every query is its own feed with an id that survives restarts; entries carry id, title
 // (type="text"), link rel="alternate", published (first seen), updated (last seen), category
-// (term = site, label = display name) and author (display name).
+// (term = site, label = display name) and author (display name). Times are RFC 3339 UTC to the
+// millisecond (server/core/utc_time.hpp).
 std::string atom_feed(const feed_info& info, const std::vector<feed_entry>& entries);
 
 // JSON Feed 1.1 document: version, title, home_page_url, feed_url, authors, items with id,
@@ -48,10 +49,6 @@ std::string json_feed(const feed_info& info, const std::vector<feed_entry>& entr
 // "urn:uuid:xxxxxxxx-xxxx-5xxx-yxxx-xxxxxxxxxxxx". The same inputs give the same id in every
 // run of every build; different inputs give different ids.
 std::string stable_entry_id(std::string_view site, std::string_view url);
-
-// RFC 3339 UTC time with milliseconds, e.g. "2025-03-01T12:34:56.789Z". Times outside years
-// 0000 to 9999 are clamped to that range (RFC 3339 has four-digit years).
-std::string rfc3339(std::int64_t unix_ms);
 
 // `text` as valid UTF-8 safe for XML 1.0 and JSON: invalid sequences become U+FFFD, forbidden
 // and control characters (see above) are dropped.

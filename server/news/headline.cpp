@@ -1,28 +1,18 @@
 #include "server/news/headline.hpp"
 
-#include <nlohmann/json.hpp>
+#include "server/core/utc_time.hpp"
 
-#include <cstdio>
-#include <ctime>
+#include <nlohmann/json.hpp>
 
 namespace newsdesk::server {
 
 std::string iso8601(std::chrono::system_clock::time_point t) {
-  auto secs = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
+  return format_utc(std::chrono::floor<std::chrono::milliseconds>(t).time_since_epoch().count(),
+                    rfc3339_seconds);
 }
 
 std::string iso8601_ms(std::int64_t unix_ms) {
-  auto text = iso8601(std::chrono::system_clock::time_point(std::chrono::milliseconds(unix_ms)));
-  auto ms = ((unix_ms % 1000) + 1000) % 1000;
-  char fraction[8];
-  std::snprintf(fraction, sizeof fraction, ".%03dZ", static_cast<int>(ms));
-  text.replace(text.size() - 1, 1, fraction);
-  return text;
+  return format_utc(unix_ms, rfc3339_millis);
 }
 
 void to_json(nlohmann::json& j, const news_item& item) {

@@ -305,7 +305,7 @@ void live_events::handle(http_request request, responder respond) {
             c.through = rows.empty() ? after : rows.back().id;
           }
         } catch (const std::exception& e) {
-          log_warn(std::string("msg=\"live events: replay failed\" error=\"") + e.what() + "\"");
+          log_warn("msg=\"live events: replay failed\" error=" + logfmt_quoted(e.what()));
         }
       }
       st->clients.push_back(std::move(c));

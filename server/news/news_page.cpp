@@ -1,6 +1,7 @@
 #include "server/news/news_page.hpp"
 
 #include "server/core/read_file.hpp"
+#include "server/core/utc_time.hpp"
 #include "server/http/http_message.hpp"
 
 #include "scrapers/url.hpp"
@@ -10,7 +11,6 @@
 
 #include <cctype>
 #include <cmath>
-#include <ctime>
 #include <mutex>
 
 namespace newsdesk::server {
@@ -80,19 +80,11 @@ std::string plural(std::size_t n, std::string_view one, std::string_view many) {
 }
 
 // "19:25 UTC" and "Tue 24 Nov 2026, 19:25 UTC" for unix milliseconds.
-std::string utc_text(std::int64_t unix_ms, const char* format) {
-  std::time_t secs = unix_ms / 1000;
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, format, &tm);
-  return buf;
-}
 std::string clock_time(std::int64_t unix_ms) {
-  return utc_text(unix_ms, "%H:%M UTC");
+  return format_utc(unix_ms, "%H:%M UTC");
 }
 std::string full_time(std::int64_t unix_ms) {
-  return utc_text(unix_ms, "%a %d %b %Y, %H:%M UTC");
+  return format_utc(unix_ms, "%a %d %b %Y, %H:%M UTC");
 }
 
 std::string renderer_name(std::string_view renderer) {

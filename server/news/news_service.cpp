@@ -175,7 +175,7 @@ void news_service::prune_history() {
       if (auto removed = store_->prune(cutoff))
         log_info("msg=\"pruned history\" rows=" + std::to_string(removed));
     } catch (const std::exception& e) {
-      log_warn(std::string("msg=\"prune failed\" error=\"") + e.what() + "\"");
+      log_warn("msg=\"prune failed\" error=" + logfmt_quoted(e.what()));
     }
   });
   prune_timer_->wait(prune_period, [this] { prune_history(); });
@@ -245,7 +245,8 @@ void news_service::record(const site_schedule::ticket& t, const site_config& sit
       }
       note_store_write({});
     } catch (const std::exception& e) {
-      log_error("msg=\"store write failed\" site=" + site.name + " error=\"" + e.what() + "\"");
+      log_error("msg=\"store write failed\" site=" + site.name +
+                " error=" + logfmt_quoted(e.what()));
       note_store_write(e.what());
     }
     if (result.ok() && !change.current) { // no store, or it failed: show the page as found
@@ -298,7 +299,7 @@ void news_service::store_reachable(const std::string& error) {
       log_info("msg=\"store reachable again\"");
   } else if (state_.set_notice(
                  "The database cannot be reached: the headlines shown may be out of date.")) {
-    log_warn("msg=\"store unreachable\" error=\"" + error + "\"");
+    log_warn("msg=\"store unreachable\" error=" + logfmt_quoted(error));
   }
 }
 

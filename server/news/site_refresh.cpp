@@ -52,7 +52,7 @@ refresh_result read_page(const site_config& site, const render_result& page,
   } catch (const std::exception& e) {
     r.error = "the scraper failed on this page";
     r.kind = failure_kind::scraper;
-    log_error("msg=\"scraper threw\" site=" + site.name + " error=\"" + e.what() + "\"");
+    log_error("msg=\"scraper threw\" site=" + site.name + " error=" + logfmt_quoted(e.what()));
   }
   // What came from the page is capped before it is kept, with or without a store: a title is a
   // line (cut), a cut URL would be a broken link (skipped), and a runaway list ends.
@@ -187,9 +187,9 @@ void site_refresh::on_rendered(const std::shared_ptr<job>& j, render_result resu
           queue_render(self);
       });
       lock.unlock();
-      log_info("msg=\"retrying site\" site=" + site.name +
-               " attempt=" + std::to_string(j->attempt) +
-               " delay_ms=" + std::to_string(delay.count()) + " error=\"" + result.message + "\"");
+      log_info(
+          "msg=\"retrying site\" site=" + site.name + " attempt=" + std::to_string(j->attempt) +
+          " delay_ms=" + std::to_string(delay.count()) + " error=" + logfmt_quoted(result.message));
       return;
     }
     lock.unlock();
@@ -197,8 +197,8 @@ void site_refresh::on_rendered(const std::shared_ptr<job>& j, render_result resu
     failed.error = std::move(result.message);
     failed.kind = result.failure;
     failed.elapsed = std::chrono::duration_cast<milliseconds>(clock_.steady_now() - j->started);
-    log_warn("msg=\"site failed\" site=" + site.name +
-             " kind=" + std::string(to_string(failed.kind)) + " error=\"" + failed.error + "\"");
+    log_warn("msg=\"site failed\" site=" + site.name + " kind=" +
+             std::string(to_string(failed.kind)) + " error=" + logfmt_quoted(failed.error));
     return j->done(std::move(failed));
   }
   // A 4 MB page takes tens of milliseconds to parse: keep it off the network threads, and on
@@ -210,10 +210,11 @@ void site_refresh::on_rendered(const std::shared_ptr<job>& j, render_result resu
     const auto& read = *j->site;
     if (!r.ok())
       log_warn("msg=\"site failed\" site=" + read.name + " kind=" + std::string(to_string(r.kind)) +
-               " error=\"" + r.error + "\"");
+               " error=" + logfmt_quoted(r.error));
     else if (!r.note.empty())
-      log_warn("msg=\"site file needs updating\" site=" + read.name + " file=\"" +
-               scrapers::origin_of(read.scraper->site()) + "\" note=\"" + r.note + "\"");
+      log_warn("msg=\"site file needs updating\" site=" + read.name +
+               " file=" + logfmt_quoted(scrapers::origin_of(read.scraper->site())) +
+               " note=" + logfmt_quoted(r.note));
     if (j->wanted())
       j->done(std::move(r));
   });

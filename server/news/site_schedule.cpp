@@ -300,7 +300,7 @@ void site_schedule::renew(const ticket& s) {
     held = cluster_->renew(name, owner_, settings_.lease);
   } catch (const std::exception& e) {
     // Try again at the next renewal; the lease may still run out meanwhile.
-    log_warn("msg=\"lease renewal failed\" site=" + name + " error=\"" + e.what() + "\"");
+    log_warn("msg=\"lease renewal failed\" site=" + name + " error=" + logfmt_quoted(e.what()));
   }
   std::lock_guard lock(mutex_);
   if (!held) {

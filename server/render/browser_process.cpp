@@ -246,7 +246,8 @@ void browser_process::start() {
   if (auto error = spawn(); !error.empty())
     return start_failed(error);
   started_at_ = clock_type::now();
-  log_info("msg=\"chromium starting\" path=" + options_.path + " pid=" + std::to_string(pid_seen_));
+  log_info("msg=\"chromium starting\" path=" + logfmt_quoted(options_.path) +
+           " pid=" + std::to_string(pid_seen_));
   poll_port(generation_);
 }
 
@@ -313,8 +314,8 @@ void browser_process::start_failed(const std::string& error) {
   auto delay = first_backoff * (1u << std::min(consecutive_failures_ - 1, 6u));
   delay = std::min<milliseconds>(delay, max_backoff);
   start_error_ = error;
-  log_warn("msg=\"chromium failed to start\" error=\"" + error +
-           "\" retry_in_ms=" + std::to_string(delay.count()));
+  log_warn("msg=\"chromium failed to start\" error=" + logfmt_quoted(error) +
+           " retry_in_ms=" + std::to_string(delay.count()));
   enter_backoff(delay, /*fail_fast=*/true);
   if (hooks_.start_failed)
     hooks_.start_failed(error);
@@ -357,7 +358,7 @@ void browser_process::browser_died(const std::string& why) {
   std::string status;
   if (auto s = exited())
     status = " (" + describe_exit(*s) + ")";
-  log_warn("msg=\"chromium lost, restarting\" reason=\"" + why + status + "\"");
+  log_warn("msg=\"chromium lost, restarting\" reason=" + logfmt_quoted(why + status));
   phase_ = phase::backoff; // so what the owner does in `lost` starts nothing on it
   stop_browser();
   if (hooks_.lost)

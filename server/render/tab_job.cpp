@@ -199,8 +199,8 @@ void tab_job::finish(render_result result) {
   result.elapsed =
       std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - started_);
   if (!result.ok())
-    log_info("msg=\"chromium render failed\" url=" + request_.url + " error=\"" + result.message +
-             "\"");
+    log_info("msg=\"chromium render failed\" url=" + logfmt_quoted(request_.url) +
+             " error=" + logfmt_quoted(result.message));
   auto done = std::move(done_);
   done(std::move(result));
 }

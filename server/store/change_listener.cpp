@@ -1,6 +1,7 @@
 #include "server/store/change_listener.hpp"
 
 #include "server/core/log.hpp"
+#include "server/store/postgres_notices.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -31,8 +32,6 @@ std::string message_of(PGconn* conn) {
   std::string text = conn ? PQerrorMessage(conn) : "out of memory";
   while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
     text.pop_back();
-  std::replace(text.begin(), text.end(), '\n', ' ');
-  std::replace(text.begin(), text.end(), '"', '\'');
   return text;
 }
 } // namespace
@@ -84,6 +83,7 @@ struct change_listener::state : std::enable_shared_from_this<change_listener::st
       const auto name = "newsdesk-listen-" + std::to_string(::getpid());
       const char* values[] = {info.c_str(), name.c_str(), "5", "10", "5", "3", nullptr};
       PGconn* c = PQconnectdbParams(keys, values, 1);
+      log_notices(c, "listener");
       std::string error;
       if (!c || PQstatus(c) != CONNECTION_OK) {
         error = "cannot connect: " + message_of(c);
@@ -117,8 +117,8 @@ struct change_listener::state : std::enable_shared_from_this<change_listener::st
     }
     if (!error.empty()) {
       if (!failing)
-        log_warn("msg=\"change listener: " + error +
-                 "\" retry_ms=" + std::to_string(backoff.count()));
+        log_warn("msg=\"change listener: cannot listen\" error=" + logfmt_quoted(error) +
+                 " retry_ms=" + std::to_string(backoff.count()));
       failing = true;
       retry();
       return;
@@ -160,8 +160,8 @@ struct change_listener::state : std::enable_shared_from_this<change_listener::st
     conn = nullptr;
     if (stopped)
       return;
-    log_warn("msg=\"change listener: connection lost\" error=\"" + why +
-             "\" retry_ms=" + std::to_string(backoff.count()));
+    log_warn("msg=\"change listener: connection lost\" error=" + logfmt_quoted(why) +
+             " retry_ms=" + std::to_string(backoff.count()));
     failing = true;
     retry();
   }
@@ -214,8 +214,7 @@ struct change_listener::state : std::enable_shared_from_this<change_listener::st
             break;
         }
       } catch (const std::exception& e) {
-        log_warn(std::string("msg=\"change listener: catching up failed\" error=\"") + e.what() +
-                 "\"");
+        log_warn("msg=\"change listener: catching up failed\" error=" + logfmt_quoted(e.what()));
       }
       net::dispatch(self->strand, [self] {
         self->catching = false;

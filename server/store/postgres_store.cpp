@@ -1,5 +1,6 @@
 #include "server/store/postgres_store.hpp"
 
+#include "server/store/postgres_notices.hpp"
 #include "server/store/store_input.hpp"
 
 #include <libpq-fe.h>
@@ -195,10 +196,7 @@ struct postgres_store::impl {
     const char* keys[] = {"dbname", "application_name", "connect_timeout", "options", nullptr};
     const char* values[] = {url.c_str(), "newsdesk", "5", "-c statement_timeout=10000", nullptr};
     PGconn* c = PQconnectdbParams(keys, values, 1);
-    // NOTICEs ("relation already exists, skipping") are not errors: keep them off stderr.
-    if (c)
-      PQsetNoticeProcessor(
-          c, [](void*, const char*) {}, nullptr);
+    log_notices(c, "store");
     return c;
   }
 

@@ -152,6 +152,12 @@ TEST_CASE("an instance whose LISTEN connection is cut reconnects and misses noth
   CHECK(titles(b->port).count("Second") == 1);
   CHECK(b->process->wait_for_log("msg=\"change listener: connection lost\"", 1s));
   CHECK(b->process->wait_for_log("recovered=true", 5s));
+  // What the server said as it cut the connection is a log line (logged before the loss was),
+  // not libpq's raw stderr.
+  CHECK(b->process->output().find(
+            "level=warn msg=\"postgres notice\" connection=listener severity=FATAL") !=
+        std::string::npos);
+  CHECK(b->log().find("FATAL:  terminating connection") == std::string::npos);
 }
 
 TEST_CASE("an SSE client moving from one instance to another with Last-Event-ID gets what it "
