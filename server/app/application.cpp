@@ -67,17 +67,6 @@ unsigned thread_count(const config& cfg) {
   return cfg.threads ? cfg.threads : std::max(1u, std::thread::hardware_concurrency());
 }
 
-// Where each renderer sends its work, for the first log lines.
-std::string renderer_address(const config& cfg, const std::string& name) {
-  if (name == "splash")
-    return cfg.splash_url;
-  if (name == "browserless")
-    return cfg.browserless_url;
-  if (name == "chromium")
-    return cfg.chromium.path;
-  return "each site's own URL";
-}
-
 // Raises the soft open-file limit to the hard one (the soft one is often 1,024) and fits the
 // descriptor budgets into it: accept() never meets EMFILE while every budget is full.
 config with_descriptor_budget(config cfg) {
@@ -232,7 +221,8 @@ struct application::parts {
     for (const auto& warning : cfg.warnings)
       log_warn("msg=\"" + warning + "\"");
     for (const auto& [name, r] : renderers.by_name())
-      log_info("msg=renderer name=" + name + " address=\"" + renderer_address(cfg, name) + "\"");
+      log_info("msg=renderer name=" + name + " address=\"" + renderer_address(cfg.renderers, name) +
+               "\"");
     std::vector<std::string> site_list;
     for (const auto& s : sites)
       site_list.push_back(s.name + "(" + s.renderer + ")");
