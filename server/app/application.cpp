@@ -242,11 +242,12 @@ struct application::parts {
           headlines_topic, [this](broker::message_ptr batch) { live.publish(std::move(batch)); });
     }
     live.start();
-    // A Chromium that a site renders through from the start is started now, not on first use.
-    if (auto* chromium = renderers.find("chromium");
-        chromium && std::any_of(sites.begin(), sites.end(),
-                                [](const auto& s) { return s.renderer == "chromium"; }))
-      chromium->warm_up();
+    // A renderer that a site renders through from the start prepares now, not on first use (a
+    // browser starts its process; the others have nothing to prepare).
+    for (const auto& [name, r] : renderers.by_name())
+      if (std::any_of(sites.begin(), sites.end(),
+                      [&](const auto& s) { return s.renderer == name; }))
+        r->warm_up();
     // Shared stores: the event log's position is read before the service loads the store, so a
     // change committed in between is applied again rather than missed.
     const auto events_seen = changes ? store->cluster()->last_event_seq() : 0;
