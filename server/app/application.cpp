@@ -67,17 +67,6 @@ unsigned thread_count(const config& cfg) {
   return cfg.threads ? cfg.threads : std::max(1u, std::thread::hardware_concurrency());
 }
 
-// Where each renderer sends its work, for the first log lines.
-std::string renderer_address(const config& cfg, const std::string& name) {
-  if (name == "splash")
-    return cfg.splash_url;
-  if (name == "browserless")
-    return cfg.browserless_url;
-  if (name == "chromium")
-    return cfg.chromium.path;
-  return "each site's own URL";
-}
-
 // Raises the soft open-file limit to the hard one (the soft one is often 1,024) and fits the
 // descriptor budgets into it: accept() never meets EMFILE while every budget is full.
 config with_descriptor_budget(config cfg) {
@@ -233,7 +222,7 @@ struct application::parts {
       log_warn("msg=" + logfmt_quoted(warning));
     for (const auto& [name, r] : renderers.by_name())
       log_info("msg=renderer name=" + name +
-               " address=" + logfmt_quoted(renderer_address(cfg, name)));
+               " address=" + logfmt_quoted(renderer_address(cfg.renderers, name)));
     std::vector<std::string> site_list;
     for (const auto& s : sites)
       site_list.push_back(s.name + "(" + s.renderer + ")");
@@ -249,11 +238,12 @@ struct application::parts {
     if (pubsub)
       pubsub->start();
     live.start();
-    // A Chromium that a site renders through from the start is started now, not on first use.
-    if (auto* chromium = renderers.find("chromium");
-        chromium && std::any_of(sites.begin(), sites.end(),
-                                [](const auto& s) { return s.renderer == "chromium"; }))
-      chromium->warm_up();
+    // A renderer that a site renders through from the start prepares now, not on first use (a
+    // browser starts its process; the others have nothing to prepare).
+    for (const auto& [name, r] : renderers.by_name())
+      if (std::any_of(sites.begin(), sites.end(),
+                      [&](const auto& s) { return s.renderer == name; }))
+        r->warm_up();
     // Shared stores: the event log's position is read before the service loads the store, so a
     // change committed in between is applied again rather than missed.
     const auto events_seen = changes ? store->cluster()->last_event_seq() : 0;

@@ -175,6 +175,24 @@ settings::table<config> make_table() {
       kind::list, [](const config& c) { return c.sites ? *c.sites : json(); },
       [](config& c, const json& v) { c.sites = std::make_shared<const json>(v); });
   using c = config;
+  const std::string renderer_help = renderer_choice_help();
+  std::vector<setting> rendering{
+      field(&c::renderer, {.path = "renderer", .flag = "--renderer NAME", .help = renderer_help}),
+      field(&c::default_wait, {.path = "wait",
+                               .flag = "--wait S",
+                               .unit = "seconds",
+                               .min = 0,
+                               .max = 3600,
+                               .help = "default wait after a page's load event"}),
+      field(&c::default_timeout, {.path = "timeout",
+                                  .flag = "--timeout S",
+                                  .unit = "seconds",
+                                  .min = 0.001,
+                                  .max = 3600,
+                                  .help = "default time for a whole render"}),
+  };
+  for (auto& row : renderer_settings())
+    rendering.push_back(settings::project(std::move(row), &config::renderers));
   return settings::table<config>({
       {"server",
        {
@@ -221,58 +239,7 @@ settings::table<config> make_table() {
            field(&c::metrics,
                  {.path = "metrics", .help = "GET /metrics and the counting behind it"}),
        }},
-      {"rendering",
-       {
-           field(&c::renderer, {.path = "renderer",
-                                .flag = "--renderer NAME",
-                                .help = "for sites that name none: splash, chromium, browserless "
-                                        "or direct; unset: splash when a Splash URL is set, else "
-                                        "chromium when installed, else direct"}),
-           field(&c::default_wait, {.path = "wait",
-                                    .flag = "--wait S",
-                                    .unit = "seconds",
-                                    .min = 0,
-                                    .max = 3600,
-                                    .help = "default wait after a page's load event"}),
-           field(&c::default_timeout, {.path = "timeout",
-                                       .flag = "--timeout S",
-                                       .unit = "seconds",
-                                       .min = 0.001,
-                                       .max = 3600,
-                                       .help = "default time for a whole render"}),
-           field(&c::splash_url, {.path = "splash_url",
-                                  .flag = "--splash-url URL",
-                                  .alias = "SPLASH_URL",
-                                  .help = "Splash's address, e.g. http://splash:8050"}),
-           field(&c::splash_max_timeout,
-                 {.path = "splash_max_timeout",
-                  .unit = "seconds",
-                  .min = 0.001,
-                  .help = "Splash's --max-timeout: sites may not ask for longer renders"}),
-           field(&c::chromium_path,
-                 {.path = "chromium_path",
-                  .flag = "--chromium-path P",
-                  .help = "the Chromium to run; unset: chromium, chromium-browser or "
-                          "google-chrome on PATH"}),
-           field(&c::chromium, &chromium_options::max_concurrent,
-                 {.path = "chromium_max_concurrent",
-                  .flag = "--chromium-max-concurrent N",
-                  .min = 1,
-                  .max = 64,
-                  .help = "renders (tabs) at once in the one browser"}),
-           field(&c::chromium, &chromium_options::recycle_after,
-                 {.path = "chromium_recycle_after",
-                  .flag = "--chromium-recycle-after N",
-                  .min = 1,
-                  .help = "renders before the browser is replaced by a fresh one"}),
-           field(&c::browserless_url,
-                 {.path = "browserless_url",
-                  .flag = "--browserless-url URL",
-                  .alias = "BROWSERLESS_URL",
-                  .help = "a browserless server, e.g. http://browserless:3000"}),
-           field(&c::tls_verify,
-                 {.path = "tls_verify", .help = "direct renderer: check TLS certificates"}),
-       }},
+      {"rendering", std::move(rendering)},
       settings::embed("http", &config::http, http_table),
       settings::embed("refresh", &config::refresh, refresh_table),
       settings::embed("broker", &config::broker, broker::config_table()),
@@ -344,21 +311,28 @@ bool is_hex_colour(std::string_view c) {
          });
 }
 
-void check_renderer(std::string_view where, const std::string& name) {
-  if (!scrapers::is_renderer_name(name))
-    fail(where, "unknown renderer '" + name + "' (known: " + scrapers::renderer_name_list() + ")");
+// The registered renderer called `name`; config_error at `where` when there is none.
+const renderer_descriptor& checked_renderer(std::string_view where, const std::string& name) {
+  if (const auto* r = find_renderer(name))
+    return *r;
+  std::string known;
+  for (const auto* r : registered_renderers())
+    known.append(known.empty() ? "" : ", ").append(r->name);
+  fail(where, "unknown renderer '" + name + "' (known: " + known + ")");
 }
 
-// Checks that involve more than one setting's range: names, URLs, one value against another.
-void validate(const config& cfg) {
+// Checks that involve more than one setting's range: names, URLs, one value against another;
+// each renderer checks its own options and finds what they point at.
+void validate(config& cfg) {
   if (!cfg.renderer.empty())
-    check_renderer("renderer", cfg.renderer);
+    checked_renderer("renderer", cfg.renderer);
   if (!cfg.public_url.empty() && !scrapers::url::is_http_url(cfg.public_url))
     fail("public_url", "expected an http:// or https:// URL, got '" + cfg.public_url + "'");
-  if (!cfg.splash_url.empty() && !scrapers::url::is_http_url(cfg.splash_url))
-    fail("splash_url", "expected an http:// or https:// URL, got '" + cfg.splash_url + "'");
-  if (!cfg.browserless_url.empty() && cfg.browserless_url.rfind("http://", 0) != 0)
-    fail("browserless_url", "expected an http:// URL, got '" + cfg.browserless_url + "'");
+  try {
+    resolve_renderer_options(cfg.renderers);
+  } catch (const settings::error& e) {
+    throw config_error(e.what());
+  }
   if (cfg.default_wait >= cfg.default_timeout)
     fail("wait",
          "expected seconds below the timeout (" + format_seconds(cfg.default_timeout) + " s)");
@@ -564,7 +538,6 @@ config load_config(const std::vector<std::string>& args, const environment& env,
   }
 
   validate(cfg);
-  cfg.chromium.path = find_chromium(cfg.chromium_path);
   return cfg;
 }
 
@@ -596,32 +569,20 @@ void fit_descriptor_budget(config& cfg, std::size_t open_file_limit) {
       "systemd, ulimits: in compose)");
 }
 
-renderer_options renderer_options_of(const config& cfg) {
-  renderer_options options;
-  options.splash_url = cfg.splash_url;
-  options.browserless_url = cfg.browserless_url;
-  options.chromium = cfg.chromium;
-  options.tls_verify = cfg.tls_verify;
-  return options;
+const renderer_options& renderer_options_of(const config& cfg) {
+  return cfg.renderers;
 }
 
 std::vector<site_config> resolve_sites(const config& cfg,
                                        const std::shared_ptr<const scrapers::registry>& registry) {
   // Which renderer a site uses, strongest first: its config entry; the operator's global
   // "renderer"; the scraper's own hint when that renderer is available; Splash when configured,
-  // else a local Chromium when one is installed, else direct.
+  // else a local Chromium when one is installed, else direct (automatic_renderer).
   auto available = [&](const std::string& name) {
-    if (name == "splash")
-      return !cfg.splash_url.empty();
-    if (name == "chromium")
-      return !cfg.chromium.path.empty();
-    if (name == "browserless")
-      return !cfg.browserless_url.empty();
-    return true;
+    const auto* r = find_renderer(name);
+    return !r || r->available(cfg.renderers); // an unknown name is refused below, by name
   };
-  const std::string automatic = !cfg.splash_url.empty()      ? "splash"
-                                : !cfg.chromium.path.empty() ? "chromium"
-                                                             : "direct";
+  const std::string automatic(automatic_renderer(cfg.renderers).name);
   auto default_renderer_for = [&](const scrapers::site_info& info) {
     if (info.renderer == "feed") // a feed is read, never rendered
       return std::string("feed");
@@ -711,31 +672,18 @@ std::vector<site_config> resolve_sites(const config& cfg,
         source("renderer", info.renderer && site.renderer == *info.renderer, "renderer");
     const std::string timeout_source =
         source("timeout", info.timeout_seconds.has_value(), "timeout");
-    check_renderer(renderer_source, site.renderer);
+    const auto& used = checked_renderer(renderer_source, site.renderer);
     if (!(timeout > 0) || timeout > 3600)
       fail(timeout_source, "expected seconds in (0, 3600]");
     if (!(wait >= 0) || wait >= timeout)
       fail(source("wait", info.wait_seconds.has_value(), "wait"),
            "expected seconds >= 0 and below the timeout (" + format_seconds(timeout) + " s)");
-    if (site.renderer == "chromium" && cfg.chromium.path.empty())
-      fail(renderer_source,
-           "site '" + site.name + "' uses Chromium but none was found" +
-               (cfg.chromium_path.empty() ? std::string(" (install the chromium package or set "
-                                                        "chromium_path / NEWSDESK_CHROMIUM_PATH)")
-                                          : " at '" + cfg.chromium_path + "'"));
-    if (site.renderer == "browserless" && cfg.browserless_url.empty())
-      fail(renderer_source,
-           "site '" + site.name +
-               "' uses browserless but no browserless_url or BROWSERLESS_URL is set");
-    if (site.renderer == "splash") {
-      if (cfg.splash_url.empty())
-        fail(renderer_source,
-             "site '" + site.name + "' uses Splash but no splash_url or SPLASH_URL is set");
-      if (timeout > cfg.splash_max_timeout)
-        fail(timeout_source, "Splash refuses timeouts above its --max-timeout (" +
-                                 format_seconds(cfg.splash_max_timeout) +
-                                 " s, splash_max_timeout)");
-    }
+    if (!used.available(cfg.renderers))
+      fail(renderer_source, "site '" + site.name + "' uses " + std::string(used.display_name()) +
+                                " but " + used.missing(cfg.renderers));
+    if (used.refuse_timeout)
+      if (auto refused = used.refuse_timeout(cfg.renderers, timeout); !refused.empty())
+        fail(timeout_source, refused);
     site.wait = std::chrono::milliseconds(static_cast<long long>(wait * 1000));
     site.timeout = std::chrono::milliseconds(static_cast<long long>(timeout * 1000));
     site.interval = seconds_to_ms(interval);

@@ -8,7 +8,6 @@
 #include "server/core/settings.hpp"
 #include "server/http/http_server.hpp"
 #include "server/news/site_config.hpp"
-#include "server/render/chromium_renderer.hpp"
 #include "server/render/renderers.hpp"
 
 #include <nlohmann/json_fwd.hpp>
@@ -36,7 +35,8 @@ struct config_error : std::runtime_error {
 
 // Every setting, declared once as a row of config_table() (config.cpp) with its key path, flag,
 // unit, range and help; the defaults are the member initializers here and in the components'
-// own option structs, which the config holds whole so each component gets its own struct.
+// own option structs, which the config holds whole so each component gets its own struct. The
+// renderers' rows are declared by the renderers themselves (renderers.hpp).
 struct config {
   std::string address = "127.0.0.1";
   unsigned short port = 8080;
@@ -55,21 +55,16 @@ struct config {
   bool access_log = true;     // one line per HTTP request
   bool metrics = true;        // GET /metrics and the counting behind it
 
-  // Renderer for sites that do not name one: "splash", "chromium", "browserless" or "direct".
-  // Empty: splash when a Splash URL is configured, else chromium when one is installed, else
-  // direct.
+  // Renderer for sites that do not name one: a registered renderer's name. Empty: the automatic
+  // choice (automatic_renderer in renderers.hpp).
   std::string renderer;
-  std::string splash_url;      // e.g. "http://splash:8050"
-  std::string chromium_path;   // empty: chromium, chromium-browser or google-chrome on PATH
-  std::string browserless_url; // e.g. "http://browserless:3000" (token in the query)
-  // The Chromium renderer's options. load_config sets chromium.path to the executable found
-  // from chromium_path (empty: none); only then does a site get "chromium" automatically, or
-  // may name it. Empty here too, so a config built in code has no Chromium until it says so.
-  chromium_options chromium;
-  double splash_max_timeout = 90; // Splash's --max-timeout: larger timeouts get a 400
-  double default_wait = 0.5;      // seconds after the load event
-  double default_timeout = 30;    // seconds for a whole render
-  bool tls_verify = true;         // direct renderer: check certificates
+  double default_wait = 0.5;   // seconds after the load event
+  double default_timeout = 30; // seconds for a whole render
+  // Each renderer's own options (renderers.of<Options>(), Options the struct the renderer
+  // declares) and what they share. load_config runs each renderer's resolve step, which finds
+  // what the settings point at (the Chromium executable); a config built in code has none of
+  // that until it says so.
+  renderer_options renderers;
 
   // max_connections and max_streams 0: derived from the open-file limit at start.
   http_server_limits http{.max_connections = 0, .max_streams = 0};
@@ -103,9 +98,9 @@ environment process_environment();
 // Reads argv (after the program name and any subcommand), the environment, and the config file
 // named by --config or NEWSDESK_CONFIG, in that order of strength: flags win over environment,
 // which wins over the file. Every setting has NEWSDESK_<PATH> (refresh.retry_base ->
-// NEWSDESK_REFRESH_RETRY_BASE) and aliases where the ecosystem has a name (SPLASH_URL,
-// BROWSERLESS_URL); empty values count as unset. Throws config_error naming the file, variable
-// or flag and the key (an unknown flag: "unknown option --prot (did you mean --port?)").
+// NEWSDESK_REFRESH_RETRY_BASE) and aliases where the ecosystem has a name (a renderer's row
+// declares it: SPLASH_URL); empty values count as unset. Throws config_error naming the file,
+// variable or flag and the key (an unknown flag: "unknown option --prot (did you mean --port?)").
 // Unknown NEWSDESK_ variables are warnings in cfg.warnings. Sets `help` when --help was given
 // (the caller prints usage()).
 config load_config(const std::vector<std::string>& args, const environment& env, bool& help);
@@ -131,7 +126,7 @@ std::vector<site_config> resolve_sites(const config& cfg,
                                        const std::shared_ptr<const scrapers::registry>& registry);
 
 // What the renderers are made from (renderer_set).
-renderer_options renderer_options_of(const config& cfg);
+const renderer_options& renderer_options_of(const config& cfg);
 
 // The built-in scrapers plus the site files in cfg.site_files_dir (a missing folder is an error
 // only when it was named), resolved as above. Throws config_error or scrapers::site_file_error.

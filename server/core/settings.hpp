@@ -204,22 +204,23 @@ setting custom(const spec& s, kind type, std::function<nlohmann::json(const Conf
   return row;
 }
 
-// `row`, a row for the struct in Outer::*part, as a row of Outer.
-template <class Outer, class Part> setting project(setting row, Part Outer::*part) {
-  row.get = [part, get = std::move(row.get)](const void* c) {
-    return get(&(static_cast<const Outer*>(c)->*part));
+// `row`, a row for some struct, as a row of Outer: `find` returns that struct inside an Outer
+// given either `const Outer&` or `Outer&` (a generic lambda; the renderers' options are found by
+// type, not by member).
+template <class Outer, class Find> setting project_with(setting row, Find find) {
+  row.get = [find, get = std::move(row.get)](const void* c) {
+    return get(&find(*static_cast<const Outer*>(c)));
   };
-  row.set = [part, set = std::move(row.set)](void* c, const nlohmann::json& v) {
-    set(&(static_cast<Outer*>(c)->*part), v);
+  row.set = [find, set = std::move(row.set)](void* c, const nlohmann::json& v) {
+    set(&find(*static_cast<Outer*>(c)), v);
   };
   return row;
 }
 
-// A row for a field of a component's option struct held in Config (cfg.chromium.max_concurrent
-// as the top-level key "chromium_max_concurrent").
-template <class Config, class Part, class T>
-setting field(Part Config::*part, T Part::*member, const spec& s) {
-  return project(field(member, s), part);
+// `row`, a row for the struct in Outer::*part, as a row of Outer.
+template <class Outer, class Part> setting project(setting row, Part Outer::*part) {
+  return project_with<Outer>(
+      std::move(row), [part](auto& outer) -> auto& { return outer.*part; });
 }
 
 // The rows of `inner`, a table for the struct in Outer::*member, as rows of Outer under

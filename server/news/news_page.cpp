@@ -3,6 +3,7 @@
 #include "server/core/read_file.hpp"
 #include "server/core/utc_time.hpp"
 #include "server/http/http_message.hpp"
+#include "server/render/renderers.hpp"
 
 #include "scrapers/url.hpp"
 
@@ -88,11 +89,8 @@ std::string full_time(std::int64_t unix_ms) {
 }
 
 std::string renderer_name(std::string_view renderer) {
-  if (renderer == "splash")
-    return "Splash";
-  if (renderer == "chromium")
-    return "Chromium";
-  return std::string(renderer);
+  const auto* known = find_renderer(renderer);
+  return std::string(known ? known->display_name() : renderer);
 }
 
 // "CNN", "CNN and BBC", "CNN, BBC and Reuters", "CNN, BBC and 4 more".

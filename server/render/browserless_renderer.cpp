@@ -2,6 +2,7 @@
 #include "server/render/render_support.hpp"
 
 #include "server/render/cdp_client.hpp"
+#include "server/render/renderer_descriptor.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
@@ -13,6 +14,8 @@
 namespace newsdesk::server {
 
 namespace {
+
+constexpr std::string_view browserless_name = "browserless";
 
 // The same cap as the other renderers: a front page runs to ~4 MB.
 constexpr std::size_t max_page_bytes = 16 * 1024 * 1024;
@@ -147,6 +150,44 @@ void browserless_renderer::render(render_request request, std::function<void(ren
         result.elapsed = answer.elapsed;
         done(std::move(result));
       });
+}
+
+std::string_view browserless_renderer::name() const {
+  return browserless_name;
+}
+
+const renderer_descriptor& browserless_descriptor() {
+  static const renderer_descriptor descriptor{
+      .name = browserless_name,
+      .options = browserless_options{},
+      .rows = option_rows<browserless_options>({
+          settings::field(&browserless_options::url,
+                          {.path = "browserless_url",
+                           .flag = "--browserless-url URL",
+                           .alias = "BROWSERLESS_URL",
+                           .help = "a browserless server, e.g. http://browserless:3000"}),
+      }),
+      .resolve =
+          [](renderer_options& all) {
+            // The client speaks plain HTTP only: browserless runs as a local container.
+            const auto& url = all.of<browserless_options>().url;
+            if (!url.empty() && url.rfind("http://", 0) != 0)
+              throw settings::error("browserless_url: expected an http:// URL, got '" + url + "'");
+          },
+      .missing =
+          [](const renderer_options& all) {
+            return all.of<browserless_options>().url.empty()
+                       ? "no browserless_url or BROWSERLESS_URL is set"
+                       : std::string();
+          },
+      .address = [](const renderer_options& all) { return all.of<browserless_options>().url; },
+      .make = [](const renderer_context& context,
+                 const renderer_options& all) -> std::unique_ptr<renderer> {
+        return std::make_unique<browserless_renderer>(context.ioc,
+                                                      all.of<browserless_options>().url);
+      },
+  };
+  return descriptor;
 }
 
 } // namespace newsdesk::server

@@ -21,11 +21,22 @@ class io_context;
 
 namespace newsdesk::server {
 
+struct renderer_descriptor;
+
+// Its setting (browserless_url), declared in its descriptor.
+struct browserless_options {
+  std::string url; // e.g. "http://browserless:3000" (token in the query); empty: none
+};
+
+// Its registration (renderers.cpp): made when a URL is set; never chosen automatically (an
+// operator who runs browserless says which sites use it).
+const renderer_descriptor& browserless_descriptor();
+
 class browserless_renderer final : public renderer {
  public:
   browserless_renderer(boost::asio::io_context& ioc, std::string base_url);
 
-  std::string_view name() const override { return "browserless"; }
+  std::string_view name() const override;
   void render(render_request request, std::function<void(render_result)> done) override;
 
   // browserless ends the session itself at `timeout` (the timeout query parameter); our own

@@ -10,8 +10,11 @@
 namespace newsdesk::server {
 
 struct chromium_options {
-  // The browser executable (find_chromium finds one); empty: no Chromium, so no renderer is
-  // made for it.
+  // The chromium_path setting: the browser to run; empty: the first of chromium,
+  // chromium-browser, google-chrome on PATH. Only load_config reads it (find_chromium).
+  std::string configured_path;
+  // The browser executable found from configured_path at start; empty: no Chromium, so no
+  // renderer is made for it (also in options built in code, until they say otherwise).
   std::string path;
   // Each tab is a renderer process of 50-150 MB; 4 keeps a 2-core, 2 GB machine responsive
   // while still overlapping the network waits of four sites.

@@ -2,6 +2,7 @@
 #include "server/render/render_support.hpp"
 
 #include "server/render/browser_process.hpp"
+#include "server/render/renderer_descriptor.hpp"
 #include "server/render/tab_job.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -235,6 +236,64 @@ std::size_t chromium_renderer::peak_active_renders() const {
 }
 std::size_t chromium_renderer::open_targets() const {
   return state_->browser->open_targets();
+}
+
+namespace {
+constexpr std::string_view chromium_name = "chromium";
+} // namespace
+
+std::string_view chromium_renderer::name() const {
+  return chromium_name;
+}
+
+const renderer_descriptor& chromium_descriptor() {
+  static const renderer_descriptor descriptor{
+      .name = chromium_name,
+      .proper_name = "Chromium",
+      .automatic = true,
+      .available_when = "when installed",
+      .options = chromium_options{},
+      .rows = option_rows<chromium_options>({
+          settings::field(&chromium_options::configured_path,
+                          {.path = "chromium_path",
+                           .flag = "--chromium-path P",
+                           .help = "the Chromium to run; unset: chromium, chromium-browser or "
+                                   "google-chrome on PATH"}),
+          settings::field(&chromium_options::max_concurrent,
+                          {.path = "chromium_max_concurrent",
+                           .flag = "--chromium-max-concurrent N",
+                           .min = 1,
+                           .max = 64,
+                           .help = "renders (tabs) at once in the one browser"}),
+          settings::field(&chromium_options::recycle_after,
+                          {.path = "chromium_recycle_after",
+                           .flag = "--chromium-recycle-after N",
+                           .min = 1,
+                           .help = "renders before the browser is replaced by a fresh one"}),
+      }),
+      .resolve =
+          [](renderer_options& all) {
+            auto& options = all.of<chromium_options>();
+            options.path = find_chromium(options.configured_path);
+          },
+      .missing =
+          [](const renderer_options& all) {
+            const auto& options = all.of<chromium_options>();
+            if (!options.path.empty())
+              return std::string();
+            return "none was found" +
+                   (options.configured_path.empty()
+                        ? std::string(" (install the chromium package or set chromium_path / "
+                                      "NEWSDESK_CHROMIUM_PATH)")
+                        : " at '" + options.configured_path + "'");
+          },
+      .address = [](const renderer_options& all) { return all.of<chromium_options>().path; },
+      .make = [](const renderer_context& context,
+                 const renderer_options& all) -> std::unique_ptr<renderer> {
+        return std::make_unique<chromium_renderer>(context.ioc, all.of<chromium_options>());
+      },
+  };
+  return descriptor;
 }
 
 } // namespace newsdesk::server

@@ -44,6 +44,13 @@ class io_context;
 
 namespace newsdesk::server {
 
+struct renderer_descriptor;
+
+// Its registration (renderers.cpp): its settings are chromium_options' (chromium_path,
+// chromium_max_concurrent, chromium_recycle_after); made when a browser was found, the
+// automatic choice after Splash.
+const renderer_descriptor& chromium_descriptor();
+
 class chromium_renderer final : public renderer {
  public:
   chromium_renderer(boost::asio::io_context& ioc, chromium_options options);
@@ -52,7 +59,7 @@ class chromium_renderer final : public renderer {
   chromium_renderer(const chromium_renderer&) = delete;
   chromium_renderer& operator=(const chromium_renderer&) = delete;
 
-  std::string_view name() const override { return "chromium"; }
+  std::string_view name() const override;
   void render(render_request request, std::function<void(render_result)> done) override;
 
   // Starts the browser now rather than on the first render.

@@ -4,6 +4,7 @@
 
 #include "scrapers/url.hpp"
 #include "server/render/http_client.hpp"
+#include "server/render/renderer_descriptor.hpp"
 
 #include <memory>
 #include <optional>
@@ -12,6 +13,9 @@ namespace newsdesk::server {
 
 namespace {
 using clock_type = std::chrono::steady_clock;
+
+constexpr std::string_view direct_name = "direct";
+constexpr std::string_view feed_name = "feed";
 
 // Feed types first; servers that only know XML or HTML still answer.
 constexpr const char* feed_accept = "application/rss+xml, application/atom+xml, "
@@ -146,6 +150,42 @@ void direct_renderer::remember(const std::string& url, remembered_feed feed) {
   if (feeds_.size() >= max_remembered_feeds && !feeds_.count(url))
     feeds_.erase(feeds_.begin());
   feeds_[url] = std::move(feed);
+}
+
+std::string_view direct_renderer::name() const {
+  return mode_ == mode::feed ? feed_name : direct_name;
+}
+
+namespace {
+std::string own_url(const renderer_options&) {
+  return "each site's own URL";
+}
+} // namespace
+
+const renderer_descriptor& direct_descriptor() {
+  static const renderer_descriptor descriptor{
+      .name = direct_name,
+      .automatic = true,
+      .address = own_url,
+      .make = [](const renderer_context& context,
+                 const renderer_options&) -> std::unique_ptr<renderer> {
+        return std::make_unique<direct_renderer>(context.client);
+      },
+  };
+  return descriptor;
+}
+
+const renderer_descriptor& feed_descriptor() {
+  static const renderer_descriptor descriptor{
+      .name = feed_name,
+      .listed = false,
+      .address = own_url,
+      .make = [](const renderer_context& context,
+                 const renderer_options&) -> std::unique_ptr<renderer> {
+        return std::make_unique<direct_renderer>(context.client, direct_renderer::mode::feed);
+      },
+  };
+  return descriptor;
 }
 
 } // namespace newsdesk::server

@@ -19,6 +19,12 @@
 namespace newsdesk::server {
 
 class http_client;
+struct renderer_descriptor;
+
+// Its registrations (renderers.cpp): direct, always made, the automatic choice when nothing else
+// is available; and feed, always made, which feed sites choose.
+const renderer_descriptor& direct_descriptor();
+const renderer_descriptor& feed_descriptor();
 
 class direct_renderer final : public renderer {
  public:
@@ -27,7 +33,7 @@ class direct_renderer final : public renderer {
       : client_(client)
       , mode_(m) {}
 
-  std::string_view name() const override { return mode_ == mode::feed ? "feed" : "direct"; }
+  std::string_view name() const override;
   void render(render_request request, std::function<void(render_result)> done) override;
 
   // Browsers stop at 20; news sites use one or two (http -> https -> www). Five catches loops

@@ -31,7 +31,7 @@ struct render_result {
 class renderer {
  public:
   virtual ~renderer() = default;
-  virtual std::string_view name() const = 0; // "splash", "direct"
+  virtual std::string_view name() const = 0; // as its descriptor registers it
   // Starts a render; `done` runs exactly once, on some io_context thread.
   virtual void render(render_request request, std::function<void(render_result)> done) = 0;
   // Prepares for the first render now (a browser starts its process). Default: nothing.

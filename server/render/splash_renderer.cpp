@@ -4,6 +4,7 @@
 #include "scrapers/url.hpp"
 #include "server/core/log.hpp"
 #include "server/render/http_client.hpp"
+#include "server/render/renderer_descriptor.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -326,6 +327,61 @@ void splash_renderer::finish(http_fetch_result answer, const render_request& req
   }
   result.elapsed = answer.elapsed;
   done(std::move(result));
+}
+
+namespace {
+constexpr std::string_view splash_name = "splash";
+} // namespace
+
+std::string_view splash_renderer::name() const {
+  return splash_name;
+}
+
+const renderer_descriptor& splash_descriptor() {
+  static const renderer_descriptor descriptor{
+      .name = splash_name,
+      .proper_name = "Splash",
+      .automatic = true,
+      .available_when = "when a Splash URL is set",
+      .options = splash_options{},
+      .rows = option_rows<splash_options>({
+          settings::field(&splash_options::url,
+                          {.path = "splash_url",
+                           .flag = "--splash-url URL",
+                           .alias = "SPLASH_URL",
+                           .help = "Splash's address, e.g. http://splash:8050"}),
+          settings::field(&splash_options::max_timeout,
+                          {.path = "splash_max_timeout",
+                           .unit = "seconds",
+                           .min = 0.001,
+                           .help = "Splash's --max-timeout: sites may not ask for longer renders"}),
+      }),
+      .resolve =
+          [](renderer_options& all) {
+            const auto& url = all.of<splash_options>().url;
+            if (!url.empty() && !scrapers::url::is_http_url(url))
+              throw settings::error("splash_url: expected an http:// or https:// URL, got '" + url +
+                                    "'");
+          },
+      .missing =
+          [](const renderer_options& all) {
+            return all.of<splash_options>().url.empty() ? "no splash_url or SPLASH_URL is set"
+                                                        : std::string();
+          },
+      .refuse_timeout =
+          [](const renderer_options& all, double timeout) {
+            const double most = all.of<splash_options>().max_timeout;
+            return timeout > most ? "Splash refuses timeouts above its --max-timeout (" +
+                                        format_seconds(most) + " s, splash_max_timeout)"
+                                  : std::string();
+          },
+      .address = [](const renderer_options& all) { return all.of<splash_options>().url; },
+      .make = [](const renderer_context& context,
+                 const renderer_options& all) -> std::unique_ptr<renderer> {
+        return std::make_unique<splash_renderer>(context.client, all.of<splash_options>().url);
+      },
+  };
+  return descriptor;
 }
 
 } // namespace newsdesk::server

@@ -15,13 +15,25 @@ namespace newsdesk::server {
 
 class http_client;
 struct http_fetch_result;
+struct renderer_descriptor;
+
+// Its settings (splash_url, splash_max_timeout), declared in its descriptor.
+struct splash_options {
+  std::string url; // the service's base, e.g. "http://splash:8050"; empty: no Splash
+  // Splash's own --max-timeout: it answers 400 to longer renders, so sites may not ask for them.
+  // 90 s is Splash's default.
+  double max_timeout = 90;
+};
+
+// Its registration (renderers.cpp): made when a URL is set, the first automatic choice.
+const renderer_descriptor& splash_descriptor();
 
 class splash_renderer final : public renderer {
  public:
   // `splash_url` is the service's base, e.g. "http://splash:8050".
   splash_renderer(http_client& client, std::string splash_url);
 
-  std::string_view name() const override { return "splash"; }
+  std::string_view name() const override;
   void render(render_request request, std::function<void(render_result)> done) override;
 
   // Splash answers 504 itself when `timeout` passes; our own deadline waits a little longer

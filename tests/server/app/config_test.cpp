@@ -1,4 +1,6 @@
 #include "server/app/config.hpp"
+#include "server/render/browserless_renderer.hpp"
+#include "server/render/splash_renderer.hpp"
 
 #include "scrapers/registry.hpp"
 #include "scrapers/site_file.hpp"
@@ -51,11 +53,11 @@ TEST_CASE("defaults, then environment, then flags") {
   env.vars = {{"NEWSDESK_PORT", "9000"}, {"SPLASH_URL", "http://splash:8050"}};
   cfg = load_config({}, env.fn(), help);
   CHECK(cfg.port == 9000);
-  CHECK(cfg.splash_url == "http://splash:8050");
+  CHECK(cfg.renderers.of<splash_options>().url == "http://splash:8050");
 
   cfg = load_config({"--port", "9100", "--splash-url=http://other:8050"}, env.fn(), help);
   CHECK(cfg.port == 9100);
-  CHECK(cfg.splash_url == "http://other:8050");
+  CHECK(cfg.renderers.of<splash_options>().url == "http://other:8050");
   CHECK_FALSE(help);
   load_config({"--help"}, env.fn(), help);
   CHECK(help);
@@ -124,7 +126,7 @@ TEST_CASE("without a sites list every registered scraper is shown with its own d
     CHECK(s.scraper != nullptr);
     CHECK(s.timeout == std::chrono::seconds(30));
   }
-  cfg.splash_url = "http://splash:8050";
+  cfg.renderers.of<splash_options>().url = "http://splash:8050";
   CHECK(resolve_sites(cfg, builtins()).front().renderer == "splash");
 }
 
@@ -177,7 +179,7 @@ TEST_CASE("a site file's bad render options are reported against the site file")
     return std::shared_ptr<const newsdesk::scrapers::registry>(std::move(r));
   };
   config cfg;
-  cfg.splash_url = "http://splash:8050";
+  cfg.renderers.of<splash_options>().url = "http://splash:8050";
   CHECK_THROWS_WITH_AS(resolve_sites(cfg, with_site(R"(, "timeout": 120)")),
                        "sites/slow.json: timeout: Splash refuses timeouts above its --max-timeout "
                        "(90 s, splash_max_timeout)",
@@ -387,14 +389,19 @@ TEST_CASE("a value out of range is refused with its key path and the range") {
 
 TEST_CASE("SPLASH_URL is an alias of NEWSDESK_SPLASH_URL, which wins when both are set") {
   bool help = false;
-  CHECK(load_config({}, {{"SPLASH_URL", "http://a:8050"}}, help).splash_url == "http://a:8050");
+  CHECK(
+      load_config({}, {{"SPLASH_URL", "http://a:8050"}}, help).renderers.of<splash_options>().url ==
+      "http://a:8050");
   CHECK(load_config({}, {{"SPLASH_URL", "http://a:8050"}, {"NEWSDESK_SPLASH_URL", "http://b:8050"}},
                     help)
-            .splash_url == "http://b:8050");
+            .renderers.of<splash_options>()
+            .url == "http://b:8050");
   CHECK(load_config({"--splash-url", "http://c:8050"}, {{"SPLASH_URL", "http://a:8050"}}, help)
-            .splash_url == "http://c:8050");
-  CHECK(load_config({}, {{"BROWSERLESS_URL", "http://b:3000"}}, help).browserless_url ==
-        "http://b:3000");
+            .renderers.of<splash_options>()
+            .url == "http://c:8050");
+  CHECK(load_config({}, {{"BROWSERLESS_URL", "http://b:3000"}}, help)
+            .renderers.of<browserless_options>()
+            .url == "http://b:3000");
   CHECK(load_config({}, {{"SPLASH_URL", "http://a:8050"}}, help).warnings.empty());
 }
 

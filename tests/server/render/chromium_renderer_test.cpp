@@ -11,6 +11,7 @@
 #include "server/render/chromium_renderer.hpp"
 #include "server/render/direct_renderer.hpp"
 #include "server/render/http_client.hpp"
+#include "server/render/splash_renderer.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/harness.hpp"
 #include "tests/support/http_get.hpp"
@@ -385,9 +386,9 @@ TEST_CASE("renderer choice: Splash if configured, else an installed Chromium, el
   newsdesk::scrapers::register_builtin_scrapers(*reg);
   config cfg;
   CHECK(resolve_sites(cfg, reg).front().renderer == "direct"); // nothing found
-  cfg.chromium.path = "/usr/bin/chromium";
+  cfg.renderers.of<chromium_options>().path = "/usr/bin/chromium";
   CHECK(resolve_sites(cfg, reg).front().renderer == "chromium");
-  cfg.splash_url = "http://splash:8050";
+  cfg.renderers.of<splash_options>().url = "http://splash:8050";
   CHECK(resolve_sites(cfg, reg).front().renderer == "splash");
   cfg.renderer = "chromium"; // the global choice wins over the automatic one
   CHECK(resolve_sites(cfg, reg).front().renderer == "chromium");
@@ -408,6 +409,6 @@ TEST_CASE("renderer choice: Splash if configured, else an installed Chromium, el
 
   bool help = false;
   auto loaded = load_config({"--chromium-path", "/nonexistent/chromium"}, {}, help);
-  CHECK(loaded.chromium.path.empty());
+  CHECK(loaded.renderers.of<chromium_options>().path.empty());
   CHECK(resolve_sites(loaded, reg).front().renderer == "direct");
 }

@@ -1,8 +1,16 @@
 #include "server/render/renderers.hpp"
 
+#include "scrapers/scraper.hpp"
+#include "server/render/browserless_renderer.hpp"
+#include "server/render/chromium_renderer.hpp"
+#include "server/render/splash_renderer.hpp"
+
 #include <boost/asio/io_context.hpp>
 
 #include <doctest/doctest.h>
+
+#include <algorithm>
+#include <vector>
 
 using namespace newsdesk::server;
 
@@ -21,9 +29,10 @@ TEST_CASE("renderer_set makes direct and feed always, and each other renderer on
     CHECK(none.find("browserless") == nullptr);
   }
   renderer_options options;
-  options.splash_url = "http://127.0.0.1:8050";
-  options.browserless_url = "http://127.0.0.1:3000";
-  options.chromium.path = "/nonexistent/chromium"; // made, not started: it starts on first use
+  options.of<splash_options>().url = "http://127.0.0.1:8050";
+  options.of<browserless_options>().url = "http://127.0.0.1:3000";
+  options.of<chromium_options>().path =
+      "/nonexistent/chromium"; // made, not started: it starts on first use
   renderer_set all(ioc, options);
   auto names = all.by_name();
   CHECK(names.size() == 5);
@@ -33,4 +42,44 @@ TEST_CASE("renderer_set makes direct and feed always, and each other renderer on
     CHECK(all.find(name) == r);
   }
   all.shutdown(); // stops nothing that never started
+}
+
+TEST_CASE("the registered renderers are the names site files may ask for, in the same order") {
+  // scrapers/ cannot see the registry (dependencies run one way), so it keeps its own list of
+  // names for site files; this keeps the two from drifting apart.
+  std::vector<std::string_view> registered;
+  for (const auto* r : registered_renderers())
+    registered.push_back(r->name);
+  CHECK(std::equal(registered.begin(), registered.end(), newsdesk::scrapers::renderer_names.begin(),
+                   newsdesk::scrapers::renderer_names.end()));
+  for (auto name : registered)
+    CHECK(find_renderer(name)->name == name);
+  CHECK(find_renderer("phantomjs") == nullptr);
+}
+
+TEST_CASE("the automatic renderer is the first automatic one its options make available") {
+  renderer_options options;
+  CHECK(automatic_renderer(options).name == "direct");
+  options.of<browserless_options>().url = "http://127.0.0.1:3000"; // never chosen automatically
+  CHECK(automatic_renderer(options).name == "direct");
+  options.of<chromium_options>().path = "/usr/bin/chromium";
+  CHECK(automatic_renderer(options).name == "chromium");
+  options.of<splash_options>().url = "http://127.0.0.1:8050";
+  CHECK(automatic_renderer(options).name == "splash");
+  // --help says the same, from the same list.
+  CHECK(renderer_choice_help() ==
+        "for sites that name none: splash, chromium, browserless or direct; unset: splash when a "
+        "Splash URL is set, else chromium when installed, else direct");
+}
+
+TEST_CASE("a renderer's options are found by their type; a type no renderer declares is a "
+          "programming error") {
+  renderer_options options;
+  options.of<splash_options>().max_timeout = 60;
+  const renderer_options copy = options;
+  CHECK(copy.of<splash_options>().max_timeout == 60);
+  options.of<splash_options>().max_timeout = 30;
+  CHECK(copy.of<splash_options>().max_timeout == 60); // a copy is its own
+  struct undeclared {};
+  CHECK_THROWS_AS(copy.of<undeclared>(), std::logic_error);
 }
