@@ -114,21 +114,6 @@ void representation_cache::evict_locked() {
   }
 }
 
-void representation_cache::drop_older_than(std::uint64_t version) {
-  std::lock_guard lock(mutex_);
-  for (auto it = entries_.begin(); it != entries_.end();) {
-    auto& e = it->second;
-    if (e.pinned || e.building || e.version >= version) {
-      ++it;
-      continue;
-    }
-    if (e.ready)
-      unpinned_bytes_ -= e.ready->bytes();
-    lru_.erase(e.lru);
-    it = entries_.erase(it);
-  }
-}
-
 representation_cache::counters representation_cache::stats() const {
   std::lock_guard lock(mutex_);
   auto c = counters_;

@@ -56,6 +56,7 @@ void headline_state::set_sites(const std::vector<site_config>& sites) {
       e.report.colour = c.colour;
       e.report.url = c.url;
       e.report.renderer = c.renderer;
+      e.changed = true;
       next.push_back(std::move(e));
     }
     entries_ = std::move(next);
@@ -64,6 +65,24 @@ void headline_state::set_sites(const std::vector<site_config>& sites) {
   }
   deliver(std::move(released), {}, std::move(snap));
 }
+
+namespace {
+// What a reader sees of a site's headlines: each one's id, title and link, in the site's order.
+bool same_headlines(const std::vector<news_item>& a, const std::vector<news_item>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const news_item& x, const news_item& y) {
+                      return x.id == y.id && x.headline.title == y.headline.title &&
+                             x.headline.url == y.headline.url;
+                    });
+}
+
+// What a reader sees of a site's state, its times aside.
+bool same_status(const site_report& a, const site_report& b) {
+  return a.ok == b.ok && a.stale == b.stale && a.error == b.error && a.failure == b.failure &&
+         a.note == b.note && a.headline_count == b.headline_count &&
+         (a.last_success_ms == 0) == (b.last_success_ms == 0);
+}
+} // namespace
 
 std::vector<news_item> headline_state::apply(const site_change& change) {
   std::lock_guard order(apply_order_);
@@ -76,23 +95,27 @@ std::vector<news_item> headline_state::apply(const site_change& change) {
     if (!e)
       return {};
     auto& r = e->report;
+    const auto before = r;
     const auto& st = change.state;
     // A site's first success shows its page; only what later refreshes find is announced.
     const bool had_success = r.last_success_ms != 0;
+    bool headlines_changed = false;
     if (change.current) {
       std::unordered_set<std::int64_t> fresh(change.added.begin(), change.added.end());
-      e->items = *change.current;
-      for (std::size_t i = 0; i < e->items.size(); ++i) {
-        auto& item = e->items[i];
-        item.rank = i;
-        item.is_new = had_success && fresh.count(item.id) > 0;
-        if (item.is_new)
-          added.push_back(item);
+      headlines_changed = !same_headlines(e->items, *change.current);
+      // "New" marks what the latest refresh that found something first saw: a refresh that
+      // found nothing new leaves the marks as they are.
+      if (headlines_changed || !fresh.empty()) {
+        e->items = *change.current;
+        for (std::size_t i = 0; i < e->items.size(); ++i) {
+          auto& item = e->items[i];
+          item.rank = i;
+          item.is_new = had_success && fresh.count(item.id) > 0;
+          if (item.is_new)
+            added.push_back(item);
+        }
       }
       r.note = change.note;
-    } else {
-      for (auto& item : e->items)
-        item.is_new = false;
     }
     if (st.last_attempt_ms)
       r.last_attempt_ms = st.last_attempt_ms;
@@ -104,8 +127,15 @@ std::vector<news_item> headline_state::apply(const site_change& change) {
     r.ok = r.error.empty() && r.last_success_ms != 0;
     r.stale = !r.ok && !e->items.empty(); // a failed site keeps serving its last good headlines
     r.headline_count = e->items.size();
+    const bool first_try = change.finishes_refresh && !e->tried;
     if (change.finishes_refresh)
       e->tried = true;
+    if (!headlines_changed && added.empty() && !first_try && same_status(before, r)) {
+      // Only times moved on: they wait for the next change, or for times_refresh.
+      if (clock_.steady_now() - published_at_ < times_refresh)
+        return {};
+    }
+    e->changed = true;
     std::sort(added.begin(), added.end(),
               [](const news_item& a, const news_item& b) { return a.id < b.id; });
     released = publish_locked();
@@ -130,6 +160,8 @@ bool headline_state::set_notice(std::string notice) {
     if (notice == notice_)
       return false;
     notice_ = std::move(notice);
+    for (auto& e : entries_)
+      e.changed = true; // every view shows the notice
     released = publish_locked();
     snap = snapshot_;
   }
@@ -171,15 +203,19 @@ bool headline_state::ready_locked() const {
 
 std::deque<headline_state::ready_waiter> headline_state::publish_locked() {
   auto snap = std::make_shared<news_snapshot>();
-  for (const auto& e : entries_) {
+  snap->version = ++version_;
+  for (auto& e : entries_) {
+    if (e.changed || e.report.version == 0)
+      e.report.version = snap->version;
+    e.changed = false;
     snap->sites.push_back(e.report);
     snap->headlines.insert(snap->headlines.end(), e.items.begin(), e.items.end());
   }
   sort_items(snap->headlines);
   snap->generated_at = clock_.system_now();
   snap->notice = notice_;
-  snap->version = ++version_;
   snap->ready = ready_locked();
+  published_at_ = clock_.steady_now();
   snapshot_ = std::move(snap);
   std::deque<ready_waiter> released;
   if (all_tried_locked() && !ready_waiters_.empty()) {
