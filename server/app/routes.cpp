@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <system_error>
+#include <tuple>
 
 namespace newsdesk::server {
 
@@ -138,11 +139,9 @@ namespace {
 representation_cache::content build_view(const news_page& page, const news_snapshot& snapshot,
                                          const std::string& path, const news_query& query,
                                          const std::string& base, const std::string& target) {
-  if (path == "/news")
-    return {"text/html; charset=utf-8", query.empty()
-                                            ? page.render(snapshot)
-                                            : page.render(apply_query(snapshot, query), query)};
   auto view = apply_query(snapshot, query);
+  if (path == "/news")
+    return {"text/html; charset=utf-8", page.render(view, query)};
   if (path == "/news.json")
     return {json_content_type, news_json(view)};
   if (path == "/opml") {
@@ -190,6 +189,8 @@ std::string view_key(const std::string& path, const news_query& query, const std
   for (const auto& s : sites)
     key += s + ",";
   key += "&q=" + query.q + "&limit=" + std::to_string(query.limit);
+  if (query.paged())
+    key += "&before=" + std::to_string(query.before_ms) + "." + std::to_string(query.before_id);
   if (path == "/news.atom" || path == "/news.feed.json" || path == "/opml")
     key += "@" + base;
   return key;
@@ -372,12 +373,30 @@ void routes::prebuild_round() {
     views.emplace_back("/news.atom", public_url_);
     views.emplace_back("/news.feed.json", public_url_);
   }
-  auto left = std::make_shared<std::atomic<std::size_t>>(views.size());
+  // The round's views become the current ones together, when the last is built: a reader who
+  // saw a headline in one (the JSON) finds it in the others (the page).
+  struct round {
+    std::mutex mutex;
+    std::size_t left;
+    std::vector<std::tuple<std::string, std::string, std::shared_ptr<const representation>>> built;
+  };
+  auto r = std::make_shared<round>();
+  r->left = views.size();
   for (const auto& [path, base] : views)
-    build_ahead(snapshot, path, news_query{}, base, [this, left, started] {
-      if (left->fetch_sub(1) == 1)
-        prebuild_round_done(started);
-    });
+    build_ahead(
+        snapshot, path, news_query{}, base,
+        [this, r, snapshot, started, slot = path + "@" + base,
+         key = cache_key(path, news_query{}, base)](std::shared_ptr<const representation> b) {
+          std::lock_guard lock(r->mutex);
+          if (b)
+            r->built.emplace_back(slot, key, std::move(b));
+          if (--r->left > 0)
+            return;
+          if (snapshot->ready)
+            for (auto& [s, k, bytes] : r->built)
+              remember_view(s, k, snapshot->version, std::move(bytes));
+          prebuild_round_done(started);
+        });
 }
 
 void routes::prebuild_round_done(std::chrono::steady_clock::time_point started) {
@@ -428,6 +447,8 @@ representation_cache::builder routes::view_builder(std::shared_ptr<const news_sn
       add("q", form_encode(query.q));
     if (query.limit)
       add("limit", std::to_string(query.limit));
+    if (query.paged())
+      add("before", std::to_string(query.before_ms) + "." + std::to_string(query.before_id));
     target += q;
   }
   return [page = page(), snapshot = std::move(snapshot), path, query, base,
@@ -441,17 +462,17 @@ representation_cache::builder routes::view_builder(std::shared_ptr<const news_sn
 
 void routes::build_ahead(const std::shared_ptr<const news_snapshot>& snapshot,
                          const std::string& path, const news_query& query, const std::string& base,
-                         std::function<void()> done) {
+                         representation_cache::handler done) {
   auto key = cache_key(path, query, base);
   cache_.get(key, view_version(*snapshot, query), path != "/news" && query.empty(),
              pool_.get_executor(), view_builder(snapshot, path, query, base),
              [this, slot = path + "@" + base, key, version = snapshot->version,
               remember = snapshot->ready && query.empty(),
               done = std::move(done)](std::shared_ptr<const representation> r) {
+               if (done)
+                 return done(std::move(r));
                if (r && remember)
                  remember_view(slot, key, version, std::move(r));
-               if (done)
-                 done();
              });
 }
 

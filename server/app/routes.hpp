@@ -87,10 +87,11 @@ class routes {
                                              const std::string& path, const news_query& query,
                                              const std::string& base) const;
   // Builds a view of `snapshot` on the pool (unless already built) with nobody waiting; an
-  // unfiltered view of ready headlines becomes the current one.
+  // unfiltered view of ready headlines becomes the current one, or, when `done` is given, is
+  // handed to it instead.
   void build_ahead(const std::shared_ptr<const news_snapshot>& snapshot, const std::string& path,
                    const news_query& query, const std::string& base,
-                   std::function<void()> done = {});
+                   representation_cache::handler done = {});
   void remember_view(const std::string& slot, const std::string& key, std::uint64_t version,
                      std::shared_ptr<const representation> bytes);
   // A round of prebuilds for the newest snapshot waiting, if any (on the pool).

@@ -57,6 +57,8 @@ struct news_snapshot {
   bool ready = false;
   // Set while the shared store cannot be reached: what is shown may be out of date.
   std::string notice;
+  // A view cut to one page: the before= cursor of the next page ("" when this is the last).
+  std::string next;
 };
 
 // RFC 3339 UTC time to the second, e.g. "2026-11-22T09:35:25Z"; iso8601_ms to the millisecond,

@@ -10,6 +10,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 
 using namespace newsdesk::testing;
@@ -284,4 +285,45 @@ TEST_CASE("work follows the change: a refresh that finds the same page builds no
   const auto b_builds = sample("newsdesk_representation_builds_total");
   CHECK(http_get(nd.port, "/news.json?site=b").header("ETag") == b_etag);
   CHECK(sample("newsdesk_representation_builds_total") == b_builds); // served as built before
+}
+
+TEST_CASE("a page stays a page: the newest page_size headlines, then a cursor to the next page") {
+  splash_standin splash;
+  for (const std::string n : {"a", "b"}) {
+    std::vector<std::pair<std::string, std::string>> stories;
+    for (int i = 0; i < 300; ++i)
+      stories.push_back(
+          {"/" + n + "/" + std::to_string(i) + "/index.html", "Story " + n + std::to_string(i)});
+    splash.set("https://" + n + ".cnn.com/", standin_page::page(cnn_page(stories)));
+  }
+  newsdesk_process nd(json{
+      {"splash_url", splash.base_url()},
+      {"sites", {site("a", "cnn", "https://a.cnn.com/"), site("b", "cnn", "https://b.cnn.com/")}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  json first;
+  REQUIRE(eventually([&] {
+    first = json::parse(http_get(nd.port, "/news.json").body);
+    return first.contains("next");
+  }));
+  REQUIRE(first.at("headlines").size() == 500);
+  auto second = json::parse(
+      http_get(nd.port, "/news.json?before=" + first.at("next").get<std::string>()).body);
+  CHECK(second.at("headlines").size() == 100);
+  CHECK_FALSE(second.contains("next"));
+  std::set<std::int64_t> ids;
+  for (const auto* page : {&first, &second})
+    for (const auto& h : page->at("headlines"))
+      ids.insert(h.at("id").get<std::int64_t>());
+  CHECK(ids.size() == 600); // every headline once, across the two pages
+
+  // The page links to the next one; a site's own view lists what the site lists.
+  CHECK(eventually([&] {
+    return http_get(nd.port, "/news")
+               .body.find("/news?before=" + first.at("next").get<std::string>()) !=
+           std::string::npos;
+  }));
+  CHECK(json::parse(http_get(nd.port, "/news.json?site=a").body).at("headlines").size() == 300);
+  CHECK(http_get(nd.port, "/news.json?limit=550").body.find("\"next\"") != std::string::npos);
+  CHECK(http_get(nd.port, "/news.json?before=12").status == 400);
+  CHECK(http_get(nd.port, "/news.json?before=x.1").status == 400);
 }
