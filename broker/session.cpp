@@ -28,8 +28,8 @@ class session final : public peer {
  public:
   session(std::shared_ptr<core> c, tcp::socket socket, bool authenticated)
       : peer(std::move(c))
-      , socket_(std::move(socket))
-      , authenticated_(authenticated) {}
+      , authenticated_(authenticated)
+      , socket_(std::move(socket)) {}
 
   void start() override;
   void flush() override;
@@ -54,15 +54,16 @@ class session final : public peer {
   void wait_write();
   void on_writable(const error_code& ec);
 
-  tcp::socket socket_;
-  std::string in_; // bytes of an incomplete frame pair (or held while paused)
-  steady::time_point partial_since_{};
-
+  // The flags first: they fill peer's tail padding (see there).
   bool subscribed_ = false;    // read its subscribe frame
   bool authenticated_ = false; // sent the token (or none is configured)
   bool waiting_write_ = false;
   bool waiting_read_ = false;
   bool draining_ = false; // shutdown: flush, then close
+
+  tcp::socket socket_;
+  std::string in_; // bytes of an incomplete frame pair (or held while paused)
+  steady::time_point partial_since_{};
 };
 
 void session::start() {
