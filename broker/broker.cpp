@@ -2,7 +2,7 @@
 // listener, and the in-process publish/subscribe API. The pieces, one concern each:
 //   frame.hpp           the wire codec (pure)
 //   slice_ring.hpp      shared message blocks and the FIFO of slices queues are made of
-//   counters.hpp        the live counters behind stats() (snapshot in stats.cpp)
+//   counters.hpp        the live counters behind stats(), and why connections close
 //   context.hpp         settings, strand and counters every piece shares
 //   peer.hpp            a connection as index and delivery see it, any protocol; flush scheduling
 //   channel_index.hpp   the two-way index of channels and subscribers

@@ -12,7 +12,6 @@
 #include <utility>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/system/error_code.hpp>
 
@@ -32,10 +31,11 @@ class context {
   context(const context&) = delete;
   context& operator=(const context&) = delete;
 
-  /// Runs f on the strand after the current step (never inside the caller), keeping the whole
-  /// broker alive until f has run, so a piece may post work that uses `this`.
-  template <class F> void post(F&& f) const {
-    boost::asio::post(strand, [keep = owner_.lock(), f = std::forward<F>(f)]() mutable { f(); });
+  /// `piece` (a part of the core), as a pointer that keeps the whole core alive: what a piece
+  /// binds into work it posts to the strand. One pointer, like shared_from_this(), so a posted
+  /// handler is no bigger than one binding the core itself (Asio recycles handler memory by size).
+  template <class T> [[nodiscard]] std::shared_ptr<T> keep_alive(T* piece) const {
+    return std::shared_ptr<T>(owner_.lock(), piece);
   }
 
   const config cfg;

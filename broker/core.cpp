@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include <boost/asio/post.hpp>
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 

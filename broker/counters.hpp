@@ -46,7 +46,7 @@ struct counters {
     return disconnects[static_cast<std::size_t>(why)];
   }
 
-  /// Any thread. Each figure is read atomically (stats.cpp).
+  /// Any thread. Each figure is read atomically.
   [[nodiscard]] stats_snapshot snapshot() const;
 };
 

@@ -1,5 +1,7 @@
 #include "broker/peer.hpp"
 
+#include <boost/asio/post.hpp>
+
 #include "broker/core.hpp"
 
 namespace newsdesk::broker::detail {
@@ -51,7 +53,7 @@ void flush_scheduler::mark(peer& p) {
   }
   if (!posted_) {
     posted_ = true;
-    ctx_.post([this] { run(); });
+    boost::asio::post(ctx_.strand, [self = ctx_.keep_alive(this)] { self->run(); });
   }
 }
 
@@ -71,7 +73,7 @@ void flush_scheduler::defer_close(peer& p, close_reason why) {
   if (p.close_posted_ || p.closed_)
     return;
   p.close_posted_ = true;
-  ctx_.post([q = p.shared_from_this(), why] { q->close(why); });
+  boost::asio::post(ctx_.strand, [q = p.shared_from_this(), why] { q->close(why); });
 }
 
 } // namespace newsdesk::broker::detail

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include <boost/asio/post.hpp>
+
 #include "broker/frame.hpp"
 #include "broker/peer.hpp"
 
@@ -117,7 +119,8 @@ void queue_delivery::schedule_pump(channel& ch) {
   if (ch.pump_posted)
     return;
   ch.pump_posted = true;
-  ctx_.post([this, c = index_.find(ch.name)] { pump(*c); });
+  boost::asio::post(ctx_.strand,
+                    [self = ctx_.keep_alive(this), c = index_.find(ch.name)] { self->pump(*c); });
 }
 
 void queue_delivery::room_freed(peer& p) {
@@ -184,7 +187,7 @@ void queue_delivery::resume_blocked(channel& ch) {
     return;
   for (auto& p : ch.blocked) {
     sub(ctx_.ctr.publishers_paused, 1);
-    ctx_.post([s = std::move(p)] { s->resume(); });
+    boost::asio::post(ctx_.strand, [s = std::move(p)] { s->resume(); });
   }
   ch.blocked.clear();
 }
