@@ -13,8 +13,9 @@
 namespace newsdesk::broker::detail {
 
 void fail(const boost::system::error_code& ec, const char* step) {
-  newsdesk::server::log_warn(std::string("msg=\"broker: ") + step + "\" error=\"" + ec.message() +
-                             "\"");
+  newsdesk::server::log_warn(
+      "msg=" + newsdesk::server::logfmt_quoted(std::string("broker: ") + step) +
+      " error=" + newsdesk::server::logfmt_quoted(ec.message()));
 }
 
 std::shared_ptr<core> core::create(boost::asio::io_context& ioc, config cfg) {

@@ -83,11 +83,12 @@ void delivery::deliver_local(channel& ch, std::span<const msg_view> msgs) {
         try {
           s->handler(data);
         } catch (const std::exception& e) {
-          newsdesk::server::log_error("msg=\"broker: in-process subscriber threw\" channel=\"" +
-                                      ch.name + "\" error=\"" + e.what() + "\"");
+          newsdesk::server::log_error("msg=\"broker: in-process subscriber threw\" channel=" +
+                                      newsdesk::server::logfmt_quoted(ch.name) +
+                                      " error=" + newsdesk::server::logfmt_quoted(e.what()));
         } catch (...) {
-          newsdesk::server::log_error("msg=\"broker: in-process subscriber threw\" channel=\"" +
-                                      ch.name + "\"");
+          newsdesk::server::log_error("msg=\"broker: in-process subscriber threw\" channel=" +
+                                      newsdesk::server::logfmt_quoted(ch.name));
         }
       }
       s->calling.store(false);
