@@ -62,7 +62,7 @@ void representation_cache::get(const std::string& key, std::uint64_t version, bo
             built = previous;
           else
             built = representation::make(std::move(c.content_type), c.bytes, unix_ms_now(),
-                                         c.cache_control, c.headers);
+                                         c.cache_control, c.headers, c.effort);
         } catch (const std::exception& e) {
           log_error("msg=\"cannot build a representation\" key=" + logfmt_quoted(key) +
                     " error=" + logfmt_quoted(e.what()));

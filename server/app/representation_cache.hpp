@@ -36,6 +36,7 @@ class representation_cache {
     std::string bytes;
     std::string cache_control = "no-cache"; // and `headers` with a 200: see representation::make
     header_list headers;
+    compression effort = compression::best;
   };
   using builder = std::function<content()>;
   using handler = std::function<void(std::shared_ptr<const representation>)>;

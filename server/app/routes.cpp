@@ -58,14 +58,13 @@ std::string sites_title(const news_snapshot& s) {
 } // namespace
 
 struct routes::prebuild_timer {
-  explicit prebuild_timer(net::thread_pool& pool)
+  explicit prebuild_timer(low_priority_pool& pool)
       : timer(pool.get_executor()) {}
   net::steady_timer timer;
 };
 
 routes::routes(news_service& news, std::shared_ptr<const news_page> page, const static_files& files,
-               boost::asio::thread_pool& pool, low_priority_pool& filtered_pool,
-               std::string public_url)
+               low_priority_pool& pool, low_priority_pool& filtered_pool, std::string public_url)
     : news_(news)
     , files_(files)
     , pool_(pool)
@@ -351,7 +350,7 @@ void routes::prebuild(const std::shared_ptr<const news_snapshot>& snapshot) {
   prebuild_next_ = snapshot;
   if (!prebuilding_) {
     prebuilding_ = true;
-    net::post(pool_, [this] { prebuild_round(); });
+    net::post(pool_.get_executor(), [this] { prebuild_round(); });
   }
 }
 
@@ -407,6 +406,7 @@ void routes::prebuild_round_done(std::chrono::steady_clock::time_point started) 
     std::lock_guard lock(prebuild_mutex_);
     ++prebuild_rounds_;
     prebuild_last_ = took;
+    prebuild_ended_ = std::chrono::steady_clock::now();
     superseded = prebuild_superseded_;
     // Rounds that take this long mean the page lags the headlines: say so, once a minute.
     const auto now = std::chrono::steady_clock::now();
@@ -451,11 +451,21 @@ representation_cache::builder routes::view_builder(std::shared_ptr<const news_sn
       add("before", std::to_string(query.before_ms) + "." + std::to_string(query.before_id));
     target += q;
   }
+  // Compression effort fits the rate of change: the best for the unfiltered views while the
+  // headlines change less than once a minute (their bytes are then sent many times over), quick
+  // when they change faster, and for views built on request (a site's own, a search).
+  compression effort = compression::quick;
+  if (query.empty()) {
+    std::lock_guard lock(prebuild_mutex_);
+    if (std::chrono::steady_clock::now() - prebuild_ended_ > std::chrono::minutes(1))
+      effort = compression::best;
+  }
   return [page = page(), snapshot = std::move(snapshot), path, query, base,
-          target = std::move(target)] {
+          target = std::move(target), effort] {
     auto content = build_view(*page, *snapshot, path, query, base, target);
     content.cache_control = view_cache_control;
     content.headers = view_headers(path);
+    content.effort = effort;
     return content;
   };
 }

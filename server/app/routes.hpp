@@ -18,9 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace boost::asio {
-class thread_pool;
-} // namespace boost::asio
+namespace boost::asio {} // namespace boost::asio
 
 namespace newsdesk::server {
 
@@ -35,10 +33,11 @@ class routes {
  public:
   // `public_url` ("https://news.example.org") makes feed links absolute; empty: taken from
   // the request's Host header.
-  // The unfiltered views are built on `pool`; filtered ones are looked up and built on
-  // `filtered_pool`, so a flood of them cannot slow the rest.
+  // The unfiltered views are built on `build_pool` (below serving's priority, apart from the
+  // store's writes and /readyz); filtered ones are looked up and built on `filtered_pool`, so a
+  // flood of them cannot slow the rest.
   routes(news_service& news, std::shared_ptr<const news_page> page, const static_files& files,
-         boost::asio::thread_pool& pool, low_priority_pool& filtered_pool,
+         low_priority_pool& build_pool, low_priority_pool& filtered_pool,
          std::string public_url = {});
   ~routes();
 
@@ -100,7 +99,7 @@ class routes {
 
   news_service& news_;
   const static_files& files_;
-  boost::asio::thread_pool& pool_;
+  low_priority_pool& pool_; // builds the unfiltered views
   low_priority_pool& filtered_pool_;
   std::string public_url_;
   router router_;
@@ -131,6 +130,7 @@ class routes {
   std::uint64_t prebuild_rounds_ = 0;
   std::uint64_t prebuild_superseded_ = 0; // snapshots replaced before their round started
   std::chrono::steady_clock::duration prebuild_last_{};     // the last round's duration
+  std::chrono::steady_clock::time_point prebuild_ended_{};  // when the last round ended
   std::chrono::steady_clock::time_point prebuild_warned_{}; // the last "falling behind" line
 };
 
