@@ -89,6 +89,11 @@ news_service::news_service(boost::asio::io_context& ioc, std::vector<site_config
 news_service::~news_service() {
   // Not stop(): the views still waiting belong to routes that may be gone by now; their
   // responders are dropped (application stops the service, answering them, before this).
+  halt();
+  state_.abandon();
+}
+
+void news_service::halt() {
   {
     std::lock_guard lock(mutex_);
     stopped_ = true;
@@ -97,7 +102,6 @@ news_service::~news_service() {
   }
   schedule_.stop();
   refresh_.stop();
-  state_.abandon();
 }
 
 void news_service::on_update(std::function<void(const headline_update&)> listener) {
@@ -151,14 +155,7 @@ void news_service::start() {
 }
 
 void news_service::stop() {
-  {
-    std::lock_guard lock(mutex_);
-    stopped_ = true;
-    if (prune_timer_)
-      prune_timer_->cancel();
-  }
-  schedule_.stop();
-  refresh_.stop();
+  halt();
   state_.stop();
 }
 
