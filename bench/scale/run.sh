@@ -28,8 +28,9 @@
 #      QUIET_MAX s), then the same wrk run; the ratio busy/idle is the goal's figure;
 #   6. RSS: peak (VmHWM) and at the end (VmRSS), descriptors (peak), from /proc once a second;
 #      warn/error log lines; how long SIGTERM takes (at most 20 s, then SIGKILL).
-# newsdesk is killed (and the rest skipped) when its RSS passes MAX_RSS_MB; each N's phases stop
-# at MAX_SECONDS (skipped phases are reported). Results are printed per N beside the issue's
+# newsdesk is killed (and the rest skipped) when its RSS passes MAX_RSS_MB. Phases 1 and 2 always
+# run (at most COLD_MAX + CYCLES x 60 s); 3-5 only while the N's run is under MAX_SECONDS (a
+# skipped phase is reported), so a newsdesk that answers nothing costs no more than that. Results are printed per N beside the issue's
 # goals, then as a Markdown table for the README.
 #
 # The machine has 2 cores shared by newsdesk, the feed server, curl and wrk (not pinned: newsdesk
@@ -174,7 +175,7 @@ run_wrk() {
     /requests in/ { n = $1 }
     /Socket errors/ { for (i = 1; i <= NF; i++) if ($i == "timeout") t = $(i + 1) }
     /Non-2xx/ { bad = $NF }
-    END { printf "%.0f %s %d %d %d\n", rps, (p99 == "" ? "-" : sprintf("%.1f", p99)), n, t, bad }' "$1"
+    END { printf "%.0f %s %d %d %d\n", rps, (p99 == "" || n == 0 ? "-" : sprintf("%.1f", p99)), n, t, bad }' "$1"
 }
 
 # Waits until newsdesk's CPU over 2 s is under 10% of a core, at most $1 s; prints the wait.
@@ -198,7 +199,7 @@ run_size() {
   left() { echo $((max_seconds - (SECONDS - began))); }
   alive() { kill -0 "$pid" 2>/dev/null; }
   echo
-  echo "== $n feed sites =="
+  echo "== $n feed sites == (load average $(cut -d" " -f1-3 /proc/loadavg))"
 
   python3 "$root/bench/scale/feedserver.py" --feeds "$n" --site-files "$dir/sites" \
     --headlines "$stories" >"$dir/feeds.out" 2>&1 &
@@ -249,7 +250,11 @@ EOF
   if [[ -n $cold ]]; then
     result[$n,cold]="$cold s"
   else
-    result[$n,cold]="not within ${cold_max} s (${result[$n,sites_ok]} sites)"
+    if [[ ${result[$n,sites_ok]} == "-/-" ]]; then
+      result[$n,cold]="not within ${cold_max} s (/news.json never answered within 15 s)"
+    else
+      result[$n,cold]="not within ${cold_max} s (${result[$n,sites_ok]} sites)"
+    fi
   fi
   local logged
   logged=$(grep -o 'msg="site refreshed" site=[a-z0-9_]*' "$dir/newsdesk.out" | sort -u | wc -l)
@@ -257,7 +262,7 @@ EOF
 
   # 2. CPU over CYCLES x 60 s, /readyz probed.
   local window=$((cycles * interval)) c0 c1 r0 r1 w0 w1 refreshes nm0 nm1
-  if alive && (($(left) > window + 30)); then
+  if alive; then # the figure the goals need most: never skipped for time
     c0=$(cpu_seconds "$pid") r0=$(feed_stat requests) nm0=$(feed_stat not_modified) w0=$(now)
     readyz_probe "$newsdesk" "$dir/readyz1.stop" "$dir/readyz1" &
     local end=$((SECONDS + window))
@@ -277,24 +282,25 @@ EOF
       say "CPU per cycle: ${result[$n,cpu_cycle]:--} s; per site per cycle: ${result[$n,cpu_site]:--} ms"
       local total_fetched
       total_fetched=$(feed_stat requests)
-      say "since launch ($(calc "round($w1 - $t0)") s, cold start included): $(calc "round($c1, 1)") s CPU for $total_fetched feeds fetched = $(calc "round(1000 * $c1 / max($total_fetched, 1), 1)") ms per site refresh"
+      result[$n,cpu_site_all]=$(calc "round(1000 * $c1 / max($total_fetched, 1), 1)")
+      say "since launch ($(calc "round($w1 - $t0)") s, cold start included): $(calc "round($c1, 1)") s CPU for $total_fetched feeds fetched = ${result[$n,cpu_site_all]} ms per site refresh"
     fi
     result[$n,readyz_cycle]=$(readyz_summary "$dir/readyz1")
     say "/readyz during the cycles: ${result[$n,readyz_cycle]}"
   else
-    say "CPU window skipped: $(alive && echo "out of time (MAX_SECONDS=$max_seconds)" || echo "newsdesk is gone")"
+    say "CPU window skipped: newsdesk is gone"
   fi
 
   # 3. /news bytes.
-  if alive; then
+  if alive && (($(left) > 20)); then
     local bytes
-    bytes=$(curl -s -m 30 -H 'Accept-Encoding: identity' -o /dev/null -w '%{http_code} %{size_download} %{time_total}' "$newsdesk/news" || true)
+    bytes=$(curl -s -m 20 -H 'Accept-Encoding: identity' -o /dev/null -w '%{http_code} %{size_download} %{time_total}' "$newsdesk/news" || true)
     read -r code size took <<<"$bytes"
     if [[ $code == 200 ]]; then
       result[$n,news_bytes]=$size
       say "/news identity: $size bytes (took $(calc "round($took, 2)") s); /news.json had ${result[$n,headlines]:-?} headlines"
     else
-      result[$n,news_bytes]="no answer in 30 s (HTTP ${code:-none})"
+      result[$n,news_bytes]="no answer in 20 s"
       say "/news identity: ${result[$n,news_bytes]}"
     fi
   fi
@@ -369,7 +375,7 @@ EOF
     tail -n 5 "$dir/newsdesk.out" "$dir/newsdesk.err" | sed 's/^/    /'
   fi
   say "RSS peak ${result[$n,rss_peak]:-?} MB, at the end ${result[$n,rss_end]:-?} MB; descriptors peak ${result[$n,fds]:-?}"
-  local warns
+  local warns # before SIGTERM
   warns=$(cat "$dir/newsdesk.out" "$dir/newsdesk.err" | grep -c -E 'level=(warn|error)' || true)
   result[$n,warns]=$warns
   say "warn/error log lines: $warns$( ((warns)) && echo ", e.g.: $(cat "$dir/newsdesk.out" "$dir/newsdesk.err" | grep -m1 -E 'level=(warn|error)' | cut -c1-200)")"
@@ -410,7 +416,11 @@ for n in "${sizes[@]}"; do
   if ((n == 600)); then
     rp=$(field 600 rss_peak) cs=$(field 600 cpu_site) nb=$(field 600 news_bytes) ra=$(field 600 ratio) bp=$(wrk_field 600 busy 1)
     say "600 feeds: RSS <= 400 MB: peak $rp MB -> $([[ $rp =~ ^[0-9]+$ ]] && verdict "$rp <= 400" || echo "no figure")"
-    say "600 feeds: CPU per site per cycle <= 20 ms: $cs ms -> $([[ $cs =~ ^[0-9.]+$ ]] && verdict "$cs <= 20" || echo "no figure")"
+    if [[ ${result[600,refreshes]:-} == 0 ]]; then
+      say "600 feeds: CPU per site per cycle <= 20 ms: no refresh in the window, $(field 600 cpu) s CPU spent -> NOT met"
+    else
+      say "600 feeds: CPU per site per cycle <= 20 ms: $cs ms -> $([[ $cs =~ ^[0-9.]+$ ]] && verdict "$cs <= 20" || echo "no figure")"
+    fi
     say "600 feeds: /news during a cycle >= 50% of idle: $ra% -> $([[ $ra =~ ^[0-9]+$ ]] && verdict "$ra >= 50" || echo "no figure")"
     say "600 feeds: /news p99 <= 100 ms during a cycle: $bp ms -> $([[ $bp =~ ^[0-9.]+$ ]] && verdict "$bp <= 100" || echo "no figure")"
     say "600 feeds: /news <= 1.5 MB: $nb bytes -> $([[ $nb =~ ^[0-9]+$ ]] && verdict "$nb <= 1.5e6" || echo "no figure")"
@@ -424,12 +434,12 @@ done
 flat=()
 for n in "${sizes[@]}"; do
   cs=${result[$n,cpu_site]:-}
-  [[ -n $cs ]] && flat+=("$n: $cs ms")
+  [[ -n $cs ]] && flat+=("$n: $cs ms") || true
 done
-say "cost per site flat from 60 to 3,000 (CPU per site per cycle): ${flat[*]:-no figures}"
+say "cost per site flat from 60 to 3,000 (CPU per site per cycle in the window): ${flat[*]:-no figures}"
 
 echo
-echo "| feed sites | RSS peak / end | descriptors | CPU per cycle | CPU per site per cycle | /news identity | every site on /news.json | /news (br) idle | /news (br) during a cycle | during / idle | /readyz within 1 s during cycles |"
+echo "| feed sites | RSS peak / end | descriptors | CPU per cycle | CPU per site per cycle (since launch) | /news identity | every site on /news.json | /news (br) idle | /news (br) during a cycle | during / idle | /readyz within 1 s during cycles |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for n in "${sizes[@]}"; do
   if [[ ${result[$n,status]} == "did not start"* ]]; then
@@ -444,5 +454,7 @@ for n in "${sizes[@]}"; do
   rz=${rz%% answered*}
   note=""
   [[ ${result[$n,status]} != ok ]] && note=" (${result[$n,status]})"
-  echo "| $n | $(field "$n" rss_peak) / $(field "$n" rss_end) MB$note | $(field "$n" fds) | $(field "$n" cpu_cycle) s | $(field "$n" cpu_site) ms | $nb | $(field "$n" cold) | $idle | $busy | $(field "$n" ratio)% | $rz |"
+  cc="$(field "$n" cpu_cycle) s"
+  [[ ${result[$n,refreshes]:-} == 0 ]] && cc="no refresh in $((cycles * interval)) s, $(field "$n" cpu) s CPU"
+  echo "| $n | $(field "$n" rss_peak) / $(field "$n" rss_end) MB$note | $(field "$n" fds) | $cc | $(field "$n" cpu_site) ms ($(field "$n" cpu_site_all) ms) | $nb | $(field "$n" cold) | $idle | $busy | $(field "$n" ratio)% | $rz |"
 done
