@@ -52,6 +52,9 @@ class headline_state {
   // Applies one site's change and publishes the result. A change for a site not (or no longer)
   // configured is ignored. Returns what it announced.
   std::vector<news_item> apply(const site_change& change);
+  // The same for several sites' changes at once (a cluster's events): one snapshot, and one
+  // batch of new headlines in id order.
+  std::vector<news_item> apply(const std::vector<site_change>& changes);
 
   // A refresh of `site` started at `now_ms` (the chip says when it was last tried).
   void attempted(const std::string& site, std::int64_t now_ms);
@@ -90,6 +93,9 @@ class headline_state {
   };
 
   entry* find_locked(const std::string& site);
+  // Applies `change` to its site's entry, appending what it announces to `added`; true when a
+  // reader would see a difference (or times have waited long enough).
+  bool apply_locked(const site_change& change, std::vector<news_item>& added);
   // Makes the snapshot from the entries; returns the ready waiters it releases.
   std::deque<ready_waiter> publish_locked();
   bool ready_locked() const; // what when_ready waits for

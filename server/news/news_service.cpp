@@ -361,13 +361,16 @@ void news_service::apply_events(const std::vector<store_event>& events) {
   std::unordered_set<std::int64_t> fresh_ids;
   for (const auto& row : fresh_rows)
     fresh_ids.insert(row.id);
+  std::vector<site_change> applied;
   for (auto& [site, change] : by_site) {
     change.state.site = site;
     for (const auto& item : *change.current)
       if (fresh_ids.count(item.id))
         change.added.push_back(item.id);
-    state_.apply(change);
+    applied.push_back(std::move(change));
   }
+  // Together: their new headlines go out as one batch in id order.
+  state_.apply(applied);
 }
 
 } // namespace newsdesk::server

@@ -126,3 +126,24 @@ TEST_CASE("headline state: readiness waits for every site's first refresh, or an
   REQUIRE(answered.size() == 1);
   CHECK(answered[0]->ready);
 }
+
+TEST_CASE("headline state: several sites' changes at once make one update, new ids ascending") {
+  rig r;
+  r.refresh("a", {item(1, "One", "a")}, {1}, 1000);
+  r.refresh("b", {item(2, "Two", "b")}, {2}, 1000);
+  r.updates.clear();
+  // As a cluster's events arrive: b (whose new id is 4) before a (whose new id is 3).
+  site_change b, a;
+  b.state = {"b", 2000, 2000, "", 10};
+  b.current = std::vector<news_item>{item(4, "Four", "b"), item(2, "Two", "b")};
+  b.added = {4};
+  a.state = {"a", 2000, 2000, "", 10};
+  a.current = std::vector<news_item>{item(3, "Three", "a"), item(1, "One", "a")};
+  a.added = {3};
+  auto added = r.state.apply(std::vector<site_change>{b, a});
+  REQUIRE(r.updates.size() == 1);
+  REQUIRE(r.updates[0].added.size() == 2);
+  CHECK(r.updates[0].added[0].id == 3);
+  CHECK(r.updates[0].added[1].id == 4);
+  CHECK(added.size() == 2);
+}
