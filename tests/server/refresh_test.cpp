@@ -145,7 +145,11 @@ TEST_CASE("a failed refresh keeps the last good headlines, marked stale") {
   CHECK(news.at("headlines").size() == 1);
   CHECK(news.at("headlines")[0].at("title") == "Kept headline");
   CHECK(site_of(news, "a")->at("error") == "Splash timed out after 30 s");
-  auto page = http_get(nd.port, "/news");
+  http_answer page;
+  CHECK(eventually([&] { // the page follows the JSON once its view is rebuilt
+    page = http_get(nd.port, "/news");
+    return page.body.find("isn’t updating") != std::string::npos;
+  }));
   CHECK(page.body.find("Kept headline") != std::string::npos);
   CHECK(page.body.find("Site A isn’t updating (last updated just now): the site took too long "
                        "to load") != std::string::npos);
@@ -244,7 +248,11 @@ TEST_CASE("new headlines are marked new, go first, go out over /events, and repl
     CHECK(h.at("new") == (h.at("title") == "Breaking <b>story</b>"));
   // Newest first: the new headline heads the page, the JSON and the feeds.
   CHECK(after.at("headlines")[0].at("title") == "Breaking <b>story</b>");
-  auto page = http_get(nd.port, "/news");
+  http_answer page;
+  CHECK(eventually([&] { // the page follows the JSON once its view is rebuilt
+    page = http_get(nd.port, "/news");
+    return page.body.find("Breaking &lt;b&gt;story&lt;/b&gt;") != std::string::npos;
+  }));
   CHECK(page.body.find("Breaking &lt;b&gt;story&lt;/b&gt;") < page.body.find("Old story"));
   auto atom = http_get(nd.port, "/news.atom");
   CHECK(atom.body.find("Breaking &lt;b&gt;story&lt;/b&gt;") < atom.body.find("Old story"));
