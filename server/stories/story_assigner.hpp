@@ -8,9 +8,13 @@
 // the stream so far (document frequencies learned online). A story is the sum of its
 // headlines' weighted words (a centroid: a headline joins by resemblance to the whole story,
 // never by one shared word with one member, which would chain unrelated headlines together).
-// Candidates are found through an inverted index from words to live stories, never a scan. A
-// story stops accepting headlines after a quiet period; two live stories that come to
-// resemble each other are merged into the older one.
+// Candidates are found through an inverted index from words to live stories, never a scan.
+// Evidence is asked for: two shared words, or one that names the story (in most of its
+// headlines, and most headlines with it are in the story: "Titanfall", not a head of state).
+// A story accepts no headline seen more than a quiet period after its last one (or before its
+// first): times are the headlines' own, so a stream whose times jump about (a file of several
+// years in a random order) still keeps each year's stories apart. Two live stories that come
+// to resemble each other are merged into the older one.
 //
 // A story's id is the id of the headline that started it, so ids need no sequence of their own
 // and a story outlives none of its headlines' ids.
@@ -30,13 +34,13 @@
 namespace newsdesk::server::stories {
 
 struct story_limits {
-  // Stories that have gained no headline for this long accept no more.
+  // A story accepts no headline seen this long after its latest (or before its earliest).
   std::chrono::milliseconds quiet_period = std::chrono::hours(36);
-  // Live stories kept at most; past it the longest-quiet ones close first.
-  std::size_t max_live_stories = 20000;
+  // Live stories kept at most; past it the ones that gained a headline longest ago close.
+  std::size_t max_live_stories = 10000;
   // Distinct words whose document frequencies are counted; past it the counts are halved and
   // the rarest forgotten (a stream's vocabulary never stops growing).
-  std::size_t max_terms = 200000;
+  std::size_t max_terms = 100000;
 };
 
 // One headline as assignment sees it. `id` is the headline's id (> 0, ascending in arrival
