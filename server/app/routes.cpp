@@ -190,6 +190,8 @@ std::string view_key(const std::string& path, const news_query& query, const std
   key += "&q=" + query.q + "&limit=" + std::to_string(query.limit);
   if (query.paged())
     key += "&before=" + std::to_string(query.before_ms) + "." + std::to_string(query.before_id);
+  if (query.story)
+    key += "&story=" + std::to_string(query.story);
   if (path == "/news.atom" || path == "/news.feed.json" || path == "/opml")
     key += "@" + base;
   return key;
@@ -317,9 +319,27 @@ void routes::serve_view(const http_request& request, const std::string& path,
     return respond(text_response(400, "Bad Request: " + *error));
   auto query = std::get<news_query>(std::move(parsed));
   const bool unfiltered = query.empty();
+  // A story's view shows its whole coverage, also headlines its sites no longer list: read from
+  // the store here, on the filtered views' pool.
+  std::vector<news_item> coverage;
+  if (query.story) {
+    try {
+      coverage = news_.story_headlines(query.story);
+    } catch (const std::exception& e) {
+      log_warn("msg=\"cannot read a story\" story=" + std::to_string(query.story) +
+               " error=" + logfmt_quoted(e.what()));
+      return respond(text_response(503, "Service Unavailable: the story cannot be read now"));
+    }
+    if (coverage.empty())
+      return respond(text_response(404, "Not Found: no story " + std::to_string(query.story) +
+                                            " (unknown, or older than the history kept)"));
+  }
   news_.when_ready([this, path, query = std::move(query), base, request, unfiltered,
-                    respond =
-                        std::move(respond)](std::shared_ptr<const news_snapshot> snapshot) mutable {
+                    coverage = std::move(coverage), respond = std::move(respond)](
+                       std::shared_ptr<const news_snapshot> snapshot) mutable {
+    if (query.story)
+      snapshot =
+          std::make_shared<const news_snapshot>(with_coverage(*snapshot, std::move(coverage)));
     auto key = cache_key(path, query, base);
     // The unfiltered views are kept across changes (rebuilt by prebuild); /news is keyed by its
     // minute, so its older minutes are left to the LRU, with every filtered view.
@@ -449,6 +469,8 @@ representation_cache::builder routes::view_builder(std::shared_ptr<const news_sn
       add("limit", std::to_string(query.limit));
     if (query.paged())
       add("before", std::to_string(query.before_ms) + "." + std::to_string(query.before_id));
+    if (query.story)
+      add("story", std::to_string(query.story));
     target += q;
   }
   // Compression effort fits the rate of change: the best for the unfiltered views while the
