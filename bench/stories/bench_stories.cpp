@@ -9,10 +9,11 @@
 //   bench_stories LABELLED.csv UNRELATED.csv
 //
 // UNRELATED.csv has the columns ID,TITLE,URL,HOSTNAME and TIMESTAMP (bench/stories/run.sh makes
-// it from the saved front pages of other years). Prints: the anchors' rules and ours on the labelled headlines alone (mean
-// of several orders), ours with the unrelated mixed in (how many of them end up in a story of 3
-// or more, and in a labelled story), microseconds per headline, and memory and live state at
-// 10k, 100k and 1M headlines of a synthetic stream whose vocabulary never stops growing.
+// it from the saved front pages of other years). Prints: the anchors' rules and ours on the
+// labelled headlines alone (mean of several orders), ours with the unrelated mixed in (how many of
+// them end up in a story of 3 or more, and in a labelled story), microseconds per headline, and
+// memory and live state at 10k, 100k and 1M headlines of a synthetic stream whose vocabulary never
+// stops growing.
 #include "server/stories/bcubed.hpp"
 #include "server/stories/story_assigner.hpp"
 #include "server/stories/story_file.hpp"
@@ -57,7 +58,8 @@ std::vector<row> read_rows(const char* path, bool labelled) {
   for (std::size_t i = 0; i < fields.size(); ++i)
     at[fields[i]] = i;
   for (const char* name : {"TITLE", "URL", "HOSTNAME"})
-    if (at.count(name) == 0 || (labelled && (at.count("STORY") == 0 || at.count("TIMESTAMP") == 0))) {
+    if (at.count(name) == 0 ||
+        (labelled && (at.count("STORY") == 0 || at.count("TIMESTAMP") == 0))) {
       std::fprintf(stderr, "bench_stories: %s lacks a column it needs\n", path);
       std::exit(2);
     }
@@ -135,13 +137,15 @@ std::vector<std::int64_t> single_link(const std::vector<std::vector<std::string>
   std::iota(parent.begin(), parent.end(), 0);
   auto find = [&](std::int64_t x) {
     while (parent[static_cast<std::size_t>(x)] != x)
-      x = parent[static_cast<std::size_t>(x)] = parent[static_cast<std::size_t>(parent[static_cast<std::size_t>(x)])];
+      x = parent[static_cast<std::size_t>(x)] =
+          parent[static_cast<std::size_t>(parent[static_cast<std::size_t>(x)])];
     return x;
   };
   for (std::size_t i = 0; i < sets.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)
       if (jaccard(sets[i], sets[j]) >= threshold)
-        parent[static_cast<std::size_t>(find(static_cast<std::int64_t>(i)))] = find(static_cast<std::int64_t>(j));
+        parent[static_cast<std::size_t>(find(static_cast<std::int64_t>(i)))] =
+            find(static_cast<std::int64_t>(j));
   std::vector<std::int64_t> cluster(sets.size());
   for (std::size_t i = 0; i < sets.size(); ++i)
     cluster[i] = find(static_cast<std::int64_t>(i));
@@ -202,9 +206,9 @@ std::vector<row> arrival(const std::vector<row>& labelled, const std::vector<row
 constexpr unsigned orders = 10;
 
 struct mixed_result {
-  scores labelled;         // over the labelled headlines, mean of the orders
-  double in_3 = 0;         // share of the unrelated headlines in a story of 3 or more
-  double in_labelled = 0;  // share of them in a story with a labelled headline
+  scores labelled;        // over the labelled headlines, mean of the orders
+  double in_3 = 0;        // share of the unrelated headlines in a story of 3 or more
+  double in_labelled = 0; // share of them in a story with a labelled headline
 };
 
 // The labelled headlines with the unrelated ones mixed in, in `orders` random orders.
@@ -269,7 +273,8 @@ void stream_memory(const std::vector<row>& titles) {
     merges.clear();
     assigner.assign({static_cast<std::int64_t>(i), title, base.url, base.host, time_ms}, merges);
     if (i == report) {
-      const std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;
+      const std::chrono::duration<double, std::micro> took =
+          std::chrono::steady_clock::now() - start;
       std::printf("  %9zu headlines: RSS +%6.1f MB, %6zu live stories, %7zu counted words, "
                   "%.1f us per headline so far\n",
                   i, static_cast<double>(rss_kib() - before) / 1024, assigner.live_stories(),
@@ -295,12 +300,13 @@ int main(int argc, char** argv) {
   std::set<std::string> labels;
   for (const auto& r : labelled)
     labels.insert(r.label);
-  std::printf("%zu labelled headlines in %zu stories; %zu unrelated headlines\n\n",
-              labelled.size(), labels.size(), unrelated.size());
+  std::printf("%zu labelled headlines in %zu stories; %zu unrelated headlines\n\n", labelled.size(),
+              labels.size(), unrelated.size());
 
   // QUICK=1: our scores only (for tuning), without the anchors and the long stream.
   const bool quick = std::getenv("QUICK") != nullptr;
-  std::printf("%-52s %6s %6s %6s\n", "method (B-cubed over the labelled headlines)", "P", "R", "F1");
+  std::printf("%-52s %6s %6s %6s\n", "method (B-cubed over the labelled headlines)", "P", "R",
+              "F1");
   auto print = [](const char* name, scores s) {
     std::printf("%-52s %6.3f %6.3f %6.3f\n", name, s.precision, s.recall, s.f1());
   };
@@ -340,11 +346,12 @@ int main(int argc, char** argv) {
   print("  unrelated mixed in, their times spread among these", spread.labelled);
   const auto own = mix(labelled, unrelated, true);
   print("  unrelated mixed in at their own times (other years)", own.labelled);
-  std::printf("\nunrelated headlines (%zu) in a story of 3 or more / in a labelled story:\n"
-              "  times spread among the labelled: %5.1f%% / %4.1f%%\n"
-              "  at their own times:              %5.1f%% / %4.1f%%   (goal: <= 5%% in a story of 3+)\n",
-              unrelated.size(), 100 * spread.in_3, 100 * spread.in_labelled, 100 * own.in_3,
-              100 * own.in_labelled);
+  std::printf(
+      "\nunrelated headlines (%zu) in a story of 3 or more / in a labelled story:\n"
+      "  times spread among the labelled: %5.1f%% / %4.1f%%\n"
+      "  at their own times:              %5.1f%% / %4.1f%%   (goal: <= 5%% in a story of 3+)\n",
+      unrelated.size(), 100 * spread.in_3, 100 * spread.in_labelled, 100 * own.in_3,
+      100 * own.in_labelled);
   std::sort(speed.begin(), speed.end());
   std::printf("assignment: %.2f us per headline (median of %u runs of %zu headlines)\n\n",
               speed[speed.size() / 2], orders, labelled.size());

@@ -20,25 +20,23 @@ constexpr float slug_boost = 0.5F; // a word found in the URL's slug but not in 
 // the verbs and fillers headlines are made of. Folded, unstemmed.
 const std::unordered_set<std::string_view>& stop_words() {
   static const std::unordered_set<std::string_view> words = {
-      "a",       "about",   "above",  "after",  "again",   "against", "all",    "also",
-      "am",      "amid",    "an",     "and",    "any",     "are",     "as",     "at",
-      "be",      "been",    "before", "being",  "below",   "between", "both",   "but",
-      "by",      "can",     "could",  "did",    "do",      "does",    "doing",  "don",
-      "down",    "during",  "each",   "few",    "for",     "from",    "further", "get",
-      "gets",    "got",     "had",    "has",    "have",    "having",  "he",     "her",
-      "here",    "him",     "his",    "how",    "i",       "if",      "in",     "into",
-      "is",      "it",      "its",    "just",   "make",    "makes",   "may",    "me",
-      "might",   "more",    "most",   "my",     "new",     "no",      "nor",    "not",
-      "now",     "of",      "off",    "on",     "once",    "one",     "only",   "or",
-      "other",   "our",     "out",    "over",   "own",     "s",       "said",   "same",
-      "say",     "says",    "she",    "should", "so",      "some",    "such",   "t",
-      "than",    "that",    "the",    "their",  "them",    "then",    "there",  "these",
-      "they",    "this",    "those",  "through", "to",     "too",     "under",  "until",
-      "up",      "very",    "via",    "vs",     "was",     "we",      "were",   "what",
-      "when",    "where",   "which",  "while",  "who",     "whom",    "why",    "will",
-      "with",    "would",   "you",    "your",   "two",     "three",   "first",  "last",
-      "week",    "day",     "today",  "year",   "years",   "time",    "ll",     "ve",
-      "re",      "d",       "m",      "de",     "la",      "le",      "el",     "et"};
+      "a",      "about",  "above",   "after",   "again", "against", "all",    "also",  "am",
+      "amid",   "an",     "and",     "any",     "are",   "as",      "at",     "be",    "been",
+      "before", "being",  "below",   "between", "both",  "but",     "by",     "can",   "could",
+      "did",    "do",     "does",    "doing",   "don",   "down",    "during", "each",  "few",
+      "for",    "from",   "further", "get",     "gets",  "got",     "had",    "has",   "have",
+      "having", "he",     "her",     "here",    "him",   "his",     "how",    "i",     "if",
+      "in",     "into",   "is",      "it",      "its",   "just",    "make",   "makes", "may",
+      "me",     "might",  "more",    "most",    "my",    "new",     "no",     "nor",   "not",
+      "now",    "of",     "off",     "on",      "once",  "one",     "only",   "or",    "other",
+      "our",    "out",    "over",    "own",     "s",     "said",    "same",   "say",   "says",
+      "she",    "should", "so",      "some",    "such",  "t",       "than",   "that",  "the",
+      "their",  "them",   "then",    "there",   "these", "they",    "this",   "those", "through",
+      "to",     "too",    "under",   "until",   "up",    "very",    "via",    "vs",    "was",
+      "we",     "were",   "what",    "when",    "where", "which",   "while",  "who",   "whom",
+      "why",    "will",   "with",    "would",   "you",   "your",    "two",    "three", "first",
+      "last",   "week",   "day",     "today",   "year",  "years",   "time",   "ll",    "ve",
+      "re",     "d",      "m",       "de",      "la",    "le",      "el",     "et"};
   return words;
 }
 
@@ -87,8 +85,7 @@ std::vector<raw_word> split_words(std::string_view text) {
       n = 1;
     if (valid && is_word_character(static_cast<char32_t>(c))) {
       const auto category = utf8proc_category(c);
-      const bool upper =
-          category == UTF8PROC_CATEGORY_LU || category == UTF8PROC_CATEGORY_LT;
+      const bool upper = category == UTF8PROC_CATEGORY_LU || category == UTF8PROC_CATEGORY_LT;
       if (!in_word) {
         in_word = true;
         start = static_cast<std::size_t>(at);

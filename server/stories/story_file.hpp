@@ -27,7 +27,8 @@ inline constexpr std::size_t max_record_bytes = 64 * 1024;
 // One CSV record at a time from a stream (RFC 4180), with the line it started on.
 class csv_reader {
  public:
-  explicit csv_reader(std::istream& in) : in_(in) {}
+  explicit csv_reader(std::istream& in)
+      : in_(in) {}
 
   // The next record's fields; false at the end of the input. A record over max_record_bytes or
   // with a quote never closed sets `error` (its fields are then not to be used).

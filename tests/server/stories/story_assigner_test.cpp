@@ -25,7 +25,8 @@ struct stream {
   std::int64_t time_ms = 1'700'000'000'000;
   std::vector<story_merge> merges;
 
-  explicit stream(story_limits limits = {}) : assigner(limits) {}
+  explicit stream(story_limits limits = {})
+      : assigner(limits) {}
 
   std::int64_t add(std::string_view title, std::string_view url = "",
                    std::string_view site = "a.example") {
@@ -75,8 +76,7 @@ TEST_CASE("the light stemmer") {
 
 TEST_CASE("the same event from two sites is one story; another event is another") {
   stream s;
-  auto a = s.add("Malaysia Airlines flight MH370 vanishes over the South China Sea", "",
-                 "cnn.com");
+  auto a = s.add("Malaysia Airlines flight MH370 vanishes over the South China Sea", "", "cnn.com");
   auto other = s.add("Apple releases iOS 7.1 with CarPlay support", "", "bbc.co.uk");
   auto b = s.add("Search for missing Malaysia Airlines flight MH370 widens", "", "bbc.co.uk");
   CHECK(a == 1);
@@ -88,9 +88,12 @@ TEST_CASE("the same event from two sites is one story; another event is another"
 }
 
 TEST_CASE("assignment is deterministic for an arrival order") {
-  const std::vector<std::string> titles = {
-      "GM recall probe widens", "Stocks slip on China data", "GM faces criminal probe over recall",
-      "Oil dips on China data",  "GM CEO Barra apologises for recall", "Titanfall review roundup"};
+  const std::vector<std::string> titles = {"GM recall probe widens",
+                                           "Stocks slip on China data",
+                                           "GM faces criminal probe over recall",
+                                           "Oil dips on China data",
+                                           "GM CEO Barra apologises for recall",
+                                           "Titanfall review roundup"};
   std::vector<std::int64_t> first;
   std::vector<std::int64_t> second;
   stream one;
@@ -128,7 +131,7 @@ TEST_CASE("a story stops accepting headlines after its quiet period") {
 TEST_CASE("observing what was decided rebuilds the same state") {
   const std::vector<std::string> titles = {
       "Netflix raises prices for new subscribers", "Comcast and Time Warner Cable agree to merge",
-      "Netflix price rise for new members",         "Regulators question the Comcast Time Warner deal",
+      "Netflix price rise for new members", "Regulators question the Comcast Time Warner deal",
       "Netflix to raise subscription prices"};
   stream original;
   std::vector<std::int64_t> stories;

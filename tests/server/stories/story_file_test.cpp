@@ -47,7 +47,8 @@ TEST_CASE("--stories prints each row's story, named by the row that started it")
   auto r = run_stories(
       "ID,TITLE,URL,PUBLISHER,HOSTNAME,TIMESTAMP\n"
       "a1,Malaysia Airlines flight MH370 vanishes,https://cnn.com/x,CNN,cnn.com,1394470370698\n"
-      "b2,\"Apple releases iOS 7.1, with CarPlay\",https://bbc.co.uk/y,BBC,bbc.co.uk,1394470371000\n"
+      "b2,\"Apple releases iOS 7.1, with "
+      "CarPlay\",https://bbc.co.uk/y,BBC,bbc.co.uk,1394470371000\n"
       "c3,Search for missing Malaysia Airlines flight MH370 widens,https://bbc.co.uk/z,BBC,"
       "bbc.co.uk,1394470372000\n");
   CHECK(r.status == 0);
