@@ -21,9 +21,14 @@ namespace {
 // join_similarity and at least join_coherence times the story's coherence (the mean cosine of
 // its own headlines to it): a tight story asks for a close resemblance, a broad one less.
 constexpr double join_similarity = 0.1;
-constexpr double join_coherence = 0.25;
-// Two stories merge when the cosine of their centroids is at least this.
+constexpr double join_coherence = 0.35;
+// Two stories merge when the cosine of their centroids is at least merge_similarity, or
+// small_merge_similarity when either has fewer than min_merge_size headlines: a small story's
+// centroid is a headline or two, and two of those alike in a couple of broad words ("US",
+// "president") are not one event; the pieces of a large story converge on its own words.
 constexpr double merge_similarity = 0.2;
+constexpr double small_merge_similarity = 0.35;
+constexpr std::size_t min_merge_size = 3;
 // Sharing one word is enough only with a story of at least min_named_story headlines, half of
 // which have the word, when name_concentration of all headlines that have it are in the story.
 constexpr std::size_t min_named_story = 3;
@@ -280,13 +285,13 @@ struct story_assigner::state {
     return found;
   }
 
-  // Of the stories found through the words of `probe`, the one most similar to `v` (length
-  // `v_norm`, spanning [first_ms, last_ms]) and its score (>= 1: similar enough); ties go to
-  // the older story.
+  // Of the stories found through the words of `probe`, the one most similar to `v` (`v_size`
+  // headlines, length `v_norm`, spanning [first_ms, last_ms]) and its score (>= 1: similar
+  // enough); ties go to the older story.
   std::pair<std::int64_t, double> most_similar(const weighted& probe, const weighted& v,
-                                               double v_norm, std::int64_t first_ms,
-                                               std::int64_t last_ms, const story* except,
-                                               bool joining) const {
+                                               double v_norm, std::size_t v_size,
+                                               std::int64_t first_ms, std::int64_t last_ms,
+                                               const story* except, bool joining) const {
     std::pair<std::int64_t, double> best{0, 0};
     if (v_norm <= 0)
       return best;
@@ -298,7 +303,10 @@ struct story_assigner::state {
       if (o.shared == 0 || (o.shared == 1 && !(joining && names_story(*o.in_story, s))))
         continue;
       const double cosine = s.norm > 0 ? o.dot / (v_norm * s.norm) : 0;
-      const double score = cosine / (joining ? join_threshold(s) : merge_similarity);
+      const double needed = joining                                     ? join_threshold(s)
+                            : std::min(s.size, v_size) < min_merge_size ? small_merge_similarity
+                                                                        : merge_similarity;
+      const double score = cosine / needed;
       if (score > best.second || (score == best.second && s.id < best.first))
         best = {s.id, score};
     }
@@ -337,7 +345,7 @@ struct story_assigner::state {
       const auto& s = live.at(id);
       // Only what shares words with the headline just joined can have come closer.
       auto [other, score] =
-          most_similar(headline, s.centroid, s.norm, s.first_ms, s.last_ms, &s, false);
+          most_similar(headline, s.centroid, s.norm, s.size, s.first_ms, s.last_ms, &s, false);
       if (other == 0 || score < 1)
         return id;
       auto into = merge(id, other);
@@ -370,7 +378,7 @@ std::int64_t story_assigner::assign(const story_headline& headline,
   s.advance(headline.id);
   const auto v = s.vector_of(headline);
   const auto t = headline.time_ms;
-  auto [best, score] = s.most_similar(v, v, v.empty() ? 0 : 1, t, t, nullptr, true);
+  auto [best, score] = s.most_similar(v, v, v.empty() ? 0 : 1, 1, t, t, nullptr, true);
   if (best == 0 || score < 1) {
     // Nothing to compare on (a title of stop words) or nothing alike: a story of its own.
     auto& opened = s.open(headline.id, headline.time_ms);

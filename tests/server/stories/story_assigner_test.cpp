@@ -177,7 +177,8 @@ TEST_CASE("titles of nothing but stop words, punctuation or invalid UTF-8 start 
 
 // A floor under the score on the labelled development file, in random arrival orders with the
 // times spread, so a change that makes grouping worse fails here (bench/stories measures it).
-TEST_CASE("stories on the labelled development headlines keep B-cubed F1 and precision >= 0.8") {
+TEST_CASE("stories on the labelled development headlines keep B-cubed precision >= 0.85 and F1 >= "
+          "0.78") {
   const std::filesystem::path path = NEWSDESK_SHARED_STORIES "/uci-news-dev.csv";
   std::ifstream in(path, std::ios::binary);
   REQUIRE_MESSAGE(in, "the labelled headlines are missing: " << path.string());
@@ -216,7 +217,7 @@ TEST_CASE("stories on the labelled development headlines keep B-cubed F1 and pre
       s = assigner.current(s);
     const auto score = bcubed(labels, stories);
     INFO("seed " << seed << ": P " << score.precision << " R " << score.recall);
-    CHECK(score.precision >= 0.8);
-    CHECK(score.f1() >= 0.8);
+    CHECK(score.precision >= 0.85);
+    CHECK(score.f1() >= 0.78);
   }
 }
