@@ -5,6 +5,7 @@
 #include "server/app/application.hpp"
 #include "server/app/config.hpp"
 #include "server/app/site_commands.hpp"
+#include "server/stories/story_file.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -48,6 +49,9 @@ int main(int argc, char** argv) {
     return check_scrapers({args.begin() + 1, args.end()}, std::cout, std::cerr);
   if (!args.empty() && args.front() == "--try-site")
     return try_site({args.begin() + 1, args.end()}, std::cout, std::cerr);
+  if (!args.empty() && args.front() == "--stories")
+    return newsdesk::server::stories::assign_story_file({args.begin() + 1, args.end()}, std::cout,
+                                                        std::cerr);
   if (!args.empty() && args.front() == "--import-opml")
     return import_opml({args.begin() + 1, args.end()}, std::cout, std::cerr);
   try {

@@ -1,7 +1,9 @@
 // newsdesk's page, live: times age while the page is open, new headlines arrive over Server-Sent
 // Events (/events, with the page's own site= and q= filters, so a filtered page hears only what it
 // lists) and take their place without a reload, and headlines that came in since the reader's last
-// visit are marked new (the newest id seen is kept in localStorage, per view; no accounts).
+// visit are marked new (the newest id seen is kept in localStorage, per view; no accounts). A
+// headline whose story more sites tell gets an "N sources" link to the story's whole coverage,
+// kept up to date by `story` events.
 // EventSource reconnects by itself and the server replays what was missed (Last-Event-ID).
 "use strict";
 
@@ -130,6 +132,7 @@
     item.dataset.firstSeen = h.first_seen;
     item.dataset.rank = String(h.rank);
     item.dataset.site = h.site;
+    if (Number.isSafeInteger(h.story)) item.dataset.story = String(h.story);
     const link = document.createElement("a");
     link.className = "story";
     link.href = h.url;
@@ -184,6 +187,21 @@
     age();
   }
 
+  // Every card of `story` links to its coverage once two sites or more tell it.
+  function updateStory(story, sources) {
+    if (sources < 2) return;
+    for (const item of list.querySelectorAll('li[data-story="' + story + '"]')) {
+      let link = item.querySelector("a.sources");
+      if (!link) {
+        link = document.createElement("a");
+        link.className = "sources";
+        link.href = "/news?story=" + story;
+        item.querySelector("time.ago").after(" · ", link);
+      }
+      link.textContent = sources + " sources";
+    }
+  }
+
   if (!window.EventSource) return;
   const query = [filters, lastId > 0 ? "after=" + lastId : ""].filter(Boolean).join("&");
   const source = new EventSource("/events" + (query ? "?" + query : ""));
@@ -208,5 +226,16 @@
     seen.add(h.url);
     insert(h);
     show("connected");
+  });
+  // A new headline joined a story: its cards say how many sites tell it now.
+  source.addEventListener("story", (event) => {
+    let s;
+    try {
+      s = JSON.parse(event.data);
+    } catch (e) {
+      return;
+    }
+    if (s && Number.isSafeInteger(s.story) && Number.isSafeInteger(s.sources))
+      updateStory(s.story, s.sources);
   });
 })();

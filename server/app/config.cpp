@@ -727,6 +727,8 @@ commands (run instead of the server):
                                                     show what a site finds: in a saved page or
                                                     feed, or rendered live (no --html)
   newsdesk --import-opml FILE                       a site file per feed of an OPML list
+  newsdesk --stories FILE.csv                       group headlines (ID,TITLE,URL,HOSTNAME,
+                                                    TIMESTAMP) into stories: ID<TAB>STORY
   newsdesk broker [--listen ADDR:PORT] [--config FILE]   run only the pub/sub broker
 
 signals: SIGHUP reloads the site files and templates (a broken one keeps the old ones);

@@ -1,10 +1,9 @@
 #include "server/app/routes.hpp"
 
-#include "scrapers/feed.hpp"
 #include "server/app/low_priority_pool.hpp"
+#include "server/app/news_views.hpp"
 #include "server/core/log.hpp"
 #include "server/http/static_files.hpp"
-#include "server/news/feeds.hpp"
 #include "server/news/news_page.hpp"
 #include "server/news/news_query.hpp"
 #include "server/news/news_service.hpp"
@@ -33,26 +32,12 @@ http_response page_response(std::string content_type, std::string body) {
   return res;
 }
 
-// Scraped markup never reaches the page, but if a template edit ever let it, the browser would
-// still refuse inline scripts and foreign resources.
-constexpr const char* content_security_policy =
-    "default-src 'none'; style-src 'self' 'unsafe-inline'; script-src 'self'; img-src 'self' "
-    "data:; "
-    "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
-
 // Host header characters allowed into feed URLs: a name or address and a port, nothing else.
 bool plain_host(std::string_view host) {
   return !host.empty() && host.size() <= 255 && std::all_of(host.begin(), host.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == ':' ||
            c == '[' || c == ']';
   });
-}
-
-std::string sites_title(const news_snapshot& s) {
-  std::string names;
-  for (const auto& site : s.sites)
-    names += (names.empty() ? "" : ", ") + site.display_name;
-  return "newsdesk: " + (names.empty() ? std::string("no sites") : names);
 }
 
 } // namespace
@@ -130,102 +115,6 @@ std::string routes::base_url(const http_request& request) const {
 void routes::handle(http_request request, responder respond) const {
   router_.handle(std::move(request), std::move(respond));
 }
-
-namespace {
-
-// What a view's bytes are built from: the snapshot, the query, and (feeds only) the base URL
-// their links start with.
-representation_cache::content build_view(const news_page& page, const news_snapshot& snapshot,
-                                         const std::string& path, const news_query& query,
-                                         const std::string& base, const std::string& target) {
-  auto view = apply_query(snapshot, query);
-  if (path == "/news")
-    return {"text/html; charset=utf-8", page.render(view, query)};
-  if (path == "/news.json")
-    return {json_content_type, news_json(view)};
-  if (path == "/opml") {
-    // Each site's own feed, for a reader to subscribe to them one by one.
-    std::vector<scrapers::opml_outline> outlines;
-    for (const auto& s : view.sites)
-      outlines.push_back(
-          {s.display_name, base + "/news.atom?site=" + s.name, base + "/news?site=" + s.name});
-    return {"text/x-opml; charset=utf-8",
-            scrapers::write_opml("newsdesk: " + sites_title(view), outlines)};
-  }
-
-  std::map<std::string, const site_report*> sites;
-  for (const auto& s : view.sites)
-    sites[s.name] = &s;
-  std::vector<feed_entry> entries;
-  std::int64_t updated = 0;
-  for (const auto& item : view.headlines) {
-    const auto* site = sites.at(item.headline.site);
-    // An entry is updated when it first appears, not on every refresh that sees it again: feed
-    // readers re-flag entries whose <updated> moves, and the feed's bytes (and ETag) then stay
-    // the same until a headline is added or gone.
-    entries.push_back({"", item.headline.title, item.headline.url, item.headline.site,
-                       site->display_name, item.first_seen_ms, item.first_seen_ms});
-    updated = std::max(updated, item.first_seen_ms);
-  }
-  // Newest first, as feed readers expect.
-  std::stable_sort(entries.begin(), entries.end(), [](const feed_entry& a, const feed_entry& b) {
-    return a.first_seen_ms > b.first_seen_ms;
-  });
-  const auto query_part =
-      target.find('?') == std::string::npos ? std::string() : target.substr(target.find('?'));
-  feed_info info{sites_title(view), base + target, base + "/news" + query_part, updated};
-  if (path == "/news.atom")
-    return {"application/atom+xml; charset=utf-8", atom_feed(info, entries)};
-  return {"application/feed+json; charset=utf-8", json_feed(info, entries)};
-}
-
-// A view's cache key: the path, the query in one spelling whatever order it came in, and the
-// base URL for the feeds (their links are absolute).
-std::string view_key(const std::string& path, const news_query& query, const std::string& base) {
-  auto sites = query.sites;
-  std::sort(sites.begin(), sites.end());
-  std::string key = path + "?site=";
-  for (const auto& s : sites)
-    key += s + ",";
-  key += "&q=" + query.q + "&limit=" + std::to_string(query.limit);
-  if (query.paged())
-    key += "&before=" + std::to_string(query.before_ms) + "." + std::to_string(query.before_id);
-  if (path == "/news.atom" || path == "/news.feed.json" || path == "/opml")
-    key += "@" + base;
-  return key;
-}
-
-} // namespace
-
-namespace {
-
-// Headers a view's 200 carries besides the representation's own.
-const header_list& view_headers(const std::string& path) {
-  static const header_list page_headers{{"X-Content-Type-Options", "nosniff"},
-                                        {"Content-Security-Policy", content_security_policy},
-                                        {"Referrer-Policy", "no-referrer"}};
-  static const header_list data_headers{{"X-Content-Type-Options", "nosniff"}};
-  return path == "/news" ? page_headers : data_headers;
-}
-
-// The version of the headlines a view shows: a view of some sites changes only when one of them
-// does (a site's report says when it last did), any other view with every change. So a change
-// of one site rebuilds only the views that show it.
-std::uint64_t view_version(const news_snapshot& snapshot, const news_query& query) {
-  if (query.sites.empty())
-    return snapshot.version;
-  std::uint64_t version = 0;
-  for (const auto& s : snapshot.sites)
-    if (std::find(query.sites.begin(), query.sites.end(), s.name) != query.sites.end())
-      version = std::max(version, s.version);
-  return version;
-}
-
-// Clients may keep a copy but must ask (If-None-Match) before using it: a 304 costs a few
-// hundred bytes, and headlines change without notice.
-constexpr std::string_view view_cache_control = "no-cache";
-
-} // namespace
 
 std::string routes::cache_key(const std::string& path, const news_query& query,
                               const std::string& base) const {
@@ -317,9 +206,27 @@ void routes::serve_view(const http_request& request, const std::string& path,
     return respond(text_response(400, "Bad Request: " + *error));
   auto query = std::get<news_query>(std::move(parsed));
   const bool unfiltered = query.empty();
+  // A story's view shows its whole coverage, also headlines its sites no longer list: read from
+  // the store here, on the filtered views' pool.
+  std::vector<news_item> coverage;
+  if (query.story) {
+    try {
+      coverage = news_.story_headlines(query.story);
+    } catch (const std::exception& e) {
+      log_warn("msg=\"cannot read a story\" story=" + std::to_string(query.story) +
+               " error=" + logfmt_quoted(e.what()));
+      return respond(text_response(503, "Service Unavailable: the story cannot be read now"));
+    }
+    if (coverage.empty())
+      return respond(text_response(404, "Not Found: no story " + std::to_string(query.story) +
+                                            " (unknown, or older than the history kept)"));
+  }
   news_.when_ready([this, path, query = std::move(query), base, request, unfiltered,
-                    respond =
-                        std::move(respond)](std::shared_ptr<const news_snapshot> snapshot) mutable {
+                    coverage = std::move(coverage), respond = std::move(respond)](
+                       std::shared_ptr<const news_snapshot> snapshot) mutable {
+    if (query.story)
+      snapshot =
+          std::make_shared<const news_snapshot>(with_coverage(*snapshot, std::move(coverage)));
     auto key = cache_key(path, query, base);
     // The unfiltered views are kept across changes (rebuilt by prebuild); /news is keyed by its
     // minute, so its older minutes are left to the LRU, with every filtered view.
@@ -434,23 +341,7 @@ representation_cache::builder routes::view_builder(std::shared_ptr<const news_sn
                                                    const std::string& base) const {
   // Feeds name their own target as their self link, in the query's canonical spelling (never
   // the request's raw text).
-  std::string target = path;
-  if (!query.empty()) {
-    std::string q;
-    auto add = [&q](std::string_view name, std::string_view value) {
-      q += q.empty() ? '?' : '&';
-      q.append(name).append("=").append(value);
-    };
-    for (const auto& site : query.sites)
-      add("site", site);
-    if (!query.q.empty())
-      add("q", form_encode(query.q));
-    if (query.limit)
-      add("limit", std::to_string(query.limit));
-    if (query.paged())
-      add("before", std::to_string(query.before_ms) + "." + std::to_string(query.before_id));
-    target += q;
-  }
+  auto target = view_target(path, query);
   // Compression effort fits the rate of change: the best for the unfiltered views while the
   // headlines change less than once a minute (their bytes are then sent many times over), quick
   // when they change faster, and for views built on request (a site's own, a search).
@@ -463,8 +354,6 @@ representation_cache::builder routes::view_builder(std::shared_ptr<const news_sn
   return [page = page(), snapshot = std::move(snapshot), path, query, base,
           target = std::move(target), effort] {
     auto content = build_view(*page, *snapshot, path, query, base, target);
-    content.cache_control = view_cache_control;
-    content.headers = view_headers(path);
     content.effort = effort;
     return content;
   };

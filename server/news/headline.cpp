@@ -22,7 +22,8 @@ void to_json(nlohmann::json& j, const news_item& item) {
        {"site", item.headline.site},
        {"first_seen", iso8601_ms(item.first_seen_ms)},
        {"rank", item.rank},
-       {"new", item.is_new}};
+       {"new", item.is_new},
+       {"story", item.story}};
 }
 
 std::string headlines_json(const std::vector<news_item>& items) {

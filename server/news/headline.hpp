@@ -21,6 +21,9 @@ struct news_item {
   std::int64_t first_seen_ms = 0; // unix ms
   bool is_new = false;            // first seen in the site's latest refresh (not its first)
   std::size_t rank = 0;           // its place on its site's page (0: the site's top story)
+  // The story it belongs to, from the store: the id of the headline that started it (its own id
+  // when it started one). 0 without a store.
+  std::int64_t story = 0;
 };
 
 // How one site stands.
@@ -67,7 +70,8 @@ std::string iso8601(std::chrono::system_clock::time_point t);
 std::string iso8601_ms(std::int64_t unix_ms);
 
 // A headline's one JSON shape, shared by /news.json, the broker payload and /events:
-// {"id","title","url","site","first_seen","rank","new"} (first_seen as iso8601_ms gives it).
+// {"id","title","url","site","first_seen","rank","new","story"} (first_seen as iso8601_ms gives
+// it).
 void to_json(nlohmann::json& j, const news_item& item);
 
 // A refresh's new headlines as the broker carries them to /events and other subscribers: a JSON

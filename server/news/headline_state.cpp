@@ -67,12 +67,13 @@ void headline_state::set_sites(const std::vector<site_config>& sites) {
 }
 
 namespace {
-// What a reader sees of a site's headlines: each one's id, title and link, in the site's order.
+// What a reader sees of a site's headlines: each one's id, title, link and story, in the site's
+// order.
 bool same_headlines(const std::vector<news_item>& a, const std::vector<news_item>& b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(),
                     [](const news_item& x, const news_item& y) {
                       return x.id == y.id && x.headline.title == y.headline.title &&
-                             x.headline.url == y.headline.url;
+                             x.headline.url == y.headline.url && x.story == y.story;
                     });
 }
 
@@ -96,8 +97,10 @@ std::vector<news_item> headline_state::apply(const std::vector<site_change>& cha
   {
     std::lock_guard lock(mutex_);
     bool publish = false;
-    for (const auto& change : changes)
+    for (const auto& change : changes) {
+      publish |= merge_locked(change.merges);
       publish |= apply_locked(change, added);
+    }
     if (!publish)
       return {};
     // One batch, ids ascending, whatever the sites' order: a live client skips ids at or below
@@ -160,6 +163,19 @@ bool headline_state::apply_locked(const site_change& change, std::vector<news_it
   // Only times moved on: they wait for the next change, or for times_refresh.
   return headlines_changed || announced || first_try || !same_status(before, r) ||
          clock_.steady_now() - published_at_ >= times_refresh;
+}
+
+bool headline_state::merge_locked(const std::vector<stories::story_merge>& merges) {
+  bool moved = false;
+  for (const auto& m : merges)
+    for (auto& e : entries_)
+      for (auto& item : e.items)
+        if (item.story == m.from) {
+          item.story = m.into;
+          e.changed = true;
+          moved = true;
+        }
+  return moved;
 }
 
 void headline_state::attempted(const std::string& site, std::int64_t now_ms) {

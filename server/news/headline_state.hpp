@@ -4,6 +4,7 @@
 // Every change arrives as a site_change through apply(), whether this instance refreshed the
 // site or (in a cluster) another one did; apply() publishes a new snapshot and hands the
 // headlines first seen in the change to the update listener, in the order apply() was called.
+// A change's story merges rewrite the stories of every site's headlines held.
 // A change that changes nothing a reader sees (the same headlines, in the same order, and the
 // same status: only the times of the last attempt and success moved on) publishes nothing; such
 // times reach readers with the next change, or after times_refresh at the latest.
@@ -96,6 +97,9 @@ class headline_state {
   // Applies `change` to its site's entry, appending what it announces to `added`; true when a
   // reader would see a difference (or times have waited long enough).
   bool apply_locked(const site_change& change, std::vector<news_item>& added);
+  // Moves every site's headlines of each merged story into the surviving one; true when any
+  // moved. O(headlines held) per merge: merges are rare, and only come with a write.
+  bool merge_locked(const std::vector<stories::story_merge>& merges);
   // Makes the snapshot from the entries; returns the ready waiters it releases.
   std::deque<ready_waiter> publish_locked();
   bool ready_locked() const; // what when_ready waits for

@@ -10,6 +10,17 @@
 // with a higher id), so it doubles as the SSE event id: since(id) replays what came later, and a
 // reader that remembers the last id it saw never skips a row.
 //
+// Stories (server/stories/story_assigner.hpp): every row belongs to one story, a story's id being
+// the id of the headline that started it. The store owns the assignment: record_refresh assigns
+// each new row's story inside the transaction that inserts it, in id order, and applies the
+// merges that makes (rows of story `from` move to `into`, and the merge is appended to a log) in
+// the same transaction. Known rows keep their story (until a merge moves it). On open, and after
+// a write that failed half-way, the assignment's state is rebuilt from the rows first seen within
+// its quiet period (the newest store_limits::max_replay_rows at most) and the merge log; in a
+// shared store, a write first catches up, under the writer lock, on the rows and merges other
+// instances committed since it last looked. Assignment thus happens once, by the writer, in
+// commit order; readers only read the stored story.
+//
 // A shared store (cluster() is not null) also keeps the refresh schedule with its leases and a
 // log of committed refreshes, so several instances render each site once per interval and
 // every instance hears every change (see cluster_store).
@@ -25,9 +36,11 @@
 
 #include "scrapers/scraper.hpp"
 #include "server/core/failure.hpp"
+#include "server/stories/story_grouping.hpp"
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -55,8 +68,17 @@ struct stored_headline {
   std::string url;
   std::int64_t first_seen_ms = 0; // Unix milliseconds of the refresh that first found it
   std::int64_t last_seen_ms = 0;  // Unix milliseconds of the latest refresh that found it
+  std::int64_t story = 0;         // the story it belongs to now (the id of the row that started it)
 
   friend bool operator==(const stored_headline&, const stored_headline&) = default;
+};
+
+// One entry of the merge log: story merge.from became merge.into. `seq` grows in commit order.
+struct logged_merge {
+  std::int64_t seq = 0;
+  stories::story_merge merge;
+
+  friend bool operator==(const logged_merge&, const logged_merge&) = default;
 };
 
 struct site_state {
@@ -104,14 +126,31 @@ struct store_limits {
   static constexpr std::size_t max_sites = 1000;
   // since() returns at most this many rows, whatever `limit` asks.
   static constexpr std::size_t max_since_rows = 10000;
+  // story_headlines() returns at most this many rows: a story's coverage on one page, far more
+  // headlines than there are sites to tell it.
+  static constexpr std::size_t max_story_rows = 1000;
+  // Rebuilding the story assignment reads at most this many rows (the newest of its quiet
+  // period): a day and a half of a few hundred busy sites, and a bounded start whatever the
+  // history's size.
+  static constexpr std::size_t max_replay_rows = 100000;
+};
+
+// How a store is opened. The default is what production runs.
+struct store_options {
+  // Makes the story grouping the store assigns with (at open, and again after a write that
+  // failed half-way). Null: story_assigner with its default limits. A seam for tests.
+  stories::grouping_factory make_grouping;
 };
 
 // What one record_refresh committed, so the caller never reads back what it just wrote: the
-// site's headlines now current, in the site's order, each with its id and first-seen time, and
-// those of them that this write created (ids ascending).
+// site's headlines now current, in the site's order, each with its id, first-seen time and story,
+// those of them that this write created (ids ascending), and the story merges it made, in the
+// order made. `current`, `added` and the stored rows of every site already show the stories after
+// the merges; what a reader holds of other sites' rows must follow them.
 struct refresh_written {
   std::vector<stored_headline> current;
   std::vector<stored_headline> added;
+  std::vector<stories::story_merge> merges;
 };
 
 class cluster_store;
@@ -125,7 +164,8 @@ class headline_store {
   // a new row with first_seen = last_seen = record.now_ms; known links get last_seen =
   // record.now_ms and the title just seen. The site's last success and attempt become
   // record.now_ms and its error clears. A URL listed twice counts once (the first listing).
-  // Limits: see store_limits. Returns what is current now and which rows are new.
+  // New rows get their story (see "Stories" above). Limits: see store_limits. Returns what is
+  // current now, which rows are new and the merges made.
   virtual refresh_written record_refresh(std::string_view site,
                                          const std::vector<scrapers::headline>& found,
                                          const refresh_record& record) = 0;
@@ -152,9 +192,25 @@ class headline_store {
   // when pruning deletes the newest rows.
   virtual std::int64_t last_id() const = 0;
 
+  // The rows of story `story` (every site's), newest first (first seen; ties by id), at most
+  // min(limit, max_story_rows). Empty: no such story (never, or pruned with its headlines).
+  virtual std::vector<stored_headline> story_headlines(std::int64_t story,
+                                                       std::size_t limit) const = 0;
+
+  // Merge log entries with seq > `after_seq`, ascending, at most `limit`: what a reader holding
+  // stories of earlier rows must apply. Entries older than the assignment's quiet period are
+  // pruned (no later row can join their stories).
+  virtual std::vector<logged_merge> merges_after(std::int64_t after_seq,
+                                                 std::size_t limit) const = 0;
+
+  // The newest merge log entry's seq (0: none). Never decreases.
+  virtual std::int64_t last_merge_seq() const = 0;
+
   // Deletes history: rows whose last_seen_ms < older_than_ms, except rows that are current
   // for their site (what a site showed last stays servable however old, so a restart after a
-  // long stop still has something to show). Returns how many rows were deleted.
+  // long stop still has something to show). A story goes with its last row. Merge log entries
+  // made longer than the quiet period before the newest row was first seen go too. Returns how
+  // many rows were deleted.
   virtual std::size_t prune(std::int64_t older_than_ms) = 0;
 
   // The largest id prune() ever deleted (0: none). A reader that has seen every row up to id
@@ -246,7 +302,8 @@ class cluster_store {
 
 // Opens the store at `location`: a postgresql:// or postgres:// URL opens the shared
 // PostgreSQL store, anything else is an SQLite file (":memory:" keeps nothing). Runs the
-// schema migrations. Throws store_error naming the store and the cause.
-std::unique_ptr<headline_store> open_store(const std::string& location);
+// schema migrations and rebuilds the story assignment. Throws store_error naming the store and
+// the cause.
+std::unique_ptr<headline_store> open_store(const std::string& location, store_options options = {});
 
 } // namespace newsdesk::server

@@ -7,6 +7,7 @@
 #include "server/news/news_page.hpp"
 #include "server/news/news_query.hpp"
 #include "server/news/site_change.hpp"
+#include "server/news/story_view.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -73,10 +74,9 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
     return epoch.empty() ? std::to_string(id) : epoch + ":" + std::to_string(id);
   }
 
-  // One SSE event for a headline, its data the headline's JSON (to_json) plus how its site
-  // looks; empty when it must not be shown (an unknown site, no title, a link that is not
-  // http(s)).
-  std::string event_for(const news_item& item) const {
+  // A headline as events carry it: its JSON (to_json) plus how its site looks; null when it must
+  // not be shown (an unknown site, no title, a link that is not http(s)).
+  json shown(const news_item& item) const {
     std::shared_ptr<const std::map<std::string, site_look>> known;
     {
       std::lock_guard lock(sites_mutex);
@@ -86,14 +86,26 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
     auto look = known->find(h.site);
     if (item.id <= 0 || look == known->end() || h.title.empty() ||
         !scrapers::url::is_http_url(h.url))
-      return {};
+      return nullptr;
     json data = item;
     data["site_display_name"] = look->second.display_name;
     data["colour"] = look->second.colour;
-    // dump() escapes newlines, so the data stays on one line as SSE requires.
-    return "id: " + event_id(item.id) +
-           "\nevent: headline\ndata: " + data.dump(-1, ' ', false, json::error_handler_t::replace) +
-           "\n\n";
+    return data;
+  }
+
+  // dump() escapes newlines, so the data stays on one line as SSE requires.
+  static std::string line_of(const json& data) {
+    return data.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+
+  std::string headline_event(std::int64_t id, const json& data) const {
+    return "id: " + event_id(id) + "\nevent: headline\ndata: " + line_of(data) + "\n\n";
+  }
+
+  // One SSE event for a headline; empty when it must not be shown.
+  std::string event_for(const news_item& item) const {
+    auto data = shown(item);
+    return data.is_null() ? std::string() : headline_event(item.id, data);
   }
 
   void broadcast_locked(std::string_view text) {
@@ -161,11 +173,30 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
   }
 
   // Runs on publish_strand: one batch at a time, so events go out in publish order.
-  void publish(const std::vector<news_item>& items) {
+  void publish(const std::vector<news_item>& items, const news_snapshot* snapshot) {
+    // Headlines that joined a story another headline started, and how many sites tell it now.
+    std::unordered_set<std::int64_t> joined;
+    if (snapshot)
+      for (const auto& item : items)
+        if (item.story != 0 && item.story != item.id)
+          joined.insert(item.story);
+    const auto sources = joined.empty() ? std::unordered_map<std::int64_t, std::size_t>()
+                                        : sources_of(snapshot->headlines, joined);
     std::vector<event> events;
-    for (const auto& item : items)
-      if (auto text = event_for(item); !text.empty())
-        events.push_back({item.id, std::move(text), item});
+    for (const auto& item : items) {
+      auto data = shown(item);
+      if (data.is_null())
+        continue;
+      auto text = headline_event(item.id, data);
+      if (joined.count(item.story)) {
+        auto found = sources.find(item.story);
+        json story = {{"story", item.story},
+                      {"headline", std::move(data)},
+                      {"sources", found == sources.end() ? std::size_t{1} : found->second}};
+        text += "event: story\ndata: " + line_of(story) + "\n\n";
+      }
+      events.push_back({item.id, std::move(text), item});
+    }
     if (events.empty())
       return;
     std::sort(events.begin(), events.end(),
@@ -193,17 +224,19 @@ void live_events::set_snapshot_source(std::function<std::vector<news_item>()> so
   state_->snapshot_source = std::move(source);
 }
 
-void live_events::publish(std::vector<news_item> items) {
+void live_events::publish(std::vector<news_item> items,
+                          std::shared_ptr<const news_snapshot> snapshot) {
   if (items.empty())
     return;
-  net::post(state_->publish_strand, [st = state_, items = std::move(items)] {
-    {
-      std::lock_guard lock(st->mutex);
-      if (st->stopped)
-        return;
-    }
-    st->publish(items);
-  });
+  net::post(state_->publish_strand,
+            [st = state_, items = std::move(items), snapshot = std::move(snapshot)] {
+              {
+                std::lock_guard lock(st->mutex);
+                if (st->stopped)
+                  return;
+              }
+              st->publish(items, snapshot.get());
+            });
 }
 
 void live_events::start() {

@@ -1,5 +1,11 @@
 // GET /events: new headlines as Server-Sent Events, for the open /news page.
 //
+// Each new headline is an `event: headline` whose data is the headline's JSON. One that joined a
+// story another headline started is followed by an `event: story` (no id of its own) whose data
+// is {"story": ID, "headline": <the same JSON>, "sources": N}, N the sites telling that story in
+// the snapshot published with it, so an open page updates the story's cards in place. Story
+// events are not replayed: a page that reconnects shows the stories of its next load.
+//
 // The feed is whatever calls publish(): in newsdesk, the news service's updates, as typed
 // headlines (nothing published on the broker by a network client reaches a page). Every event's
 // `id:` is "EPOCH:ID": the store's epoch (made when the store was created) and the headline's id,
@@ -52,10 +58,12 @@ class live_events {
   // Replaces the configured sites (a reload). Thread-safe.
   void set_sites(std::map<std::string, site_look> sites);
 
-  // Sends a batch of new headlines to every client whose filter they pass. Headlines of unknown
-  // sites, without a title or with a link that is not http(s) are skipped. Returns at once:
-  // the events are made and sent on the worker pool.
-  void publish(std::vector<news_item> items);
+  // Sends a batch of new headlines to every client whose filter they pass, with a story event
+  // after each that joined a story (its sources counted in `snapshot`, the state published with
+  // them; null: no story events). Headlines of unknown sites, without a title or with a link
+  // that is not http(s) are skipped. Returns at once: the events are made and sent on the worker
+  // pool.
+  void publish(std::vector<news_item> items, std::shared_ptr<const news_snapshot> snapshot = {});
 
   // What a client starting over gets in its reset event: the headlines shown now. Set before
   // start().

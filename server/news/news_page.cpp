@@ -3,6 +3,7 @@
 #include "server/core/read_file.hpp"
 #include "server/core/utc_time.hpp"
 #include "server/http/http_message.hpp"
+#include "server/news/story_view.hpp"
 #include "server/render/renderers.hpp"
 
 #include "scrapers/url.hpp"
@@ -10,9 +11,11 @@
 #include <kainjow/mustache.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <mutex>
+#include <unordered_map>
 
 namespace newsdesk::server {
 
@@ -225,6 +228,15 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
     problems.push_back(problem);
   }
 
+  // A headline whose story other sites in the view tell too links to the story's whole coverage
+  // (not on that coverage's own view).
+  std::unordered_map<std::int64_t, std::size_t> sources;
+  if (!query.story)
+    for (const auto& story : stories_of(snapshot.headlines))
+      if (story.sources >= 2)
+        sources[story.id] = story.sources;
+  std::vector<std::string> story_sites; // a story's view: its sites' names, in order of appearance
+
   mustache::data headlines{mustache::data::type::list};
   std::size_t shown = 0;
   std::int64_t last_id = 0;
@@ -244,6 +256,12 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
     entry.set("first_seen_ago", age_text(item.first_seen_ms, now));
     entry.set("stale", it != by_name.end() && it->second->stale);
     entry.set("site_display_name", it != by_name.end() ? it->second->display_name : h.site);
+    entry.set("story", std::to_string(item.story));
+    if (auto s = sources.find(item.story); s != sources.end())
+      entry.set("sources", std::to_string(s->second));
+    const auto& name = it != by_name.end() ? it->second->display_name : h.site;
+    if (query.story && std::find(story_sites.begin(), story_sites.end(), name) == story_sites.end())
+      story_sites.push_back(name);
     headlines.push_back(entry);
     last_id = std::max(last_id, item.id);
     ++shown;
@@ -263,6 +281,8 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
   }
   if (!query.q.empty())
     add_parameter(filters, "q", form_encode(query.q));
+  if (query.story)
+    add_parameter(filters, "story", std::to_string(query.story));
   std::string feed_query = filters;
   if (query.limit)
     add_parameter(feed_query, "limit", std::to_string(query.limit));
@@ -286,6 +306,11 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
                    " matching “" + query.q + "”";
     if (view_name.empty())
       view_name = "“" + query.q + "”";
+  }
+  if (query.story) {
+    view_heading = "One story, told by " + name_list(story_sites);
+    if (view_name.empty())
+      view_name = "one story";
   }
 
   const auto generated_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -345,13 +370,16 @@ std::string news_json(const news_snapshot& snapshot) {
          {"elapsed_ms", s.elapsed.count()},
          {"last_success",
           s.last_success_ms ? json(iso8601_ms(s.last_success_ms)) : json(nullptr)}});
-  json headlines = json::array();
+  // The stories the headlines shown tell, over the same headlines (a filtered view's stories are
+  // those its headlines touch).
+  std::vector<news_item> shown;
   for (const auto& item : snapshot.headlines)
     if (safe_link(item.headline))
-      headlines.push_back(item);
+      shown.push_back(item);
   json out = {{"generated_at", iso8601(snapshot.generated_at)},
               {"sites", std::move(sites)},
-              {"headlines", std::move(headlines)}};
+              {"headlines", shown},
+              {"stories", stories_of(shown)}};
   if (!snapshot.notice.empty())
     out["notice"] = snapshot.notice;
   // A view cut to one page: the before= value of the next page.

@@ -1,6 +1,7 @@
 // The /news outputs: the HTML page from the Mustache template templates/news.html, and the same
 // data as JSON. The page lists headlines newest first (one site's view: in the site's order),
-// each with its age, under one line of site chips; failures are told in plain words. Everything
+// each with its age (and, when other sites in the view tell its story, a link to the story's whole
+// coverage), under one line of site chips; failures are told in plain words. Everything
 // scraped is escaped by the template engine ({{...}} escapes & < > " '); links that are not http(s)
 // are dropped here as a last line of defence.
 #pragma once
@@ -34,7 +35,8 @@ class news_page {
   std::unique_ptr<impl> impl_;
 };
 
-// /news.json: {"generated_at", "sites": [...], "headlines": [...]}.
+// /news.json: {"generated_at", "sites": [...], "headlines": [...], "stories": [...]}, the stories
+// being those at least two of the headlines tell (story_view.hpp), most sources first.
 std::string news_json(const news_snapshot& snapshot);
 
 // "#000000" or "#ffffff", whichever reads better on the given "#rgb"/"#rrggbb" background: at

@@ -11,6 +11,8 @@ namespace newsdesk::server {
 bool news_query::matches(const news_item& item) const {
   if (!sites.empty() && std::find(sites.begin(), sites.end(), item.headline.site) == sites.end())
     return false;
+  if (story != 0 && item.story != story)
+    return false;
   return title_matches(words, item.headline.title);
 }
 
@@ -68,6 +70,13 @@ parse_news_query(std::string_view query, const std::function<bool(std::string_vi
         return "before: expected FIRST_SEEN_MS.ID, as a page's next link gives it";
       result.before_ms = ms;
       result.before_id = id;
+    } else if (key == "story") {
+      std::int64_t id = 0;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), id);
+      if (ec != std::errc{} || end != value.data() + value.size() || id <= 0)
+        return "story: expected a story id (a whole number above 0, as a headline's story gives "
+               "it)";
+      result.story = id;
     } else if (key == "limit") {
       std::size_t n = 0;
       auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
@@ -78,6 +87,20 @@ parse_news_query(std::string_view query, const std::function<bool(std::string_vi
     // Other parameters are ignored, as browsers and feed readers add their own.
   }
   return result;
+}
+
+news_snapshot with_coverage(const news_snapshot& snapshot, std::vector<news_item> coverage) {
+  news_snapshot out;
+  out.sites = snapshot.sites;
+  out.generated_at = snapshot.generated_at;
+  out.version = snapshot.version;
+  out.notice = snapshot.notice;
+  out.ready = snapshot.ready;
+  for (auto& item : coverage)
+    if (std::any_of(out.sites.begin(), out.sites.end(),
+                    [&](const site_report& s) { return s.name == item.headline.site; }))
+      out.headlines.push_back(std::move(item));
+  return out;
 }
 
 std::string cursor_after(const news_item& item) {

@@ -1,7 +1,8 @@
 // The query parameters every news output and /events take: site= (one or more, repeated or
 // comma-separated), q= (words; each must begin a word of the title, compared without case or
-// accents: search.hpp), limit= (at most this many headlines; ignored by /events) and before=
-// (the page after a cursor, as the previous page's `next` gives it).
+// accents: search.hpp), limit= (at most this many headlines; ignored by /events), before= (the
+// page after a cursor, as the previous page's `next` gives it) and story= (one story's headlines:
+// its whole coverage, read from the store by the routes; on /events, the headlines that join it).
 //
 // A page is bounded: without limit=, a view of several sites shows the newest page_size
 // headlines and says where the next page starts, so /news stays a page however many sites
@@ -26,11 +27,14 @@ struct news_query {
   // before=FIRST_SEEN_MS.ID: only headlines after that one in newest-first order.
   std::int64_t before_ms = 0;
   std::int64_t before_id = 0;
+  std::int64_t story = 0; // story=ID; 0: any
   bool paged() const { return before_ms != 0 || before_id != 0; }
-  bool empty() const { return sites.empty() && words.empty() && limit == 0 && !paged(); }
+  bool empty() const {
+    return sites.empty() && words.empty() && limit == 0 && !paged() && story == 0;
+  }
   // One site named: the page shows that site's headlines in the site's own order.
   bool one_site() const { return sites.size() == 1; }
-  // Whether `item` passes the site= and q= filters (limit= is not about one headline).
+  // Whether `item` passes the site=, q= and story= filters (limit= is not about one headline).
   bool matches(const news_item& item) const;
 };
 
@@ -55,6 +59,11 @@ std::variant<news_query, std::string> parse_news_query(std::string_view query,
 // newest first as in the snapshot, or in the site's own order when one site is named; a view of
 // several sites is cut to one page (`next` then names the cursor of the page after it).
 news_snapshot apply_query(const news_snapshot& snapshot, const news_query& query);
+
+// `snapshot` with `coverage` (a story's headlines, newest first, as the store keeps them) in
+// place of its own headlines, those of sites no longer configured left out: what a story= view
+// is cut from.
+news_snapshot with_coverage(const news_snapshot& snapshot, std::vector<news_item> coverage);
 
 // The before= value that continues after `item`.
 std::string cursor_after(const news_item& item);

@@ -144,9 +144,12 @@ void news_service::start() {
   load_stored(names_of(schedule_.sites()));
   {
     std::lock_guard lock(mutex_);
-    // What is stored now is shown as it is; only headlines committed from here on are new.
-    if (cluster_)
+    // What is stored now is shown as it is; only headlines committed from here on are new, and
+    // only merges logged from here on move what it shows.
+    if (cluster_) {
       published_through_ = store_->last_id();
+      merges_through_ = store_->last_merge_seq();
+    }
     prune_timer_ = clock_->make_timer();
   }
   state_.start();
@@ -237,6 +240,7 @@ void news_service::record(const site_schedule::ticket& t, const site_config& sit
         auto written = store_->record_refresh(site.name, result.found, record);
         change.current = items_of(written.current);
         change.added = ids_of(written.added);
+        change.merges = std::move(written.merges);
       } else if (store_) {
         store_->record_failure(site.name, result.error, record);
       }
@@ -309,6 +313,16 @@ void news_service::note_store_write(std::string error) {
   store_write_error_ = std::move(error);
 }
 
+std::vector<news_item> news_service::story_headlines(std::int64_t story) const {
+  if (store_)
+    return items_of(store_->story_headlines(story, store_limits::max_story_rows));
+  std::vector<news_item> shown;
+  for (const auto& item : snapshot()->headlines)
+    if (item.story == story)
+      shown.push_back(item);
+  return shown;
+}
+
 std::string news_service::store_write_error() const {
   std::lock_guard lock(mutex_);
   return store_write_error_;
@@ -320,14 +334,19 @@ void news_service::apply_events(const std::vector<store_event>& events) {
   std::set<std::string> touched;
   for (const auto& e : events)
     touched.insert(e.site);
-  std::int64_t through;
+  std::int64_t through, merged_through;
   {
     std::lock_guard lock(mutex_);
     through = published_through_;
+    merged_through = merges_through_;
   }
   std::map<std::string, site_change> by_site;
   std::vector<stored_headline> fresh_rows;
+  std::vector<logged_merge> merges;
   try {
+    // Merges first: a row read after them is stored with the story they made, and applying a
+    // merge to a story no headline holds any more changes nothing.
+    merges = store_->merges_after(merged_through, store_limits::max_since_rows);
     fresh_rows = store_->since(through, store_limits::max_since_rows);
     // After a long outage more may have come than one read returns: those are in the pages
     // already, and are not announced one by one.
@@ -357,6 +376,8 @@ void news_service::apply_events(const std::vector<store_event>& events) {
   {
     std::lock_guard lock(mutex_);
     published_through_ = std::max(published_through_, through);
+    if (!merges.empty())
+      merges_through_ = std::max(merges_through_, merges.back().seq);
   }
   std::unordered_set<std::int64_t> fresh_ids;
   for (const auto& row : fresh_rows)
@@ -369,6 +390,10 @@ void news_service::apply_events(const std::vector<store_event>& events) {
         change.added.push_back(item.id);
     applied.push_back(std::move(change));
   }
+  // Each merge once, with the first change: it moves every site's headlines whichever change
+  // carries it.
+  for (const auto& entry : merges)
+    applied.front().merges.push_back(entry.merge);
   // Together: their new headlines go out as one batch in id order.
   state_.apply(applied);
 }

@@ -118,9 +118,16 @@ class news_service {
   // Shared stores: the store's events after the last one applied, in seq order (from a change
   // listener). Reads each named site's headlines and state from the store into a site_change,
   // which takes the way of a local refresh's (so every instance shows what the store holds and
-  // announces the headlines first seen since the last call). Blocks on the store: call it on a
+  // announces the headlines first seen since the last call), with the story merges logged since
+  // the last call (they move other sites' headlines too). Blocks on the store: call it on a
   // worker thread, one call at a time.
   void apply_events(const std::vector<store_event>& events);
+
+  // Story `story`'s headlines, newest first (first seen), at most store_limits::max_story_rows:
+  // every site's, also those no longer shown, from the store; without a store, those shown now.
+  // Empty for an unknown story. Blocks on the store (call it off the network threads); throws
+  // store_error when it cannot be read.
+  std::vector<news_item> story_headlines(std::int64_t story) const;
 
   // Why the latest write to the store failed (a full disk, a read-only file); empty once one
   // succeeds again. /readyz reports the instance unready meanwhile.
@@ -170,6 +177,7 @@ class news_service {
   std::mutex write_order_;
   mutable std::mutex mutex_;           // guards everything below
   std::int64_t published_through_ = 0; // shared stores: the newest headline id passed on
+  std::int64_t merges_through_ = 0;    // shared stores: the newest story merge passed on
   std::string store_write_error_;      // the latest store write's failure, "" when it worked
   std::unique_ptr<news_clock::timer> prune_timer_;
   bool stopped_ = false;

@@ -10,24 +10,8 @@ namespace newsdesk::server {
 
 namespace {
 
-// Letters, digits and the marks that belong to them (a mark that survives folding, as in
-// Devanagari, stays inside its word).
 bool word_character(utf8proc_int32_t c) {
-  switch (utf8proc_category(c)) {
-  case UTF8PROC_CATEGORY_LU:
-  case UTF8PROC_CATEGORY_LL:
-  case UTF8PROC_CATEGORY_LT:
-  case UTF8PROC_CATEGORY_LM:
-  case UTF8PROC_CATEGORY_LO:
-  case UTF8PROC_CATEGORY_MN:
-  case UTF8PROC_CATEGORY_MC:
-  case UTF8PROC_CATEGORY_ND:
-  case UTF8PROC_CATEGORY_NL:
-  case UTF8PROC_CATEGORY_NO:
-    return true;
-  default:
-    return false;
-  }
+  return is_word_character(static_cast<char32_t>(c));
 }
 
 // Scripts that do not separate words with spaces: Thai, Lao, Khmer, Myanmar, CJK (Han, kana,
@@ -78,6 +62,26 @@ std::string valid_utf8(std::string_view text) {
 }
 
 } // namespace
+
+// Letters, digits and the marks that belong to them (a mark that survives folding, as in
+// Devanagari, stays inside its word).
+bool is_word_character(char32_t c) {
+  switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
+  case UTF8PROC_CATEGORY_LU:
+  case UTF8PROC_CATEGORY_LL:
+  case UTF8PROC_CATEGORY_LT:
+  case UTF8PROC_CATEGORY_LM:
+  case UTF8PROC_CATEGORY_LO:
+  case UTF8PROC_CATEGORY_MN:
+  case UTF8PROC_CATEGORY_MC:
+  case UTF8PROC_CATEGORY_ND:
+  case UTF8PROC_CATEGORY_NL:
+  case UTF8PROC_CATEGORY_NO:
+    return true;
+  default:
+    return false;
+  }
+}
 
 std::string fold_text(std::string_view text) {
   const auto clean = valid_utf8(text);

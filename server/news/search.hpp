@@ -15,6 +15,9 @@ namespace newsdesk::server {
 // letters) replaced. Invalid UTF-8 bytes become spaces, so they separate words and never match.
 std::string fold_text(std::string_view text);
 
+// Whether code point `c` belongs inside a word: a letter, a digit, or a mark that belongs to one.
+bool is_word_character(char32_t c);
+
 // The folded words of `text`: runs of letters and digits, everything else separates them.
 std::vector<std::string> search_words(std::string_view text);
 

@@ -27,6 +27,10 @@ struct site_change {
   // Ids in `current` first seen by this refresh. They are announced as new, unless this was the
   // site's first success (a new site's whole page is not news).
   std::vector<std::int64_t> added;
+  // Stories merged since the last change, in the order made: every site's headlines of story
+  // `from` belong to `into` now (`current` already shows it). Applied even when the site itself
+  // is not configured.
+  std::vector<stories::story_merge> merges;
   // What the operator should know about a success (headlines found by detection).
   std::string note;
   // False when the change only loads what the store had at start: the site still counts as not
@@ -42,7 +46,9 @@ struct headline_update {
 
 // A stored row as the outputs show it.
 inline news_item item_of(const stored_headline& row) {
-  return {{row.title, row.url, row.site}, row.id, row.first_seen_ms, false};
+  news_item item{{row.title, row.url, row.site}, row.id, row.first_seen_ms};
+  item.story = row.story;
+  return item;
 }
 
 } // namespace newsdesk::server

@@ -8,8 +8,9 @@
 // at once with store_error, and the first call after it returns works again.
 //
 // Commit order: every write takes one transaction-level advisory lock first, so writes are
-// serialised; inside it the new headlines' ids and the event's seq are taken from counters in
-// one row (newsdesk_meta), so both follow commit order with no gaps.
+// serialised; inside it the new headlines' ids, the event's seq and the merge log's seq are taken
+// from counters in one row (newsdesk_meta), so they follow commit order with no gaps. Stories are
+// assigned under that lock too, after catching up on what other instances committed since.
 //
 // Schema: versioned migrations (newsdesk_schema) run by open() under a session advisory lock, so
 // instances starting together wait for each other instead of racing; a newer schema is refused.
@@ -25,13 +26,14 @@ namespace newsdesk::server {
 class postgres_store final : public headline_store, public cluster_store {
  public:
   // The schema this program writes.
-  static constexpr int schema_version = 2;
+  static constexpr int schema_version = 3;
   // Connections open at once, at most: calls beyond it wait for a free one.
   static constexpr std::size_t max_connections = 4;
 
-  // Connects to `url` (postgresql://user:password@host:port/db, or postgres://) and migrates the
-  // schema. Throws store_error naming the database (never the password) and the cause.
-  static std::unique_ptr<postgres_store> open(const std::string& url);
+  // Connects to `url` (postgresql://user:password@host:port/db, or postgres://), migrates the
+  // schema and rebuilds the story assignment. Throws store_error naming the database (never the
+  // password) and the cause.
+  static std::unique_ptr<postgres_store> open(const std::string& url, store_options options = {});
 
   ~postgres_store() override;
 
@@ -45,6 +47,10 @@ class postgres_store final : public headline_store, public cluster_store {
   std::vector<site_state> sites() const override;
   std::vector<stored_headline> since(std::int64_t after_id, std::size_t limit) const override;
   std::int64_t last_id() const override;
+  std::vector<stored_headline> story_headlines(std::int64_t story,
+                                               std::size_t limit) const override;
+  std::vector<logged_merge> merges_after(std::int64_t after_seq, std::size_t limit) const override;
+  std::int64_t last_merge_seq() const override;
   std::size_t prune(std::int64_t older_than_ms) override;
   std::int64_t pruned_through() const override;
   const std::string& epoch() const override;
@@ -63,7 +69,7 @@ class postgres_store final : public headline_store, public cluster_store {
   const std::string& conninfo() const override;
 
  private:
-  struct impl;
+  struct impl; // postgres_store_impl.hpp
   explicit postgres_store(std::unique_ptr<impl> p);
   std::unique_ptr<impl> impl_;
 };

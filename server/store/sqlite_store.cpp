@@ -1,8 +1,7 @@
 #include "server/store/sqlite_store.hpp"
 
+#include "server/store/sqlite_store_impl.hpp"
 #include "server/store/store_input.hpp"
-
-#include <sqlite3.h>
 
 #include <unistd.h>
 
@@ -10,8 +9,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <mutex>
-#include <type_traits>
 
 namespace newsdesk::server {
 
@@ -63,6 +60,22 @@ ALTER TABLE sites ADD COLUMN last_elapsed_ms INTEGER NOT NULL DEFAULT 0;
     R"sql(
 ALTER TABLE sites ADD COLUMN last_failure TEXT NOT NULL DEFAULT '';
 )sql",
+    // 3 -> 4: stories. Each row's story (a row stored before is a story of its own), found by
+    // story for a story's view and for merges; rows by first-seen time for the catch-up of the
+    // story assignment; and the log of merges, whose seq a reader follows (AUTOINCREMENT: never
+    // reused after pruning).
+    R"sql(
+ALTER TABLE headlines ADD COLUMN story INTEGER NOT NULL DEFAULT 0;
+UPDATE headlines SET story = id;
+CREATE INDEX headlines_story ON headlines (story);
+CREATE INDEX headlines_first_seen ON headlines (first_seen_ms);
+CREATE TABLE story_merges (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  from_story INTEGER NOT NULL,
+  into_story INTEGER NOT NULL,
+  made_ms INTEGER NOT NULL
+);
+)sql",
 };
 static_assert(std::size(migrations) == sqlite_store::schema_version);
 
@@ -71,240 +84,101 @@ static_assert(std::size(migrations) == sqlite_store::schema_version);
 // stuck peer as an error.
 constexpr int busy_timeout_ms = 5000;
 
-constexpr const char* row_columns = "id, site, title, url, first_seen_ms, last_seen_ms";
-
 } // namespace
 
-struct sqlite_store::impl {
-  // A prepared statement, finalised with its owner.
-  struct statement {
-    sqlite3_stmt* stmt = nullptr;
-    statement() = default;
-    statement(const statement&) = delete;
-    statement& operator=(const statement&) = delete;
-    ~statement() { sqlite3_finalize(stmt); }
-  };
-
-  // Resets a statement when the scope that uses it ends, even by an exception, so no statement
-  // is left mid-step holding a read snapshot.
-  struct use {
-    sqlite3_stmt* stmt;
-    explicit use(statement& s)
-        : stmt(s.stmt) {}
-    use(const use&) = delete;
-    use& operator=(const use&) = delete;
-    ~use() {
-      sqlite3_reset(stmt);
-      sqlite3_clear_bindings(stmt);
-    }
-  };
-
-  std::filesystem::path file;
-  std::string name; // file as text, for messages
-  std::string epoch;
-  sqlite3* db = nullptr;
-  mutable std::mutex mutex; // guards every use of db and the statements
-
-  statement begin, commit, rollback;
-  statement find_site, insert_site, count_sites, site_success, site_failure;
-  statement find_headline, insert_headline, update_headline;
-  statement select_current, select_sites, select_since, select_last_id, delete_old;
-  statement select_pruned_through, update_pruned_through;
-
-  explicit impl(std::filesystem::path f)
-      : file(std::move(f))
-      , name(file.string()) {}
-  impl(const impl&) = delete;
-  impl& operator=(const impl&) = delete;
-  ~impl() {
-    // Statements first: sqlite3_close refuses while statements are open.
-    for (auto* s : {&begin, &commit, &rollback, &find_site, &insert_site, &count_sites,
-                    &site_success, &site_failure, &find_headline, &insert_headline,
-                    &update_headline, &select_current, &select_sites, &select_since,
-                    &select_last_id, &delete_old, &select_pruned_through, &update_pruned_through}) {
-      sqlite3_finalize(s->stmt);
-      s->stmt = nullptr;
-    }
-    sqlite3_close(db);
-  }
-
-  [[noreturn]] void fail(const std::string& what) const {
-    std::string detail = db ? sqlite3_errmsg(db) : "out of memory";
-    throw store_error("headline store " + file.string() + ": " + what + ": " + detail);
-  }
-
-  void exec(const char* sql, const char* what) {
-    if (sqlite3_exec(db, sql, nullptr, nullptr, nullptr) != SQLITE_OK)
-      fail(what);
-  }
-
-  std::int64_t query_int(const char* sql, const char* what) {
-    statement s;
-    if (sqlite3_prepare_v2(db, sql, -1, &s.stmt, nullptr) != SQLITE_OK)
-      fail(what);
-    int rc = sqlite3_step(s.stmt);
-    if (rc == SQLITE_ROW)
-      return sqlite3_column_int64(s.stmt, 0);
-    if (rc == SQLITE_DONE)
-      return 0;
-    fail(what);
-  }
-
-  void prepare(statement& s, const std::string& sql) {
-    if (sqlite3_prepare_v3(db, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &s.stmt, nullptr) !=
-        SQLITE_OK)
-      fail("cannot prepare statement");
-  }
-
-  void bind(sqlite3_stmt* s, int i, std::string_view text) {
-    if (sqlite3_bind_text(s, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT) !=
-        SQLITE_OK)
-      fail("cannot bind a value");
-  }
-  void bind(sqlite3_stmt* s, int i, std::int64_t v) {
-    if (sqlite3_bind_int64(s, i, v) != SQLITE_OK)
-      fail("cannot bind a value");
-  }
-
-  // Steps once: true for a row, false when done; throws on error.
-  bool step(sqlite3_stmt* s, const char* what) {
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW)
-      return true;
-    if (rc == SQLITE_DONE)
-      return false;
-    fail(what);
-  }
-
-  static std::string text_column(sqlite3_stmt* s, int i) {
-    const auto* p = sqlite3_column_text(s, i);
-    return p ? std::string(reinterpret_cast<const char*>(p),
-                           static_cast<std::size_t>(sqlite3_column_bytes(s, i)))
-             : std::string();
-  }
-
-  static stored_headline row(sqlite3_stmt* s) {
-    return {sqlite3_column_int64(s, 0), text_column(s, 1),          text_column(s, 2),
-            text_column(s, 3),          sqlite3_column_int64(s, 4), sqlite3_column_int64(s, 5)};
-  }
-
-  // Runs `body` inside BEGIN IMMEDIATE ... COMMIT, rolling back when it throws.
-  template <class Body> auto transaction(Body&& body) {
-    {
-      use u(begin);
-      step(u.stmt, "cannot begin a transaction");
-    }
-    try {
-      if constexpr (std::is_void_v<decltype(body())>) {
-        body();
-        use u(commit);
-        step(u.stmt, "cannot commit");
-      } else {
-        auto result = body();
-        use u(commit);
-        step(u.stmt, "cannot commit");
-        return result;
-      }
-    } catch (...) {
-      if (!sqlite3_get_autocommit(db)) {
-        use u(rollback);
-        sqlite3_step(u.stmt);
-      }
-      throw;
-    }
-  }
-
-  // The site's refresh counter, creating the site's row when it is new. Inside a transaction.
-  std::int64_t ensure_site(std::string_view site) {
-    if (site.empty() || site.size() > store_limits::max_site_bytes)
-      throw store_error("headline store " + file.string() + ": site name must be 1 to " +
-                        std::to_string(store_limits::max_site_bytes) + " bytes");
-    {
-      use u(find_site);
-      bind(u.stmt, 1, site);
-      if (step(u.stmt, "cannot read sites"))
-        return sqlite3_column_int64(u.stmt, 0);
-    }
-    {
-      use u(count_sites);
-      step(u.stmt, "cannot count sites");
-      if (static_cast<std::size_t>(sqlite3_column_int64(u.stmt, 0)) >= store_limits::max_sites)
-        throw store_error("headline store " + file.string() + ": refusing site \"" +
-                          std::string(site) + "\": the store already holds " +
-                          std::to_string(store_limits::max_sites) + " sites");
-    }
-    use u(insert_site);
+// The site's refresh counter, creating the site's row when it is new. Inside a transaction.
+std::int64_t sqlite_store::impl::ensure_site(std::string_view site) {
+  if (site.empty() || site.size() > store_limits::max_site_bytes)
+    throw store_error("headline store " + file.string() + ": site name must be 1 to " +
+                      std::to_string(store_limits::max_site_bytes) + " bytes");
+  {
+    use u(find_site);
     bind(u.stmt, 1, site);
-    step(u.stmt, "cannot add a site");
-    return 0;
+    if (step(u.stmt, "cannot read sites"))
+      return sqlite3_column_int64(u.stmt, 0);
   }
+  {
+    use u(count_sites);
+    step(u.stmt, "cannot count sites");
+    if (static_cast<std::size_t>(sqlite3_column_int64(u.stmt, 0)) >= store_limits::max_sites)
+      throw store_error("headline store " + file.string() + ": refusing site \"" +
+                        std::string(site) + "\": the store already holds " +
+                        std::to_string(store_limits::max_sites) + " sites");
+  }
+  use u(insert_site);
+  bind(u.stmt, 1, site);
+  step(u.stmt, "cannot add a site");
+  return 0;
+}
 
-  void migrate() {
-    const auto path = file.string();
-    auto version = query_int("PRAGMA user_version", "cannot read the schema version");
-    if (version > sqlite_store::schema_version)
-      throw store_error("headline store " + path + " has schema version " +
-                        std::to_string(version) + ", newer than this newsdesk understands (" +
-                        std::to_string(sqlite_store::schema_version) +
-                        "); run a newer newsdesk or point it at another file");
-    if (version == sqlite_store::schema_version)
-      return;
-    exec("BEGIN IMMEDIATE", "cannot begin the schema migration");
-    try {
-      // Re-read under the write lock: another process may have migrated meanwhile.
-      version = query_int("PRAGMA user_version", "cannot read the schema version");
-      if (version == 0 &&
-          query_int("SELECT count(*) FROM sqlite_schema", "cannot read the schema") != 0)
-        throw store_error("headline store " + path +
-                          " holds tables newsdesk did not create (schema version 0); point it "
-                          "at a new or newsdesk file");
-      for (auto v = version; v < sqlite_store::schema_version; ++v)
-        exec(migrations[v], "cannot migrate the schema");
-      auto set_version = "PRAGMA user_version = " + std::to_string(sqlite_store::schema_version);
-      exec(set_version.c_str(), "cannot set the schema version");
-      exec("COMMIT", "cannot commit the schema migration");
-    } catch (...) {
-      sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
-      throw;
-    }
+void sqlite_store::impl::migrate() {
+  const auto path = file.string();
+  auto version = query_int("PRAGMA user_version", "cannot read the schema version");
+  if (version > sqlite_store::schema_version)
+    throw store_error("headline store " + path + " has schema version " + std::to_string(version) +
+                      ", newer than this newsdesk understands (" +
+                      std::to_string(sqlite_store::schema_version) +
+                      "); run a newer newsdesk or point it at another file");
+  if (version == sqlite_store::schema_version)
+    return;
+  exec("BEGIN IMMEDIATE", "cannot begin the schema migration");
+  try {
+    // Re-read under the write lock: another process may have migrated meanwhile.
+    version = query_int("PRAGMA user_version", "cannot read the schema version");
+    if (version == 0 &&
+        query_int("SELECT count(*) FROM sqlite_schema", "cannot read the schema") != 0)
+      throw store_error("headline store " + path +
+                        " holds tables newsdesk did not create (schema version 0); point it "
+                        "at a new or newsdesk file");
+    for (auto v = version; v < sqlite_store::schema_version; ++v)
+      exec(migrations[v], "cannot migrate the schema");
+    auto set_version = "PRAGMA user_version = " + std::to_string(sqlite_store::schema_version);
+    exec(set_version.c_str(), "cannot set the schema version");
+    exec("COMMIT", "cannot commit the schema migration");
+  } catch (...) {
+    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
   }
+}
 
-  void prepare_all() {
-    prepare(begin, "BEGIN IMMEDIATE");
-    prepare(commit, "COMMIT");
-    prepare(rollback, "ROLLBACK");
-    prepare(find_site, "SELECT refresh_seq FROM sites WHERE site = ?1");
-    prepare(insert_site, "INSERT INTO sites (site) VALUES (?1)");
-    prepare(count_sites, "SELECT count(*) FROM sites");
-    prepare(site_success,
-            "UPDATE sites SET last_attempt_ms = ?2, last_success_ms = ?2, "
-            "last_error = '', last_failure = '', refresh_seq = ?3, last_elapsed_ms = ?4 "
-            "WHERE site = ?1");
-    prepare(site_failure, "UPDATE sites SET last_attempt_ms = ?2, last_error = ?3, "
-                          "last_elapsed_ms = ?4, last_failure = ?5 WHERE site = ?1");
-    prepare(find_headline, "SELECT id, first_seen_ms FROM headlines WHERE site = ?1 AND url = ?2");
-    // Not an upsert: with AUTOINCREMENT, INSERT ... ON CONFLICT DO NOTHING still uses up an id,
-    // and ids should only grow by the rows that exist.
-    prepare(insert_headline,
-            "INSERT INTO headlines (site, url, title, first_seen_ms, last_seen_ms, seen_seq, "
-            "position) VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6)");
-    prepare(update_headline, "UPDATE headlines SET title = ?2, last_seen_ms = ?3, seen_seq = ?4, "
-                             "position = ?5 WHERE id = ?1");
-    prepare(select_current, std::string("SELECT ") + row_columns +
-                                " FROM headlines WHERE site = ?1 AND seen_seq = (SELECT "
-                                "refresh_seq FROM sites WHERE site = ?1) ORDER BY position");
-    prepare(select_sites, "SELECT site, last_attempt_ms, last_success_ms, last_error, "
-                          "last_elapsed_ms, last_failure FROM sites ORDER BY site");
-    prepare(select_since, std::string("SELECT ") + row_columns +
-                              " FROM headlines WHERE id > ?1 ORDER BY id LIMIT ?2");
-    prepare(select_last_id, "SELECT seq FROM sqlite_sequence WHERE name = 'headlines'");
-    prepare(delete_old, "DELETE FROM headlines WHERE last_seen_ms < ?1 AND seen_seq <> "
-                        "coalesce((SELECT refresh_seq FROM sites WHERE sites.site = "
-                        "headlines.site), -1) RETURNING id");
-    prepare(select_pruned_through, "SELECT pruned_through FROM meta");
-    prepare(update_pruned_through, "UPDATE meta SET pruned_through = max(pruned_through, ?1)");
-  }
-};
+void sqlite_store::impl::prepare_all() {
+  prepare(begin, "BEGIN IMMEDIATE");
+  prepare(commit, "COMMIT");
+  prepare(rollback, "ROLLBACK");
+  prepare(find_site, "SELECT refresh_seq FROM sites WHERE site = ?1");
+  prepare(insert_site, "INSERT INTO sites (site) VALUES (?1)");
+  prepare(count_sites, "SELECT count(*) FROM sites");
+  prepare(site_success,
+          "UPDATE sites SET last_attempt_ms = ?2, last_success_ms = ?2, "
+          "last_error = '', last_failure = '', refresh_seq = ?3, last_elapsed_ms = ?4 "
+          "WHERE site = ?1");
+  prepare(site_failure, "UPDATE sites SET last_attempt_ms = ?2, last_error = ?3, "
+                        "last_elapsed_ms = ?4, last_failure = ?5 WHERE site = ?1");
+  prepare(find_headline,
+          "SELECT id, first_seen_ms, story FROM headlines WHERE site = ?1 AND url = ?2");
+  // The id is given (the last one + 1, under the write lock): the story assignment needs it
+  // before the row exists. AUTOINCREMENT's counter follows explicit ids, so ids are still never
+  // reused after pruning.
+  prepare(insert_headline,
+          "INSERT INTO headlines (id, site, url, title, first_seen_ms, last_seen_ms, seen_seq, "
+          "position, story) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7, ?8)");
+  prepare(update_headline, "UPDATE headlines SET title = ?2, last_seen_ms = ?3, seen_seq = ?4, "
+                           "position = ?5 WHERE id = ?1");
+  prepare(select_current, std::string("SELECT ") + row_columns +
+                              " FROM headlines WHERE site = ?1 AND seen_seq = (SELECT "
+                              "refresh_seq FROM sites WHERE site = ?1) ORDER BY position");
+  prepare(select_sites, "SELECT site, last_attempt_ms, last_success_ms, last_error, "
+                        "last_elapsed_ms, last_failure FROM sites ORDER BY site");
+  prepare(select_since, std::string("SELECT ") + row_columns +
+                            " FROM headlines WHERE id > ?1 ORDER BY id LIMIT ?2");
+  prepare(select_last_id, "SELECT seq FROM sqlite_sequence WHERE name = 'headlines'");
+  prepare(delete_old, "DELETE FROM headlines WHERE last_seen_ms < ?1 AND seen_seq <> "
+                      "coalesce((SELECT refresh_seq FROM sites WHERE sites.site = "
+                      "headlines.site), -1) RETURNING id");
+  prepare(select_pruned_through, "SELECT pruned_through FROM meta");
+  prepare(update_pruned_through, "UPDATE meta SET pruned_through = max(pruned_through, ?1)");
+  prepare_stories();
+}
 
 sqlite_store::sqlite_store(std::unique_ptr<impl> p)
     : impl_(std::move(p)) {}
@@ -348,10 +222,11 @@ std::string unusable_store_file(const std::filesystem::path& file) {
 
 } // namespace
 
-std::unique_ptr<sqlite_store> sqlite_store::open(const std::filesystem::path& file) {
+std::unique_ptr<sqlite_store> sqlite_store::open(const std::filesystem::path& file,
+                                                 store_options options) {
   if (auto why = unusable_store_file(file); !why.empty())
     throw store_error("headline store " + file.string() + ": " + why);
-  auto p = std::make_unique<impl>(file);
+  auto p = std::make_unique<impl>(file, std::move(options.make_grouping));
   const auto name = file.string();
   if (sqlite3_open_v2(name.c_str(), &p->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
       SQLITE_OK)
@@ -382,6 +257,7 @@ std::unique_ptr<sqlite_store> sqlite_store::open(const std::filesystem::path& fi
       p->fail("cannot read the store's epoch");
     p->epoch = impl::text_column(s.stmt, 0);
   }
+  p->catch_up_stories();
   return std::unique_ptr<sqlite_store>(new sqlite_store(std::move(p)));
 }
 
@@ -406,53 +282,65 @@ refresh_written sqlite_store::record_refresh(std::string_view site,
   const auto now_ms = record.now_ms;
   auto& d = *impl_;
   std::lock_guard lock(d.mutex);
-  return d.transaction([&] {
-    const auto seq = d.ensure_site(site) + 1;
-    refresh_written written;
-    std::int64_t position = 0;
-    for (const auto& [url, title] : store_input::rows_of(found)) {
-      std::int64_t known = 0, first_seen_ms = now_ms;
-      {
-        impl::use u(d.find_headline);
-        d.bind(u.stmt, 1, site);
-        d.bind(u.stmt, 2, url);
-        if (d.step(u.stmt, "cannot read headlines")) {
-          known = sqlite3_column_int64(u.stmt, 0);
-          first_seen_ms = sqlite3_column_int64(u.stmt, 1);
+  return d.keeper.write([&] {
+    return d.transaction([&] {
+      d.catch_up_stories();
+      const auto seq = d.ensure_site(site) + 1;
+      auto next_id = d.last_id();
+      refresh_written written;
+      std::int64_t position = 0;
+      for (const auto& [url, title] : store_input::rows_of(found)) {
+        stored_headline row{0,     std::string(site), std::string(title), std::string(url), now_ms,
+                            now_ms};
+        {
+          impl::use u(d.find_headline);
+          d.bind(u.stmt, 1, site);
+          d.bind(u.stmt, 2, url);
+          if (d.step(u.stmt, "cannot read headlines")) {
+            row.id = sqlite3_column_int64(u.stmt, 0);
+            row.first_seen_ms = sqlite3_column_int64(u.stmt, 1);
+            row.story = sqlite3_column_int64(u.stmt, 2);
+          }
         }
+        if (row.id != 0) {
+          impl::use u(d.update_headline);
+          d.bind(u.stmt, 1, row.id);
+          d.bind(u.stmt, 2, title);
+          d.bind(u.stmt, 3, now_ms);
+          d.bind(u.stmt, 4, seq);
+          d.bind(u.stmt, 5, position);
+          d.step(u.stmt, "cannot update a headline");
+        } else {
+          row.id = ++next_id;
+          d.keeper.assign(row, written.merges);
+          impl::use u(d.insert_headline);
+          d.bind(u.stmt, 1, row.id);
+          d.bind(u.stmt, 2, site);
+          d.bind(u.stmt, 3, url);
+          d.bind(u.stmt, 4, title);
+          d.bind(u.stmt, 5, now_ms);
+          d.bind(u.stmt, 6, seq);
+          d.bind(u.stmt, 7, position);
+          d.bind(u.stmt, 8, row.story);
+          d.step(u.stmt, "cannot store a headline");
+          written.added.push_back(row);
+        }
+        written.current.push_back(std::move(row));
+        ++position;
       }
-      if (known != 0) {
-        impl::use u(d.update_headline);
-        d.bind(u.stmt, 1, known);
-        d.bind(u.stmt, 2, title);
-        d.bind(u.stmt, 3, now_ms);
-        d.bind(u.stmt, 4, seq);
-        d.bind(u.stmt, 5, position);
-        d.step(u.stmt, "cannot update a headline");
-        written.current.push_back({known, std::string(site), std::string(title), std::string(url),
-                                   first_seen_ms, now_ms});
-      } else {
-        impl::use u(d.insert_headline);
-        d.bind(u.stmt, 1, site);
-        d.bind(u.stmt, 2, url);
-        d.bind(u.stmt, 3, title);
-        d.bind(u.stmt, 4, now_ms);
-        d.bind(u.stmt, 5, seq);
-        d.bind(u.stmt, 6, position);
-        d.step(u.stmt, "cannot store a headline");
-        written.current.push_back({sqlite3_last_insert_rowid(d.db), std::string(site),
-                                   std::string(title), std::string(url), now_ms, now_ms});
-        written.added.push_back(written.current.back());
-      }
-      ++position;
-    }
-    impl::use u(d.site_success);
-    d.bind(u.stmt, 1, site);
-    d.bind(u.stmt, 2, now_ms);
-    d.bind(u.stmt, 3, seq);
-    d.bind(u.stmt, 4, record.elapsed_ms);
-    d.step(u.stmt, "cannot record the refresh");
-    return written;
+      // A merge may move rows this write stored before making it: the log's UPDATE moves them
+      // in the file, apply_merges in what is returned.
+      d.log_merges(written.merges, now_ms);
+      apply_merges(written.current, written.merges);
+      apply_merges(written.added, written.merges);
+      impl::use u(d.site_success);
+      d.bind(u.stmt, 1, site);
+      d.bind(u.stmt, 2, now_ms);
+      d.bind(u.stmt, 3, seq);
+      d.bind(u.stmt, 4, record.elapsed_ms);
+      d.step(u.stmt, "cannot record the refresh");
+      return written;
+    });
   });
 }
 
@@ -515,8 +403,7 @@ std::vector<stored_headline> sqlite_store::since(std::int64_t after_id, std::siz
 std::int64_t sqlite_store::last_id() const {
   auto& d = *impl_;
   std::lock_guard lock(d.mutex);
-  impl::use u(d.select_last_id);
-  return d.step(u.stmt, "cannot read the last id") ? sqlite3_column_int64(u.stmt, 0) : 0;
+  return d.last_id();
 }
 
 std::size_t sqlite_store::prune(std::int64_t older_than_ms) {
@@ -538,6 +425,9 @@ std::size_t sqlite_store::prune(std::int64_t older_than_ms) {
       d.bind(u.stmt, 1, newest);
       d.step(u.stmt, "cannot record the pruning mark");
     }
+    impl::use u(d.delete_old_merges);
+    d.bind(u.stmt, 1, static_cast<std::int64_t>(story_keeper::replay_period.count()));
+    d.step(u.stmt, "cannot prune the story merges");
     return deleted;
   });
 }

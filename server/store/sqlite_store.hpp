@@ -3,8 +3,9 @@
 //
 // One connection behind one mutex: calls are serialised and block on disk I/O (and on another
 // process holding the file's write lock, up to the busy timeout). The file is in WAL mode with
-// synchronous=NORMAL: a power cut may lose the last refresh, never corrupt the file. Ids come
-// from AUTOINCREMENT, and SQLite has one writer at a time, so they follow commit order.
+// synchronous=NORMAL: a power cut may lose the last refresh, never corrupt the file. Ids are the
+// last one + 1 under the write lock (AUTOINCREMENT's counter, so never reused), and SQLite has one
+// writer at a time, so they follow commit order. The story assignment runs under the same mutex.
 #pragma once
 
 #include "server/news/headline_store.hpp"
@@ -18,13 +19,14 @@ class sqlite_store final : public headline_store {
  public:
   // The schema this program writes (PRAGMA user_version). Files at a lower version are
   // migrated on open; files at a higher one are refused.
-  static constexpr int schema_version = 3;
+  static constexpr int schema_version = 4;
 
-  // Opens or creates the store at `file` (":memory:" for a private in-memory store) and brings
-  // its schema to schema_version in one transaction. Throws store_error naming the file when
-  // it cannot be opened or created, is not an SQLite database, holds tables this program did
-  // not create, or has a newer schema version.
-  static std::unique_ptr<sqlite_store> open(const std::filesystem::path& file);
+  // Opens or creates the store at `file` (":memory:" for a private in-memory store), brings its
+  // schema to schema_version in one transaction and rebuilds the story assignment. Throws
+  // store_error naming the file when it cannot be opened or created, is not an SQLite database,
+  // holds tables this program did not create, or has a newer schema version.
+  static std::unique_ptr<sqlite_store> open(const std::filesystem::path& file,
+                                            store_options options = {});
 
   ~sqlite_store() override;
 
@@ -37,13 +39,17 @@ class sqlite_store final : public headline_store {
   std::vector<site_state> sites() const override;
   std::vector<stored_headline> since(std::int64_t after_id, std::size_t limit) const override;
   std::int64_t last_id() const override;
+  std::vector<stored_headline> story_headlines(std::int64_t story,
+                                               std::size_t limit) const override;
+  std::vector<logged_merge> merges_after(std::int64_t after_seq, std::size_t limit) const override;
+  std::int64_t last_merge_seq() const override;
   std::size_t prune(std::int64_t older_than_ms) override;
   std::int64_t pruned_through() const override;
   const std::string& epoch() const override;
   const std::string& location() const override;
 
  private:
-  struct impl;
+  struct impl; // sqlite_store_impl.hpp
   explicit sqlite_store(std::unique_ptr<impl> p);
   std::unique_ptr<impl> impl_;
 };

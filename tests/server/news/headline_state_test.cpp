@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <functional>
+#include <map>
 #include <vector>
 
 using namespace newsdesk::server;
@@ -146,4 +147,44 @@ TEST_CASE("headline state: several sites' changes at once make one update, new i
   CHECK(r.updates[0].added[0].id == 3);
   CHECK(r.updates[0].added[1].id == 4);
   CHECK(added.size() == 2);
+}
+
+TEST_CASE("headline state: a change's story merges move every site's headlines of the merged "
+          "story") {
+  rig r;
+  auto with_story = [](news_item i, std::int64_t story) {
+    i.story = story;
+    return i;
+  };
+  r.refresh("a", {with_story(item(1, "Quake", "a"), 1)}, {1}, 1000);
+  r.refresh("b", {with_story(item(2, "Fire", "b"), 2), with_story(item(3, "Rain", "b"), 3)}, {2, 3},
+            1000);
+  r.updates.clear();
+  const auto b_version = r.report("b").version;
+
+  // a's refresh found a headline that joined story 1 and merged story 2 into it: b's "Fire",
+  // which this change does not list, moves too.
+  site_change a;
+  a.state = {"a", 2000, 2000, "", 10};
+  a.current = std::vector<news_item>{with_story(item(4, "Quake and fire", "a"), 1),
+                                     with_story(item(1, "Quake", "a"), 1)};
+  a.added = {4};
+  a.merges = {{2, 1}};
+  r.state.apply(a);
+  REQUIRE(r.updates.size() == 1);
+  std::map<std::int64_t, std::int64_t> story;
+  for (const auto& h : r.updates[0].snapshot->headlines)
+    story[h.id] = h.story;
+  CHECK(story == std::map<std::int64_t, std::int64_t>{{1, 1}, {2, 1}, {3, 3}, {4, 1}});
+  CHECK(r.report("b").version > b_version); // b's own views show the new story
+
+  // A merge alone (a cluster's, carried by a change of a site not configured here) is a change.
+  site_change elsewhere;
+  elsewhere.state = {"gone", 3000, 3000, "", 10};
+  elsewhere.current = std::vector<news_item>{};
+  elsewhere.merges = {{3, 1}};
+  r.state.apply(elsewhere);
+  REQUIRE(r.updates.size() == 2);
+  for (const auto& h : r.updates[1].snapshot->headlines)
+    CHECK(h.story == 1);
 }

@@ -19,9 +19,11 @@ news_item item(std::int64_t id, std::string title, std::string url, std::string 
 
 } // namespace
 
-TEST_CASE("a headline has one JSON shape: id, title, url, site, first_seen (UTC), rank and new") {
+TEST_CASE("a headline has one JSON shape: id, title, url, site, first_seen (UTC), rank, new and "
+          "story") {
   auto i = item(42, "Title", "https://a.example/1", "cnn", 1'795'000'000'123, true);
   i.rank = 3;
+  i.story = 40;
   nlohmann::json j = i;
   CHECK(j == nlohmann::json{{"id", 42},
                             {"title", "Title"},
@@ -29,7 +31,8 @@ TEST_CASE("a headline has one JSON shape: id, title, url, site, first_seen (UTC)
                             {"site", "cnn"},
                             {"first_seen", "2026-11-18T11:06:40.123Z"},
                             {"rank", 3},
-                            {"new", true}});
+                            {"new", true},
+                            {"story", 40}});
 }
 
 TEST_CASE("a batch of headlines is a JSON array in order, with invalid UTF-8 replaced") {

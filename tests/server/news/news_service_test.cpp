@@ -409,6 +409,14 @@ class filling_store final : public headline_store {
     return real_->since(after, limit);
   }
   std::int64_t last_id() const override { return real_->last_id(); }
+  std::vector<stored_headline> story_headlines(std::int64_t story,
+                                               std::size_t limit) const override {
+    return real_->story_headlines(story, limit);
+  }
+  std::vector<logged_merge> merges_after(std::int64_t after, std::size_t limit) const override {
+    return real_->merges_after(after, limit);
+  }
+  std::int64_t last_merge_seq() const override { return real_->last_merge_seq(); }
   std::size_t prune(std::int64_t older_than_ms) override { return real_->prune(older_than_ms); }
   std::int64_t pruned_through() const override { return real_->pruned_through(); }
   const std::string& epoch() const override { return real_->epoch(); }

@@ -1,8 +1,8 @@
 #include "server/store/postgres_store.hpp"
 #include "server/store/sqlite_store.hpp"
 
+#include "tests/server/store/store_test_support.hpp"
 #include "tests/support/harness.hpp"
-#include "tests/support/postgres_cluster.hpp"
 
 #include <doctest/doctest.h>
 #include <sqlite3.h>
@@ -18,24 +18,9 @@
 
 using namespace newsdesk::server;
 using newsdesk::scrapers::headline;
-using newsdesk::testing::postgres_cluster;
-using newsdesk::testing::temp_dir;
+using namespace newsdesk::testing;
 
 namespace {
-
-std::vector<headline> page(std::initializer_list<std::pair<const char*, const char*>> items) {
-  std::vector<headline> out;
-  for (auto [title, url] : items)
-    out.push_back({title, url, "ignored"});
-  return out;
-}
-
-std::vector<std::string> titles(const std::vector<stored_headline>& rows) {
-  std::vector<std::string> out;
-  for (const auto& r : rows)
-    out.push_back(r.title);
-  return out;
-}
 
 // Runs one statement on `file` with a raw SQLite connection; returns the first column of the
 // first row as text (empty when none).
@@ -61,22 +46,6 @@ std::string open_error(const std::filesystem::path& file) {
   return "";
 }
 
-refresh_record at(std::int64_t now_ms) {
-  return {.now_ms = now_ms};
-}
-
-// Runs `body` once per backend, each on a new empty store: the same suite for both.
-template <class Body> void for_each_backend(Body body) {
-  SUBCASE("sqlite") {
-    auto store = sqlite_store::open(":memory:");
-    body(*store);
-  }
-  SUBCASE("postgresql") {
-    auto store = postgres_store::open(postgres_cluster::shared().fresh_database());
-    body(*store);
-  }
-}
-
 } // namespace
 
 TEST_CASE("store: new links get rows with first_seen = last_seen, known links only move on") {
@@ -87,7 +56,9 @@ TEST_CASE("store: new links get rows with first_seen = last_seen, known links on
     auto added = written.added;
     REQUIRE(added.size() == 2);
     CHECK(added[0].id < added[1].id);
-    CHECK(added[0] == stored_headline{added[0].id, "cnn", "A", "https://x/a", 1000, 1000});
+    // A new row with nothing like it before starts a story of its own.
+    CHECK(added[0] ==
+          stored_headline{added[0].id, "cnn", "A", "https://x/a", 1000, 1000, added[0].id});
     CHECK(added[1].site == "cnn"); // the argument wins over headline::site
 
     written =
@@ -97,7 +68,7 @@ TEST_CASE("store: new links get rows with first_seen = last_seen, known links on
     CHECK(written.current == store.current("cnn"));
     REQUIRE(written.current.size() == 2);
     CHECK(written.current[0] ==
-          stored_headline{added[1].id, "cnn", "B", "https://x/b", 1000, 2000});
+          stored_headline{added[1].id, "cnn", "B", "https://x/b", 1000, 2000, added[1].id});
     added = written.added;
     REQUIRE(added.size() == 1);
     CHECK(added[0].title == "C");

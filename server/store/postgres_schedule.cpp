@@ -1,0 +1,118 @@
+// The shared store's schedule: claims, leases, the pruning claim and the event log (see
+// cluster_store in server/news/headline_store.hpp).
+#include "server/store/postgres_store_impl.hpp"
+
+namespace newsdesk::server {
+
+using namespace detail;
+
+namespace {
+
+// The schedule row retention pruning is claimed through. Site names are [a-z0-9_-]+, so no site
+// can take it.
+constexpr const char* prune_row = "~prune";
+
+} // namespace
+
+claim_result postgres_store::claim(std::string_view site, std::string_view owner,
+                                   std::chrono::milliseconds lease, bool manual,
+                                   std::chrono::milliseconds manual_min_interval) {
+  auto& d = *impl_;
+  const std::string name(site), who(owner);
+  return d.transaction([&](PGconn* c) -> claim_result {
+    d.run(c, "INSERT INTO schedule (site) VALUES ($1) ON CONFLICT DO NOTHING", {name},
+          "cannot schedule the site");
+    if (manual) {
+      // A manual refresh makes the site due now, at most once per manual_min_interval.
+      auto r =
+          d.run(c,
+                "SELECT greatest(0, ceil(extract(epoch FROM last_manual_at + $2 * interval "
+                "'1 millisecond' - now()) * 1000))::bigint FROM schedule WHERE site = $1 "
+                "AND last_manual_at IS NOT NULL FOR UPDATE",
+                {name, std::to_string(manual_min_interval.count())}, "cannot read the schedule");
+      if (PQntuples(r.get()) && int_at(r, 0, 0) > 0)
+        return {claim_status::rate_limited, std::chrono::milliseconds(int_at(r, 0, 0))};
+      d.run(c, "UPDATE schedule SET due_at = now(), last_manual_at = now() WHERE site = $1", {name},
+            "cannot mark the site due");
+    }
+    // SKIP LOCKED: a row another instance is claiming right now is its, not worth waiting for.
+    auto r = d.run(
+        c,
+        "SELECT owner IS NOT NULL AND lease_until > now() AND owner <> $2, due_at <= now(), "
+        "greatest(0, ceil(extract(epoch FROM greatest(due_at, coalesce(lease_until, due_at)) - "
+        "now()) * 1000))::bigint FROM schedule WHERE site = $1 FOR UPDATE SKIP LOCKED",
+        {name, who}, "cannot read the schedule");
+    if (PQntuples(r.get()) == 0)
+      return {claim_status::leased, std::chrono::milliseconds(100)};
+    const auto wait = std::chrono::milliseconds(int_at(r, 0, 2));
+    if (bool_at(r, 0, 0))
+      return {claim_status::leased, wait};
+    if (!bool_at(r, 0, 1))
+      return {claim_status::not_due, wait};
+    d.run(c,
+          "UPDATE schedule SET owner = $2, lease_until = now() + $3 * interval '1 millisecond' "
+          "WHERE site = $1",
+          {name, who, std::to_string(lease.count())}, "cannot take the lease");
+    return {claim_status::claimed, {}};
+  });
+}
+
+bool postgres_store::renew(std::string_view site, std::string_view owner,
+                           std::chrono::milliseconds lease) {
+  auto& d = *impl_;
+  return d.with_connection([&](PGconn* c) {
+    auto r = d.run(c,
+                   "UPDATE schedule SET lease_until = now() + $3 * interval '1 millisecond' "
+                   "WHERE site = $1 AND owner = $2",
+                   {std::string(site), std::string(owner), std::to_string(lease.count())},
+                   "cannot renew the lease");
+    return std::string_view(PQcmdTuples(r.get())) == "1";
+  });
+}
+
+void postgres_store::release(std::string_view site, std::string_view owner) {
+  auto& d = *impl_;
+  d.with_connection([&](PGconn* c) {
+    d.run(c, "UPDATE schedule SET owner = NULL, lease_until = NULL WHERE site = $1 AND owner = $2",
+          {std::string(site), std::string(owner)}, "cannot release the lease");
+  });
+}
+
+bool postgres_store::claim_prune(std::string_view owner, std::chrono::milliseconds period) {
+  auto& d = *impl_;
+  return d.transaction([&](PGconn* c) {
+    d.run(c, "INSERT INTO schedule (site) VALUES ($1) ON CONFLICT DO NOTHING", {prune_row},
+          "cannot schedule pruning");
+    // The next prune is due a period from now whoever prunes; the lease only says who did.
+    auto r = d.run(c,
+                   "UPDATE schedule SET due_at = now() + $3 * interval '1 millisecond', owner = "
+                   "$2, lease_until = now() + $3 * interval '1 millisecond' WHERE site = $1 AND "
+                   "site IN (SELECT site FROM schedule WHERE site = $1 AND due_at <= now() FOR "
+                   "UPDATE SKIP LOCKED)",
+                   {prune_row, std::string(owner), std::to_string(period.count())},
+                   "cannot claim pruning");
+    return std::string_view(PQcmdTuples(r.get())) == "1";
+  });
+}
+
+std::vector<store_event> postgres_store::events_after(std::int64_t after, std::size_t limit) {
+  auto& d = *impl_;
+  return d.with_connection([&](PGconn* c) {
+    auto r = d.run(c, "SELECT seq, site FROM events WHERE seq > $1 ORDER BY seq LIMIT $2",
+                   {std::to_string(after), std::to_string(limit)}, "cannot read events");
+    std::vector<store_event> out;
+    for (int i = 0; i < PQntuples(r.get()); ++i)
+      out.push_back({int_at(r, i, 0), text_at(r, i, 1)});
+    return out;
+  });
+}
+
+std::int64_t postgres_store::last_event_seq() {
+  auto& d = *impl_;
+  return d.with_connection([&](PGconn* c) {
+    return int_at(d.run(c, "SELECT last_event FROM newsdesk_meta", "cannot read the last event"), 0,
+                  0);
+  });
+}
+
+} // namespace newsdesk::server

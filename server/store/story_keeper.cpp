@@ -1,0 +1,49 @@
+#include "server/store/story_keeper.hpp"
+
+namespace newsdesk::server {
+
+namespace {
+
+stories::story_headline headline_of(const stored_headline& row) {
+  return {row.id, row.title, row.url, row.site, row.first_seen_ms};
+}
+
+} // namespace
+
+story_keeper::story_keeper(stories::grouping_factory make)
+    : make_(make ? std::move(make) : [] { return stories::make_story_grouping(); }) {
+  start_over();
+}
+
+void story_keeper::start_over() {
+  grouping_ = make_();
+  seen_merge_ = 0;
+  assigned_ = false;
+}
+
+void story_keeper::observe(const std::vector<stored_headline>& rows,
+                           const std::vector<logged_merge>& merges) {
+  // Rows first: their stored stories are already those after every merge, so the merges only
+  // tell the grouping which stories became which.
+  for (const auto& row : rows)
+    grouping_->observe(headline_of(row), row.story);
+  for (const auto& entry : merges) {
+    grouping_->observe(entry.merge);
+    seen_merge_ = std::max(seen_merge_, entry.seq);
+  }
+}
+
+void story_keeper::assign(stored_headline& row, std::vector<stories::story_merge>& merges) {
+  assigned_ = true;
+  row.story = grouping_->assign(headline_of(row), merges);
+}
+
+void apply_merges(std::vector<stored_headline>& rows,
+                  const std::vector<stories::story_merge>& merges) {
+  for (const auto& m : merges)
+    for (auto& row : rows)
+      if (row.story == m.from)
+        row.story = m.into;
+}
+
+} // namespace newsdesk::server

@@ -1,0 +1,30 @@
+// The words a headline is compared on, before they are weighted by how rare they are: the
+// title's words and its URL slug's, folded as search folds them (case, accents, compatibility
+// forms), stop words left out, plurals and other inflections lightly stemmed, each with a boost:
+// a name or other capitalised word in a sentence-case title counts more, a word found only in
+// the slug less.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace newsdesk::server::stories {
+
+struct headline_term {
+  std::string text; // folded and stemmed
+  float boost = 1;  // before the word's rarity: > 1 for names, < 1 for slug-only words
+};
+
+// Each distinct term of a headline once (the larger boost when it occurs twice), in the order
+// first met. Bounded: at most max_terms_per_headline terms, words of at most max_word_bytes.
+std::vector<headline_term> headline_terms(std::string_view title, std::string_view url);
+
+inline constexpr std::size_t max_terms_per_headline = 32;
+inline constexpr std::size_t max_word_bytes = 40;
+
+// The light stemmer on its own (for tests): plural and common inflection endings of a folded
+// English word ("recalls" -> "recall", "companies" -> "company"); other words unchanged.
+std::string stem(std::string word);
+
+} // namespace newsdesk::server::stories

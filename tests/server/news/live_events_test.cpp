@@ -1,0 +1,105 @@
+// Live events as a client of /events reads them: the stream handed to the route's responder.
+#include "server/news/live_events.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <future>
+#include <thread>
+
+using namespace newsdesk::server;
+using json = nlohmann::json;
+
+namespace {
+
+news_item item(std::int64_t id, const std::string& site, std::int64_t story) {
+  news_item i;
+  i.id = id;
+  i.headline = {"Headline " + std::to_string(id), "https://" + site + ".test/" + std::to_string(id),
+                site};
+  i.story = story;
+  i.first_seen_ms = 1000 * id;
+  return i;
+}
+
+// An /events client: the stream its request was answered with, and what it has read so far.
+struct client {
+  std::shared_ptr<event_stream> stream;
+  std::string received;
+
+  client(live_events& live, const std::string& target) {
+    std::promise<std::shared_ptr<event_stream>> answered;
+    live.handle(http_request{"GET", target, {}, {}},
+                [&](http_response res) { answered.set_value(res.stream); });
+    stream = answered.get_future().get();
+    REQUIRE(stream);
+  }
+
+  // Reads until `text` has arrived, for a second at most.
+  bool wait_for(const std::string& text) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (received.find(text) == std::string::npos &&
+           std::chrono::steady_clock::now() < deadline) {
+      received += stream->take();
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return received.find(text) != std::string::npos;
+  }
+
+  // The data of every `event: story`, parsed.
+  std::vector<json> stories() const {
+    std::vector<json> out;
+    const std::string marker = "event: story\ndata: ";
+    for (auto at = received.find(marker); at != std::string::npos;
+         at = received.find(marker, at + 1)) {
+      const auto start = at + marker.size();
+      out.push_back(json::parse(received.substr(start, received.find('\n', start) - start)));
+    }
+    return out;
+  }
+};
+
+} // namespace
+
+TEST_CASE("live events: a headline that joined a story is followed by a story event with its "
+          "sources; filters apply to both") {
+  boost::asio::io_context ioc;
+  boost::asio::thread_pool pool(1);
+  live_events live(ioc, pool, nullptr,
+                   {{"a", {"Site A", "#111111"}}, {"b", {"Site B", "#222222"}}});
+  client everything(live, "/events");
+  client only_a(live, "/events?site=a");
+
+  // b's headline 2 joined story 1, which a's headline 1 started; a's headline 3 starts its own.
+  auto after = std::make_shared<news_snapshot>();
+  after->headlines = {item(3, "a", 3), item(2, "b", 1), item(1, "a", 1)};
+  live.publish({item(2, "b", 1), item(3, "a", 3)}, after);
+
+  REQUIRE(everything.wait_for("Headline 3"));
+  CHECK(everything.received.find("event: headline\ndata: ") != std::string::npos);
+  auto stories = everything.stories();
+  REQUIRE(stories.size() == 1);
+  CHECK(stories[0].at("story") == 1);
+  CHECK(stories[0].at("sources") == 2);
+  CHECK(stories[0].at("headline").at("id") == 2);
+  CHECK(stories[0].at("headline").at("site_display_name") == "Site B");
+  // The story event follows its headline's event and carries no id of its own (Last-Event-ID
+  // stays the headline's).
+  const auto story_at = everything.received.find("event: story");
+  CHECK(everything.received.find("\"title\":\"Headline 2\"") < story_at);
+  CHECK(everything.received.rfind("id: ", story_at) < everything.received.find("Headline 2"));
+
+  REQUIRE(only_a.wait_for("Headline 3"));
+  CHECK(only_a.received.find("Headline 2") == std::string::npos);
+  CHECK(only_a.stories().empty());
+
+  // Without the snapshot nothing says how many sources there are: no story event.
+  live.publish({item(4, "a", 1)});
+  REQUIRE(everything.wait_for("Headline 4"));
+  CHECK(everything.stories().size() == 1);
+  live.stop();
+}
