@@ -26,6 +26,7 @@ namespace newsdesk::broker {
 
 namespace detail {
 class core;
+class listener;
 struct local_subscriber;
 } // namespace detail
 
@@ -136,6 +137,7 @@ class server {
 
  private:
   std::shared_ptr<detail::core> core_;
+  std::shared_ptr<detail::listener> listener_;
 };
 
 } // namespace newsdesk::broker

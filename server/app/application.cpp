@@ -99,6 +99,7 @@ struct application::parts {
       , parse_pool(threads)
       , scrape_pool(std::max(1u, threads / 2))
       , filtered_pool(threads)
+      , build_pool(1, low_priority_pool::level::background)
       , ioc(static_cast<int>(threads))
       , connection_loops(cfg.event_loops ? std::optional<event_loops>(std::in_place, threads)
                                          : std::nullopt)
@@ -109,7 +110,7 @@ struct application::parts {
       // The store opens before anything listens: a broken store file stops startup with its name.
       , store(open_store(cfg.store_path.string()))
       , news(ioc, sites, renderers.by_name(), parse_pool, scrape_pool, store.get(), cfg.refresh)
-      , routes(news, page, files, parse_pool, filtered_pool, cfg.public_url)
+      , routes(news, page, files, build_pool, filtered_pool, cfg.public_url)
       , live(ioc, parse_pool, store.get(), looks_of(sites))
       , hangup(ioc, SIGHUP)
       , terminate(ioc, SIGINT, SIGTERM)
@@ -141,6 +142,7 @@ struct application::parts {
   // that failed half-way may own strands on the pool (live events), destroyed with them.
   ~parts() {
     filtered_pool.join();
+    build_pool.join();
     scrape_pool.join(); // a parse's result is handed to the worker pool: that one last
     parse_pool.join();
   }
@@ -363,6 +365,7 @@ struct application::parts {
     // Parses are bounded before they start (dom::max_nesting_depth, max_elements), so this
     // waits at most for one page's parse per scrape thread.
     filtered_pool.join();
+    build_pool.join();
     scrape_pool.join();
     parse_pool.join();
     log_info("msg=\"newsdesk stopped\"");
@@ -374,6 +377,9 @@ struct application::parts {
   net::thread_pool parse_pool;  // store writes, reloads, representations: never on a network thread
   net::thread_pool scrape_pool; // parsing pages: a slow page holds up only other pages
   low_priority_pool filtered_pool; // filtered views: they wait while anything else runs
+  // The views every change rebuilds: one thread (rounds run one at a time), below serving's
+  // priority, so /readyz and store writes on the worker pool never queue behind a build.
+  low_priority_pool build_pool;
   net::io_context ioc;
   // HTTP connections, a loop per thread, when configured (else on strands of ioc). Declared
   // before everything that may hold a connection's responder (the news service, the routes'

@@ -4,23 +4,32 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <string>
 
 namespace newsdesk::server {
 
-low_priority_pool::low_priority_pool(unsigned threads)
+low_priority_pool::low_priority_pool(unsigned threads, level how)
     : work_(boost::asio::make_work_guard(ioc_)) {
   for (unsigned i = 0; i < std::max(1u, threads); ++i)
-    threads_.emplace_back([this, first = i == 0] {
-      // SCHED_IDLE: the thread runs when a core has nothing else to run, and a waking network
-      // thread takes the core back at once (a nice value alone leaves it a time slice).
-      const sched_param param{};
-      if (int error = ::pthread_setschedparam(::pthread_self(), SCHED_IDLE, &param); error && first)
-        log_warn("msg=\"filtered views run at normal priority\" error=" +
-                 logfmt_quoted(std::strerror(error)));
+    threads_.emplace_back([this, how, first = i == 0] {
+      int error = 0;
+      if (how == level::idle) {
+        // SCHED_IDLE: the thread runs when a core has nothing else to run, and a waking network
+        // thread takes the core back at once (a nice value alone leaves it a time slice).
+        const sched_param param{};
+        error = ::pthread_setschedparam(::pthread_self(), SCHED_IDLE, &param);
+      } else if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10) != 0) {
+        error = errno; // on Linux a nice value belongs to the thread
+      }
+      if (error && first)
+        log_warn(std::string("msg=\"") + (how == level::idle ? "filtered views" : "view builds") +
+                 " run at normal priority\" error=" + logfmt_quoted(std::strerror(error)));
       ioc_.run();
     });
 }

@@ -1,8 +1,11 @@
-// Threads for work that may wait while anything else wants the CPU: the filtered views
-// (/news?q=..., a feed of some sites) that a flood of requests can ask for. Each thread runs
-// under SCHED_IDLE, the lowest priority a process may give its threads, so on a busy machine the
-// kernel runs the network threads and the worker pool first, and /news and /healthz stay fast
-// however many filtered requests wait; on an idle one these threads use every core.
+// Threads for work that must not hold up serving, at one of two levels:
+// - idle: the filtered views (/news?q=..., a feed of some sites) that a flood of requests can
+//   ask for. SCHED_IDLE, the lowest priority a process may give its threads: on a busy machine
+//   the kernel runs everything else first, and /news and /healthz stay fast however many
+//   filtered requests wait; on an idle one these threads use every core.
+// - background: the views every change rebuilds. Niced (+10): they yield to the network threads
+//   and to store writes, yet still get their share of a busy machine (a view that never gets
+//   built would leave the page behind the headlines for good).
 //
 // Threads: post from any thread; the destructor runs what is queued, then joins.
 #pragma once
@@ -18,7 +21,8 @@ namespace newsdesk::server {
 
 class low_priority_pool {
  public:
-  explicit low_priority_pool(unsigned threads);
+  enum class level { idle, background };
+  low_priority_pool(unsigned threads, level how = level::idle);
   ~low_priority_pool();
   low_priority_pool(const low_priority_pool&) = delete;
   low_priority_pool& operator=(const low_priority_pool&) = delete;

@@ -62,7 +62,7 @@ void representation_cache::get(const std::string& key, std::uint64_t version, bo
             built = previous;
           else
             built = representation::make(std::move(c.content_type), c.bytes, unix_ms_now(),
-                                         c.cache_control, c.headers);
+                                         c.cache_control, c.headers, c.effort);
         } catch (const std::exception& e) {
           log_error("msg=\"cannot build a representation\" key=" + logfmt_quoted(key) +
                     " error=" + logfmt_quoted(e.what()));
@@ -111,21 +111,6 @@ void representation_cache::evict_locked() {
     lru_.pop_back();
     entries_.erase(it);
     ++counters_.evictions;
-  }
-}
-
-void representation_cache::drop_older_than(std::uint64_t version) {
-  std::lock_guard lock(mutex_);
-  for (auto it = entries_.begin(); it != entries_.end();) {
-    auto& e = it->second;
-    if (e.pinned || e.building || e.version >= version) {
-      ++it;
-      continue;
-    }
-    if (e.ready)
-      unpinned_bytes_ -= e.ready->bytes();
-    lru_.erase(e.lru);
-    it = entries_.erase(it);
   }
 }
 

@@ -7,9 +7,9 @@
 // build. When a rebuild produces the same bytes, the previous representation is kept (same
 // ETag, same Last-Modified, no compression).
 //
-// Pinned entries (the unfiltered views and each site's own view) are kept and rebuilt on every
-// change; the others (q=, limit=, several sites) live in an LRU bounded by bytes and are dropped
-// when the headlines change.
+// Pinned entries (the unfiltered views) are kept and rebuilt on every change; the others (a
+// site's own view, q=, limit=, several sites, /news of each minute) live in an LRU bounded by
+// bytes, rebuilt when asked for a newer version than they hold.
 //
 // Threads: all members may be called from any thread.
 #pragma once
@@ -36,6 +36,7 @@ class representation_cache {
     std::string bytes;
     std::string cache_control = "no-cache"; // and `headers` with a 200: see representation::make
     header_list headers;
+    compression effort = compression::best;
   };
   using builder = std::function<content()>;
   using handler = std::function<void(std::shared_ptr<const representation>)>;
@@ -52,9 +53,6 @@ class representation_cache {
   // that built it. A build that throws answers null.
   void get(const std::string& key, std::uint64_t version, bool pinned,
            const boost::asio::any_io_executor& build_on, builder build, handler done);
-
-  // Drops unpinned entries older than `version` (the headlines changed).
-  void drop_older_than(std::uint64_t version);
 
   counters stats() const;
 

@@ -10,11 +10,13 @@
 #include "server/news/news_service.hpp"
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <system_error>
+#include <tuple>
 
 namespace newsdesk::server {
 
@@ -55,16 +57,22 @@ std::string sites_title(const news_snapshot& s) {
 
 } // namespace
 
+struct routes::prebuild_timer {
+  explicit prebuild_timer(low_priority_pool& pool)
+      : timer(pool.get_executor()) {}
+  net::steady_timer timer;
+};
+
 routes::routes(news_service& news, std::shared_ptr<const news_page> page, const static_files& files,
-               boost::asio::thread_pool& pool, low_priority_pool& filtered_pool,
-               std::string public_url)
+               low_priority_pool& pool, low_priority_pool& filtered_pool, std::string public_url)
     : news_(news)
     , files_(files)
     , pool_(pool)
     , filtered_pool_(filtered_pool)
     , public_url_(std::move(public_url))
     , page_(std::move(page))
-    , cache_(representation_cache::default_max_bytes) {
+    , cache_(representation_cache::default_max_bytes)
+    , prebuild_timer_(std::make_unique<prebuild_timer>(pool)) {
   while (!public_url_.empty() && public_url_.back() == '/')
     public_url_.pop_back();
   router_.bind(route_id::root, [](http_request, responder respond) {
@@ -85,6 +93,8 @@ routes::routes(news_service& news, std::shared_ptr<const news_page> page, const 
     serve_refresh(request, std::move(respond));
   });
 }
+
+routes::~routes() = default;
 
 void routes::set_page(std::shared_ptr<const news_page> page) {
   {
@@ -128,11 +138,9 @@ namespace {
 representation_cache::content build_view(const news_page& page, const news_snapshot& snapshot,
                                          const std::string& path, const news_query& query,
                                          const std::string& base, const std::string& target) {
-  if (path == "/news")
-    return {"text/html; charset=utf-8", query.empty()
-                                            ? page.render(snapshot)
-                                            : page.render(apply_query(snapshot, query), query)};
   auto view = apply_query(snapshot, query);
+  if (path == "/news")
+    return {"text/html; charset=utf-8", page.render(view, query)};
   if (path == "/news.json")
     return {json_content_type, news_json(view)};
   if (path == "/opml") {
@@ -180,6 +188,8 @@ std::string view_key(const std::string& path, const news_query& query, const std
   for (const auto& s : sites)
     key += s + ",";
   key += "&q=" + query.q + "&limit=" + std::to_string(query.limit);
+  if (query.paged())
+    key += "&before=" + std::to_string(query.before_ms) + "." + std::to_string(query.before_id);
   if (path == "/news.atom" || path == "/news.feed.json" || path == "/opml")
     key += "@" + base;
   return key;
@@ -196,6 +206,19 @@ const header_list& view_headers(const std::string& path) {
                                         {"Referrer-Policy", "no-referrer"}};
   static const header_list data_headers{{"X-Content-Type-Options", "nosniff"}};
   return path == "/news" ? page_headers : data_headers;
+}
+
+// The version of the headlines a view shows: a view of some sites changes only when one of them
+// does (a site's report says when it last did), any other view with every change. So a change
+// of one site rebuilds only the views that show it.
+std::uint64_t view_version(const news_snapshot& snapshot, const news_query& query) {
+  if (query.sites.empty())
+    return snapshot.version;
+  std::uint64_t version = 0;
+  for (const auto& s : snapshot.sites)
+    if (std::find(query.sites.begin(), query.sites.end(), s.name) != query.sites.end())
+      version = std::max(version, s.version);
+  return version;
 }
 
 // Clients may keep a copy but must ask (If-None-Match) before using it: a 304 costs a few
@@ -225,14 +248,21 @@ std::shared_ptr<const representation> routes::current_view(const std::string& sl
                                                            std::uint64_t version, bool& renew) {
   std::lock_guard lock(current_mutex_);
   auto it = current_.find(slot);
-  if (it == current_.end() || it->second.version != version)
+  if (it == current_.end())
     return nullptr;
   auto& view = it->second;
-  const auto now = std::chrono::steady_clock::now();
-  // One renewal at a time; another after a while if that one's build failed.
-  if (view.key != key && now - view.renewal_started > std::chrono::seconds(5)) {
-    view.renewal_started = now;
-    renew = true;
+  // Bytes of older headlines (or of the minute before, for /news) answer until the new ones are
+  // built: serving never waits for a build. One renewal at a time for the newest key and
+  // version; another after a while if that one's build failed.
+  if (view.key != key || view.version < version) {
+    const auto now = std::chrono::steady_clock::now();
+    if (view.renewal_key != key || view.renewal_version < version ||
+        now - view.renewal_started > std::chrono::seconds(5)) {
+      view.renewal_key = key;
+      view.renewal_version = version;
+      view.renewal_started = now;
+      renew = true;
+    }
   }
   return view.bytes;
 }
@@ -246,7 +276,9 @@ void routes::remember_view(const std::string& slot, const std::string& key, std:
   auto& view = current_[slot];
   if (view.version > version)
     return;
-  view = {key, version, std::move(bytes)};
+  view.key = key;
+  view.version = version;
+  view.bytes = std::move(bytes);
 }
 
 void routes::serve_news(http_request request, const std::string& path, responder respond) {
@@ -269,8 +301,6 @@ void routes::serve_news(http_request request, const std::string& path, responder
     bool renew = false;
     if (auto ready = current_view(path + "@" + base, cache_key(path, news_query{}, base),
                                   snapshot->version, renew)) {
-      // /news of the minute before (or of the template before a reload): still served while the
-      // new one is built, so no reader waits for the rebuild.
       if (renew)
         build_ahead(snapshot, path, news_query{}, base);
       fast_hits_.fetch_add(1, std::memory_order_relaxed);
@@ -291,11 +321,10 @@ void routes::serve_view(const http_request& request, const std::string& path,
                     respond =
                         std::move(respond)](std::shared_ptr<const news_snapshot> snapshot) mutable {
     auto key = cache_key(path, query, base);
-    // The unfiltered views and each site's own are kept across changes (rebuilt by prebuild);
-    // /news is keyed by its minute, so its older minutes are left to the LRU.
-    const bool pinned =
-        path != "/news" && query.words.empty() && query.limit == 0 && query.sites.size() <= 1;
-    cache_.get(key, snapshot->version, pinned,
+    // The unfiltered views are kept across changes (rebuilt by prebuild); /news is keyed by its
+    // minute, so its older minutes are left to the LRU, with every filtered view.
+    const bool pinned = path != "/news" && query.empty();
+    cache_.get(key, view_version(*snapshot, query), pinned,
                unfiltered ? net::any_io_executor(pool_.get_executor())
                           : net::any_io_executor(filtered_pool_.get_executor()),
                view_builder(snapshot, path, query, base),
@@ -312,24 +341,92 @@ void routes::serve_view(const http_request& request, const std::string& path,
 }
 
 void routes::prebuild(const std::shared_ptr<const news_snapshot>& snapshot) {
-  cache_.drop_older_than(snapshot->version);
-  // The unfiltered views and each site's own JSON, ready before anyone asks. Feeds need a base
-  // URL: only with a configured public one.
-  std::vector<news_query> queries{news_query{}};
-  for (const auto& s : snapshot->sites) {
-    news_query one;
-    one.sites = {s.name};
-    queries.push_back(std::move(one));
+  std::lock_guard lock(prebuild_mutex_);
+  if (prebuild_next_) {
+    if (prebuild_next_->version >= snapshot->version)
+      return;
+    ++prebuild_superseded_;
   }
-  std::vector<std::string> paths{"/news.json"};
+  prebuild_next_ = snapshot;
+  if (!prebuilding_) {
+    prebuilding_ = true;
+    net::post(pool_.get_executor(), [this] { prebuild_round(); });
+  }
+}
+
+void routes::prebuild_round() {
+  std::shared_ptr<const news_snapshot> snapshot;
+  {
+    std::lock_guard lock(prebuild_mutex_);
+    snapshot = std::move(prebuild_next_);
+    prebuild_next_.reset();
+    if (!snapshot) {
+      prebuilding_ = false;
+      return;
+    }
+  }
+  const auto started = std::chrono::steady_clock::now();
+  // The views everyone asks for. Feeds need a base URL: only with a configured public one.
+  std::vector<std::pair<std::string, std::string>> views{{"/news.json", ""}, {"/news", ""}};
   if (!public_url_.empty()) {
-    paths.push_back("/news.atom");
-    paths.push_back("/news.feed.json");
+    views.emplace_back("/news.atom", public_url_);
+    views.emplace_back("/news.feed.json", public_url_);
   }
-  for (const auto& query : queries)
-    for (const auto& path : paths)
-      build_ahead(snapshot, path, query, path == "/news.json" ? std::string() : public_url_);
-  build_ahead(snapshot, "/news", news_query{}, "");
+  // The round's views become the current ones together, when the last is built: a reader who
+  // saw a headline in one (the JSON) finds it in the others (the page).
+  struct round {
+    std::mutex mutex;
+    std::size_t left;
+    std::vector<std::tuple<std::string, std::string, std::shared_ptr<const representation>>> built;
+  };
+  auto r = std::make_shared<round>();
+  r->left = views.size();
+  for (const auto& [path, base] : views)
+    build_ahead(
+        snapshot, path, news_query{}, base,
+        [this, r, snapshot, started, slot = path + "@" + base,
+         key = cache_key(path, news_query{}, base)](std::shared_ptr<const representation> b) {
+          std::lock_guard lock(r->mutex);
+          if (b)
+            r->built.emplace_back(slot, key, std::move(b));
+          if (--r->left > 0)
+            return;
+          if (snapshot->ready)
+            for (auto& [s, k, bytes] : r->built)
+              remember_view(s, k, snapshot->version, std::move(bytes));
+          prebuild_round_done(started);
+        });
+}
+
+void routes::prebuild_round_done(std::chrono::steady_clock::time_point started) {
+  const auto took = std::chrono::steady_clock::now() - started;
+  bool warn = false;
+  std::uint64_t superseded;
+  {
+    std::lock_guard lock(prebuild_mutex_);
+    ++prebuild_rounds_;
+    prebuild_last_ = took;
+    prebuild_ended_ = std::chrono::steady_clock::now();
+    superseded = prebuild_superseded_;
+    // Rounds that take this long mean the page lags the headlines: say so, once a minute.
+    const auto now = std::chrono::steady_clock::now();
+    if (took > std::chrono::seconds(5) && now - prebuild_warned_ > std::chrono::minutes(1)) {
+      prebuild_warned_ = now;
+      warn = true;
+    }
+  }
+  if (warn)
+    log_warn("msg=\"views fall behind the headlines\" round_ms=" +
+             std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()) +
+             " superseded=" + std::to_string(superseded));
+  // The next round waits at least as long as this one took: however fast the headlines
+  // change, building their views takes at most about half of a thread.
+  prebuild_timer_->timer.expires_after(
+      std::max<std::chrono::steady_clock::duration>(took, std::chrono::milliseconds(100)));
+  prebuild_timer_->timer.async_wait([this](boost::system::error_code ec) {
+    if (!ec)
+      prebuild_round();
+  });
 }
 
 representation_cache::builder routes::view_builder(std::shared_ptr<const news_snapshot> snapshot,
@@ -350,29 +447,43 @@ representation_cache::builder routes::view_builder(std::shared_ptr<const news_sn
       add("q", form_encode(query.q));
     if (query.limit)
       add("limit", std::to_string(query.limit));
+    if (query.paged())
+      add("before", std::to_string(query.before_ms) + "." + std::to_string(query.before_id));
     target += q;
   }
+  // Compression effort fits the rate of change: the best for the unfiltered views while the
+  // headlines change less than once a minute (their bytes are then sent many times over), quick
+  // when they change faster, and for views built on request (a site's own, a search).
+  compression effort = compression::quick;
+  if (query.empty()) {
+    std::lock_guard lock(prebuild_mutex_);
+    if (std::chrono::steady_clock::now() - prebuild_ended_ > std::chrono::minutes(1))
+      effort = compression::best;
+  }
   return [page = page(), snapshot = std::move(snapshot), path, query, base,
-          target = std::move(target)] {
+          target = std::move(target), effort] {
     auto content = build_view(*page, *snapshot, path, query, base, target);
     content.cache_control = view_cache_control;
     content.headers = view_headers(path);
+    content.effort = effort;
     return content;
   };
 }
 
 void routes::build_ahead(const std::shared_ptr<const news_snapshot>& snapshot,
-                         const std::string& path, const news_query& query,
-                         const std::string& base) {
+                         const std::string& path, const news_query& query, const std::string& base,
+                         representation_cache::handler done) {
   auto key = cache_key(path, query, base);
-  cache_.get(
-      key, snapshot->version, path != "/news", pool_.get_executor(),
-      view_builder(snapshot, path, query, base),
-      [this, slot = path + "@" + base, key, version = snapshot->version,
-       remember = snapshot->ready && query.empty()](std::shared_ptr<const representation> r) {
-        if (r && remember)
-          remember_view(slot, key, version, std::move(r));
-      });
+  cache_.get(key, view_version(*snapshot, query), path != "/news" && query.empty(),
+             pool_.get_executor(), view_builder(snapshot, path, query, base),
+             [this, slot = path + "@" + base, key, version = snapshot->version,
+              remember = snapshot->ready && query.empty(),
+              done = std::move(done)](std::shared_ptr<const representation> r) {
+               if (done)
+                 return done(std::move(r));
+               if (r && remember)
+                 remember_view(slot, key, version, std::move(r));
+             });
 }
 
 std::string routes::cache_metrics() const {
@@ -397,6 +508,22 @@ std::string routes::cache_metrics() const {
   line("newsdesk_representation_entries", "Representations held.", "gauge", c.entries);
   line("newsdesk_representation_bytes", "Bytes held by representations, all encodings.", "gauge",
        c.bytes);
+  std::uint64_t rounds, superseded;
+  double last_seconds;
+  {
+    std::lock_guard lock(prebuild_mutex_);
+    rounds = prebuild_rounds_;
+    superseded = prebuild_superseded_;
+    last_seconds = std::chrono::duration<double>(prebuild_last_).count();
+  }
+  line("newsdesk_view_build_rounds_total",
+       "Rounds of building the unfiltered views for new headlines.", "counter", rounds);
+  line("newsdesk_view_build_superseded_total",
+       "Headline changes whose views were never built: a newer change came first.", "counter",
+       superseded);
+  out += "# HELP newsdesk_view_build_round_seconds How long the last round of view builds took.\n"
+         "# TYPE newsdesk_view_build_round_seconds gauge\nnewsdesk_view_build_round_seconds " +
+         std::to_string(last_seconds) + "\n";
   return out;
 }
 

@@ -18,9 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace boost::asio {
-class thread_pool;
-} // namespace boost::asio
+namespace boost::asio {} // namespace boost::asio
 
 namespace newsdesk::server {
 
@@ -35,11 +33,13 @@ class routes {
  public:
   // `public_url` ("https://news.example.org") makes feed links absolute; empty: taken from
   // the request's Host header.
-  // The unfiltered views are built on `pool`; filtered ones are looked up and built on
-  // `filtered_pool`, so a flood of them cannot slow the rest.
+  // The unfiltered views are built on `build_pool` (below serving's priority, apart from the
+  // store's writes and /readyz); filtered ones are looked up and built on `filtered_pool`, so a
+  // flood of them cannot slow the rest.
   routes(news_service& news, std::shared_ptr<const news_page> page, const static_files& files,
-         boost::asio::thread_pool& pool, low_priority_pool& filtered_pool,
+         low_priority_pool& build_pool, low_priority_pool& filtered_pool,
          std::string public_url = {});
+  ~routes();
 
   // Serves pages from `page` from now on (a template reload). Thread-safe.
   void set_page(std::shared_ptr<const news_page> page);
@@ -53,8 +53,12 @@ class routes {
   // Any thread.
   void handle(http_request request, responder respond) const;
 
-  // The headlines changed: drops filtered views of older ones and builds the unfiltered views
-  // and each site's own (JSON, and the feeds when a public URL is configured) now, on the pool.
+  // The headlines changed: the unfiltered views (the page, JSON, and the feeds when a public URL
+  // is configured) are built for `snapshot` on the pool, before anyone asks. Changes coalesce:
+  // one round of builds runs at a time, for the newest snapshot, and the next round starts no
+  // sooner than the last one took (so builds take at most about half of a thread however fast
+  // the headlines change); a snapshot replaced before its round started is never built. Until
+  // a round ends the previous bytes answer. A site's own views are built when first asked for.
   void prebuild(const std::shared_ptr<const news_snapshot>& snapshot);
 
   // The representation cache's counters, in Prometheus text format (for /metrics).
@@ -82,15 +86,20 @@ class routes {
                                              const std::string& path, const news_query& query,
                                              const std::string& base) const;
   // Builds a view of `snapshot` on the pool (unless already built) with nobody waiting; an
-  // unfiltered view of ready headlines becomes the current one.
+  // unfiltered view of ready headlines becomes the current one, or, when `done` is given, is
+  // handed to it instead.
   void build_ahead(const std::shared_ptr<const news_snapshot>& snapshot, const std::string& path,
-                   const news_query& query, const std::string& base);
+                   const news_query& query, const std::string& base,
+                   representation_cache::handler done = {});
   void remember_view(const std::string& slot, const std::string& key, std::uint64_t version,
                      std::shared_ptr<const representation> bytes);
+  // A round of prebuilds for the newest snapshot waiting, if any (on the pool).
+  void prebuild_round();
+  void prebuild_round_done(std::chrono::steady_clock::time_point started);
 
   news_service& news_;
   const static_files& files_;
-  boost::asio::thread_pool& pool_;
+  low_priority_pool& pool_; // builds the unfiltered views
   low_priority_pool& filtered_pool_;
   std::string public_url_;
   router router_;
@@ -103,12 +112,26 @@ class routes {
     std::string key;
     std::uint64_t version = 0;
     std::shared_ptr<const representation> bytes;
+    // The build under way for a newer key or version, and when it started.
+    std::string renewal_key;
+    std::uint64_t renewal_version = 0;
     std::chrono::steady_clock::time_point renewal_started{};
   };
   static constexpr std::size_t max_current_views = 64;
   mutable std::mutex current_mutex_; // guards current_
   std::unordered_map<std::string, current> current_;
   std::atomic<std::uint64_t> fast_hits_{0}; // requests the fast path answered
+
+  struct prebuild_timer; // the wait between two rounds (an asio timer, kept out of this header)
+  std::unique_ptr<prebuild_timer> prebuild_timer_;
+  mutable std::mutex prebuild_mutex_;                  // guards the prebuild fields below
+  std::shared_ptr<const news_snapshot> prebuild_next_; // the newest snapshot not yet built
+  bool prebuilding_ = false;                           // a round runs or waits for its timer
+  std::uint64_t prebuild_rounds_ = 0;
+  std::uint64_t prebuild_superseded_ = 0; // snapshots replaced before their round started
+  std::chrono::steady_clock::duration prebuild_last_{};     // the last round's duration
+  std::chrono::steady_clock::time_point prebuild_ended_{};  // when the last round ended
+  std::chrono::steady_clock::time_point prebuild_warned_{}; // the last "falling behind" line
 };
 
 } // namespace newsdesk::server

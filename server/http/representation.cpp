@@ -14,11 +14,13 @@ namespace newsdesk::server {
 
 namespace {
 
-// gzip at zlib's best level: compressed once per change, sent thousands of times.
-std::string gzip_bytes(std::string_view in) {
+// gzip at zlib's best level (compressed once per change, sent thousands of times), or its
+// default one.
+std::string gzip_bytes(std::string_view in, compression effort) {
   z_stream zs{};
+  const int level = effort == compression::best ? Z_BEST_COMPRESSION : Z_DEFAULT_COMPRESSION;
   // 15 + 16: the largest window, with a gzip header and trailer.
-  if (deflateInit2(&zs, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY) != Z_OK)
+  if (deflateInit2(&zs, level, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY) != Z_OK)
     throw std::runtime_error("zlib: cannot start compressing");
   std::string out(deflateBound(&zs, static_cast<uLong>(in.size())), '\0');
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
@@ -33,10 +35,12 @@ std::string gzip_bytes(std::string_view in) {
   return out;
 }
 
-// Brotli at its best quality, as `brotli -q 11` makes .br files for nginx's brotli_static;
-// past a megabyte quality 9 keeps a rebuild from taking seconds.
-std::string brotli_bytes(std::string_view in) {
-  const int quality = in.size() <= 1024 * 1024 ? BROTLI_MAX_QUALITY : 9;
+// Brotli at its best quality, as `brotli -q 11` makes .br files for nginx's brotli_static (past a
+// megabyte quality 9 keeps a rebuild from taking seconds), or at quality 5.
+std::string brotli_bytes(std::string_view in, compression effort) {
+  const int quality = effort == compression::quick ? 5
+                      : in.size() <= 1024 * 1024   ? BROTLI_MAX_QUALITY
+                                                   : 9;
   std::string out(BrotliEncoderMaxCompressedSize(in.size()), '\0');
   std::size_t size = out.size();
   if (!BrotliEncoderCompress(quality, BROTLI_DEFAULT_WINDOW, BROTLI_MODE_TEXT, in.size(),
@@ -90,11 +94,10 @@ std::optional<double> parse_q(std::string_view text) {
 
 } // namespace
 
-std::shared_ptr<const representation> representation::make(std::string content_type,
-                                                           std::string_view bytes,
-                                                           std::int64_t last_modified_ms,
-                                                           std::string_view cache_control,
-                                                           const header_list& extra) {
+std::shared_ptr<const representation>
+representation::make(std::string content_type, std::string_view bytes,
+                     std::int64_t last_modified_ms, std::string_view cache_control,
+                     const header_list& extra, compression effort) {
   auto r = std::shared_ptr<representation>(new representation());
   r->content_type_ = std::move(content_type);
   r->etag_ = content_tag(bytes);
@@ -103,9 +106,9 @@ std::shared_ptr<const representation> representation::make(std::string content_t
   r->last_modified_ms_ = last_modified_ms;
   r->last_modified_ = http_date(last_modified_ms);
   r->identity_ = memory_file::create(bytes);
-  if (auto gz = gzip_bytes(bytes); gz.size() < bytes.size())
+  if (auto gz = gzip_bytes(bytes, effort); gz.size() < bytes.size())
     r->gzip_ = memory_file::create(gz);
-  if (auto br = brotli_bytes(bytes); br.size() < bytes.size())
+  if (auto br = brotli_bytes(bytes, effort); br.size() < bytes.size())
     r->br_ = memory_file::create(br);
   r->format_header_lines(cache_control, extra);
   return r;

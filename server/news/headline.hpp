@@ -40,6 +40,9 @@ struct site_report {
   std::chrono::milliseconds elapsed{0}; // the last refresh: render + parse
   std::int64_t last_success_ms = 0;     // 0: never
   std::int64_t last_attempt_ms = 0;     // 0: never
+  // The snapshot version in which this site's headlines or state last changed: a view of this
+  // site alone built for that version is still the right one in any later snapshot.
+  std::uint64_t version = 0;
 };
 
 struct news_snapshot {
@@ -48,12 +51,14 @@ struct news_snapshot {
   // order (id ascending).
   std::vector<news_item> headlines;
   std::chrono::system_clock::time_point generated_at;
-  std::uint64_t version = 0; // increases with every change
+  std::uint64_t version = 0; // increases with every change (and only then)
   // Every site has been tried, or some site has headlines: views of this snapshot need not wait
   // for a cold start (news_service::when_ready).
   bool ready = false;
   // Set while the shared store cannot be reached: what is shown may be out of date.
   std::string notice;
+  // A view cut to one page: the before= cursor of the next page ("" when this is the last).
+  std::string next;
 };
 
 // RFC 3339 UTC time to the second, e.g. "2026-11-22T09:35:25Z"; iso8601_ms to the millisecond,

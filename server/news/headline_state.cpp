@@ -56,6 +56,7 @@ void headline_state::set_sites(const std::vector<site_config>& sites) {
       e.report.colour = c.colour;
       e.report.url = c.url;
       e.report.renderer = c.renderer;
+      e.changed = true;
       next.push_back(std::move(e));
     }
     entries_ = std::move(next);
@@ -65,47 +66,42 @@ void headline_state::set_sites(const std::vector<site_config>& sites) {
   deliver(std::move(released), {}, std::move(snap));
 }
 
+namespace {
+// What a reader sees of a site's headlines: each one's id, title and link, in the site's order.
+bool same_headlines(const std::vector<news_item>& a, const std::vector<news_item>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const news_item& x, const news_item& y) {
+                      return x.id == y.id && x.headline.title == y.headline.title &&
+                             x.headline.url == y.headline.url;
+                    });
+}
+
+// What a reader sees of a site's state, its times aside.
+bool same_status(const site_report& a, const site_report& b) {
+  return a.ok == b.ok && a.stale == b.stale && a.error == b.error && a.failure == b.failure &&
+         a.note == b.note && a.headline_count == b.headline_count &&
+         (a.last_success_ms == 0) == (b.last_success_ms == 0);
+}
+} // namespace
+
 std::vector<news_item> headline_state::apply(const site_change& change) {
+  return apply(std::vector<site_change>{change});
+}
+
+std::vector<news_item> headline_state::apply(const std::vector<site_change>& changes) {
   std::lock_guard order(apply_order_);
   std::vector<news_item> added;
   std::deque<ready_waiter> released;
   std::shared_ptr<const news_snapshot> snap;
   {
     std::lock_guard lock(mutex_);
-    auto* e = find_locked(change.state.site);
-    if (!e)
+    bool publish = false;
+    for (const auto& change : changes)
+      publish |= apply_locked(change, added);
+    if (!publish)
       return {};
-    auto& r = e->report;
-    const auto& st = change.state;
-    // A site's first success shows its page; only what later refreshes find is announced.
-    const bool had_success = r.last_success_ms != 0;
-    if (change.current) {
-      std::unordered_set<std::int64_t> fresh(change.added.begin(), change.added.end());
-      e->items = *change.current;
-      for (std::size_t i = 0; i < e->items.size(); ++i) {
-        auto& item = e->items[i];
-        item.rank = i;
-        item.is_new = had_success && fresh.count(item.id) > 0;
-        if (item.is_new)
-          added.push_back(item);
-      }
-      r.note = change.note;
-    } else {
-      for (auto& item : e->items)
-        item.is_new = false;
-    }
-    if (st.last_attempt_ms)
-      r.last_attempt_ms = st.last_attempt_ms;
-    if (st.last_success_ms)
-      r.last_success_ms = st.last_success_ms;
-    r.error = st.last_error;
-    r.failure = st.last_failure;
-    r.elapsed = milliseconds(st.last_elapsed_ms);
-    r.ok = r.error.empty() && r.last_success_ms != 0;
-    r.stale = !r.ok && !e->items.empty(); // a failed site keeps serving its last good headlines
-    r.headline_count = e->items.size();
-    if (change.finishes_refresh)
-      e->tried = true;
+    // One batch, ids ascending, whatever the sites' order: a live client skips ids at or below
+    // the newest it was sent.
     std::sort(added.begin(), added.end(),
               [](const news_item& a, const news_item& b) { return a.id < b.id; });
     released = publish_locked();
@@ -113,6 +109,57 @@ std::vector<news_item> headline_state::apply(const site_change& change) {
   }
   deliver(std::move(released), added, std::move(snap));
   return added;
+}
+
+bool headline_state::apply_locked(const site_change& change, std::vector<news_item>& added) {
+  auto* e = find_locked(change.state.site);
+  if (!e)
+    return false;
+  auto& r = e->report;
+  const auto before = r;
+  const auto& st = change.state;
+  // A site's first success shows its page; only what later refreshes find is announced.
+  const bool had_success = r.last_success_ms != 0;
+  bool headlines_changed = false;
+  bool announced = false;
+  if (change.current) {
+    std::unordered_set<std::int64_t> fresh(change.added.begin(), change.added.end());
+    headlines_changed = !same_headlines(e->items, *change.current);
+    // "New" marks what the latest refresh that found something first saw: a refresh that found
+    // nothing new leaves the marks as they are.
+    if (headlines_changed || !fresh.empty()) {
+      e->items = *change.current;
+      for (std::size_t i = 0; i < e->items.size(); ++i) {
+        auto& item = e->items[i];
+        item.rank = i;
+        item.is_new = had_success && fresh.count(item.id) > 0;
+        if (item.is_new) {
+          added.push_back(item);
+          announced = true;
+        }
+      }
+    }
+    r.note = change.note;
+  }
+  if (st.last_attempt_ms)
+    r.last_attempt_ms = st.last_attempt_ms;
+  if (st.last_success_ms)
+    r.last_success_ms = st.last_success_ms;
+  r.error = st.last_error;
+  r.failure = st.last_failure;
+  r.elapsed = milliseconds(st.last_elapsed_ms);
+  r.ok = r.error.empty() && r.last_success_ms != 0;
+  r.stale = !r.ok && !e->items.empty(); // a failed site keeps serving its last good headlines
+  r.headline_count = e->items.size();
+  const bool first_try = change.finishes_refresh && !e->tried;
+  if (change.finishes_refresh)
+    e->tried = true;
+  // Whatever is published next carries the new times, so it gives this site a new version (a
+  // view of it alone is rebuilt then).
+  e->changed = true;
+  // Only times moved on: they wait for the next change, or for times_refresh.
+  return headlines_changed || announced || first_try || !same_status(before, r) ||
+         clock_.steady_now() - published_at_ >= times_refresh;
 }
 
 void headline_state::attempted(const std::string& site, std::int64_t now_ms) {
@@ -130,6 +177,8 @@ bool headline_state::set_notice(std::string notice) {
     if (notice == notice_)
       return false;
     notice_ = std::move(notice);
+    for (auto& e : entries_)
+      e.changed = true; // every view shows the notice
     released = publish_locked();
     snap = snapshot_;
   }
@@ -171,15 +220,19 @@ bool headline_state::ready_locked() const {
 
 std::deque<headline_state::ready_waiter> headline_state::publish_locked() {
   auto snap = std::make_shared<news_snapshot>();
-  for (const auto& e : entries_) {
+  snap->version = ++version_;
+  for (auto& e : entries_) {
+    if (e.changed || e.report.version == 0)
+      e.report.version = snap->version;
+    e.changed = false;
     snap->sites.push_back(e.report);
     snap->headlines.insert(snap->headlines.end(), e.items.begin(), e.items.end());
   }
   sort_items(snap->headlines);
   snap->generated_at = clock_.system_now();
   snap->notice = notice_;
-  snap->version = ++version_;
   snap->ready = ready_locked();
+  published_at_ = clock_.steady_now();
   snapshot_ = std::move(snap);
   std::deque<ready_waiter> released;
   if (all_tried_locked() && !ready_waiters_.empty()) {

@@ -4,6 +4,9 @@
 // Every change arrives as a site_change through apply(), whether this instance refreshed the
 // site or (in a cluster) another one did; apply() publishes a new snapshot and hands the
 // headlines first seen in the change to the update listener, in the order apply() was called.
+// A change that changes nothing a reader sees (the same headlines, in the same order, and the
+// same status: only the times of the last attempt and success moved on) publishes nothing; such
+// times reach readers with the next change, or after times_refresh at the latest.
 //
 // Threads: every member may be called from any thread. The listener and the ready callbacks run
 // outside the lock: the listener on the thread that called apply() (or set_sites(),
@@ -30,6 +33,9 @@ namespace newsdesk::server {
 class headline_state {
  public:
   using ready_callback = std::function<void(std::shared_ptr<const news_snapshot>)>;
+  // How long new attempt and success times may wait for a change to carry them: the page
+  // shows them in minutes.
+  static constexpr std::chrono::seconds times_refresh{60};
   // `post` runs a ready callback elsewhere (the io_context): a refresh's thread never answers
   // a waiting request itself.
   headline_state(news_clock& clock, std::chrono::milliseconds cold_start_wait,
@@ -46,6 +52,9 @@ class headline_state {
   // Applies one site's change and publishes the result. A change for a site not (or no longer)
   // configured is ignored. Returns what it announced.
   std::vector<news_item> apply(const site_change& change);
+  // The same for several sites' changes at once (a cluster's events): one snapshot, and one
+  // batch of new headlines in id order.
+  std::vector<news_item> apply(const std::vector<site_change>& changes);
 
   // A refresh of `site` started at `now_ms` (the chip says when it was last tried).
   void attempted(const std::string& site, std::int64_t now_ms);
@@ -76,6 +85,7 @@ class headline_state {
     site_report report;
     std::vector<news_item> items; // in the site's order
     bool tried = false;           // at least one refresh has finished
+    bool changed = false;         // changed since the last snapshot: takes its version
   };
   struct ready_waiter {
     std::chrono::steady_clock::time_point deadline; // answered by then, ready or not
@@ -83,6 +93,9 @@ class headline_state {
   };
 
   entry* find_locked(const std::string& site);
+  // Applies `change` to its site's entry, appending what it announces to `added`; true when a
+  // reader would see a difference (or times have waited long enough).
+  bool apply_locked(const site_change& change, std::vector<news_item>& added);
   // Makes the snapshot from the entries; returns the ready waiters it releases.
   std::deque<ready_waiter> publish_locked();
   bool ready_locked() const; // what when_ready waits for
@@ -105,6 +118,7 @@ class headline_state {
   std::unique_ptr<news_clock::timer> cold_start_timer_;
   std::shared_ptr<const news_snapshot> snapshot_;
   std::uint64_t version_ = 0;
+  std::chrono::steady_clock::time_point published_at_{};
   std::string notice_;
   bool started_ = false;
   bool stopped_ = false;

@@ -315,6 +315,12 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
   page.set("events_query", filters);
   page.set("feed_query", feed_query.empty() ? std::string() : "?" + feed_query);
   page.set("last_id", std::to_string(last_id));
+  // A page cut at page_size links to the next one, with the same filters.
+  if (!snapshot.next.empty()) {
+    std::string next = feed_query;
+    add_parameter(next, "before", snapshot.next);
+    page.set("next_href", "/news?" + next);
+  }
 
   std::lock_guard lock(impl_->mutex);
   return impl_->tmpl.render(page);
@@ -348,6 +354,9 @@ std::string news_json(const news_snapshot& snapshot) {
               {"headlines", std::move(headlines)}};
   if (!snapshot.notice.empty())
     out["notice"] = snapshot.notice;
+  // A view cut to one page: the before= value of the next page.
+  if (!snapshot.next.empty())
+    out["next"] = snapshot.next;
   // Scraped text is usually UTF-8 but not always; replace invalid bytes rather than throw.
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }

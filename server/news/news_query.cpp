@@ -52,6 +52,22 @@ parse_news_query(std::string_view query, const std::function<bool(std::string_vi
         return "q: longer than " + std::to_string(max_q_bytes) + " bytes";
       result.q = value;
       result.words = search_words(value);
+    } else if (key == "before") {
+      // FIRST_SEEN_MS.ID, both whole numbers, as cursor_after writes it.
+      const auto dot = value.find('.');
+      std::int64_t ms = 0, id = 0;
+      const char* text = value.data();
+      auto first = std::from_chars(text, text + std::min(dot, value.size()), ms);
+      bool ok =
+          dot != std::string::npos && first.ec == std::errc{} && first.ptr == text + dot && ms > 0;
+      if (ok) {
+        auto second = std::from_chars(text + dot + 1, text + value.size(), id);
+        ok = second.ec == std::errc{} && second.ptr == text + value.size() && id >= 0;
+      }
+      if (!ok)
+        return "before: expected FIRST_SEEN_MS.ID, as a page's next link gives it";
+      result.before_ms = ms;
+      result.before_id = id;
     } else if (key == "limit") {
       std::size_t n = 0;
       auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
@@ -64,13 +80,20 @@ parse_news_query(std::string_view query, const std::function<bool(std::string_vi
   return result;
 }
 
+std::string cursor_after(const news_item& item) {
+  return std::to_string(item.first_seen_ms) + "." + std::to_string(item.id);
+}
+
 news_snapshot apply_query(const news_snapshot& snapshot, const news_query& query) {
-  if (query.empty())
+  const std::size_t bound = query.limit ? query.limit : (query.one_site() ? max_limit : page_size);
+  // The common case, the whole page of every site, needs no filtering: only the cut.
+  if (query.empty() && snapshot.headlines.size() <= bound)
     return snapshot;
   news_snapshot out;
   out.generated_at = snapshot.generated_at;
   out.version = snapshot.version;
   out.notice = snapshot.notice;
+  out.ready = snapshot.ready;
   auto wanted = [&](const std::string& site) {
     return query.sites.empty() ||
            std::find(query.sites.begin(), query.sites.end(), site) != query.sites.end();
@@ -78,14 +101,22 @@ news_snapshot apply_query(const news_snapshot& snapshot, const news_query& query
   for (const auto& s : snapshot.sites)
     if (wanted(s.name))
       out.sites.push_back(s);
+  // Newest first, ties by id: what comes after the cursor's headline in that order.
+  auto after_cursor = [&](const news_item& item) {
+    return !query.paged() || item.first_seen_ms < query.before_ms ||
+           (item.first_seen_ms == query.before_ms && item.id > query.before_id);
+  };
   for (const auto& item : snapshot.headlines)
-    if (query.matches(item))
+    if (query.matches(item) && after_cursor(item))
       out.headlines.push_back(item);
   if (query.one_site())
     std::stable_sort(out.headlines.begin(), out.headlines.end(),
                      [](const news_item& a, const news_item& b) { return a.rank < b.rank; });
-  if (query.limit && out.headlines.size() > query.limit)
-    out.headlines.resize(query.limit);
+  if (out.headlines.size() > bound) {
+    out.headlines.resize(bound);
+    if (!query.one_site())
+      out.next = cursor_after(out.headlines.back());
+  }
   return out;
 }
 

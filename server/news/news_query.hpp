@@ -1,6 +1,11 @@
 // The query parameters every news output and /events take: site= (one or more, repeated or
 // comma-separated), q= (words; each must begin a word of the title, compared without case or
-// accents: search.hpp) and limit= (at most this many headlines; ignored by /events).
+// accents: search.hpp), limit= (at most this many headlines; ignored by /events) and before=
+// (the page after a cursor, as the previous page's `next` gives it).
+//
+// A page is bounded: without limit=, a view of several sites shows the newest page_size
+// headlines and says where the next page starts, so /news stays a page however many sites
+// there are. A site's own view lists what the site lists (bounded by the store's limits).
 #pragma once
 
 #include "server/news/news_service.hpp"
@@ -18,7 +23,11 @@ struct news_query {
   std::vector<std::string> words; // the folded words of q (search_words)
   std::string q;                  // as given, for echoing in forms
   std::size_t limit = 0;          // 0: no limit
-  bool empty() const { return sites.empty() && words.empty() && limit == 0; }
+  // before=FIRST_SEEN_MS.ID: only headlines after that one in newest-first order.
+  std::int64_t before_ms = 0;
+  std::int64_t before_id = 0;
+  bool paged() const { return before_ms != 0 || before_id != 0; }
+  bool empty() const { return sites.empty() && words.empty() && limit == 0 && !paged(); }
   // One site named: the page shows that site's headlines in the site's own order.
   bool one_site() const { return sites.size() == 1; }
   // Whether `item` passes the site= and q= filters (limit= is not about one headline).
@@ -28,6 +37,9 @@ struct news_query {
 // At most this many headlines per answer: far above any real page, and it bounds a hostile
 // limit= value.
 inline constexpr std::size_t max_limit = 10'000;
+// A view of several sites without limit= shows this many headlines, then links to the next
+// page: a few screens of reading, and about 300 KB of page, whether there are 6 sites or 3,000.
+inline constexpr std::size_t page_size = 500;
 // q= longer than this is refused: no headline is that long.
 inline constexpr std::size_t max_q_bytes = 200;
 
@@ -40,7 +52,11 @@ std::variant<news_query, std::string> parse_news_query(std::string_view query,
                                                        const std::vector<site_report>& sites);
 
 // The part of `snapshot` the query asks for: the chosen sites and their matching headlines,
-// newest first as in the snapshot, or in the site's own order when one site is named.
+// newest first as in the snapshot, or in the site's own order when one site is named; a view of
+// several sites is cut to one page (`next` then names the cursor of the page after it).
 news_snapshot apply_query(const news_snapshot& snapshot, const news_query& query);
+
+// The before= value that continues after `item`.
+std::string cursor_after(const news_item& item);
 
 } // namespace newsdesk::server

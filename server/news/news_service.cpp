@@ -89,6 +89,11 @@ news_service::news_service(boost::asio::io_context& ioc, std::vector<site_config
 news_service::~news_service() {
   // Not stop(): the views still waiting belong to routes that may be gone by now; their
   // responders are dropped (application stops the service, answering them, before this).
+  halt();
+  state_.abandon();
+}
+
+void news_service::halt() {
   {
     std::lock_guard lock(mutex_);
     stopped_ = true;
@@ -97,7 +102,6 @@ news_service::~news_service() {
   }
   schedule_.stop();
   refresh_.stop();
-  state_.abandon();
 }
 
 void news_service::on_update(std::function<void(const headline_update&)> listener) {
@@ -151,14 +155,7 @@ void news_service::start() {
 }
 
 void news_service::stop() {
-  {
-    std::lock_guard lock(mutex_);
-    stopped_ = true;
-    if (prune_timer_)
-      prune_timer_->cancel();
-  }
-  schedule_.stop();
-  refresh_.stop();
+  halt();
   state_.stop();
 }
 
@@ -254,10 +251,14 @@ void news_service::record(const site_schedule::ticket& t, const site_config& sit
       for (auto& h : result.found)
         change.current->push_back({std::move(h), 0, now, false});
     }
-    announced = state_.apply(change).size();
     how = result.ok() ? site_schedule::outcome::succeeded : site_schedule::outcome::failed;
+    // The schedule first: once the page shows this refresh, a manual refresh may start the next
+    // (which waits for write_order_, so its change is applied after this one).
+    schedule_.finished(t, how);
+    announced = state_.apply(change).size();
   }
-  schedule_.finished(t, how);
+  if (cluster_)
+    schedule_.finished(t, how);
   if (how == site_schedule::outcome::dropped)
     log_warn("msg=\"refresh dropped\" site=" + site.name +
              " detail=\"the lease ran out during the render and another instance took the site "
@@ -327,17 +328,24 @@ void news_service::apply_events(const std::vector<store_event>& events) {
   std::map<std::string, site_change> by_site;
   std::vector<stored_headline> fresh_rows;
   try {
+    fresh_rows = store_->since(through, store_limits::max_since_rows);
+    // After a long outage more may have come than one read returns: those are in the pages
+    // already, and are not announced one by one.
+    if (fresh_rows.size() == store_limits::max_since_rows) {
+      through = store_->last_id();
+    } else if (!fresh_rows.empty()) {
+      through = fresh_rows.back().id;
+      // A row of another site committed since the last call is announced now, with its site,
+      // though that site's own event comes later: `through` moves past it here.
+      for (const auto& row : fresh_rows)
+        touched.insert(row.site);
+    }
+    // Read after the new rows: what a site shows then holds each of them.
     for (const auto& site : touched)
       by_site[site].current = items_of(store_->current(site));
     for (auto& st : store_->sites())
       if (auto c = by_site.find(st.site); c != by_site.end())
         c->second.state = std::move(st);
-    fresh_rows = store_->since(through, store_limits::max_since_rows);
-    // After a long outage more may have come than one read returns: those are in the pages
-    // already, and are not announced one by one.
-    through = fresh_rows.size() == store_limits::max_since_rows
-                  ? store_->last_id()
-                  : (fresh_rows.empty() ? through : fresh_rows.back().id);
   } catch (const std::exception& e) {
     store_reachable(e.what());
     throw;
@@ -353,13 +361,16 @@ void news_service::apply_events(const std::vector<store_event>& events) {
   std::unordered_set<std::int64_t> fresh_ids;
   for (const auto& row : fresh_rows)
     fresh_ids.insert(row.id);
+  std::vector<site_change> applied;
   for (auto& [site, change] : by_site) {
     change.state.site = site;
     for (const auto& item : *change.current)
       if (fresh_ids.count(item.id))
         change.added.push_back(item.id);
-    state_.apply(change);
+    applied.push_back(std::move(change));
   }
+  // Together: their new headlines go out as one batch in id order.
+  state_.apply(applied);
 }
 
 } // namespace newsdesk::server

@@ -138,6 +138,8 @@ class news_service {
   changes reconfigure(std::vector<site_config> sites);
 
  private:
+  // Stops the timers, the schedule and the refreshes (stop() and the destructor).
+  void halt();
   void check_renderers(const std::vector<site_config>& sites) const;
   void load_stored(const std::vector<std::string>& sites);
   void refresh(const site_schedule::ticket& t, std::shared_ptr<const site_config> site);

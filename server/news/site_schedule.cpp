@@ -32,6 +32,7 @@ struct site_schedule::slot {
   // site is due again.
   bool leased = false;
   bool lease_lost = false;
+  std::uint64_t lease_generation = 0; // one per claim: a renewal of an older lease is ignored
   milliseconds due{0};
   std::unique_ptr<news_clock::timer> lease_timer;
 };
@@ -170,16 +171,16 @@ bool site_schedule::wanted(const ticket& t) const {
 
 std::vector<std::pair<std::string, site_schedule::trigger>>
 site_schedule::refresh_now(const std::optional<std::string>& site) {
-  std::vector<ticket> chosen;
+  std::vector<std::pair<ticket, std::string>> chosen; // the name read under the lock
   {
     std::lock_guard lock(mutex_);
     for (const auto& s : slots_)
       if (!site || s->site->name == *site)
-        chosen.push_back(s);
+        chosen.emplace_back(s, s->site->name);
   }
   std::vector<std::pair<std::string, trigger>> results;
-  for (const auto& s : chosen)
-    results.emplace_back(s->site->name, begin(s, true));
+  for (const auto& [s, name] : chosen)
+    results.emplace_back(name, begin(s, true));
   if (site && results.empty())
     results.emplace_back(*site, trigger::unknown_site);
   return results;
@@ -263,6 +264,7 @@ void site_schedule::claim(const ticket& s, bool manual) {
   }
   s->leased = true;
   s->lease_lost = false;
+  ++s->lease_generation;
   arm_renewal_locked(s);
   lock.unlock();
   due(s);
@@ -289,11 +291,13 @@ void site_schedule::hand_back(std::string site) {
 // On the worker pool, every third of the lease while a refresh runs under it.
 void site_schedule::renew(const ticket& s) {
   std::string name;
+  std::uint64_t generation;
   {
     std::lock_guard lock(mutex_);
     if (!s->leased || s->removed || stopped_)
       return;
     name = s->site->name;
+    generation = s->lease_generation;
   }
   bool held = true;
   try {
@@ -303,6 +307,10 @@ void site_schedule::renew(const ticket& s) {
     log_warn("msg=\"lease renewal failed\" site=" + name + " error=" + logfmt_quoted(e.what()));
   }
   std::lock_guard lock(mutex_);
+  // The refresh this renewal was for ended (and maybe another claimed the site) meanwhile: what
+  // the database said is about a lease that is no longer this one.
+  if (!s->leased || s->lease_generation != generation)
+    return;
   if (!held) {
     log_warn("msg=\"lease lost\" site=" + name +
              " detail=\"another instance took the site over; this render's result will be "

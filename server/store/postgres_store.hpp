@@ -36,7 +36,8 @@ class postgres_store final : public headline_store, public cluster_store {
   ~postgres_store() override;
 
   // headline_store
-  refresh_written record_refresh(std::string_view site, const std::vector<scrapers::headline>& found,
+  refresh_written record_refresh(std::string_view site,
+                                 const std::vector<scrapers::headline>& found,
                                  const refresh_record& record) override;
   void record_failure(std::string_view site, std::string_view error,
                       const refresh_record& record) override;

@@ -28,7 +28,8 @@ class sqlite_store final : public headline_store {
 
   ~sqlite_store() override;
 
-  refresh_written record_refresh(std::string_view site, const std::vector<scrapers::headline>& found,
+  refresh_written record_refresh(std::string_view site,
+                                 const std::vector<scrapers::headline>& found,
                                  const refresh_record& record) override;
   void record_failure(std::string_view site, std::string_view error,
                       const refresh_record& record) override;

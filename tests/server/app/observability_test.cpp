@@ -35,6 +35,12 @@ TEST_CASE("/metrics counts requests, refreshes, site state and the broker in Pro
   for (int i = 0; i < 3; ++i)
     REQUIRE(http_get(nd.port, "/news").status == 200);
   http_get(nd.port, "/nope");
+  // A refresh is counted once the page shows it: the page may answer a moment before.
+  REQUIRE(eventually([&] {
+    auto m = http_get(nd.port, "/metrics").body;
+    return m.find("newsdesk_fetch_errors_total{site=\"down\"") != std::string::npos &&
+           m.find("newsdesk_fetch_duration_seconds_count{site=\"a\"}") != std::string::npos;
+  }));
 
   auto answer = http_get(nd.port, "/metrics");
   REQUIRE(answer.status == 200);

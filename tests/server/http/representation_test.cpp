@@ -74,6 +74,19 @@ TEST_CASE("representation: gzip and brotli bodies decompress to the identity byt
   CHECK(representation::make("text/html", text + " ", 1)->etag() != r->etag());
 }
 
+TEST_CASE("representation: quick compression gives the same bytes back, the same tags, and a "
+          "brotli body no smaller than the best effort's") {
+  const auto text = page_text();
+  auto best = representation::make("text/html", text, 1);
+  auto quick = representation::make("text/html", text, 1, "no-cache", {}, compression::quick);
+  REQUIRE(quick->body(content_coding::gzip));
+  REQUIRE(quick->body(content_coding::br));
+  CHECK(gunzip(quick->body(content_coding::gzip)->bytes()) == text);
+  CHECK(unbrotli(quick->body(content_coding::br)->bytes()) == text);
+  CHECK(quick->etag(content_coding::br) == best->etag(content_coding::br)); // tags: the identity's
+  CHECK(quick->body(content_coding::br)->size() >= best->body(content_coding::br)->size());
+}
+
 TEST_CASE("representation: a body compression does not shrink is sent as it is") {
   auto r = representation::make("text/plain", "ok", 0);
   CHECK_FALSE(r->body(content_coding::gzip));

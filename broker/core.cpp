@@ -1,0 +1,237 @@
+#include "broker/core.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include <boost/asio/post.hpp>
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+
+#include "broker/frame.hpp"
+#include "server/core/log.hpp"
+
+namespace newsdesk::broker::detail {
+
+void fail(const boost::system::error_code& ec, const char* step) {
+  newsdesk::server::log_warn(
+      "msg=" + newsdesk::server::logfmt_quoted(std::string("broker: ") + step) +
+      " error=" + newsdesk::server::logfmt_quoted(ec.message()));
+}
+
+std::shared_ptr<core> core::create(boost::asio::io_context& ioc, config cfg) {
+  auto c = std::make_shared<core>(ioc, std::move(cfg));
+  c->ctx_.owner_ = c;
+  return c;
+}
+
+core::core(boost::asio::io_context& ioc, config cfg)
+    : ctx_(ioc, std::move(cfg))
+    , index_(ctx_)
+    , flush_(ctx_)
+    , queues_(ctx_, index_, flush_)
+    , delivery_(ctx_, index_, queues_, flush_)
+    , sweep_timer_(ctx_.strand)
+    , shutdown_timer_(ctx_.strand) {
+  const config& c = ctx_.cfg;
+  read_buffer_size_ =
+      c.read_chunk_bytes + c.max_frame_bytes + c.max_channel_name + 2 * frame_header_bytes;
+  iov_.reserve(max_iov);
+}
+
+char* core::read_buffer() {
+  if (!read_buffer_)
+    read_buffer_ = std::make_unique_for_overwrite<char[]>(read_buffer_size_);
+  return read_buffer_.get();
+}
+
+bool core::start() {
+  if (started_ || shutting_down_)
+    return false;
+  started_ = true;
+  arm_sweep();
+  return true;
+}
+
+void core::arm_sweep() {
+  using std::chrono::milliseconds;
+  const config& cfg = ctx_.cfg;
+  milliseconds period{1000};
+  if (cfg.write_deadline.count() > 0)
+    period = std::min(period, cfg.write_deadline / 4);
+  if (cfg.partial_frame_timeout.count() > 0)
+    period = std::min(period, cfg.partial_frame_timeout / 4);
+  period = std::max(period, milliseconds(20));
+  sweep_timer_.expires_after(period);
+  sweep_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (ec || self->shutdown_done_)
+      return;
+    self->sweep();
+    self->arm_sweep();
+  });
+}
+
+// Deadlines for all connections in one pass, instead of a timer per connection.
+void core::sweep() {
+  const config& cfg = ctx_.cfg;
+  const auto now = steady::now();
+  std::vector<std::pair<std::shared_ptr<peer>, close_reason>> doomed;
+  for (peer* p : peers_) {
+    if (cfg.write_deadline.count() > 0 && p->stalled_since_ != steady::time_point{} &&
+        !p->out_.empty() && now - p->stalled_since_ > cfg.write_deadline) {
+      if (auto s = p->weak_from_this().lock())
+        doomed.emplace_back(std::move(s), close_reason::write_timeout);
+    } else if (const auto why = p->read_overdue(now)) {
+      if (auto s = p->weak_from_this().lock())
+        doomed.emplace_back(std::move(s), *why);
+    }
+  }
+  for (auto& [p, why] : doomed)
+    p->close(why);
+  queues_.expire_unattended(now);
+}
+
+bool core::is_reserved(std::string_view name) const {
+  std::string_view rest = ctx_.cfg.reserved_prefixes;
+  while (!rest.empty()) {
+    auto comma = rest.find(',');
+    auto prefix = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    while (!prefix.empty() && prefix.front() == ' ')
+      prefix.remove_prefix(1);
+    while (!prefix.empty() && prefix.back() == ' ')
+      prefix.remove_suffix(1);
+    if (!prefix.empty() && name.starts_with(prefix))
+      return true;
+  }
+  return false;
+}
+
+// Compares digests, so neither the token's length nor where the first difference lies shows in
+// the time a wrong guess takes.
+bool core::token_matches(std::string_view offered) const {
+  const std::string& token = ctx_.cfg.token;
+  unsigned char want[SHA256_DIGEST_LENGTH], got[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(token.data()), token.size(), want);
+  SHA256(reinterpret_cast<const unsigned char*>(offered.data()), offered.size(), got);
+  return CRYPTO_memcmp(want, got, sizeof want) == 0;
+}
+
+void core::register_peer(peer& p) {
+  p.registry_index_ = peers_.size();
+  peers_.push_back(&p);
+  add(ctx_.ctr.connections_current, 1);
+  add(ctx_.ctr.connections_total, 1);
+}
+
+void core::remove_peer(peer& p) {
+  counters& ctr = ctx_.ctr;
+  if (p.chan_)
+    index_.unsubscribe(p);
+  if (p.paused_ && p.blocked_on_) {
+    queues_.unblock(p);
+    index_.maybe_erase(*p.blocked_on_); // it may have kept an otherwise empty channel alive
+    p.blocked_on_.reset();
+  }
+  add(ctr.drop_disconnected, p.out_messages_);
+  sub(ctr.queued_bytes, p.out_bytes_);
+  p.out_.clear();
+  p.out_bytes_ = p.out_messages_ = 0;
+
+  peer* last = peers_.back();
+  peers_[p.registry_index_] = last;
+  last->registry_index_ = p.registry_index_;
+  peers_.pop_back();
+  sub(ctr.connections_current, 1);
+  maybe_finish_shutdown();
+}
+
+void core::stop_waiting(peer& p) {
+  if (p.paused_ && p.blocked_on_) {
+    queues_.unblock(p);
+    p.paused_ = false;
+    p.blocked_on_.reset();
+  }
+}
+
+bool core::subscribe(peer& p, std::string_view name) {
+  if (!index_.subscribe(p, name))
+    return false;
+  if (p.chan_->is_queue && !p.chan_->backlog.empty())
+    queues_.schedule_pump(*p.chan_);
+  return true;
+}
+
+void core::unsubscribe(peer& p) {
+  index_.unsubscribe(p);
+}
+
+void core::publish_local(std::string_view name, const block_ptr& block, std::size_t size) {
+  if (shutting_down_) {
+    add(ctx_.ctr.drop_shutdown, 1);
+    return;
+  }
+  const msg_view m{block.get(), static_cast<std::uint32_t>(size), 0};
+  delivery_.publish(name, std::span<const msg_view>(&m, 1), nullptr, &block);
+}
+
+void core::subscribe_local(const std::shared_ptr<local_subscriber>& s, std::string_view name) {
+  if (shutting_down_ || s->cancelled.load()) {
+    channel_index::drop_local(*s);
+    return;
+  }
+  index_.subscribe_local(s, name);
+}
+
+void core::shutdown(std::function<void()> handler) {
+  if (handler)
+    shutdown_handlers_.push_back(std::move(handler));
+  if (shutdown_done_) {
+    maybe_finish_shutdown();
+    return;
+  }
+  if (shutting_down_)
+    return;
+  shutting_down_ = true;
+  shutdown_timer_.expires_after(ctx_.cfg.shutdown_deadline);
+  shutdown_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (ec || self->shutdown_done_)
+      return;
+    std::vector<std::shared_ptr<peer>> rest;
+    for (peer* p : self->peers_)
+      if (auto s = p->weak_from_this().lock())
+        rest.push_back(std::move(s));
+    for (auto& p : rest)
+      p->close(close_reason::shutdown);
+    self->maybe_finish_shutdown();
+  });
+  std::vector<std::shared_ptr<peer>> all;
+  for (peer* p : peers_)
+    if (auto s = p->weak_from_this().lock())
+      all.push_back(std::move(s));
+  for (auto& p : all)
+    p->begin_drain();
+  maybe_finish_shutdown();
+}
+
+void core::maybe_finish_shutdown() {
+  if (!shutting_down_ || !peers_.empty())
+    return;
+  if (!shutdown_done_) {
+    shutdown_done_ = true;
+    shutdown_timer_.cancel();
+    sweep_timer_.cancel();
+    index_.clear();
+    queues_.reset();
+    counters& ctr = ctx_.ctr;
+    add(ctr.drop_disconnected, get(ctr.backlog_messages));
+    ctr.backlog_messages.store(0);
+    ctr.backlog_bytes.store(0);
+    ctr.channels_current.store(0);
+  }
+  auto handlers = std::move(shutdown_handlers_);
+  shutdown_handlers_.clear();
+  for (auto& h : handlers)
+    boost::asio::post(ctx_.strand.get_inner_executor(), std::move(h));
+}
+
+} // namespace newsdesk::broker::detail

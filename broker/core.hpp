@@ -1,0 +1,138 @@
+#pragma once
+// Internal to the broker (namespace detail): the broker's core, protocol-neutral. It owns the
+// pieces that live on the broker's strand (channel index, delivery policies, flush scheduling),
+// the registry of connections of every protocol, the periodic sweep of deadlines, graceful
+// shutdown and the in-process side of publish and subscribe. Wire protocols reach it through
+// the functions below and peer.hpp; listeners (listener.hpp) register the peers they accept.
+//
+// Threads: strand only, except create(), ctx() (its cfg and ctr), strand() and snapshot().
+// Ownership: shared by the public server, each listener, each peer and each posted step, so it
+// lives until the last of them is gone; it owns every table, and no table owns a peer.
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "broker/channel_index.hpp"
+#include "broker/config.hpp"
+#include "broker/context.hpp"
+#include "broker/delivery.hpp"
+#include "broker/peer.hpp"
+#include "broker/queue_delivery.hpp"
+#include "broker/slice_ring.hpp"
+#include "broker/stats.hpp"
+
+namespace newsdesk::broker::detail {
+
+class core : public std::enable_shared_from_this<core> {
+ public:
+  /// The only way to make one: the pieces' posted steps keep the core alive through it.
+  static std::shared_ptr<core> create(boost::asio::io_context& ioc, config cfg);
+  core(boost::asio::io_context& ioc, config cfg); // for create() (std::make_shared) only
+  core(const core&) = delete;
+  core& operator=(const core&) = delete;
+
+  [[nodiscard]] context& ctx() noexcept { return ctx_; }
+  [[nodiscard]] const config& cfg() const noexcept { return ctx_.cfg; }
+  [[nodiscard]] const strand_type& strand() const noexcept { return ctx_.strand; }
+  [[nodiscard]] stats_snapshot snapshot() const { return ctx_.ctr.snapshot(); }
+
+  // Life cycle.
+
+  /// Arms the periodic sweep. False (and nothing done) if started before or shutting down.
+  bool start();
+  /// Graceful shutdown (server::async_shutdown): every peer drains for at most
+  /// cfg.shutdown_deadline and is then closed; then in-process subscribers and channels are
+  /// dropped and `handler` (may be empty) is posted to the io_context. A later call only
+  /// queues its handler, posted when the shutdown completes (at once if it has). Listeners
+  /// are closed by whoever composes them (broker.cpp) before the first call.
+  void shutdown(std::function<void()> handler);
+  [[nodiscard]] bool shutting_down() const noexcept { return shutting_down_; }
+
+  // For listeners and protocols: connections.
+
+  /// Whether the registry holds max_connections peers already.
+  [[nodiscard]] bool full() const noexcept { return peers_.size() >= ctx_.cfg.max_connections; }
+  /// Counts and lists a peer just accepted, before its start().
+  void register_peer(peer& p);
+  /// The one close path of every protocol: takes p out of its channel, a channel's paused
+  /// publishers and the registry, and drops (and counts) what its queue still held. p must be
+  /// closed already; it may be destroyed when the caller's last reference goes.
+  void remove_peer(peer& p);
+  /// Shutdown drain of a paused publisher: it stops waiting for backlog room.
+  void stop_waiting(peer& p);
+
+  // For protocols: the tables and publishing.
+
+  /// p subscribes to `name`. False when the channel would be one too many (max_channels).
+  [[nodiscard]] bool subscribe(peer& p, std::string_view name);
+  /// p leaves the channel it subscribes to (it has one).
+  void unsubscribe(peer& p);
+  /// See delivery::publish; `from` is the publishing peer.
+  std::size_t publish(std::string_view name, std::span<const msg_view> msgs, peer& from) {
+    return delivery_.publish(name, msgs, &from, nullptr);
+  }
+  /// See queue_delivery::room_freed (peer::sent calls it).
+  void room_freed(peer& p) { queues_.room_freed(p); }
+  /// See flush_scheduler::defer_close.
+  void defer_close(peer& p, close_reason why) { flush_.defer_close(p, why); }
+  /// Whether `name` starts with one of cfg.reserved_prefixes (network clients may not publish).
+  [[nodiscard]] bool is_reserved(std::string_view name) const;
+  /// Whether `offered` is cfg.token, in time independent of where they differ.
+  [[nodiscard]] bool token_matches(std::string_view offered) const;
+
+  // Scratch shared by every connection on the strand (never kept across a post).
+
+  /// One read buffer for all connections, so an idle one holds none: a connection keeps only
+  /// the bytes of an incomplete frame pair between reads, and copies them to the front. Sized
+  /// for that leftover (a channel frame and a data frame at their limits) plus one read.
+  char* read_buffer();
+  std::vector<msg_view>& run_scratch() noexcept { return run_; }
+  std::vector<boost::asio::const_buffer>& iov_scratch() noexcept { return iov_; }
+  /// Most buffers in one gathered write.
+  static constexpr std::size_t max_iov = 64;
+
+  // In-process side of the public API (server::publish, server::subscribe, subscription).
+
+  /// Publishes one message held in `block` (stored form, `size` bytes); dropped and counted
+  /// once shutdown began.
+  void publish_local(std::string_view name, const block_ptr& block, std::size_t size);
+  /// Registers s on `name`, unless shutdown began or s was cancelled meanwhile (then drops it).
+  void subscribe_local(const std::shared_ptr<local_subscriber>& s, std::string_view name);
+  void unsubscribe_local(local_subscriber& s) { index_.unsubscribe_local(s); }
+
+ private:
+  void arm_sweep();
+  void sweep();
+  void maybe_finish_shutdown();
+
+  context ctx_;
+  channel_index index_;
+  flush_scheduler flush_;
+  queue_delivery queues_;
+  delivery delivery_;
+
+  boost::asio::steady_timer sweep_timer_;
+  boost::asio::steady_timer shutdown_timer_;
+  std::vector<peer*> peers_; // the registry, non-owning: for the sweep and shutdown only
+
+  std::unique_ptr<char[]> read_buffer_;
+  std::size_t read_buffer_size_ = 0;
+  std::vector<msg_view> run_;
+  std::vector<boost::asio::const_buffer> iov_;
+
+  bool started_ = false;
+  bool shutting_down_ = false;
+  bool shutdown_done_ = false;
+  std::vector<std::function<void()>> shutdown_handlers_;
+};
+
+} // namespace newsdesk::broker::detail

@@ -1,0 +1,79 @@
+#include "broker/peer.hpp"
+
+#include <boost/asio/post.hpp>
+
+#include "broker/core.hpp"
+
+namespace newsdesk::broker::detail {
+
+void peer::enqueue(slice s) {
+  out_bytes_ += s.length;
+  out_messages_ += s.messages;
+  add(core_->ctx().ctr.queued_bytes, s.length);
+  out_.push_back(std::move(s));
+}
+
+std::size_t peer::gather(std::vector<boost::asio::const_buffer>& iov, std::size_t max) const {
+  std::size_t asked = 0;
+  for (std::size_t i = 0; i < out_.size() && iov.size() < max; ++i) {
+    const slice& s = out_.at(i);
+    const std::size_t skip = i == 0 ? front_written_ : 0;
+    iov.emplace_back(s.block.get() + s.offset + skip, s.length - skip);
+    asked += s.length - skip;
+  }
+  return asked;
+}
+
+void peer::sent(std::size_t n) {
+  counters& ctr = core_->ctx().ctr;
+  add(ctr.bytes_out, n);
+  sub(ctr.queued_bytes, n);
+  out_bytes_ -= n;
+  stalled_since_ = {};
+  std::size_t left = n;
+  while (left > 0) {
+    slice& f = out_.front();
+    const std::size_t rest = f.length - front_written_;
+    if (left < rest) {
+      front_written_ += static_cast<std::uint32_t>(left);
+      break;
+    }
+    left -= rest;
+    out_messages_ -= f.messages;
+    front_written_ = 0;
+    out_.pop_front();
+  }
+  core_->room_freed(*this);
+}
+
+void flush_scheduler::mark(peer& p) {
+  if (!p.in_flush_) {
+    p.in_flush_ = true;
+    list_.push_back(p.shared_from_this());
+  }
+  if (!posted_) {
+    posted_ = true;
+    boost::asio::post(ctx_.strand, [self = ctx_.keep_alive(this)] { self->run(); });
+  }
+}
+
+// The writes of a whole batch of publishes, after it: one gathered write per subscriber.
+void flush_scheduler::run() {
+  posted_ = false;
+  running_.swap(list_);
+  for (auto& p : running_) {
+    p->in_flush_ = false;
+    if (!p->closed_)
+      p->flush();
+  }
+  running_.clear();
+}
+
+void flush_scheduler::defer_close(peer& p, close_reason why) {
+  if (p.close_posted_ || p.closed_)
+    return;
+  p.close_posted_ = true;
+  boost::asio::post(ctx_.strand, [q = p.shared_from_this(), why] { q->close(why); });
+}
+
+} // namespace newsdesk::broker::detail
