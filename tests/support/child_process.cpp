@@ -135,6 +135,12 @@ std::optional<int> child_process::wait_exit(std::chrono::milliseconds timeout) {
     auto r = ::waitpid(pid_, &status, WNOHANG);
     if (r == pid_) {
       exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      // Its last output may still be in the pipe: wait for the reader to reach the end, so that
+      // output() after an exit is all of it (on a busy machine it sometimes was not yet). A child's
+      // child still holding the pipe open costs at most a few seconds here.
+      std::unique_lock lock(mutex_);
+      arrived_.wait_until(lock, std::min(deadline, clock_type::now() + std::chrono::seconds(5)),
+                          [this] { return eof_; });
       return exit_code_;
     }
     if (clock_type::now() >= deadline)

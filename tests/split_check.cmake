@@ -1,0 +1,52 @@
+# Run by ctest (see newsdesk_test_rest in tests/CMakeLists.txt):
+#   cmake -DBINARY=<doctest binary> -P split_check.cmake <filter>...
+# Each <filter> is the doctest argument of one ctest entry that runs BINARY on part of its test
+# cases. Fails unless the entries' test cases add up to BINARY's (none left out, none run twice)
+# and each file an entry names (--source-file=pattern,pattern...) has test cases.
+cmake_minimum_required(VERSION 3.25)
+
+function(count_cases out)
+  execute_process(COMMAND "${BINARY}" --list-test-cases ${ARGN} OUTPUT_VARIABLE listing
+                  ERROR_VARIABLE errors RESULT_VARIABLE status)
+  if(NOT status EQUAL 0 OR NOT listing MATCHES "passing the current filters: ([0-9]+)")
+    message(FATAL_ERROR "${BINARY} --list-test-cases ${ARGN} failed (${status}):\n${errors}")
+  endif()
+  set(${out} ${CMAKE_MATCH_1} PARENT_SCOPE)
+endfunction()
+
+# The filters follow "-P <this file>" on the command line.
+set(filters)
+set(first -1)
+math(EXPR last "${CMAKE_ARGC} - 1")
+foreach(i RANGE ${last})
+  if(first EQUAL -1 AND CMAKE_ARGV${i} STREQUAL "-P")
+    math(EXPR first "${i} + 2")
+  elseif(NOT first EQUAL -1 AND i GREATER_EQUAL first)
+    list(APPEND filters "${CMAKE_ARGV${i}}")
+  endif()
+endforeach()
+
+count_cases(total)
+set(sum 0)
+set(problems "")
+foreach(filter IN LISTS filters)
+  count_cases(cases "${filter}")
+  math(EXPR sum "${sum} + ${cases}")
+  message(STATUS "${cases} test cases: ${filter}")
+  if(filter MATCHES "^--source-file=(.*)$")
+    string(REPLACE "," ";" patterns "${CMAKE_MATCH_1}")
+    foreach(pattern IN LISTS patterns)
+      count_cases(in_file "--source-file=${pattern}")
+      if(in_file EQUAL 0)
+        string(APPEND problems "  no test case matches ${pattern}\n")
+      endif()
+    endforeach()
+  endif()
+endforeach()
+if(NOT sum EQUAL total)
+  string(APPEND problems "  the entries run ${sum} test cases, ${BINARY} has ${total}\n")
+endif()
+if(problems)
+  message(FATAL_ERROR "the ctest entries that share ${BINARY} do not split it:\n${problems}")
+endif()
+message(STATUS "${total} test cases, each in one ctest entry")
