@@ -185,20 +185,31 @@ std::vector<headline_term> headline_terms(std::string_view title, std::string_vi
   const bool title_case = content == 0 || shouting || capitalised * 4 >= content * 3;
 
   std::vector<headline_term> terms;
-  auto add = [&](std::string word, float boost) {
+  auto add = [&](std::string word, float boost, std::uint8_t name) {
     if (terms.size() >= max_terms_per_headline || word.size() < 2 || stops.count(word) != 0)
       return;
     word = stem(std::move(word));
     auto it = std::find_if(terms.begin(), terms.end(),
                            [&](const headline_term& t) { return t.text == word; });
     if (it == terms.end())
-      terms.push_back({std::move(word), boost});
+      terms.push_back({std::move(word), boost, name});
     else
       it->boost = std::max(it->boost, boost);
   };
+  // Names of several words: runs of capitalised words that are not stop words.
+  auto in_name = [&](std::size_t i) {
+    return !title_case && i < words.size() && words[i].capitalised &&
+           stops.count(words[i].folded) == 0;
+  };
+  std::uint8_t names = 0;
   for (std::size_t i = 0; i < words.size(); ++i) {
-    const bool name = !title_case && i > 0 && words[i].capitalised;
-    add(words[i].folded, name ? name_boost : 1.0F);
+    const bool starts_name =
+        in_name(i) && in_name(i + 1) && (i == 0 || !in_name(i - 1)) && names < 31;
+    if (starts_name)
+      ++names;
+    const bool inside_name = in_name(i) && (in_name(i + 1) || (i > 0 && in_name(i - 1)));
+    const bool weighted_up = !title_case && i > 0 && words[i].capitalised;
+    add(words[i].folded, weighted_up ? name_boost : 1.0F, inside_name ? names : 0);
   }
   const auto from_title = terms.size();
   for (auto& w : slug_words(url)) {
@@ -207,7 +218,7 @@ std::vector<headline_term> headline_terms(std::string_view title, std::string_vi
     auto stemmed = stem(w);
     if (std::none_of(terms.begin(), terms.begin() + static_cast<std::ptrdiff_t>(from_title),
                      [&](const headline_term& t) { return t.text == stemmed; }))
-      add(std::move(w), slug_boost);
+      add(std::move(w), slug_boost, 0);
   }
   return terms;
 }

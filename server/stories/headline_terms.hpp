@@ -5,6 +5,7 @@
 // the slug less.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +15,10 @@ namespace newsdesk::server::stories {
 struct headline_term {
   std::string text; // folded and stemmed
   float boost = 1;  // before the word's rarity: > 1 for names, < 1 for slug-only words
+  // 0: the word stands on its own. 1-31: it is one of the words of a name of several words in
+  // a sentence-case title ("White House", "Champions League"), which share the number: they are
+  // one piece of evidence, not several.
+  std::uint8_t name = 0;
 };
 
 // Each distinct term of a headline once (the larger boost when it occurs twice), in the order

@@ -54,6 +54,7 @@ struct weighted_term {
   term_entry* term = nullptr;
   float weight = 0;
   std::uint32_t headlines = 1; // in a story: how many of its headlines have the word
+  std::uint8_t name = 0;       // in a headline: as headline_term::name (0 in a story)
 };
 
 using weighted = std::vector<weighted_term>; // sorted by term
@@ -72,8 +73,9 @@ struct story {
   std::uint64_t used = 0; // when it last gained a headline, in arrivals
 };
 
-// What `a` and `b` have in common: their dot product, how many words they share, and (of
-// `b`, the story) the last shared word.
+// What `a` and `b` have in common: their dot product, how many pieces of evidence they share
+// (words, the words of one name in `a` counting once), and (of `b`, the story) the last shared
+// word.
 struct overlap {
   double dot = 0;
   std::size_t shared = 0;
@@ -82,6 +84,7 @@ struct overlap {
 
 overlap common(const weighted& a, const weighted& b) {
   overlap o;
+  std::uint32_t names_seen = 0;
   auto i = a.begin();
   auto j = b.begin();
   while (i != a.end() && j != b.end()) {
@@ -91,7 +94,9 @@ overlap common(const weighted& a, const weighted& b) {
       ++j;
     } else {
       o.dot += static_cast<double>(i->weight) * j->weight;
-      ++o.shared;
+      if (i->name == 0 || (names_seen & (1U << i->name)) == 0)
+        ++o.shared;
+      names_seen |= i->name == 0 ? 0U : 1U << i->name;
       o.in_story = &*j;
       ++i;
       ++j;
@@ -134,7 +139,7 @@ struct story_assigner::state {
       auto& entry = terms[std::move(word.text)];
       entry.frequency += 1;
       const double rarity = std::log(1 + documents / entry.frequency);
-      v.push_back({&entry, static_cast<float>(word.boost * rarity), 1});
+      v.push_back({&entry, static_cast<float>(word.boost * rarity), 1, word.name});
     }
     std::sort(v.begin(), v.end(), by_term);
     const double n = length(v);
@@ -220,12 +225,12 @@ struct story_assigner::state {
       if (j == v.end() || (i != s.centroid.end() && i->term < j->term)) {
         sum.push_back(*i++);
       } else if (i == s.centroid.end() || j->term < i->term) {
-        sum.push_back(*j);
+        sum.push_back({j->term, j->weight, j->headlines, 0});
         ++j->term->references;
         post(j->term, &s);
         ++j;
       } else {
-        sum.push_back({i->term, i->weight + j->weight, i->headlines + j->headlines});
+        sum.push_back({i->term, i->weight + j->weight, i->headlines + j->headlines, 0});
         post(i->term, &s);
         ++i;
         ++j;

@@ -9,8 +9,9 @@
 // headlines' weighted words (a centroid: a headline joins by resemblance to the whole story,
 // never by one shared word with one member, which would chain unrelated headlines together).
 // Candidates are found through an inverted index from words to live stories, never a scan.
-// Evidence is asked for: two shared words, or one that names the story (in most of its
-// headlines, and most headlines with it are in the story: "Titanfall", not a head of state).
+// Evidence is asked for: two shared words (the words of one name, "White House", count once),
+// or one that names the story (in most of its headlines, and most headlines with it are in the
+// story: "Titanfall", not a head of state).
 // A story accepts no headline seen more than a quiet period after its last one (or before its
 // first): times are the headlines' own, so a stream whose times jump about (a file of several
 // years in a random order) still keeps each year's stories apart. Two live stories that come

@@ -87,6 +87,28 @@ TEST_CASE("the same event from two sites is one story; another event is another"
   CHECK(s.add("Bundesliga: Bayern beat Hertha to clinch title", "", "cnn.com") == 5);
 }
 
+TEST_CASE("the words of one name are one piece of evidence, not two") {
+  auto terms = headline_terms("Messi's visit to the White House ends his silence on politics", "");
+  auto white = std::find_if(terms.begin(), terms.end(),
+                            [](const headline_term& t) { return t.text == "white"; });
+  auto house = std::find_if(terms.begin(), terms.end(),
+                            [](const headline_term& t) { return t.text == "house"; });
+  REQUIRE(white != terms.end());
+  REQUIRE(house != terms.end());
+  CHECK(white->name != 0);
+  CHECK(white->name == house->name);
+  CHECK(has_term(terms, "silence")); // a word on its own
+  CHECK(std::find_if(terms.begin(), terms.end(), [](const headline_term& t) {
+          return t.text == "silence";
+        })->name == 0);
+
+  // Two headlines that share only "White House" are two stories.
+  stream s;
+  auto a = s.add("What to know about Abrego Garcia's deportation case as White House digs in");
+  auto b = s.add("Messi's visit to the White House ends his silence on politics");
+  CHECK(a != b);
+}
+
 TEST_CASE("assignment is deterministic for an arrival order") {
   const std::vector<std::string> titles = {"GM recall probe widens",
                                            "Stocks slip on China data",
