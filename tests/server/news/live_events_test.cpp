@@ -67,8 +67,10 @@ struct client {
 
 TEST_CASE("live events: a headline that joined a story is followed by a story event with its "
           "sources; filters apply to both") {
-  boost::asio::io_context ioc;
+  // The pool outlives the io_context: handlers still queued on the io_context when it is
+  // destroyed hold the live events' state, whose strand runs on the pool.
   boost::asio::thread_pool pool(1);
+  boost::asio::io_context ioc;
   live_events live(ioc, pool, nullptr,
                    {{"a", {"Site A", "#111111"}}, {"b", {"Site B", "#222222"}}});
   client everything(live, "/events");
@@ -102,4 +104,5 @@ TEST_CASE("live events: a headline that joined a story is followed by a story ev
   REQUIRE(everything.wait_for("Headline 4"));
   CHECK(everything.stories().size() == 1);
   live.stop();
+  pool.join();
 }
