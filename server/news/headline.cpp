@@ -26,6 +26,62 @@ void to_json(nlohmann::json& j, const news_item& item) {
        {"story", item.story}};
 }
 
+void to_json(nlohmann::json& j, const headline_list& items) {
+  j = nlohmann::json::array();
+  for (const auto& item : items)
+    j.push_back(item);
+}
+
+headline_list
+headline_list::replace(const std::vector<const site_items*>& gone,
+                       const std::vector<std::shared_ptr<const site_items>>& added) const {
+  // The gone sites' address ranges, sorted, so each headline's is found in O(log sites).
+  std::vector<std::pair<const news_item*, const news_item*>> ranges;
+  for (const auto* site : gone)
+    if (!site->empty())
+      ranges.emplace_back(site->data(), site->data() + site->size());
+  std::sort(ranges.begin(), ranges.end());
+  auto is_gone = [&](const news_item* item) {
+    auto it = std::upper_bound(ranges.begin(), ranges.end(), item,
+                               [](const news_item* p, const auto& r) { return p < r.first; });
+    return it != ranges.begin() && item < std::prev(it)->second;
+  };
+  std::vector<const void*> gone_owners(gone.begin(), gone.end());
+  std::sort(gone_owners.begin(), gone_owners.end());
+  auto gone_owner = [&](const std::shared_ptr<const void>& owner) {
+    return std::binary_search(gone_owners.begin(), gone_owners.end(), owner.get());
+  };
+
+  headline_list out;
+  for (const auto& owner : owners_)
+    if (!gone_owner(owner))
+      out.owners_.push_back(owner);
+  std::vector<const news_item*> fresh;
+  for (const auto& site : added) {
+    for (const auto& item : *site)
+      fresh.push_back(&item);
+    out.owners_.push_back(site);
+  }
+  auto less = [](const news_item* a, const news_item* b) { return newer_first(*a, *b); };
+  std::stable_sort(fresh.begin(), fresh.end(), less);
+  std::vector<const news_item*> kept;
+  kept.reserve(items_.size());
+  std::copy_if(items_.begin(), items_.end(), std::back_inserter(kept),
+               [&](const news_item* item) { return !is_gone(item); });
+  out.items_.reserve(kept.size() + fresh.size());
+  std::merge(kept.begin(), kept.end(), fresh.begin(), fresh.end(), std::back_inserter(out.items_),
+             less);
+  return out;
+}
+
+std::vector<news_item> headline_list::copy() const {
+  std::vector<news_item> out;
+  out.reserve(items_.size());
+  for (const auto* item : items_)
+    out.push_back(*item);
+  return out;
+}
+
 std::string headlines_json(const std::vector<news_item>& items) {
   return nlohmann::json(items).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -5,10 +5,14 @@
 #include "scrapers/scraper.hpp"
 #include "server/core/failure.hpp"
 
+#include <boost/iterator/indirect_iterator.hpp>
 #include <nlohmann/json_fwd.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,6 +28,88 @@ struct news_item {
   // The story it belongs to, from the store: the id of the headline that started it (its own id
   // when it started one). 0 without a store.
   std::int64_t story = 0;
+};
+
+// The order the page lists headlines in: newest first (first_seen_ms descending); headlines
+// first seen together keep their site's order (ids ascend in it).
+inline bool newer_first(const news_item& a, const news_item& b) {
+  if (a.first_seen_ms != b.first_seen_ms)
+    return a.first_seen_ms > b.first_seen_ms;
+  return a.id < b.id;
+}
+
+// A list of headlines that shares their storage. Each site's headlines are held once, in a
+// vector that no one changes after it is shared; a snapshot, and every view cut from it, is a
+// list of pointers into those vectors that keeps them alive. Publishing a snapshot or cutting a
+// page from it then costs a pointer per headline, not a copy of each: with hundreds of sites a
+// copy per change was most of the CPU, and the copies most of the memory (issue 26).
+// Iterating gives `const news_item&`. Copies are cheap (pointers); not safe to change from two
+// threads at once, like any container.
+class headline_list {
+ public:
+  using site_items = std::vector<news_item>;
+  using const_iterator = boost::indirect_iterator<std::vector<const news_item*>::const_iterator>;
+
+  headline_list() = default;
+  headline_list(std::initializer_list<news_item> items) {
+    for (const auto& item : items)
+      push_back(item);
+  }
+
+  const_iterator begin() const { return items_.begin(); }
+  const_iterator end() const { return items_.end(); }
+  std::size_t size() const { return items_.size(); }
+  bool empty() const { return items_.empty(); }
+  const news_item& operator[](std::size_t i) const { return *items_[i]; }
+  const news_item& front() const { return *items_.front(); }
+  const news_item& back() const { return *items_.back(); }
+
+  // Appends a headline held by this list alone (a list made item by item: a story's coverage).
+  void push_back(news_item item) {
+    auto own = std::make_shared<const news_item>(std::move(item));
+    items_.push_back(own.get());
+    owners_.push_back(std::move(own));
+  }
+  // Appends every headline of `site`, in its order, sharing it.
+  void append(std::shared_ptr<const site_items> site) {
+    for (const auto& item : *site)
+      items_.push_back(&item);
+    owners_.push_back(std::move(site));
+  }
+
+  // The first `limit` headlines that `keep` accepts, in this list's order, sharing their storage.
+  template <class Keep>
+  headline_list select(Keep keep,
+                       std::size_t limit = std::numeric_limits<std::size_t>::max()) const {
+    headline_list out;
+    out.owners_ = owners_;
+    for (const auto* item : items_) {
+      if (out.items_.size() >= limit)
+        break;
+      if (keep(*item))
+        out.items_.push_back(item);
+    }
+    return out;
+  }
+  // Keeps the first n.
+  void truncate(std::size_t n) { items_.resize(std::min(n, items_.size())); }
+  template <class Less> void stable_sort(Less less) {
+    std::stable_sort(items_.begin(), items_.end(),
+                     [&](const news_item* a, const news_item* b) { return less(*a, *b); });
+  }
+
+  // This list in newer_first order with the headlines of the sites in `gone` taken out and those
+  // of `added` put in their places: O(size) for a list already in that order, as the snapshot's
+  // is, however many sites there are.
+  headline_list replace(const std::vector<const site_items*>& gone,
+                        const std::vector<std::shared_ptr<const site_items>>& added) const;
+
+  std::vector<news_item> copy() const;
+
+ private:
+  std::vector<const news_item*> items_;
+  // What keeps the pointed-to headlines alive: sites' vectors and headlines held alone.
+  std::vector<std::shared_ptr<const void>> owners_;
 };
 
 // How one site stands.
@@ -52,7 +138,7 @@ struct news_snapshot {
   std::vector<site_report> sites; // in config order
   // Newest first (first_seen_ms descending); headlines first seen together keep their site's
   // order (id ascending).
-  std::vector<news_item> headlines;
+  headline_list headlines;
   std::chrono::system_clock::time_point generated_at;
   std::uint64_t version = 0; // increases with every change (and only then)
   // Every site has been tried, or some site has headlines: views of this snapshot need not wait
@@ -77,5 +163,7 @@ void to_json(nlohmann::json& j, const news_item& item);
 // A refresh's new headlines as the broker carries them to /events and other subscribers: a JSON
 // array of the shape above. Invalid UTF-8 in scraped text is replaced, never thrown on.
 std::string headlines_json(const std::vector<news_item>& items);
+// A list as a JSON array of that shape.
+void to_json(nlohmann::json& j, const headline_list& items);
 
 } // namespace newsdesk::server

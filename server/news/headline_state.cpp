@@ -7,15 +7,6 @@ namespace newsdesk::server {
 
 using std::chrono::milliseconds;
 
-void sort_items(std::vector<news_item>& items) {
-  // Stable: headlines without a store id (no store) keep their site's order as well.
-  std::stable_sort(items.begin(), items.end(), [](const news_item& a, const news_item& b) {
-    if (a.first_seen_ms != b.first_seen_ms)
-      return a.first_seen_ms > b.first_seen_ms;
-    return a.id < b.id;
-  });
-}
-
 headline_state::headline_state(news_clock& clock, milliseconds cold_start_wait,
                                std::function<void(std::function<void()>)> post)
     : clock_(clock)
@@ -60,6 +51,7 @@ void headline_state::set_sites(const std::vector<site_config>& sites) {
       next.push_back(std::move(e));
     }
     entries_ = std::move(next);
+    sites_changed_ = true;
     released = publish_locked();
     snap = snapshot_;
   }
@@ -127,13 +119,13 @@ bool headline_state::apply_locked(const site_change& change, std::vector<news_it
   bool announced = false;
   if (change.current) {
     std::unordered_set<std::int64_t> fresh(change.added.begin(), change.added.end());
-    headlines_changed = !same_headlines(e->items, *change.current);
+    headlines_changed = !same_headlines(*e->items, *change.current);
     // "New" marks what the latest refresh that found something first saw: a refresh that found
     // nothing new leaves the marks as they are.
     if (headlines_changed || !fresh.empty()) {
-      e->items = *change.current;
-      for (std::size_t i = 0; i < e->items.size(); ++i) {
-        auto& item = e->items[i];
+      auto items = std::make_shared<site_items>(*change.current);
+      for (std::size_t i = 0; i < items->size(); ++i) {
+        auto& item = (*items)[i];
         item.rank = i;
         item.is_new = had_success && fresh.count(item.id) > 0;
         if (item.is_new) {
@@ -141,6 +133,7 @@ bool headline_state::apply_locked(const site_change& change, std::vector<news_it
           announced = true;
         }
       }
+      e->items = std::move(items);
     }
     r.note = change.note;
   }
@@ -152,8 +145,8 @@ bool headline_state::apply_locked(const site_change& change, std::vector<news_it
   r.failure = st.last_failure;
   r.elapsed = milliseconds(st.last_elapsed_ms);
   r.ok = r.error.empty() && r.last_success_ms != 0;
-  r.stale = !r.ok && !e->items.empty(); // a failed site keeps serving its last good headlines
-  r.headline_count = e->items.size();
+  r.stale = !r.ok && !e->items->empty(); // a failed site keeps serving its last good headlines
+  r.headline_count = e->items->size();
   const bool first_try = change.finishes_refresh && !e->tried;
   if (change.finishes_refresh)
     e->tried = true;
@@ -167,14 +160,23 @@ bool headline_state::apply_locked(const site_change& change, std::vector<news_it
 
 bool headline_state::merge_locked(const std::vector<stories::story_merge>& merges) {
   bool moved = false;
-  for (const auto& m : merges)
-    for (auto& e : entries_)
-      for (auto& item : e.items)
-        if (item.story == m.from) {
+  for (auto& e : entries_) {
+    auto told = [&](const news_item& item) {
+      return std::any_of(merges.begin(), merges.end(),
+                         [&](const stories::story_merge& m) { return item.story == m.from; });
+    };
+    if (std::none_of(e.items->begin(), e.items->end(), told))
+      continue;
+    // The site's list is shared with published snapshots: the merge goes into a copy.
+    auto items = std::make_shared<site_items>(*e.items);
+    for (const auto& m : merges) // in the order made: a merged story may merge again
+      for (auto& item : *items)
+        if (item.story == m.from)
           item.story = m.into;
-          e.changed = true;
-          moved = true;
-        }
+    e.items = std::move(items);
+    e.changed = true;
+    moved = true;
+  }
   return moved;
 }
 
@@ -231,20 +233,35 @@ bool headline_state::all_tried_locked() const {
 
 bool headline_state::ready_locked() const {
   return all_tried_locked() || std::any_of(entries_.begin(), entries_.end(),
-                                           [](const entry& e) { return !e.items.empty(); });
+                                           [](const entry& e) { return !e.items->empty(); });
 }
 
 std::deque<headline_state::ready_waiter> headline_state::publish_locked() {
   auto snap = std::make_shared<news_snapshot>();
   snap->version = ++version_;
+  std::vector<const site_items*> gone;
+  std::vector<std::shared_ptr<const site_items>> added;
   for (auto& e : entries_) {
     if (e.changed || e.report.version == 0)
       e.report.version = snap->version;
     e.changed = false;
     snap->sites.push_back(e.report);
-    snap->headlines.insert(snap->headlines.end(), e.items.begin(), e.items.end());
+    if (e.items != e.published) {
+      if (e.published)
+        gone.push_back(e.published.get());
+      added.push_back(e.items);
+      e.published = e.items;
+    }
   }
-  sort_items(snap->headlines);
+  if (sites_changed_ || !snapshot_) {
+    // Sites came or went: the list is made anew (rare: a reload).
+    for (const auto& e : entries_)
+      snap->headlines.append(e.items);
+    snap->headlines.stable_sort(newer_first);
+    sites_changed_ = false;
+  } else {
+    snap->headlines = snapshot_->headlines.replace(gone, added);
+  }
   snap->generated_at = clock_.system_now();
   snap->notice = notice_;
   snap->ready = ready_locked();

@@ -82,11 +82,14 @@ class headline_state {
   void abandon();
 
  private:
+  using site_items = headline_list::site_items;
   struct entry {
     site_report report;
-    std::vector<news_item> items; // in the site's order
-    bool tried = false;           // at least one refresh has finished
-    bool changed = false;         // changed since the last snapshot: takes its version
+    // In the site's order; replaced, never changed, once a snapshot shares it.
+    std::shared_ptr<const site_items> items = std::make_shared<const site_items>();
+    std::shared_ptr<const site_items> published; // what the current snapshot holds of this site
+    bool tried = false;                          // at least one refresh has finished
+    bool changed = false; // changed since the last snapshot: takes its version
   };
   struct ready_waiter {
     std::chrono::steady_clock::time_point deadline; // answered by then, ready or not
@@ -100,7 +103,8 @@ class headline_state {
   // Moves every site's headlines of each merged story into the surviving one; true when any
   // moved. O(headlines held) per merge: merges are rare, and only come with a write.
   bool merge_locked(const std::vector<stories::story_merge>& merges);
-  // Makes the snapshot from the entries; returns the ready waiters it releases.
+  // Makes the snapshot from the entries, in O(headlines held) pointer moves and O(changed
+  // headlines) sorting; returns the ready waiters it releases.
   std::deque<ready_waiter> publish_locked();
   bool ready_locked() const; // what when_ready waits for
   bool all_tried_locked() const;
@@ -122,14 +126,11 @@ class headline_state {
   std::unique_ptr<news_clock::timer> cold_start_timer_;
   std::shared_ptr<const news_snapshot> snapshot_;
   std::uint64_t version_ = 0;
+  bool sites_changed_ = true; // the next snapshot's list is made anew, not from the last one
   std::chrono::steady_clock::time_point published_at_{};
   std::string notice_;
   bool started_ = false;
   bool stopped_ = false;
 };
-
-// Sorts headlines newest first (first_seen_ms descending), as the page shows them; headlines
-// first seen together keep their site's order (ids ascend in it).
-void sort_items(std::vector<news_item>& items);
 
 } // namespace newsdesk::server

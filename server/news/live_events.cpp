@@ -40,7 +40,7 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
   net::thread_pool& pool;
   headline_store* store;
   const std::string epoch; // the store's: the first half of every event id
-  std::function<std::vector<news_item>()> snapshot_source;
+  std::function<headline_list()> snapshot_source;
   mutable std::mutex sites_mutex; // guards sites (replaced whole on a reload)
   std::shared_ptr<const std::map<std::string, site_look>> sites;
 
@@ -220,7 +220,7 @@ void live_events::set_sites(std::map<std::string, site_look> sites) {
   state_->sites = std::move(replacement);
 }
 
-void live_events::set_snapshot_source(std::function<std::vector<news_item>()> source) {
+void live_events::set_snapshot_source(std::function<headline_list()> source) {
   state_->snapshot_source = std::move(source);
 }
 
@@ -325,7 +325,7 @@ void live_events::handle(http_request request, responder respond) {
             if (st->snapshot_source)
               for (auto& item : st->snapshot_source())
                 if (c.filter.matches(item))
-                  current.push_back(std::move(item));
+                  current.push_back(item);
             stream->push("id: " + st->event_id(c.through) +
                          "\nevent: reset\ndata: " + headlines_json(current) + "\n\n");
           } else {

@@ -67,7 +67,7 @@ class live_events {
 
   // What a client starting over gets in its reset event: the headlines shown now. Set before
   // start().
-  void set_snapshot_source(std::function<std::vector<news_item>()> source);
+  void set_snapshot_source(std::function<headline_list()> source);
 
   // The /events route.
   void handle(http_request request, responder respond);

@@ -372,10 +372,8 @@ std::string news_json(const news_snapshot& snapshot) {
           s.last_success_ms ? json(iso8601_ms(s.last_success_ms)) : json(nullptr)}});
   // The stories the headlines shown tell, over the same headlines (a filtered view's stories are
   // those its headlines touch).
-  std::vector<news_item> shown;
-  for (const auto& item : snapshot.headlines)
-    if (safe_link(item.headline))
-      shown.push_back(item);
+  const auto shown =
+      snapshot.headlines.select([](const news_item& item) { return safe_link(item.headline); });
   json out = {{"generated_at", iso8601(snapshot.generated_at)},
               {"sites", std::move(sites)},
               {"headlines", shown},

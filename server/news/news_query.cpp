@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 
 namespace newsdesk::server {
 
@@ -129,14 +130,16 @@ news_snapshot apply_query(const news_snapshot& snapshot, const news_query& query
     return !query.paged() || item.first_seen_ms < query.before_ms ||
            (item.first_seen_ms == query.before_ms && item.id > query.before_id);
   };
-  for (const auto& item : snapshot.headlines)
-    if (query.matches(item) && after_cursor(item))
-      out.headlines.push_back(item);
+  // Newest first already: past the page's end nothing more is needed, but one headline to tell
+  // that there is a next page. A site's own view is in its site's order: all of it, then sorted.
+  out.headlines = snapshot.headlines.select(
+      [&](const news_item& item) { return query.matches(item) && after_cursor(item); },
+      query.one_site() ? std::numeric_limits<std::size_t>::max() : bound + 1);
   if (query.one_site())
-    std::stable_sort(out.headlines.begin(), out.headlines.end(),
-                     [](const news_item& a, const news_item& b) { return a.rank < b.rank; });
+    out.headlines.stable_sort(
+        [](const news_item& a, const news_item& b) { return a.rank < b.rank; });
   if (out.headlines.size() > bound) {
-    out.headlines.resize(bound);
+    out.headlines.truncate(bound);
     if (!query.one_site())
       out.next = cursor_after(out.headlines.back());
   }

@@ -8,7 +8,7 @@
 
 namespace newsdesk::server {
 
-std::vector<story_summary> stories_of(const std::vector<news_item>& headlines) {
+std::vector<story_summary> stories_of(const headline_list& headlines) {
   std::unordered_map<std::int64_t, story_summary> by_id;
   std::unordered_map<std::int64_t, std::set<std::string_view>> sites;
   for (const auto& item : headlines) {
@@ -41,8 +41,7 @@ std::vector<story_summary> stories_of(const std::vector<news_item>& headlines) {
 }
 
 std::unordered_map<std::int64_t, std::size_t>
-sources_of(const std::vector<news_item>& headlines,
-           const std::unordered_set<std::int64_t>& stories) {
+sources_of(const headline_list& headlines, const std::unordered_set<std::int64_t>& stories) {
   std::unordered_map<std::int64_t, std::set<std::string_view>> sites;
   for (const auto& item : headlines)
     if (stories.count(item.story))

@@ -3,6 +3,10 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <random>
+#include <set>
+
 using namespace newsdesk::server;
 
 namespace {
@@ -45,4 +49,94 @@ TEST_CASE("a batch of headlines is a JSON array in order, with invalid UTF-8 rep
   CHECK(batch[1].at("title") == "Bad \xEF\xBF\xBD byte");
   CHECK(batch[0].at("first_seen") == "1970-01-01T00:00:00.000Z");
   CHECK(headlines_json({}) == "[]");
+}
+
+namespace {
+
+std::vector<std::string> urls_of(const headline_list& list) {
+  std::vector<std::string> urls;
+  for (const auto& h : list)
+    urls.push_back(h.headline.url);
+  return urls;
+}
+
+std::shared_ptr<const headline_list::site_items> site_list(std::vector<news_item> items) {
+  return std::make_shared<const headline_list::site_items>(std::move(items));
+}
+
+} // namespace
+
+TEST_CASE("headlines list newest first; those first seen together keep their site's order") {
+  // ids ascend in the order each refresh listed its headlines.
+  auto a = site_list({item(1, "Zebra", "https://a/1", "a", 1000, false),
+                      item(2, "apple", "https://a/2", "a", 1000, false),
+                      item(4, "Kiwi", "https://a/3", "a", 2000, false)});
+  auto b = site_list({item(5, "Mango", "https://b/1", "b", 3000, false),
+                      item(6, "banana", "https://b/2", "b", 3000, false),
+                      item(3, "cherry", "https://b/3", "b", 1500, false)});
+  headline_list list;
+  list.append(a);
+  list.append(b);
+  list.stable_sort(newer_first);
+  CHECK(urls_of(list) == std::vector<std::string>{"https://b/1", "https://b/2", "https://a/3",
+                                                  "https://b/3", "https://a/1", "https://a/2"});
+
+  SUBCASE("a site's new list takes the place of its old one, in the same order") {
+    auto b2 = site_list({item(7, "Plum", "https://b/4", "b", 4000, false),
+                         item(5, "Mango", "https://b/1", "b", 3000, false)});
+    auto next = list.replace({b.get()}, {b2});
+    CHECK(urls_of(next) == std::vector<std::string>{"https://b/4", "https://b/1", "https://a/3",
+                                                    "https://a/1", "https://a/2"});
+    // The list it was made from is as it was, and b's old headlines live while it does.
+    CHECK(list.size() == 6);
+    b.reset();
+    CHECK(list[3].headline.url == "https://b/3");
+  }
+  SUBCASE("views cut from a list share its headlines and keep them alive") {
+    auto only_a = list.select([](const news_item& h) { return h.headline.site == "a"; }, 2);
+    list = headline_list();
+    a.reset();
+    CHECK(urls_of(only_a) == std::vector<std::string>{"https://a/3", "https://a/1"});
+  }
+}
+
+TEST_CASE("replacing sites' headlines one change at a time gives the order a full sort does") {
+  // Many sites with overlapping times (ties included), changed in a random order: after each
+  // change the list made by replace() equals one sorted from scratch.
+  std::mt19937 random(26);
+  std::vector<std::shared_ptr<const headline_list::site_items>> sites(20);
+  std::int64_t next_id = 1;
+  auto make_site = [&](int s) {
+    std::vector<news_item> items;
+    const auto count = random() % 6;
+    const std::int64_t at = 1000 * static_cast<std::int64_t>(random() % 5);
+    for (std::size_t i = 0; i < count; ++i)
+      items.push_back(item(next_id++, "t", "https://" + std::to_string(s) + "/" + std::to_string(i),
+                           std::to_string(s), at - static_cast<std::int64_t>(random() % 2), false));
+    return site_list(std::move(items));
+  };
+  headline_list list;
+  for (int s = 0; s < 20; ++s) {
+    sites[s] = make_site(s);
+    list.append(sites[s]);
+  }
+  list.stable_sort(newer_first);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<const headline_list::site_items*> gone;
+    std::vector<std::shared_ptr<const headline_list::site_items>> added;
+    std::set<int> changed;
+    for (auto n = 1 + random() % 3; n > 0; --n)
+      changed.insert(static_cast<int>(random() % 20));
+    for (int s : changed) {
+      gone.push_back(sites[s].get());
+      sites[s] = make_site(s);
+      added.push_back(sites[s]);
+    }
+    list = list.replace(gone, added);
+    headline_list full;
+    for (const auto& site : sites)
+      full.append(site);
+    full.stable_sort(newer_first);
+    REQUIRE(urls_of(list) == urls_of(full));
+  }
 }

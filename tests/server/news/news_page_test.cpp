@@ -107,7 +107,7 @@ TEST_CASE("every headline shows when it was first seen; counts have the right pl
   CHECK(html.find("from 2 sites") != std::string::npos);
   auto one = sample();
   one.sites.resize(1);
-  one.headlines.resize(1);
+  one.headlines.truncate(1);
   auto single = page().render(one);
   CHECK(single.find(">1 headline</span>") != std::string::npos);
   CHECK(single.find("from 1 site,") != std::string::npos);

@@ -66,7 +66,7 @@ TEST_CASE("stories of a view: those with two headlines or more, most sources fir
   CHECK(stories[2].sources == 1);
 
   // Headlines without a story (no store) tell none.
-  std::vector<news_item> storeless{item(0, "a", 0, 1), item(0, "b", 0, 2)};
+  headline_list storeless{item(0, "a", 0, 1), item(0, "b", 0, 2)};
   CHECK(stories_of(storeless).empty());
   CHECK(sources_of(snapshot.headlines, {1, 6, 99}) ==
         std::unordered_map<std::int64_t, std::size_t>{{1, 2}, {6, 1}});
