@@ -189,15 +189,20 @@ feed parse_feed(std::string_view bytes, std::string_view feed_url, std::string_v
   feed out;
   std::size_t items = 0;
   auto add = [&](std::string_view title, const std::string& link) {
-    // Far more items than any feed has bound the work a hostile one can cause.
-    if (++items <= 10 * max_headlines_per_site && !link.empty())
+    ++items;
+    if (!link.empty())
       collector.add(title, link);
+  };
+  // Once a site's page is full, the items after are never read (their titles and links never
+  // built); far more items than any feed has (repeated or linkless) bound a hostile one's cost.
+  auto more = [&] {
+    return collector.size() < max_headlines_per_site && items < 10 * max_headlines_per_site;
   };
 
   if (named(root, "feed") && in_ns(root, atom_ns)) {
     out.title = collapse_whitespace(atom_text(first_child(root, "title")));
     out.home = atom_link(root);
-    for (const xmlNode* c = root->children; c; c = c->next)
+    for (const xmlNode* c = root->children; c && more(); c = c->next)
       if (named(c, "entry"))
         add(atom_text(first_child(c, "title")), atom_link(c));
   } else if (named(root, "rss")) {
@@ -206,7 +211,7 @@ feed parse_feed(std::string_view bytes, std::string_view feed_url, std::string_v
       throw feed_error("not a feed: <rss> has no <channel>");
     out.title = collapse_whitespace(text_of(first_child(channel, "title")));
     out.home = resolved(channel, collapse_whitespace(text_of(first_child(channel, "link"))));
-    for (const xmlNode* c = channel->children; c; c = c->next)
+    for (const xmlNode* c = channel->children; c && more(); c = c->next)
       if (named(c, "item"))
         add(text_of(first_child(c, "title")), rss_link(c));
   } else if (named(root, "RDF") && in_ns(root, rdf_ns)) {
@@ -215,7 +220,7 @@ feed parse_feed(std::string_view bytes, std::string_view feed_url, std::string_v
     out.title = collapse_whitespace(text_of(first_child(channel, "title")));
     if (channel)
       out.home = resolved(channel, collapse_whitespace(text_of(first_child(channel, "link"))));
-    for (const xmlNode* c = root->children; c; c = c->next)
+    for (const xmlNode* c = root->children; c && more(); c = c->next)
       if (named(c, "item"))
         add(text_of(first_child(c, "title")), rss_link(c));
   } else {

@@ -86,7 +86,8 @@ config with_descriptor_budget(config cfg) {
   log_info("msg=\"descriptor budgets\" open_files=" + std::to_string(open_files) +
            " http_connections=" + std::to_string(cfg.http.max_connections) +
            " http_streams=" + std::to_string(cfg.http.max_streams) + " broker_connections=" +
-           std::to_string(cfg.broker.enabled ? cfg.broker.max_connections : 0));
+           std::to_string(cfg.broker.enabled ? cfg.broker.max_connections : 0) +
+           " view_bodies=" + std::to_string(body_descriptors));
   return cfg;
 }
 
@@ -161,8 +162,12 @@ struct application::parts {
           broker_stats = pubsub->stats();
         http_response res;
         res.content_type = "text/plain; version=0.0.4; charset=utf-8";
+        const auto queue = news.refresh_queue();
         res.body = counters.render(news.snapshot()->sites, broker_stats ? &*broker_stats : nullptr,
-                                   {live.clients(), http->open_connections(), http->refused()}) +
+                                   {live.clients(), http->open_connections(), http->refused()},
+                                   {queue.waiting,
+                                    std::chrono::duration<double>(queue.oldest_wait).count(),
+                                    queue.behind}) +
                    routes.cache_metrics();
         res.with_header("Cache-Control", "no-store");
         respond(std::move(res));

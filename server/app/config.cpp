@@ -543,7 +543,8 @@ config load_config(const std::vector<std::string>& args, const environment& env,
 
 void fit_descriptor_budget(config& cfg, std::size_t open_file_limit) {
   const std::size_t broker = cfg.broker.enabled ? cfg.broker.max_connections : 0;
-  const std::size_t fixed = reserved_descriptors + cfg.http.max_refusing + broker;
+  const std::size_t fixed =
+      reserved_descriptors + body_descriptors + cfg.http.max_refusing + broker;
   const std::size_t left = open_file_limit > fixed ? open_file_limit - fixed : 0;
   auto& http = cfg.http;
   const std::size_t given = http.max_connections + http.max_streams;
@@ -561,8 +562,9 @@ void fit_descriptor_budget(config& cfg, std::size_t open_file_limit) {
       "descriptor budgets: http.max_connections " + std::to_string(http.max_connections) +
       " + http.max_streams " + std::to_string(http.max_streams) + " + " +
       std::to_string(http.max_refusing) + " being refused + broker.max_connections " +
-      std::to_string(broker) + " + " + std::to_string(reserved_descriptors) +
-      " for the store, renderers and logs need " + std::to_string(need) +
+      std::to_string(broker) + " + " + std::to_string(body_descriptors) + " for built views + " +
+      std::to_string(reserved_descriptors) + " for the store, renderers and logs need " +
+      std::to_string(need) +
       " open files (and at least 16 connections and 8 streams), but this process may open " +
       std::to_string(open_file_limit) +
       " (RLIMIT_NOFILE); lower those settings or raise the limit (ulimit -n, LimitNOFILE= in "

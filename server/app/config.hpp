@@ -114,12 +114,17 @@ void apply_config_json(config& base, std::string_view text, std::string_view ori
 // The sites to show, in config order, each bound to a registered scraper. Throws config_error
 // for unknown scrapers, duplicate names and bad values.
 // Fits the descriptor budgets into `open_file_limit` (RLIMIT_NOFILE): the HTTP connections and
-// streams, the connections being refused, the broker's connections and `reserved_descriptors`
-// for everything else (store, renderers, logs, listeners). http.max_connections and
+// streams, the connections being refused, the broker's connections, `body_descriptors` for the
+// built views' bodies and `reserved_descriptors` for everything else (store, renderers, logs,
+// listeners). http.max_connections and
 // http.max_streams of 0 are derived from what is left (two thirds and one third, at most 10,000
 // and 4,096); the rest are taken as given. Throws config_error naming every part when they do
 // not fit.
 inline constexpr std::size_t reserved_descriptors = 512;
+// A built view's bodies are memfds, up to three (identity, gzip, brotli); the views cached and
+// kept for the fast path fit in this many (routes sizes its cache by it), however many sites
+// and filters there are.
+inline constexpr std::size_t body_descriptors = 1024;
 void fit_descriptor_budget(config& cfg, std::size_t open_file_limit);
 
 std::vector<site_config> resolve_sites(const config& cfg,

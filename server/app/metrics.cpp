@@ -123,7 +123,8 @@ void metrics::observe_fetch(const std::string& site, std::chrono::milliseconds l
 
 std::string metrics::render(const std::vector<site_report>& sites,
                             const broker::stats_snapshot* broker,
-                            const connection_gauges& connections) const {
+                            const connection_gauges& connections,
+                            const refresh_gauges& refreshes) const {
   std::string out;
   out.reserve(8192);
   {
@@ -174,6 +175,14 @@ std::string metrics::render(const std::vector<site_report>& sites,
   header(out, "newsdesk_http_refused_total", "counter",
          "Connections and streams answered 503 (or closed) because a budget was full.");
   sample(out, "newsdesk_http_refused_total", "", static_cast<double>(connections.refused));
+  header(out, "newsdesk_refresh_waiting", "gauge", "Refreshes waiting for a render slot.");
+  sample(out, "newsdesk_refresh_waiting", "", static_cast<double>(refreshes.waiting));
+  header(out, "newsdesk_refresh_oldest_wait_seconds", "gauge",
+         "How long the first refresh waiting for a render slot has waited.");
+  sample(out, "newsdesk_refresh_oldest_wait_seconds", "", refreshes.oldest_wait_seconds);
+  header(out, "newsdesk_refresh_behind_total", "counter",
+         "Refreshes that waited for a render slot longer than half their site's interval.");
+  sample(out, "newsdesk_refresh_behind_total", "", static_cast<double>(refreshes.behind));
 
   if (broker) {
     const auto& b = *broker;

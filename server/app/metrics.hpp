@@ -74,9 +74,15 @@ class metrics {
     std::size_t open_connections = 0; // plain, streaming and being refused
     std::uint64_t refused = 0;        // over a connection or stream budget, since start
   };
+  // The refreshes' queue for render slots (site_refresh::queue_stats), read the same way.
+  struct refresh_gauges {
+    std::size_t waiting = 0;
+    double oldest_wait_seconds = 0;
+    std::uint64_t behind = 0;
+  };
   // The whole exposition. `broker` may be null (broker off).
   std::string render(const std::vector<site_report>& sites, const broker::stats_snapshot* broker,
-                     const connection_gauges& connections) const;
+                     const connection_gauges& connections, const refresh_gauges& refreshes) const;
 
  private:
   // Requests by route and status: the common statuses are plain atomic counters (no lock on the

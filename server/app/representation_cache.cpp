@@ -16,8 +16,10 @@ std::int64_t unix_ms_now() {
 }
 } // namespace
 
-representation_cache::representation_cache(std::size_t max_unpinned_bytes)
-    : max_bytes_(max_unpinned_bytes) {}
+representation_cache::representation_cache(std::size_t max_unpinned_bytes,
+                                           std::size_t max_unpinned_entries)
+    : max_bytes_(max_unpinned_bytes)
+    , max_entries_(max_unpinned_entries) {}
 
 void representation_cache::get(const std::string& key, std::uint64_t version, bool pinned,
                                const boost::asio::any_io_executor& build_on, builder build,
@@ -102,7 +104,7 @@ void representation_cache::finish(const std::string& key, std::uint64_t version,
 }
 
 void representation_cache::evict_locked() {
-  while (unpinned_bytes_ > max_bytes_ && !lru_.empty()) {
+  while ((unpinned_bytes_ > max_bytes_ || lru_.size() > max_entries_) && !lru_.empty()) {
     auto it = entries_.find(lru_.back());
     if (it->second.building)
       break; // its build will answer someone: keep it until then

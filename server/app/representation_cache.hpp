@@ -9,7 +9,8 @@
 //
 // Pinned entries (the unfiltered views) are kept and rebuilt on every change; the others (a
 // site's own view, q=, limit=, several sites, /news of each minute) live in an LRU bounded by
-// bytes, rebuilt when asked for a newer version than they hold.
+// bytes and by entries (each holds descriptors: memfds), rebuilt when asked for a newer version
+// than they hold.
 //
 // Threads: all members may be called from any thread.
 #pragma once
@@ -46,7 +47,7 @@ class representation_cache {
     std::size_t entries = 0, bytes = 0;
   };
 
-  explicit representation_cache(std::size_t max_unpinned_bytes);
+  representation_cache(std::size_t max_unpinned_bytes, std::size_t max_unpinned_entries);
 
   // Calls `done` with the representation under `key` for `version`: at once when it is ready,
   // else when the build (started now on `build_on`, or already running) finishes, on the thread
@@ -74,6 +75,7 @@ class representation_cache {
   void evict_locked();
 
   const std::size_t max_bytes_;
+  const std::size_t max_entries_;
   mutable std::mutex mutex_;
   std::map<std::string, entry> entries_;
   std::list<std::string> lru_; // unpinned keys, most recently used first

@@ -56,7 +56,7 @@ routes::routes(news_service& news, std::shared_ptr<const news_page> page, const 
     , filtered_pool_(filtered_pool)
     , public_url_(std::move(public_url))
     , page_(std::move(page))
-    , cache_(representation_cache::default_max_bytes)
+    , cache_(representation_cache::default_max_bytes, max_cached_views)
     , prebuild_timer_(std::make_unique<prebuild_timer>(pool)) {
   while (!public_url_.empty() && public_url_.back() == '/')
     public_url_.pop_back();
@@ -229,8 +229,10 @@ void routes::serve_view(const http_request& request, const std::string& path,
           std::make_shared<const news_snapshot>(with_coverage(*snapshot, std::move(coverage)));
     auto key = cache_key(path, query, base);
     // The unfiltered views are kept across changes (rebuilt by prebuild); /news is keyed by its
-    // minute, so its older minutes are left to the LRU, with every filtered view.
-    const bool pinned = path != "/news" && query.empty();
+    // minute, so its older minutes are left to the LRU, with every filtered view. So are feeds
+    // for a Host a client named (no public_url): made-up hosts must not pile up pinned views.
+    const bool pinned =
+        path != "/news" && query.empty() && (path == "/news.json" || !public_url_.empty());
     cache_.get(key, view_version(*snapshot, query), pinned,
                unfiltered ? net::any_io_executor(pool_.get_executor())
                           : net::any_io_executor(filtered_pool_.get_executor()),

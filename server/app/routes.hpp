@@ -4,6 +4,7 @@
 // The headline views take ?site=a,b&q=words&limit=N; POST /api/refresh takes ?site=NAME.
 #pragma once
 
+#include "server/app/config.hpp"
 #include "server/app/representation_cache.hpp"
 #include "server/app/route_table.hpp"
 #include "server/http/http_message.hpp"
@@ -118,6 +119,12 @@ class routes {
     std::chrono::steady_clock::time_point renewal_started{};
   };
   static constexpr std::size_t max_current_views = 64;
+  // Built views hold up to three descriptors each (config.hpp's body_descriptors): the pinned
+  // ones (/news.json and the public_url's three feeds), those kept for the fast path and the
+  // cache's others share that budget.
+  static constexpr std::size_t max_pinned_views = 4;
+  static constexpr std::size_t max_cached_views =
+      body_descriptors / 3 - max_pinned_views - max_current_views;
   mutable std::mutex current_mutex_; // guards current_
   std::unordered_map<std::string, current> current_;
   std::atomic<std::uint64_t> fast_hits_{0}; // requests the fast path answered

@@ -132,6 +132,8 @@ class news_service {
   // Why the latest write to the store failed (a full disk, a read-only file); empty once one
   // succeeds again. /readyz reports the instance unready meanwhile.
   std::string store_write_error() const;
+  // How refreshes queue for render slots (for /metrics).
+  site_refresh::queue_stats refresh_queue() const { return refresh_.stats(); }
 
   // Shared stores: this instance's name in the schedule's leases (host, process and a random
   // part, so a restarted process never inherits its predecessor's leases).

@@ -82,8 +82,9 @@ struct site_refresh::job {
   std::function<bool()> wanted;
   std::function<void(refresh_result)> done;
   std::chrono::steady_clock::time_point started;
-  int attempt = 0;                          // retries used
-  std::unique_ptr<news_clock::timer> retry; // the next attempt, after a transient failure
+  std::chrono::steady_clock::time_point queued; // when it last asked for a render slot
+  int attempt = 0;                              // retries used
+  std::unique_ptr<news_clock::timer> retry;     // the next attempt, after a transient failure
 };
 
 site_refresh::site_refresh(boost::asio::io_context& ioc, boost::asio::thread_pool& scrape_pool,
@@ -126,6 +127,7 @@ void site_refresh::queue_render(std::shared_ptr<job> j) {
   std::lock_guard lock(mutex_);
   if (stopped_)
     return;
+  j->queued = clock_.steady_now();
   if (active_ < settings_.max_concurrent_renders) {
     ++active_;
     boost::asio::post(ioc_, [this, j = std::move(j)] { launch(j); });
@@ -136,14 +138,45 @@ void site_refresh::queue_render(std::shared_ptr<job> j) {
 
 void site_refresh::release_slot() {
   // The slot is freed first, so the next waiting site starts while this one is parsed.
-  std::lock_guard lock(mutex_);
-  --active_;
-  if (!waiting_.empty() && !stopped_) {
+  std::string warning;
+  {
+    std::lock_guard lock(mutex_);
+    --active_;
+    if (waiting_.empty() || stopped_)
+      return;
     auto next = std::move(waiting_.front());
     waiting_.pop_front();
     ++active_;
+    const auto now = clock_.steady_now();
+    const auto waited = std::chrono::duration_cast<milliseconds>(now - next->queued);
+    if (next->site->interval.count() > 0 && waited > next->site->interval / 2) {
+      ++behind_;
+      // Once a minute at most: a machine that falls behind would otherwise say so per site.
+      if (now - behind_warned_ >= std::chrono::minutes(1)) {
+        behind_warned_ = now;
+        warning = "msg=\"refreshes fall behind their interval\" site=" + next->site->name +
+                  " waited_ms=" + std::to_string(waited.count()) +
+                  " interval_ms=" + std::to_string(next->site->interval.count()) +
+                  " waiting=" + std::to_string(waiting_.size()) +
+                  " render_slots=" + std::to_string(settings_.max_concurrent_renders) +
+                  " behind_total=" + std::to_string(behind_);
+      }
+    }
     boost::asio::post(ioc_, [this, next = std::move(next)] { launch(next); });
   }
+  if (!warning.empty())
+    log_warn(warning);
+}
+
+site_refresh::queue_stats site_refresh::stats() const {
+  std::lock_guard lock(mutex_);
+  queue_stats out;
+  out.waiting = waiting_.size();
+  if (!waiting_.empty())
+    out.oldest_wait =
+        std::chrono::duration_cast<milliseconds>(clock_.steady_now() - waiting_.front()->queued);
+  out.behind = behind_;
+  return out;
 }
 
 void site_refresh::launch(std::shared_ptr<job> j) {

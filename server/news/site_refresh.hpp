@@ -68,6 +68,17 @@ class site_refresh {
   // Cancels retries waiting for their time; renders in flight finish and are dropped.
   void stop();
 
+  // How refreshes queue for a render slot. A cycle that falls behind its interval shows here
+  // first: sites become due faster than the slots finish them.
+  struct queue_stats {
+    std::size_t waiting = 0;                  // refreshes waiting for a slot now
+    std::chrono::milliseconds oldest_wait{0}; // how long the first of them has waited
+    // Refreshes that waited longer than half their site's interval: at that point a site's
+    // refreshes come at less than its interval's pace.
+    std::uint64_t behind = 0;
+  };
+  queue_stats stats() const;
+
  private:
   struct job;
   void queue_render(std::shared_ptr<job> j);
@@ -81,11 +92,13 @@ class site_refresh {
   const std::map<std::string, renderer*> renderers_;
   const refresh_settings settings_;
 
-  std::mutex mutex_;                           // guards everything below
+  mutable std::mutex mutex_;                   // guards everything below
   std::size_t active_ = 0;                     // renders in flight
   std::deque<std::shared_ptr<job>> waiting_;   // refreshes waiting for a render slot, FIFO
   std::vector<std::shared_ptr<job>> retrying_; // jobs waiting to be tried again
   std::mt19937_64 random_;
+  std::uint64_t behind_ = 0;
+  std::chrono::steady_clock::time_point behind_warned_{}; // the last "fall behind" log line
   bool stopped_ = false;
 };
 

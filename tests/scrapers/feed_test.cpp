@@ -1,4 +1,5 @@
 #include "scrapers/feed.hpp"
+#include "scrapers/headlines.hpp"
 
 #include <doctest/doctest.h>
 
@@ -45,6 +46,29 @@ TEST_CASE("feeds: RSS 2.0 items in order, links resolved, guid as a permalink") 
   CHECK(titles(f) == std::vector<std::string>{"First story", "Second story", "Guid only"});
   CHECK(f.headlines[1].url == "https://example.com/2026/second");
   CHECK(f.headlines[0].site == "ex");
+}
+
+TEST_CASE("feeds: a site's page holds at most max_headlines_per_site; items past it are not read") {
+  auto rss = [](const std::string& items) {
+    return "<rss version=\"2.0\"><channel><title>Many</title>" + items + "</channel></rss>";
+  };
+  std::string distinct;
+  for (int i = 0; i < 3 * static_cast<int>(max_headlines_per_site); ++i)
+    distinct += "<item><title>Story " + std::to_string(i) + "</title><link>/s/" +
+                std::to_string(i) + "</link></item>";
+  auto f = parse_feed(rss(distinct), "https://example.com/feed.xml", "ex");
+  REQUIRE(f.headlines.size() == max_headlines_per_site);
+  CHECK(f.headlines.front().title == "Story 0");
+  CHECK(f.headlines.back().title == "Story " + std::to_string(max_headlines_per_site - 1));
+
+  // Repeated links count towards the bound on items read: a hostile feed of ten times that many
+  // repeats hides what follows.
+  std::string repeated;
+  for (int i = 0; i < 10 * static_cast<int>(max_headlines_per_site); ++i)
+    repeated += "<item><title>Same</title><link>/same</link></item>";
+  auto g = parse_feed(rss(repeated + "<item><title>Late</title><link>/late</link></item>"),
+                      "https://example.com/feed.xml", "ex");
+  CHECK(titles(g) == std::vector<std::string>{"Same"});
 }
 
 TEST_CASE("feeds: RSS 1.0 (RDF) items beside the channel") {

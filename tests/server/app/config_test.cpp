@@ -433,11 +433,12 @@ TEST_CASE("descriptor budgets are derived from the open-file limit, and refused 
   cfg.broker.enabled = true;
   cfg.broker.max_connections = 16384;
   fit_descriptor_budget(cfg, 20000);
-  const std::size_t left = 20000 - reserved_descriptors - cfg.http.max_refusing - 16384;
+  const std::size_t left =
+      20000 - reserved_descriptors - body_descriptors - cfg.http.max_refusing - 16384;
   CHECK(cfg.http.max_connections == left * 2 / 3);
   CHECK(cfg.http.max_streams == left / 3);
   CHECK(cfg.http.max_connections + cfg.http.max_streams + cfg.http.max_refusing + 16384 +
-            reserved_descriptors <=
+            reserved_descriptors + body_descriptors <=
         20000);
 
   config roomy;

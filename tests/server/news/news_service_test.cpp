@@ -439,3 +439,50 @@ TEST_CASE("a store that cannot be written is reported until a write succeeds aga
   REQUIRE(r.finished(3));
   CHECK(r.service->store_write_error().empty());
 }
+
+TEST_CASE("refreshes that wait for a render slot past half their interval are counted behind") {
+  boost::asio::io_context ioc;
+  boost::asio::thread_pool pool{1};
+  manual_clock clock;
+  manual_renderer fake;
+  auto settings = policy_rig::quiet();
+  settings.max_concurrent_renders = 1;
+  site_refresh refresh(ioc, pool, clock, {{"manual", &fake}}, settings, 1);
+  auto site = [](std::string name) {
+    auto s = std::make_shared<site_config>();
+    s->name = std::move(name);
+    s->scraper = std::make_shared<url_scraper>();
+    s->url = "https://" + s->name + ".test/";
+    s->renderer = "manual";
+    s->interval = 10s;
+    return s;
+  };
+  std::atomic<int> done{0};
+  for (const auto* name : {"a", "b", "c"})
+    refresh.run(
+        site(name), [] { return true; }, [&](refresh_result) { ++done; });
+  ioc.poll();
+  REQUIRE(fake.in_flight() == 1);
+  CHECK(refresh.stats().waiting == 2);
+
+  // "b" waits 4 s (under half of 10 s), "c" 4 + 3 s (over it).
+  clock.advance(4s);
+  CHECK(refresh.stats().oldest_wait == 4s);
+  fake.succeed("https://a.test/1");
+  ioc.restart();
+  ioc.poll();
+  REQUIRE(fake.in_flight() == 1);
+  CHECK(refresh.stats().behind == 0);
+  clock.advance(3s);
+  fake.succeed("https://b.test/1");
+  ioc.restart();
+  ioc.poll();
+  REQUIRE(fake.in_flight() == 1);
+  auto stats = refresh.stats();
+  CHECK(stats.behind == 1);
+  CHECK(stats.waiting == 0);
+  CHECK(stats.oldest_wait == 0ms);
+  fake.succeed("https://c.test/1");
+  pool.join();
+  CHECK(done == 3);
+}
