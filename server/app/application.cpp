@@ -203,7 +203,7 @@ struct application::parts {
     // then the views everyone asks for, built before anyone asks.
     news.on_update([this](const headline_update& update) {
       if (!update.added.empty()) {
-        live.publish(update.added, update.snapshot);
+        live.publish(update.added, update.story_sources);
         if (pubsub)
           try {
             pubsub->publish(headlines_topic, headlines_json(update.added));

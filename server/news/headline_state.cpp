@@ -26,9 +26,38 @@ void headline_state::on_update(std::function<void(const headline_update&)> liste
 }
 
 headline_state::entry* headline_state::find_locked(const std::string& site) {
-  auto it = std::find_if(entries_.begin(), entries_.end(),
-                         [&](const entry& e) { return e.report.name == site; });
-  return it == entries_.end() ? nullptr : &*it;
+  auto it = entry_of_.find(site);
+  return it == entry_of_.end() ? nullptr : &entries_[it->second];
+}
+
+void headline_state::count_stories_locked(std::size_t i, const site_items& items, bool add) {
+  for (const auto& item : items) {
+    if (item.story == 0)
+      continue;
+    auto& sites = story_sites_[item.story];
+    if (add) {
+      ++sites[i];
+    } else if (auto it = sites.find(i); it != sites.end() && --it->second == 0) {
+      sites.erase(it);
+      if (sites.empty())
+        story_sites_.erase(item.story);
+    }
+  }
+}
+
+void headline_state::set_items_locked(std::size_t i, std::shared_ptr<const site_items> items) {
+  count_stories_locked(i, *entries_[i].items, false);
+  count_stories_locked(i, *items, true);
+  entries_[i].items = std::move(items);
+}
+
+void headline_state::index_locked() {
+  entry_of_.clear();
+  story_sites_.clear();
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    entry_of_[entries_[i].report.name] = i;
+    count_stories_locked(i, *entries_[i].items, true);
+  }
 }
 
 void headline_state::set_sites(const std::vector<site_config>& sites) {
@@ -40,7 +69,7 @@ void headline_state::set_sites(const std::vector<site_config>& sites) {
     std::vector<entry> next;
     for (const auto& c : sites) {
       entry e;
-      if (auto* old = find_locked(c.name))
+      if (auto* old = find_locked(c.name)) // names are unique (the config checks)
         e = std::move(*old);
       e.report.name = c.name;
       e.report.display_name = c.display_name;
@@ -51,11 +80,12 @@ void headline_state::set_sites(const std::vector<site_config>& sites) {
       next.push_back(std::move(e));
     }
     entries_ = std::move(next);
+    index_locked();
     sites_changed_ = true;
     released = publish_locked();
     snap = snapshot_;
   }
-  deliver(std::move(released), {}, std::move(snap));
+  deliver(std::move(released), {std::move(snap), {}, {}});
 }
 
 namespace {
@@ -84,6 +114,7 @@ std::vector<news_item> headline_state::apply(const site_change& change) {
 std::vector<news_item> headline_state::apply(const std::vector<site_change>& changes) {
   std::lock_guard order(apply_order_);
   std::vector<news_item> added;
+  std::unordered_map<std::int64_t, std::size_t> sources;
   std::deque<ready_waiter> released;
   std::shared_ptr<const news_snapshot> snap;
   {
@@ -99,10 +130,14 @@ std::vector<news_item> headline_state::apply(const std::vector<site_change>& cha
     // the newest it was sent.
     std::sort(added.begin(), added.end(),
               [](const news_item& a, const news_item& b) { return a.id < b.id; });
+    for (const auto& item : added)
+      if (item.story != 0 && item.story != item.id)
+        if (auto it = story_sites_.find(item.story); it != story_sites_.end())
+          sources[item.story] = it->second.size();
     released = publish_locked();
     snap = snapshot_;
   }
-  deliver(std::move(released), added, std::move(snap));
+  deliver(std::move(released), {std::move(snap), added, std::move(sources)});
   return added;
 }
 
@@ -110,6 +145,7 @@ bool headline_state::apply_locked(const site_change& change, std::vector<news_it
   auto* e = find_locked(change.state.site);
   if (!e)
     return false;
+  const auto index = static_cast<std::size_t>(e - entries_.data());
   auto& r = e->report;
   const auto before = r;
   const auto& st = change.state;
@@ -133,7 +169,7 @@ bool headline_state::apply_locked(const site_change& change, std::vector<news_it
           announced = true;
         }
       }
-      e->items = std::move(items);
+      set_items_locked(index, std::move(items));
     }
     r.note = change.note;
   }
@@ -160,22 +196,24 @@ bool headline_state::apply_locked(const site_change& change, std::vector<news_it
 
 bool headline_state::merge_locked(const std::vector<stories::story_merge>& merges) {
   bool moved = false;
-  for (auto& e : entries_) {
-    auto told = [&](const news_item& item) {
-      return std::any_of(merges.begin(), merges.end(),
-                         [&](const stories::story_merge& m) { return item.story == m.from; });
-    };
-    if (std::none_of(e.items->begin(), e.items->end(), told))
+  // In the order made: a story merged into another may itself be merged next.
+  for (const auto& m : merges) {
+    auto holders = story_sites_.find(m.from);
+    if (holders == story_sites_.end())
       continue;
-    // The site's list is shared with published snapshots: the merge goes into a copy.
-    auto items = std::make_shared<site_items>(*e.items);
-    for (const auto& m : merges) // in the order made: a merged story may merge again
+    std::vector<std::size_t> sites;
+    for (const auto& [i, count] : holders->second)
+      sites.push_back(i);
+    for (auto i : sites) {
+      // The site's list is shared with published snapshots: the merge goes into a copy.
+      auto items = std::make_shared<site_items>(*entries_[i].items);
       for (auto& item : *items)
         if (item.story == m.from)
           item.story = m.into;
-    e.items = std::move(items);
-    e.changed = true;
-    moved = true;
+      set_items_locked(i, std::move(items));
+      entries_[i].changed = true;
+      moved = true;
+    }
   }
   return moved;
 }
@@ -200,15 +238,14 @@ bool headline_state::set_notice(std::string notice) {
     released = publish_locked();
     snap = snapshot_;
   }
-  deliver(std::move(released), {}, std::move(snap));
+  deliver(std::move(released), {std::move(snap), {}, {}});
   return true;
 }
 
 bool headline_state::has_succeeded(const std::string& site) const {
   std::lock_guard lock(mutex_);
-  auto it = std::find_if(entries_.begin(), entries_.end(),
-                         [&](const entry& e) { return e.report.name == site; });
-  return it != entries_.end() && it->report.last_success_ms != 0;
+  auto it = entry_of_.find(site);
+  return it != entry_of_.end() && entries_[it->second].report.last_success_ms != 0;
 }
 
 std::shared_ptr<const news_snapshot> headline_state::snapshot() const {
@@ -224,7 +261,7 @@ void headline_state::start() {
     started_ = true;
     snap = snapshot_;
   }
-  deliver({}, {}, std::move(snap));
+  deliver({}, {std::move(snap), {}, {}});
 }
 
 bool headline_state::all_tried_locked() const {
@@ -275,17 +312,16 @@ std::deque<headline_state::ready_waiter> headline_state::publish_locked() {
   return released;
 }
 
-void headline_state::deliver(std::deque<ready_waiter> waiters, std::vector<news_item> added,
-                             std::shared_ptr<const news_snapshot> snap) {
+void headline_state::deliver(std::deque<ready_waiter> waiters, headline_update update) {
   for (auto& w : waiters)
-    post_([done = std::move(w.done), snap] { done(snap); });
+    post_([done = std::move(w.done), snap = update.snapshot] { done(snap); });
   bool publish;
   {
     std::lock_guard lock(mutex_);
     publish = started_ && !stopped_;
   }
   if (publish && listener_)
-    listener_({std::move(snap), std::move(added)});
+    listener_(update);
 }
 
 void headline_state::when_ready(ready_callback done) {

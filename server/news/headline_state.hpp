@@ -4,7 +4,9 @@
 // Every change arrives as a site_change through apply(), whether this instance refreshed the
 // site or (in a cluster) another one did; apply() publishes a new snapshot and hands the
 // headlines first seen in the change to the update listener, in the order apply() was called.
-// A change's story merges rewrite the stories of every site's headlines held.
+// A change's story merges rewrite the stories of every site's headlines held. Which sites hold
+// each story's headlines is kept as changes come (a change costs what it changed, not what is
+// held), so each update says how many sites tell the stories its headlines joined.
 // A change that changes nothing a reader sees (the same headlines, in the same order, and the
 // same status: only the times of the last attempt and success moved on) publishes nothing; such
 // times reach readers with the next change, or after times_refresh at the latest.
@@ -27,6 +29,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace newsdesk::server {
@@ -97,6 +100,10 @@ class headline_state {
   };
 
   entry* find_locked(const std::string& site);
+  // Makes `items` entry i's headlines, keeping story_sites_ in step.
+  void set_items_locked(std::size_t i, std::shared_ptr<const site_items> items);
+  void count_stories_locked(std::size_t i, const site_items& items, bool add);
+  void index_locked(); // entry_of_ and story_sites_ anew, after the sites changed
   // Applies `change` to its site's entry, appending what it announces to `added`; true when a
   // reader would see a difference (or times have waited long enough).
   bool apply_locked(const site_change& change, std::vector<news_item>& added);
@@ -109,8 +116,7 @@ class headline_state {
   bool ready_locked() const; // what when_ready waits for
   bool all_tried_locked() const;
   void arm_cold_start_locked();
-  void deliver(std::deque<ready_waiter> waiters, std::vector<news_item> added,
-               std::shared_ptr<const news_snapshot> snap);
+  void deliver(std::deque<ready_waiter> waiters, headline_update update);
 
   news_clock& clock_;
   const std::chrono::milliseconds cold_start_wait_;
@@ -120,8 +126,11 @@ class headline_state {
   // Held while a change is applied and handed to the listener, so listeners see changes in the
   // order they were applied (live events keep ids ascending). Taken before mutex_.
   std::mutex apply_order_;
-  mutable std::mutex mutex_;               // guards everything below
-  std::vector<entry> entries_;             // in page order
+  mutable std::mutex mutex_;                              // guards everything below
+  std::vector<entry> entries_;                            // in page order
+  std::unordered_map<std::string, std::size_t> entry_of_; // a site's place in entries_
+  // For each story: the entries holding its headlines, with how many each holds.
+  std::unordered_map<std::int64_t, std::unordered_map<std::size_t, std::size_t>> story_sites_;
   std::deque<ready_waiter> ready_waiters_; // in arrival order, so deadlines ascend
   std::unique_ptr<news_clock::timer> cold_start_timer_;
   std::shared_ptr<const news_snapshot> snapshot_;

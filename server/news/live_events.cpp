@@ -173,26 +173,18 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
   }
 
   // Runs on publish_strand: one batch at a time, so events go out in publish order.
-  void publish(const std::vector<news_item>& items, const news_snapshot* snapshot) {
-    // Headlines that joined a story another headline started, and how many sites tell it now.
-    std::unordered_set<std::int64_t> joined;
-    if (snapshot)
-      for (const auto& item : items)
-        if (item.story != 0 && item.story != item.id)
-          joined.insert(item.story);
-    const auto sources = joined.empty() ? std::unordered_map<std::int64_t, std::size_t>()
-                                        : sources_of(snapshot->headlines, joined);
+  void publish(const std::vector<news_item>& items,
+               const std::unordered_map<std::int64_t, std::size_t>& sources) {
     std::vector<event> events;
     for (const auto& item : items) {
       auto data = shown(item);
       if (data.is_null())
         continue;
       auto text = headline_event(item.id, data);
-      if (joined.count(item.story)) {
-        auto found = sources.find(item.story);
-        json story = {{"story", item.story},
-                      {"headline", std::move(data)},
-                      {"sources", found == sources.end() ? std::size_t{1} : found->second}};
+      // A headline that joined a story another headline started: how many sites tell it now.
+      if (auto found = sources.find(item.story); found != sources.end() && item.story != item.id) {
+        json story = {
+            {"story", item.story}, {"headline", std::move(data)}, {"sources", found->second}};
         text += "event: story\ndata: " + line_of(story) + "\n\n";
       }
       events.push_back({item.id, std::move(text), item});
@@ -225,17 +217,17 @@ void live_events::set_snapshot_source(std::function<headline_list()> source) {
 }
 
 void live_events::publish(std::vector<news_item> items,
-                          std::shared_ptr<const news_snapshot> snapshot) {
+                          std::unordered_map<std::int64_t, std::size_t> story_sources) {
   if (items.empty())
     return;
   net::post(state_->publish_strand,
-            [st = state_, items = std::move(items), snapshot = std::move(snapshot)] {
+            [st = state_, items = std::move(items), sources = std::move(story_sources)] {
               {
                 std::lock_guard lock(st->mutex);
                 if (st->stopped)
                   return;
               }
-              st->publish(items, snapshot.get());
+              st->publish(items, sources);
             });
 }
 

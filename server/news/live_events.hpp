@@ -2,8 +2,9 @@
 //
 // Each new headline is an `event: headline` whose data is the headline's JSON. One that joined a
 // story another headline started is followed by an `event: story` (no id of its own) whose data
-// is {"story": ID, "headline": <the same JSON>, "sources": N}, N the sites telling that story in
-// the snapshot published with it, so an open page updates the story's cards in place. Story
+// is {"story": ID, "headline": <the same JSON>, "sources": N}, N the sites telling that story
+// after the change (headline_update::story_sources), so an open page updates the story's cards
+// in place. Story
 // events are not replayed: a page that reconnects shows the stories of its next load.
 //
 // The feed is whatever calls publish(): in newsdesk, the news service's updates, as typed
@@ -31,6 +32,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace boost::asio {
@@ -59,11 +61,11 @@ class live_events {
   void set_sites(std::map<std::string, site_look> sites);
 
   // Sends a batch of new headlines to every client whose filter they pass, with a story event
-  // after each that joined a story (its sources counted in `snapshot`, the state published with
-  // them; null: no story events). Headlines of unknown sites, without a title or with a link
-  // that is not http(s) are skipped. Returns at once: the events are made and sent on the worker
-  // pool.
-  void publish(std::vector<news_item> items, std::shared_ptr<const news_snapshot> snapshot = {});
+  // after each whose story is in `story_sources` (how many sites tell it: the stories they
+  // joined). Headlines of unknown sites, without a title or with a link that is not http(s) are
+  // skipped. Returns at once: the events are made and sent on the worker pool.
+  void publish(std::vector<news_item> items,
+               std::unordered_map<std::int64_t, std::size_t> story_sources = {});
 
   // What a client starting over gets in its reset event: the headlines shown now. Set before
   // start().

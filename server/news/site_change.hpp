@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 namespace newsdesk::server {
@@ -42,6 +43,9 @@ struct site_change {
 struct headline_update {
   std::shared_ptr<const news_snapshot> snapshot; // the state after it
   std::vector<news_item> added;                  // headlines to announce, ids ascending
+  // For each story that a headline of `added` joined (one another headline started): how many
+  // sites tell it now, among the headlines held.
+  std::unordered_map<std::int64_t, std::size_t> story_sources;
 };
 
 // A stored row as the outputs show it.

@@ -40,18 +40,6 @@ std::vector<story_summary> stories_of(const headline_list& headlines) {
   return out;
 }
 
-std::unordered_map<std::int64_t, std::size_t>
-sources_of(const headline_list& headlines, const std::unordered_set<std::int64_t>& stories) {
-  std::unordered_map<std::int64_t, std::set<std::string_view>> sites;
-  for (const auto& item : headlines)
-    if (stories.count(item.story))
-      sites[item.story].insert(item.headline.site);
-  std::unordered_map<std::int64_t, std::size_t> out;
-  for (const auto& [story, names] : sites)
-    out[story] = names.size();
-  return out;
-}
-
 void to_json(nlohmann::json& j, const story_summary& story) {
   auto headlines = nlohmann::json::array();
   for (const auto* item : story.headlines)

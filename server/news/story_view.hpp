@@ -26,11 +26,6 @@ struct story_summary {
 // newest (last_seen_ms), then by id. Headlines without a story (0) are left out. O(n log n).
 std::vector<story_summary> stories_of(const headline_list& headlines);
 
-// How many distinct sites tell each of `stories` among `headlines` (a story none of them belongs
-// to is absent). O(n).
-std::unordered_map<std::int64_t, std::size_t>
-sources_of(const headline_list& headlines, const std::unordered_set<std::int64_t>& stories);
-
 // A story's JSON shape in /news.json: {"id", "headlines": [{"id","title","url","site"}],
 // "first_seen", "last_seen" (iso8601_ms), "sources"}.
 void to_json(nlohmann::json& j, const story_summary& story);

@@ -15,15 +15,16 @@ std::shared_ptr<const representation> get(representation_cache& cache,
                                           boost::asio::thread_pool& pool, const std::string& key,
                                           bool pinned) {
   std::promise<std::shared_ptr<const representation>> answered;
-  cache.get(key, 1, pinned, pool.get_executor(),
-            [key] {
-              representation_cache::content c;
-              c.content_type = "text/plain";
-              c.bytes = "bytes of " + key;
-              c.effort = compression::quick;
-              return c;
-            },
-            [&](std::shared_ptr<const representation> r) { answered.set_value(std::move(r)); });
+  cache.get(
+      key, 1, pinned, pool.get_executor(),
+      [key] {
+        representation_cache::content c;
+        c.content_type = "text/plain";
+        c.bytes = "bytes of " + key;
+        c.effort = compression::quick;
+        return c;
+      },
+      [&](std::shared_ptr<const representation> r) { answered.set_value(std::move(r)); });
   return answered.get_future().get();
 }
 

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <map>
+#include <unordered_map>
 #include <vector>
 
 using namespace newsdesk::server;
@@ -177,6 +178,8 @@ TEST_CASE("headline state: a change's story merges move every site's headlines o
     story[h.id] = h.story;
   CHECK(story == std::map<std::int64_t, std::int64_t>{{1, 1}, {2, 1}, {3, 3}, {4, 1}});
   CHECK(r.report("b").version > b_version); // b's own views show the new story
+  // Headline 4 joined story 1, which a and (through the merge) b tell now.
+  CHECK(r.updates[0].story_sources == std::unordered_map<std::int64_t, std::size_t>{{1, 2}});
 
   // A merge alone (a cluster's, carried by a change of a site not configured here) is a change.
   site_change elsewhere;
@@ -187,4 +190,14 @@ TEST_CASE("headline state: a change's story merges move every site's headlines o
   REQUIRE(r.updates.size() == 2);
   for (const auto& h : r.updates[1].snapshot->headlines)
     CHECK(h.story == 1);
+  CHECK(r.updates[1].story_sources.empty()); // it announced nothing
+
+  // b no longer lists story 1's headlines; a's next one joins it: one site tells it now. A
+  // headline that starts its own story is not a joining one.
+  r.refresh("b", {with_story(item(5, "Snow", "b"), 5)}, {5}, 4000);
+  CHECK(r.updates.back().story_sources.empty());
+  r.refresh("a",
+            {with_story(item(6, "Quake aftershock", "a"), 1), with_story(item(1, "Quake", "a"), 1)},
+            {6}, 5000);
+  CHECK(r.updates.back().story_sources == std::unordered_map<std::int64_t, std::size_t>{{1, 1}});
 }

@@ -76,10 +76,9 @@ TEST_CASE("live events: a headline that joined a story is followed by a story ev
   client everything(live, "/events");
   client only_a(live, "/events?site=a");
 
-  // b's headline 2 joined story 1, which a's headline 1 started; a's headline 3 starts its own.
-  auto after = std::make_shared<news_snapshot>();
-  after->headlines = {item(3, "a", 3), item(2, "b", 1), item(1, "a", 1)};
-  live.publish({item(2, "b", 1), item(3, "a", 3)}, after);
+  // b's headline 2 joined story 1, which a's headline 1 started, told by 2 sites now; a's
+  // headline 3 starts its own.
+  live.publish({item(2, "b", 1), item(3, "a", 3)}, {{1, 2}});
 
   REQUIRE(everything.wait_for("Headline 3"));
   CHECK(everything.received.find("event: headline\ndata: ") != std::string::npos);
@@ -99,7 +98,7 @@ TEST_CASE("live events: a headline that joined a story is followed by a story ev
   CHECK(only_a.received.find("Headline 2") == std::string::npos);
   CHECK(only_a.stories().empty());
 
-  // Without the snapshot nothing says how many sources there are: no story event.
+  // Without its sources a headline's story is not told: no story event.
   live.publish({item(4, "a", 1)});
   REQUIRE(everything.wait_for("Headline 4"));
   CHECK(everything.stories().size() == 1);

@@ -68,8 +68,6 @@ TEST_CASE("stories of a view: those with two headlines or more, most sources fir
   // Headlines without a story (no store) tell none.
   headline_list storeless{item(0, "a", 0, 1), item(0, "b", 0, 2)};
   CHECK(stories_of(storeless).empty());
-  CHECK(sources_of(snapshot.headlines, {1, 6, 99}) ==
-        std::unordered_map<std::int64_t, std::size_t>{{1, 2}, {6, 1}});
 }
 
 TEST_CASE("/news.json lists the stories of the headlines it shows; a filtered view, those it "
