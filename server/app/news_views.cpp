@@ -107,6 +107,8 @@ std::string view_key(const std::string& path, const news_query& query, const std
     key += "&before=" + std::to_string(query.before_ms) + "." + std::to_string(query.before_id);
   if (query.story)
     key += "&story=" + std::to_string(query.story);
+  if (query.all_chips)
+    key += "&chips=all";
   if (path == "/news.atom" || path == "/news.feed.json" || path == "/opml")
     key += "@" + base;
   return key;
@@ -139,6 +141,8 @@ std::string view_target(const std::string& path, const news_query& query) {
     add("before", std::to_string(query.before_ms) + "." + std::to_string(query.before_id));
   if (query.story)
     add("story", std::to_string(query.story));
+  if (query.all_chips)
+    add("chips", "all");
   return target;
 }
 

@@ -124,7 +124,8 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
     clients.erase(std::remove_if(clients.begin(), clients.end(),
                                  [&](client& c) {
                                    bool ok;
-                                   if (c.through < events.front().id && c.filter.empty()) {
+                                   if (c.through < events.front().id &&
+                                       !c.filter.filters_headlines()) {
                                      ok = c.stream->push(all);
                                      c.last_event = std::chrono::steady_clock::now();
                                    } else {

@@ -110,6 +110,57 @@ std::string name_list(const std::vector<std::string>& names) {
   return out;
 }
 
+// The sites that get a chip, in the order shown: every site, in the configuration's order, when
+// they fit or the query asks for all. Else the most active, so that the chips point at what the
+// page lists: the most headlines in the view, then the most recently updated, then the
+// configuration's order. A site the query names keeps its chip whatever its rank (its own view
+// marks it current). Failed sites rank by their headlines like any other: the problems section
+// names every one of them.
+std::vector<const site_report*> chip_sites(const news_snapshot& snapshot, const news_query& query) {
+  std::vector<const site_report*> all;
+  all.reserve(snapshot.sites.size());
+  for (const auto& s : snapshot.sites)
+    all.push_back(&s);
+  if (query.all_chips || all.size() <= max_site_chips)
+    return all;
+
+  std::unordered_map<std::string_view, std::size_t> shown;
+  for (const auto& item : snapshot.headlines)
+    if (safe_link(item.headline))
+      ++shown[item.headline.site];
+  struct ranked {
+    const site_report* site;
+    std::size_t shown;
+  };
+  std::vector<ranked> ranking;
+  ranking.reserve(all.size());
+  for (const auto* s : all) {
+    auto it = shown.find(s->name);
+    ranking.push_back({s, it == shown.end() ? 0 : it->second});
+  }
+  std::stable_sort(ranking.begin(), ranking.end(), [](const ranked& a, const ranked& b) {
+    if (a.shown != b.shown)
+      return a.shown > b.shown;
+    return a.site->last_success_ms > b.site->last_success_ms;
+  });
+
+  auto named = [&query](const site_report* s) {
+    return std::find(query.sites.begin(), query.sites.end(), s->name) != query.sites.end();
+  };
+  const auto named_count = static_cast<std::size_t>(std::count_if(all.begin(), all.end(), named));
+  std::size_t room = max_site_chips > named_count ? max_site_chips - named_count : 0;
+  std::vector<const site_report*> chosen;
+  for (const auto& r : ranking) {
+    if (named(r.site)) {
+      chosen.push_back(r.site);
+    } else if (room > 0) {
+      chosen.push_back(r.site);
+      --room;
+    }
+  }
+  return chosen;
+}
+
 } // namespace
 
 failure_words describe_failure(failure_kind kind) {
@@ -158,16 +209,26 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
   for (const auto& s : snapshot.sites)
     by_name[s.name] = &s;
 
-  // One line of chips: name, count, age.
+  // Every site's colours: a headline of any site may arrive while the page is open.
   mustache::data sites{mustache::data::type::list};
   for (const auto& s : snapshot.sites) {
+    mustache::data site;
+    site.set("name", s.name);
+    site.set("colour", s.colour);
+    site.set("text_colour", text_colour_for(s.colour));
+    sites.push_back(site);
+  }
+
+  // One line of chips: name, count, age.
+  const auto chosen = chip_sites(snapshot, query);
+  mustache::data chips{mustache::data::type::list};
+  for (const auto* chip : chosen) {
+    const auto& s = *chip;
     const bool failed = !s.ok && !s.stale && s.last_attempt_ms != 0 && !s.error.empty();
     const bool pending = !s.ok && !s.stale && !failed;
     mustache::data site;
     site.set("name", s.name);
     site.set("display_name", s.display_name);
-    site.set("colour", s.colour);
-    site.set("text_colour", text_colour_for(s.colour));
     site.set("state", s.ok ? "ok" : s.stale ? "stale" : failed ? "failed" : "pending");
     site.set("state_text", s.ok      ? (s.note.empty() ? "" : "found by detection")
                            : s.stale ? "not updating"
@@ -181,7 +242,7 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
     site.set("updated_at", s.last_success_ms ? iso8601_ms(s.last_success_ms) : std::string());
     site.set("updated", s.last_success_ms ? age_text(s.last_success_ms, now) : std::string());
     site.set("updated_title", s.last_success_ms ? full_time(s.last_success_ms) : std::string());
-    sites.push_back(site);
+    chips.push_back(site);
   }
 
   // Problems in plain words, one per site, except that sites failed by the same renderer share
@@ -286,6 +347,10 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
   std::string feed_query = filters;
   if (query.limit)
     add_parameter(feed_query, "limit", std::to_string(query.limit));
+  // The page's own links (the next page, every chip) keep its chips=all; the feeds have no chips.
+  std::string page_query = feed_query;
+  if (query.all_chips)
+    add_parameter(page_query, "chips", "all");
 
   // What the view is: all sites, one site (in its own order), a search, or several.
   std::string view_name;
@@ -320,6 +385,17 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
   page.set("page_title", view_name.empty() ? std::string("newsdesk") : "newsdesk: " + view_name);
   page.set("feed_title", query.one_site() ? "newsdesk: " + view_name : std::string("newsdesk"));
   page.set("sites", sites);
+  page.set("chips", chips);
+  // Chips left out: the last one links to this view with all of them.
+  if (chosen.size() < snapshot.sites.size()) {
+    std::string all = feed_query;
+    if (query.paged())
+      add_parameter(all, "before",
+                    std::to_string(query.before_ms) + "." + std::to_string(query.before_id));
+    add_parameter(all, "chips", "all");
+    page.set("all_chips_href", "/news?" + all);
+    page.set("all_chips_text", "All " + std::to_string(snapshot.sites.size()) + " sites");
+  }
   page.set("problems", problems);
   page.set("has_problems", !problems.is_empty_list());
   page.set("headlines", headlines);
@@ -334,7 +410,7 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
   page.set("has_notice", !snapshot.notice.empty());
   page.set("q", query.q);
   page.set("query_sites", query_sites);
-  page.set("filtered", !query.empty());
+  page.set("filtered", query.filters_headlines());
   page.set("view_heading", view_heading);
   page.set("order", query.one_site() ? "site" : "latest");
   page.set("events_query", filters);
@@ -342,7 +418,7 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
   page.set("last_id", std::to_string(last_id));
   // A page cut at page_size links to the next one, with the same filters.
   if (!snapshot.next.empty()) {
-    std::string next = feed_query;
+    std::string next = page_query;
     add_parameter(next, "before", snapshot.next);
     page.set("next_href", "/news?" + next);
   }

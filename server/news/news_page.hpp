@@ -26,7 +26,10 @@ class news_page {
   ~news_page();
 
   // Thread-safe. `query` is what the page was asked for (echoed in its search form and feed
-  // links); `snapshot` is already filtered by it.
+  // links); `snapshot` is already filtered by it. Every site in the snapshot gets a chip when
+  // there are at most max_site_chips or the query says chips=all; else the max_site_chips most
+  // active (the sites the query names always among them), most active first, and a last link to
+  // the same view with chips=all. O(sites log sites + headlines).
   std::string render(const news_snapshot& snapshot, const news_query& query = {}) const;
 
  private:
@@ -34,6 +37,13 @@ class news_page {
   explicit news_page(std::unique_ptr<impl> p);
   std::unique_ptr<impl> impl_;
 };
+
+// At most this many site chips on a page unless it asks for all (chips=all). A chip is some 370
+// bytes of markup: 30 are about 11 KB, a few percent of a full page (page_size headlines, about
+// 300 KB), where 3,000 sites would make 1.1 MB of chips. Fewer than ten fit across a desktop
+// screen, so 30 are already three screens of sideways scrolling, more than a reader scans; and up
+// to 30 sites (the shipped handful, a personal list) the line is every site, as before.
+inline constexpr std::size_t max_site_chips = 30;
 
 // /news.json: {"generated_at", "sites": [...], "headlines": [...], "stories": [...]}, the stories
 // being those at least two of the headlines tell (story_view.hpp), most sources first.

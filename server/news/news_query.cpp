@@ -84,6 +84,10 @@ parse_news_query(std::string_view query, const std::function<bool(std::string_vi
       if (ec != std::errc{} || end != value.data() + value.size() || n == 0 || n > max_limit)
         return "limit: expected a whole number from 1 to " + std::to_string(max_limit);
       result.limit = n;
+    } else if (key == "chips") {
+      if (value != "all")
+        return "chips: expected all (a chip for every site), or no chips= (the most active)";
+      result.all_chips = true;
     }
     // Other parameters are ignored, as browsers and feed readers add their own.
   }
@@ -111,7 +115,7 @@ std::string cursor_after(const news_item& item) {
 news_snapshot apply_query(const news_snapshot& snapshot, const news_query& query) {
   const std::size_t bound = query.limit ? query.limit : (query.one_site() ? max_limit : page_size);
   // The common case, the whole page of every site, needs no filtering: only the cut.
-  if (query.empty() && snapshot.headlines.size() <= bound)
+  if (!query.filters_headlines() && snapshot.headlines.size() <= bound)
     return snapshot;
   news_snapshot out;
   out.generated_at = snapshot.generated_at;

@@ -2,11 +2,14 @@
 // comma-separated), q= (words; each must begin a word of the title, compared without case or
 // accents: search.hpp), limit= (at most this many headlines; ignored by /events), before= (the
 // page after a cursor, as the previous page's `next` gives it) and story= (one story's headlines:
-// its whole coverage, read from the store by the routes; on /events, the headlines that join it).
+// its whole coverage, read from the store by the routes; on /events, the headlines that join it),
+// and chips=all, which only the page reads (a chip for every site in the view rather than the
+// most active: news_page.hpp); the other outputs take it and ignore it.
 //
 // A page is bounded: without limit=, a view of several sites shows the newest page_size
-// headlines and says where the next page starts, so /news stays a page however many sites
-// there are. A site's own view lists what the site lists (bounded by the store's limits).
+// headlines and says where the next page starts, and at most max_site_chips site chips, so /news
+// stays a page however many sites there are. A site's own view lists what the site lists
+// (bounded by the store's limits).
 #pragma once
 
 #include "server/news/news_service.hpp"
@@ -28,10 +31,15 @@ struct news_query {
   std::int64_t before_ms = 0;
   std::int64_t before_id = 0;
   std::int64_t story = 0; // story=ID; 0: any
+  bool all_chips = false; // chips=all
   bool paged() const { return before_ms != 0 || before_id != 0; }
-  bool empty() const {
-    return sites.empty() && words.empty() && limit == 0 && !paged() && story == 0;
+  // Whether the headlines are a part of the whole: some sites, a search, a limit, a later page
+  // or a story.
+  bool filters_headlines() const {
+    return !sites.empty() || !words.empty() || limit != 0 || paged() || story != 0;
   }
+  // No parameter at all: the view everybody asks for, built ahead of time.
+  bool empty() const { return !filters_headlines() && !all_chips; }
   // One site named: the page shows that site's headlines in the site's own order.
   bool one_site() const { return sites.size() == 1; }
   // Whether `item` passes the site=, q= and story= filters (limit= is not about one headline).

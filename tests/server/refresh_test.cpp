@@ -439,6 +439,11 @@ TEST_CASE("site=, q= and limit= filter every output; bad values get 400") {
   CHECK(http_get(nd.port, "/news.json?limit=0").status == 400);
   CHECK(http_get(nd.port, "/news.json?limit=abc").status == 400);
   CHECK(http_get(nd.port, "/news.atom?q=" + std::string(300, 'x')).status == 400);
+  // The page with every site's chip lists the same headlines.
+  auto all_chips = http_get(nd.port, "/news?chips=all");
+  CHECK(all_chips.status == 200);
+  CHECK(all_chips.body.find("Pears rise") != std::string::npos);
+  CHECK(http_get(nd.port, "/news?chips=some").status == 400);
 }
 
 TEST_CASE("the Atom and JSON feeds parse cleanly in a real feed reader") {

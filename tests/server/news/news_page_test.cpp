@@ -3,8 +3,11 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 using namespace newsdesk::server;
 using newsdesk::scrapers::headline;
@@ -26,6 +29,64 @@ news_snapshot sample() {
       {{"<script>alert(1)</script>", "https://edition.cnn.com/a.html?x=1&y=2", "cnn"}, 1, 0, true},
       {{"Plain", "https://edition.cnn.com/b.html", "cnn"}, 2, 0, false},
       {{"Sneaky", "javascript:alert(1)", "cnn"}, 3, 0, false}};
+  return s;
+}
+
+// `n` sites, "s000" to "s{n-1}", all updated at the same time, with no headlines yet.
+news_snapshot many_sites(std::size_t n) {
+  news_snapshot s;
+  for (std::size_t i = 0; i < n; ++i) {
+    char name[8];
+    std::snprintf(name, sizeof name, "s%03zu", i);
+    site_report r{name, "Site " + std::to_string(i), "#336699",
+                  "https://" + std::string(name) + ".test/", "direct"};
+    r.ok = true;
+    r.last_success_ms = 1'700'000'000'000;
+    s.sites.push_back(r);
+  }
+  return s;
+}
+
+void add_headlines(news_snapshot& s, const std::string& site, int count) {
+  for (int i = 0; i < count; ++i) {
+    const auto id = static_cast<std::int64_t>(s.headlines.size()) + 1;
+    s.headlines.push_back({{"Headline " + std::to_string(id),
+                            "https://" + site + ".test/" + std::to_string(id), site},
+                           id,
+                           1'700'000'000'000,
+                           false});
+  }
+}
+
+// The sites whose chips the page shows, in order.
+std::vector<std::string> chips_of(const std::string& html) {
+  std::vector<std::string> out;
+  const std::string mark = "<li class=\"chip site-";
+  for (auto at = html.find(mark); at != std::string::npos; at = html.find(mark, at + 1)) {
+    const auto start = at + mark.size();
+    out.push_back(html.substr(start, html.find(' ', start) - start));
+  }
+  return out;
+}
+
+bool has(const std::vector<std::string>& chips, const std::string& site) {
+  return std::find(chips.begin(), chips.end(), site) != chips.end();
+}
+
+// 100 sites: s095 lists 3 of the page's headlines, s050 to s077 one each, s003 none but it was
+// updated last, s099 failed; the rest are alike and list none.
+news_snapshot busy_sites() {
+  auto s = many_sites(100);
+  add_headlines(s, "s095", 3);
+  for (int i = 50; i <= 77; ++i)
+    add_headlines(s, "s0" + std::to_string(i), 1);
+  s.sites[3].last_success_ms += 60'000;
+  auto& failed = s.sites[99];
+  failed.ok = false;
+  failed.last_success_ms = 0;
+  failed.error = "cannot fetch https://s099.test/: refused";
+  failed.failure = failure_kind::site_unreachable;
+  failed.last_attempt_ms = 1'700'000'000'000;
   return s;
 }
 
@@ -179,4 +240,97 @@ TEST_CASE("a filtered page's feed links carry the same filters") {
   CHECK(html.find("href=\"/news.feed.json?site=cnn&amp;site=aj&amp;q=a%26b&amp;limit=5\"") !=
         std::string::npos);
   CHECK(page().render(sample()).find("href=\"/news.atom\"") != std::string::npos);
+}
+
+TEST_CASE(
+    "with more sites than the bound, the chips are the most active ones, then a link to all") {
+  static_assert(max_site_chips == 30, "busy_sites() is laid out for 30 chips");
+  auto html = page().render(busy_sites());
+  auto chips = chips_of(html);
+  REQUIRE(chips.size() == max_site_chips);
+  // The most headlines on the page first; equals in the configuration's order; then, among
+  // sites with none, the one updated last.
+  CHECK(chips.front() == "s095");
+  CHECK(chips[1] == "s050");
+  CHECK(chips[2] == "s051");
+  CHECK(chips[28] == "s077");
+  CHECK(chips[29] == "s003");
+  CHECK_FALSE(has(chips, "s000"));
+  CHECK_FALSE(has(chips, "s078"));
+  // The failed site has no chip; the problems section still names it.
+  CHECK_FALSE(has(chips, "s099"));
+  CHECK(html.find("<summary>Couldn’t load Site 99: the site didn’t answer</summary>") !=
+        std::string::npos);
+  // The last chip is a link to the same page with every site's chip.
+  CHECK(html.find("<li class=\"chip chip-all\"><a href=\"/news?chips=all\">All 100 sites</a>"
+                  "</li>\n    </ul>\n  </nav>") != std::string::npos);
+  // Every site keeps its colours: a headline of any of them may arrive while the page is open.
+  CHECK(html.find(".site-s000 { --site-bg: #336699; --site-fg: #ffffff; }") != std::string::npos);
+  CHECK(html.find("from 100 sites") != std::string::npos);
+}
+
+TEST_CASE("the site a view is of keeps its chip, however inactive") {
+  news_query query;
+  query.sites = {"s000"};
+  auto html = page().render(busy_sites(), query);
+  auto chips = chips_of(html);
+  CHECK(chips.size() == max_site_chips);
+  CHECK(has(chips, "s000"));
+  CHECK(html.find("aria-current=\"page\">Site 0</a>") != std::string::npos);
+  // It takes the place of the least active of the others.
+  CHECK(has(chips, "s077"));
+  CHECK_FALSE(has(chips, "s003"));
+  CHECK(html.find("href=\"/news?site=s000&amp;chips=all\">All 100 sites</a>") != std::string::npos);
+}
+
+TEST_CASE(
+    "chips=all shows every site's chip, in the configuration's order, and the same headlines") {
+  auto s = busy_sites();
+  s.next = "1700000000000.31";
+  news_query query;
+  query.all_chips = true;
+  auto html = page().render(s, query);
+  auto chips = chips_of(html);
+  REQUIRE(chips.size() == 100);
+  CHECK(chips.front() == "s000");
+  CHECK(chips.back() == "s099");
+  CHECK(html.find("chip-all") == std::string::npos);
+  // The headlines are not filtered: the page reads as the unfiltered one.
+  CHECK(html.find("class=\"visually-hidden\">Latest headlines</h2>") != std::string::npos);
+  CHECK(html.find("<title>newsdesk</title>") != std::string::npos);
+  // Its next page has every chip too; its feeds are the unfiltered ones.
+  CHECK(html.find("href=\"/news?chips=all&amp;before=1700000000000.31\">Older headlines") !=
+        std::string::npos);
+  CHECK(html.find("href=\"/news.atom\"") != std::string::npos);
+}
+
+TEST_CASE("with no more sites than the bound, every chip shows in the configuration's order") {
+  auto s = many_sites(max_site_chips);
+  add_headlines(s, "s029", 5);
+  auto html = page().render(s);
+  auto chips = chips_of(html);
+  REQUIRE(chips.size() == max_site_chips);
+  CHECK(chips.front() == "s000");
+  CHECK(chips.back() == "s029");
+  CHECK(html.find("chip-all") == std::string::npos);
+
+  CHECK(chips_of(page().render(sample())) == std::vector<std::string>{"cnn", "aj"});
+  CHECK(page().render(sample()).find("chip-all") == std::string::npos);
+
+  auto one_more = many_sites(max_site_chips + 1);
+  html = page().render(one_more);
+  CHECK(chips_of(html).size() == max_site_chips);
+  CHECK(html.find(">All 31 sites</a>") != std::string::npos);
+}
+
+TEST_CASE("the link to every chip keeps the view's filters and page") {
+  news_query query;
+  query.q = "war";
+  query.words = {"war"};
+  query.limit = 50;
+  query.before_ms = 1'700'000'000'000;
+  query.before_id = 7;
+  auto html = page().render(busy_sites(), query);
+  CHECK(html.find("href=\"/news?q=war&amp;limit=50&amp;before=1700000000000.7&amp;chips=all\">"
+                  "All 100 sites</a>") != std::string::npos);
 }
