@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 
 #include <chrono>
+#include <optional>
 
 namespace newsdesk::server {
 
@@ -45,13 +46,28 @@ void representation_cache::get(const std::string& key, std::uint64_t version, bo
       return;
     }
     ++counters_.misses;
-    e.waiting.push_back(std::move(done));
-    if (e.building && e.building_version >= version)
-      return; // the build under way answers this request too
+    e.waiting.emplace_back(version, std::move(done));
+    if (e.building) {
+      // One build per key at a time. A newer version waits for it, and only the newest: the
+      // versions it supersedes are never built (with changes every few milliseconds, builds
+      // started for each would pile up, each holding its snapshot).
+      if (e.building_version < version && (!e.next || e.next->version < version)) {
+        if (e.next)
+          ++counters_.superseded;
+        e.next = pending_build{version, build_on, std::move(build)};
+      }
+      return;
+    }
     e.building = true;
     e.building_version = version;
     previous = e.ready;
   }
+  launch(key, version, build_on, std::move(build), std::move(previous));
+}
+
+void representation_cache::launch(const std::string& key, std::uint64_t version,
+                                  const boost::asio::any_io_executor& build_on, builder build,
+                                  std::shared_ptr<const representation> previous) {
   boost::asio::post(
       build_on, [this, key, version, build = std::move(build), previous = std::move(previous)] {
         std::shared_ptr<const representation> built;
@@ -75,19 +91,18 @@ void representation_cache::get(const std::string& key, std::uint64_t version, bo
 
 void representation_cache::finish(const std::string& key, std::uint64_t version,
                                   std::shared_ptr<const representation> built) {
-  std::vector<handler> waiting;
+  std::vector<handler> answered;
+  std::optional<pending_build> next;
+  std::shared_ptr<const representation> previous;
   {
     std::lock_guard lock(mutex_);
     // Entries being built are never dropped or evicted.
     auto& e = entries_.at(key);
-    if (e.building_version != version) // a newer build took over; it answers everyone
-      return;
-    e.building = false;
-    waiting.swap(e.waiting);
     ++counters_.builds;
-    if (built && e.ready && e.version > version)
+    if (built && e.ready && e.version > version) {
       built = e.ready; // something newer got in first (never replaced by older)
-    else if (built) {
+      version = e.version;
+    } else if (built) {
       if (built == e.ready)
         ++counters_.unchanged;
       if (!e.pinned && e.ready)
@@ -96,11 +111,31 @@ void representation_cache::finish(const std::string& key, std::uint64_t version,
       e.version = version;
       if (!e.pinned)
         unpinned_bytes_ += built->bytes();
-      evict_locked();
     }
+    if (e.next) {
+      next = std::move(e.next);
+      e.next.reset();
+      e.building_version = next->version;
+      previous = e.ready;
+    } else {
+      e.building = false;
+    }
+    // Those who asked for this version or an older one have their answer; those who asked for
+    // a newer one wait for the next build, which is the newest asked for: nobody waits for more
+    // than the build under way and one more.
+    std::erase_if(e.waiting, [&](auto& w) {
+      if (next && w.first > version)
+        return false;
+      answered.push_back(std::move(w.second));
+      return true;
+    });
+    if (!next)
+      evict_locked();
   }
-  for (auto& w : waiting)
+  for (auto& w : answered)
     w(built);
+  if (next)
+    launch(key, next->version, next->build_on, std::move(next->build), std::move(previous));
 }
 
 void representation_cache::evict_locked() {

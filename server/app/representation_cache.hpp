@@ -4,8 +4,9 @@
 // headlines. A request finds it ready and is answered at once with precompressed bytes; a
 // representation that is missing or older than the request's version is built on the worker
 // pool, never on a network thread, once: requests that arrive while it builds wait for that
-// build. When a rebuild produces the same bytes, the previous representation is kept (same
-// ETag, same Last-Modified, no compression).
+// build. One build per entry at a time: a newer version asked for meanwhile is built next, and
+// only the newest (the others are superseded, never built). When a rebuild produces the same bytes,
+// the previous representation is kept (same ETag, same Last-Modified, no compression).
 //
 // Pinned entries (the unfiltered views) are kept and rebuilt on every change; the others (a
 // site's own view, q=, limit=, several sites, /news of each minute) live in an LRU bounded by
@@ -23,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,7 @@ class representation_cache {
 
   struct counters {
     std::uint64_t hits = 0, misses = 0, builds = 0, unchanged = 0, evictions = 0;
+    std::uint64_t superseded = 0; // versions never built: a newer one was asked for first
     std::size_t entries = 0, bytes = 0;
   };
 
@@ -61,15 +64,25 @@ class representation_cache {
   static constexpr std::size_t default_max_bytes = 32 * 1024 * 1024;
 
  private:
+  // The build to start when the one under way ends.
+  struct pending_build {
+    std::uint64_t version = 0;
+    boost::asio::any_io_executor build_on;
+    builder build;
+  };
   struct entry {
     std::uint64_t version = 0;
     bool pinned = false;
     bool building = false;
     std::uint64_t building_version = 0;
+    std::optional<pending_build> next;
     std::shared_ptr<const representation> ready;
-    std::vector<handler> waiting;
-    std::list<std::string>::iterator lru; // unpinned only
+    std::vector<std::pair<std::uint64_t, handler>> waiting; // with the version each asked for
+    std::list<std::string>::iterator lru;                   // unpinned only
   };
+  void launch(const std::string& key, std::uint64_t version,
+              const boost::asio::any_io_executor& build_on, builder build,
+              std::shared_ptr<const representation> previous);
   void finish(const std::string& key, std::uint64_t version,
               std::shared_ptr<const representation> built);
   void evict_locked();

@@ -391,6 +391,9 @@ std::string routes::cache_metrics() const {
        "Requests that waited for their representation to be built.", "counter", c.misses);
   line("newsdesk_representation_builds_total", "Representations built (rendered and compressed).",
        "counter", c.builds);
+  line("newsdesk_representation_superseded_total",
+       "Versions of a representation never built: a newer one was asked for while it waited.",
+       "counter", c.superseded);
   line("newsdesk_representation_unchanged_total",
        "Rebuilds that produced the same bytes (kept, same ETag).", "counter", c.unchanged);
   line("newsdesk_representation_evictions_total",

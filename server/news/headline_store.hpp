@@ -122,8 +122,9 @@ struct store_limits {
   // Site names come from the config ([a-z0-9_-]+); longer ones are refused (store_error).
   static constexpr std::size_t max_site_bytes = 100;
   // Distinct sites the store accepts; a new site beyond this is refused (store_error). A
-  // config lists tens of sites; this only stops a runaway caller.
-  static constexpr std::size_t max_sites = 1000;
+  // reader's config lists tens to thousands of sites (one instance serves 3,000: bench/scale);
+  // this only stops a runaway caller.
+  static constexpr std::size_t max_sites = 10000;
   // since() returns at most this many rows, whatever `limit` asks.
   static constexpr std::size_t max_since_rows = 10000;
   // story_headlines() returns at most this many rows: a story's coverage on one page, far more

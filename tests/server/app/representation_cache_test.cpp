@@ -3,8 +3,11 @@
 #include <boost/asio/thread_pool.hpp>
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <future>
+#include <mutex>
 #include <string>
+#include <vector>
 
 using namespace newsdesk::server;
 
@@ -54,4 +57,52 @@ TEST_CASE("the cache holds at most its number of unpinned views, the least recen
   CHECK(stats.entries == 7);
   CHECK(stats.evictions == 2);
   pool.join();
+}
+
+TEST_CASE("one build per view at a time: versions asked for meanwhile are built once, the newest "
+          "only, and every request is answered") {
+  boost::asio::thread_pool pool(1);
+  representation_cache cache(1 << 20, 16);
+  std::promise<void> release;
+  auto released = release.get_future().share();
+  std::atomic<int> building{0};
+  std::vector<std::uint64_t> built_versions;
+  std::mutex mutex;
+  auto builder = [&](std::uint64_t version) {
+    return [&, version] {
+      ++building;
+      released.wait(); // the first build holds the pool until the test lets it go
+      {
+        std::lock_guard lock(mutex);
+        built_versions.push_back(version);
+      }
+      representation_cache::content c;
+      c.content_type = "text/plain";
+      c.bytes = "version " + std::to_string(version);
+      c.effort = compression::quick;
+      return c;
+    };
+  };
+  std::vector<std::future<std::string>> answers;
+  std::vector<std::promise<std::string>> promises(4);
+  for (std::uint64_t v = 1; v <= 4; ++v) {
+    answers.push_back(promises[v - 1].get_future());
+    cache.get("/news", v, false, pool.get_executor(), builder(v),
+              [&promises, v](std::shared_ptr<const representation> r) {
+                promises[v - 1].set_value(r ? r->etag() : "null");
+              });
+  }
+  release.set_value();
+  std::vector<std::string> etags;
+  for (auto& a : answers)
+    etags.push_back(a.get()); // everyone is answered
+  pool.join();
+  // The first request by the first build; those that asked for newer versions by the next.
+  CHECK(etags[0] == representation::tag_of("version 1"));
+  for (int i = 1; i < 4; ++i)
+    CHECK(etags[i] == representation::tag_of("version 4"));
+  CHECK(built_versions == std::vector<std::uint64_t>{1, 4}); // 2 and 3 were superseded
+  auto stats = cache.stats();
+  CHECK(stats.builds == 2);
+  CHECK(stats.superseded == 2);
 }
