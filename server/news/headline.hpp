@@ -25,16 +25,30 @@ struct news_item {
   std::int64_t first_seen_ms = 0; // unix ms
   bool is_new = false;            // first seen in the site's latest refresh (not its first)
   std::size_t rank = 0;           // its place on its site's page (0: the site's top story)
+  // Its place among the headlines its site's refresh first saw with it (same first_seen_ms), in
+  // the site's order: the page's order (page_time) interleaves one round's sites by it.
+  std::size_t batch_rank = 0;
   // The story it belongs to, from the store: the id of the headline that started it (its own id
   // when it started one). 0 without a store.
   std::int64_t story = 0;
 };
 
-// The order the page lists headlines in: newest first (first_seen_ms descending); headlines
-// first seen together keep their site's order (ids ascend in it).
+// Where a headline stands in the page's order: when it was first seen, made a minute older for
+// each headline its site's refresh found before it (batch_rank). The headlines of one round of
+// refreshes (a cold start: every site's whole page) then interleave by their sites' ranks, every
+// site's lead, then every site's second, instead of the site with the most headlines filling the
+// first screens; a later refresh's few new headlines still go first.
+inline constexpr std::int64_t batch_rank_penalty_ms = 60'000;
+inline std::int64_t page_time(const news_item& item) {
+  return item.first_seen_ms - static_cast<std::int64_t>(item.batch_rank) * batch_rank_penalty_ms;
+}
+
+// The order the page lists headlines in: page_time descending; headlines at the same time keep
+// their site's order (ids ascend in it).
 inline bool newer_first(const news_item& a, const news_item& b) {
-  if (a.first_seen_ms != b.first_seen_ms)
-    return a.first_seen_ms > b.first_seen_ms;
+  const auto at = page_time(a), bt = page_time(b);
+  if (at != bt)
+    return at > bt;
   return a.id < b.id;
 }
 
@@ -136,8 +150,7 @@ struct site_report {
 
 struct news_snapshot {
   std::vector<site_report> sites; // in config order
-  // Newest first (first_seen_ms descending); headlines first seen together keep their site's
-  // order (id ascending).
+  // In the page's order (newer_first).
   headline_list headlines;
   std::chrono::system_clock::time_point generated_at;
   std::uint64_t version = 0; // increases with every change (and only then)

@@ -160,9 +160,11 @@ bool headline_state::apply_locked(const site_change& change, std::vector<news_it
     // nothing new leaves the marks as they are.
     if (headlines_changed || !fresh.empty()) {
       auto items = std::make_shared<site_items>(*change.current);
+      std::unordered_map<std::int64_t, std::size_t> batch; // headlines per first_seen_ms so far
       for (std::size_t i = 0; i < items->size(); ++i) {
         auto& item = (*items)[i];
         item.rank = i;
+        item.batch_rank = batch[item.first_seen_ms]++;
         item.is_new = had_success && fresh.count(item.id) > 0;
         if (item.is_new) {
           added.push_back(item);

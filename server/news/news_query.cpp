@@ -56,19 +56,18 @@ parse_news_query(std::string_view query, const std::function<bool(std::string_vi
       result.q = value;
       result.words = search_words(value);
     } else if (key == "before") {
-      // FIRST_SEEN_MS.ID, both whole numbers, as cursor_after writes it.
+      // TIME_MS.ID (page_time and id), both whole numbers, as cursor_after writes it.
       const auto dot = value.find('.');
       std::int64_t ms = 0, id = 0;
       const char* text = value.data();
       auto first = std::from_chars(text, text + std::min(dot, value.size()), ms);
-      bool ok =
-          dot != std::string::npos && first.ec == std::errc{} && first.ptr == text + dot && ms > 0;
+      bool ok = dot != std::string::npos && first.ec == std::errc{} && first.ptr == text + dot;
       if (ok) {
         auto second = std::from_chars(text + dot + 1, text + value.size(), id);
         ok = second.ec == std::errc{} && second.ptr == text + value.size() && id >= 0;
       }
       if (!ok)
-        return "before: expected FIRST_SEEN_MS.ID, as a page's next link gives it";
+        return "before: expected TIME_MS.ID, as a page's next link gives it";
       result.before_ms = ms;
       result.before_id = id;
     } else if (key == "story") {
@@ -109,7 +108,7 @@ news_snapshot with_coverage(const news_snapshot& snapshot, std::vector<news_item
 }
 
 std::string cursor_after(const news_item& item) {
-  return std::to_string(item.first_seen_ms) + "." + std::to_string(item.id);
+  return std::to_string(page_time(item)) + "." + std::to_string(item.id);
 }
 
 news_snapshot apply_query(const news_snapshot& snapshot, const news_query& query) {
@@ -129,10 +128,11 @@ news_snapshot apply_query(const news_snapshot& snapshot, const news_query& query
   for (const auto& s : snapshot.sites)
     if (wanted(s.name))
       out.sites.push_back(s);
-  // Newest first, ties by id: what comes after the cursor's headline in that order.
+  // What comes after the cursor's headline in the page's order (newer_first).
   auto after_cursor = [&](const news_item& item) {
-    return !query.paged() || item.first_seen_ms < query.before_ms ||
-           (item.first_seen_ms == query.before_ms && item.id > query.before_id);
+    const auto t = page_time(item);
+    return !query.paged() || t < query.before_ms ||
+           (t == query.before_ms && item.id > query.before_id);
   };
   // Newest first already: past the page's end nothing more is needed, but one headline to tell
   // that there is a next page. A site's own view is in its site's order: all of it, then sorted.

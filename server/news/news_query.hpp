@@ -27,7 +27,7 @@ struct news_query {
   std::vector<std::string> words; // the folded words of q (search_words)
   std::string q;                  // as given, for echoing in forms
   std::size_t limit = 0;          // 0: no limit
-  // before=FIRST_SEEN_MS.ID: only headlines after that one in newest-first order.
+  // before=TIME_MS.ID: only headlines after that one (page_time, id) in the page's order.
   std::int64_t before_ms = 0;
   std::int64_t before_id = 0;
   std::int64_t story = 0; // story=ID; 0: any

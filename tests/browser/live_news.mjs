@@ -1,7 +1,8 @@
 // Browser test of the live page: headless Chromium (Debian's, driven by playwright-core) opens
 // /news on the real newsdesk binary against the Splash stand-in, then changes the stand-in's pages
 // and asks for refreshes, and checks what a reader sees:
-//   - headlines newest first, the page's order the same as /news.json's, each with its age;
+//   - headlines newest first (one round's sites interleaved by rank), the page's order the same as
+//     /news.json's, each with its age;
 //   - a live arrival takes its place at the top, marked new, without a reload, and a reload shows
 //     the same order;
 //   - a filtered view (one site) counts no other site's arrivals and receives its own site's, in
@@ -46,8 +47,13 @@ async function liveArrival(browser, setPage) {
   const shown = await titles(page);
   assert(JSON.stringify(shown) === JSON.stringify(json.headlines.map((h) => h.title)),
          `the page's order is /news.json's:\n${shown.join("\n")}`);
-  for (let i = 1; i < json.headlines.length; ++i)
-    assert(json.headlines[i - 1].first_seen >= json.headlines[i].first_seen, "/news.json is newest first");
+  // Newest first, one round's sites interleaved by rank: each site's headlines keep its order.
+  const lastRank = {};
+  for (const h of json.headlines) {
+    assert(!(h.site in lastRank) || h.rank > lastRank[h.site], `${h.site}'s headlines keep its order`);
+    lastRank[h.site] = h.rank;
+  }
+  assert(json.headlines[0].rank === 0, "/news.json opens with a site's lead");
   for (let i = 0; i < total; ++i) {
     const box = await boxes.nth(i).boundingBox();
     assert(box && box.width > 100 && box.height > 20 && box.x >= 0 && box.x + box.width <= 1200, `headline ${i} is laid out (${JSON.stringify(box)})`);

@@ -201,3 +201,33 @@ TEST_CASE("headline state: a change's story merges move every site's headlines o
             {6}, 5000);
   CHECK(r.updates.back().story_sources == std::unordered_map<std::int64_t, std::size_t>{{1, 1}});
 }
+
+TEST_CASE("headline state: one round's headlines interleave by their sites' ranks, newest lead "
+          "first") {
+  rig r;
+  auto at = [](news_item i, std::int64_t first_seen_ms) {
+    i.first_seen_ms = first_seen_ms;
+    return i;
+  };
+  // a lists four headlines, b two, found 5 s apart: every site's lead, then every second...
+  r.refresh("a",
+            {at(item(1, "A1", "a"), 100'000), at(item(2, "A2", "a"), 100'000),
+             at(item(3, "A3", "a"), 100'000), at(item(4, "A4", "a"), 100'000)},
+            {1, 2, 3, 4}, 100'000);
+  r.refresh("b", {at(item(5, "B1", "b"), 105'000), at(item(6, "B2", "b"), 105'000)}, {5, 6},
+            105'000);
+  std::vector<std::string> titles;
+  for (const auto& h : r.state.snapshot()->headlines)
+    titles.push_back(h.headline.title);
+  CHECK(titles == std::vector<std::string>{"B1", "A1", "B2", "A2", "A3", "A4"});
+
+  // A new lead found later goes first; the others keep their places (their round is the same).
+  r.refresh("a",
+            {at(item(7, "A0", "a"), 200'000), at(item(1, "A1", "a"), 100'000),
+             at(item(2, "A2", "a"), 100'000)},
+            {7}, 200'000);
+  titles.clear();
+  for (const auto& h : r.state.snapshot()->headlines)
+    titles.push_back(h.headline.title);
+  CHECK(titles == std::vector<std::string>{"A0", "B1", "A1", "B2", "A2"});
+}
