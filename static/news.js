@@ -4,6 +4,9 @@
 // visit are marked new (the newest id seen is kept in localStorage, per view; no accounts). A
 // headline whose story more sites tell gets an "N sources" link to the story's whole coverage,
 // kept up to date by `story` events.
+// Arrivals never move what the reader is looking at: scrolled down, they wait behind an "N new"
+// button. Headlines opened (or marked with `m`) are remembered as read, in localStorage too; the
+// tab's title counts the unread. One-key shortcuts (j, k, o, m, s, /, ?) can be turned off.
 // EventSource reconnects by itself and the server replays what was missed (Last-Event-ID).
 "use strict";
 
@@ -15,7 +18,7 @@
   const body = document.body;
   const order = body.dataset.order === "site" ? "site" : "latest";
   const filters = body.dataset.events || "";
-  let lastId = Number(body.dataset.lastId || "0");
+  let lastId = Number(body.dataset.lastId || "0"); // the newest headline the page shows
   const seen = new Set(Array.from(list.querySelectorAll("a.story")).map((a) => a.href));
 
   // ---- words -----------------------------------------------------------------------------
@@ -59,6 +62,15 @@
   setInterval(age, 30000);
   document.addEventListener("visibilitychange", () => document.visibilityState === "visible" && age());
 
+  function storage() {
+    try {
+      return window.localStorage;
+    } catch (e) {
+      return null; // storage disabled: no marks, nothing else lost
+    }
+  }
+  const store = storage();
+
   // ---- new since the last visit ----------------------------------------------------------
 
   const seenKey = "newsdesk:last-seen:" + (filters || "all");
@@ -72,37 +84,164 @@
     item.querySelector(".meta").prepend(badge, " ");
     marked += 1;
   }
-  function storage() {
-    try {
-      return window.localStorage;
-    } catch (e) {
-      return null; // storage disabled: no marks, nothing else lost
-    }
-  }
-  const store = storage();
   const previous = store ? Number(store.getItem(seenKey) || "0") : 0;
   // A larger id than this page's newest means the store was replaced: start over.
   if (previous > 0 && previous <= lastId)
     for (const item of list.children) if (Number(item.dataset.id) > previous) markNew(item);
+  // Only what was shown counts as seen: arrivals still waiting are new on the next visit.
   function remember() {
     if (store && lastId > 0) store.setItem(seenKey, String(lastId));
   }
   window.addEventListener("pagehide", remember);
   document.addEventListener("visibilitychange", () => document.visibilityState === "hidden" && remember());
 
-  // ---- the live status -----------------------------------------------------------------
+  // ---- read or not -----------------------------------------------------------------------
 
-  function show(state) {
-    status.hidden = false;
-    status.className = "live " + state;
-    const dot = document.createElement("span");
-    dot.className = "dot";
-    dot.setAttribute("aria-hidden", "true");
-    dot.textContent = "●";
-    const words = state === "connected" ? "live" : "reconnecting…";
-    status.replaceChildren(" ", dot, " " + words + (marked > 0 ? ", " + marked + " new" : ""));
+  // The ids of the headlines read, in every view. Ids only grow, so past the bound the oldest
+  // go first: 5,000 is weeks of heavy reading (the store keeps headlines 30 days) in about 40 KB
+  // of the 5 MB a site's localStorage may hold.
+  const readKey = "newsdesk:read";
+  const maxRead = 5000;
+  function loadRead() {
+    try {
+      const ids = JSON.parse((store && store.getItem(readKey)) || "[]");
+      return new Set(Array.isArray(ids) ? ids.filter(Number.isSafeInteger) : []);
+    } catch (e) {
+      return new Set();
+    }
   }
-  if (marked > 0) show("connected");
+  const read = loadRead();
+
+  const pending = []; // arrivals waiting behind the "N new" button, as built boxes
+  const baseTitle = document.title;
+  function showUnread() {
+    const n = list.querySelectorAll("#headlines > li:not(.is-read)").length + pending.length;
+    document.title = n > 0 ? "(" + n + ") " + baseTitle : baseTitle;
+  }
+
+  function showRead(item, isRead) {
+    if (item.classList.contains("is-read") === isRead) return;
+    item.classList.toggle("is-read", isRead);
+    // The dimming is not for screen readers: they hear "read" before the site's name.
+    if (isRead) {
+      const note = document.createElement("span");
+      note.className = "read-note visually-hidden";
+      note.textContent = "read, ";
+      item.querySelector(".meta").prepend(note);
+    } else {
+      item.querySelector(".read-note").remove();
+    }
+  }
+
+  function setRead(items, isRead) {
+    // Another tab may have marked others since this page loaded: change only these ids.
+    const all = loadRead();
+    for (const item of items) {
+      const id = Number(item.dataset.id);
+      showRead(item, isRead);
+      if (isRead) {
+        read.add(id);
+        all.add(id);
+      } else {
+        read.delete(id);
+        all.delete(id);
+      }
+    }
+    if (store) {
+      const ids = Array.from(all).sort((a, b) => a - b).slice(-maxRead);
+      try {
+        store.setItem(readKey, JSON.stringify(ids));
+      } catch (e) {
+        // storage full: the marks hold for this page only
+      }
+    }
+    showUnread();
+  }
+
+  for (const item of list.children) showRead(item, read.has(Number(item.dataset.id)));
+  showUnread();
+
+  // Opening a headline, by any button or key, marks it read (middle-click opens a tab).
+  function opened(event) {
+    const link = event.target.closest("a.story");
+    if (link && (event.type === "click" || event.button === 1)) setRead([link.closest("li")], true);
+  }
+  list.addEventListener("click", opened);
+  list.addEventListener("auxclick", opened);
+
+  // ---- keys --------------------------------------------------------------------------------
+
+  const keys = document.getElementById("keys");
+  const keysOn = document.getElementById("keys-on");
+  const keysKey = "newsdesk:keys";
+  // One-key shortcuts get in the way of speech input, so they can be turned off (WCAG 2.1.4).
+  keysOn.checked = !(store && store.getItem(keysKey) === "off");
+  // With the keys on, each headline is one tab stop and `s` opens its story's coverage; with them
+  // off, the "N sources" links are tab stops again, so that the coverage stays in reach.
+  function tabSources(links) {
+    for (const link of links) link.tabIndex = keysOn.checked ? -1 : 0;
+  }
+  tabSources(list.querySelectorAll("a.sources"));
+  keysOn.addEventListener("change", () => {
+    tabSources(list.querySelectorAll("a.sources"));
+    if (!store) return;
+    if (keysOn.checked) store.removeItem(keysKey);
+    else store.setItem(keysKey, "off");
+  });
+  document.getElementById("show-keys").addEventListener("click", () => keys.showModal());
+  document.getElementById("mark-all-read").addEventListener("click", () => setRead(Array.from(list.children), true));
+  document.getElementById("tools").hidden = false;
+
+  // The headline holding the focus, if any.
+  function current() {
+    const focused = document.activeElement;
+    return focused && focused.closest ? focused.closest("#headlines > li") : null;
+  }
+  function focusHeadline(item) {
+    if (item) item.querySelector("a.story").focus();
+  }
+  // With no headline focused, j and k start from the first one on screen.
+  function firstOnScreen() {
+    return Array.from(list.children).find((item) => item.getBoundingClientRect().bottom > 0);
+  }
+
+  document.addEventListener("keydown", (event) => {
+    if (!keysOn.checked || keys.open || event.defaultPrevented) return;
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.target.closest("input, textarea, select, [contenteditable]")) return; // typing
+    const item = current();
+    switch (event.key) {
+      case "j":
+        focusHeadline(item ? item.nextElementSibling : firstOnScreen());
+        break;
+      case "k":
+        focusHeadline(item ? item.previousElementSibling : firstOnScreen());
+        break;
+      case "o":
+        if (item) item.querySelector("a.story").click();
+        break;
+      case "m":
+        if (item) setRead([item], !item.classList.contains("is-read"));
+        break;
+      case "s": {
+        const coverage = item && item.querySelector("a.sources");
+        if (coverage) coverage.click();
+        break;
+      }
+      case "/": {
+        const search = document.querySelector('.search input[name="q"]');
+        search.focus();
+        search.select();
+        break;
+      }
+      case "?":
+        keys.showModal();
+        break;
+      default:
+        return;
+    }
+    event.preventDefault(); // "/" is not typed into the search it focuses
+  });
 
   // ---- live arrivals -------------------------------------------------------------------
 
@@ -117,12 +256,12 @@
 
   // Where a headline goes: newest first, headlines first seen together in their site's order
   // (ids ascend in it), as the server sorts; on one site's view, by the site's own order.
-  function comesBefore(h, item) {
-    if (order === "site") return h.rank <= Number(item.dataset.rank);
-    const a = Date.parse(h.first_seen);
-    const b = Date.parse(item.dataset.firstSeen);
+  function comesBefore(item, other) {
+    if (order === "site") return Number(item.dataset.rank) <= Number(other.dataset.rank);
+    const a = Date.parse(item.dataset.firstSeen);
+    const b = Date.parse(other.dataset.firstSeen);
     if (a !== b) return a > b;
-    return h.id < Number(item.dataset.id);
+    return Number(item.dataset.id) < Number(other.dataset.id);
   }
 
   function build(h) {
@@ -144,6 +283,7 @@
     const source = document.createElement("a");
     source.className = "source";
     source.href = "/news?site=" + encodeURIComponent(h.site);
+    source.tabIndex = -1; // as in the template: the site's chip leads to the same view
     source.textContent = h.site_display_name;
     const time = document.createElement("time");
     time.className = "ago";
@@ -175,38 +315,95 @@
     if (asOf) asOf.dateTime = new Date().toISOString();
   }
 
-  function insert(h) {
-    const item = build(h);
-    const before = Array.from(list.children).find((other) => comesBefore(h, other));
+  function insert(item) {
+    const before = Array.from(list.children).find((other) => comesBefore(item, other));
     list.insertBefore(item, before || null);
     list.hidden = false;
     const empty = document.getElementById("empty");
     if (empty) empty.hidden = true;
     markNew(item);
-    updateCounts(h.site);
-    age();
+    showRead(item, read.has(Number(item.dataset.id)));
+    lastId = Math.max(lastId, Number(item.dataset.id));
+    updateCounts(item.dataset.site);
   }
 
-  // Every card of `story` links to its coverage once two sites or more tell it.
+  // Scrolled down, an insertion above would move what the reader is looking at (in a grid, every
+  // box after it changes place), so arrivals wait until the reader asks for them, or until one
+  // comes while the reader is at the top.
+  const arrivals = document.getElementById("arrivals");
+  function atTop() {
+    return window.scrollY < 1;
+  }
+  function showArrivals() {
+    arrivals.hidden = pending.length === 0;
+    const arrow = document.createElement("span");
+    arrow.setAttribute("aria-hidden", "true");
+    arrow.textContent = "↑";
+    arrivals.replaceChildren(arrow, " " + count(pending.length, "new headline", "new headlines"));
+  }
+  function insertPending() {
+    const inserted = pending.splice(0);
+    for (const item of inserted) insert(item);
+    showArrivals();
+    showStatus();
+    showUnread();
+    age();
+    return inserted;
+  }
+  arrivals.addEventListener("click", () => {
+    const inserted = insertPending();
+    window.scrollTo(0, 0);
+    // The first of them in the list's order: on the latest view, the top one.
+    focusHeadline(Array.from(list.children).find((item) => inserted.includes(item)));
+  });
+
+  // Every card of `story` (those waiting too) links to its coverage once two sites or more tell
+  // it. The card keeps its place; the link is a few words on its meta line.
   function updateStory(story, sources) {
     if (sources < 2) return;
-    for (const item of list.querySelectorAll('li[data-story="' + story + '"]')) {
+    const cards = Array.from(list.children).concat(pending).filter((item) => item.dataset.story === String(story));
+    for (const item of cards) {
       let link = item.querySelector("a.sources");
       if (!link) {
         link = document.createElement("a");
         link.className = "sources";
         link.href = "/news?story=" + story;
+        tabSources([link]);
         item.querySelector("time.ago").after(" · ", link);
       }
       link.textContent = sources + " sources";
     }
   }
 
+  // ---- the live status: "live" only while the stream is open ----------------------------
+
+  let source = null;
+  let answered = false; // hidden until the stream first opens or fails
+  function showStatus() {
+    if (!answered) return;
+    const open = navigator.onLine && source.readyState === EventSource.OPEN;
+    // EventSource retries by itself while CONNECTING; CLOSED means it gave up.
+    const words = open ? "live" : navigator.onLine && source.readyState === EventSource.CONNECTING ? "reconnecting…" : "offline";
+    const text = " " + words + (marked > 0 ? ", " + marked + " new" : "");
+    if (!status.hidden && status.lastChild.textContent === text) return; // not announced again
+    status.hidden = false;
+    status.className = "live " + (open ? "connected" : "disconnected");
+    const dot = document.createElement("span");
+    dot.className = "dot";
+    dot.setAttribute("aria-hidden", "true");
+    dot.textContent = "●";
+    status.replaceChildren(" ", dot, text);
+  }
+
   if (!window.EventSource) return;
   const query = [filters, lastId > 0 ? "after=" + lastId : ""].filter(Boolean).join("&");
-  const source = new EventSource("/events" + (query ? "?" + query : ""));
-  source.onopen = () => show("connected");
-  source.onerror = () => show("disconnected");
+  source = new EventSource("/events" + (query ? "?" + query : ""));
+  source.onopen = source.onerror = () => {
+    answered = true;
+    showStatus();
+  };
+  window.addEventListener("online", showStatus);
+  window.addEventListener("offline", showStatus);
   // The server could not replay what this page missed (it was away longer than the history is
   // kept, or the store was replaced): the page itself is the fresh start.
   source.addEventListener("reset", () => window.location.reload());
@@ -221,11 +418,14 @@
     if (!Number.isSafeInteger(h.id) || typeof h.first_seen !== "string") return;
     if (!Number.isSafeInteger(h.rank)) h.rank = 0;
     if (typeof h.site_display_name !== "string") h.site_display_name = h.site;
-    lastId = Math.max(lastId, h.id);
     if (seen.has(h.url)) return;
     seen.add(h.url);
-    insert(h);
-    show("connected");
+    pending.push(build(h));
+    if (atTop()) insertPending();
+    else {
+      showArrivals();
+      showUnread();
+    }
   });
   // A new headline joined a story: its cards say how many sites tell it now.
   source.addEventListener("story", (event) => {

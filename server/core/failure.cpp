@@ -13,9 +13,12 @@ using k = failure_kind;
 // found wanting comes out the same next time.
 constexpr std::array<failure_info, 20> table{{
     {k::none, "none", "", false, false},
-    {k::renderer_down, "renderer_down", "the page renderer isn’t answering", true, true},
-    {k::renderer_busy, "renderer_busy", "the page renderer is overloaded", true, true},
-    {k::renderer_refused, "renderer_refused", "the page renderer refused the request", true, false},
+    {k::renderer_down, "renderer_down", "the page renderer isn’t answering", true, true,
+     "is it running, and is newsdesk’s address for it right?"},
+    {k::renderer_busy, "renderer_busy", "the page renderer is overloaded", true, true,
+     "does it have as many slots as newsdesk’s max_concurrent_renders?"},
+    {k::renderer_refused, "renderer_refused", "the page renderer refused the request", true, false,
+     "the details say what it refused."},
     {k::renderer_error, "renderer_error", "the page renderer failed while loading it", false, true},
     {k::shutting_down, "shutting_down", "newsdesk was shutting down", false, false},
     {k::timeout, "timeout", "the site took too long to load", false, true},

@@ -1,8 +1,8 @@
 // Why a refresh failed, as a type: the renderers, the page reader, the store, the metrics and the
 // page all name a failure by its kind, and one table (failure.cpp) says for each kind its metric
-// label, the plain words a reader sees, whether the renderer (not the site) is at fault and
-// whether trying again soon is worth it. The message that comes with a failure is the detail on
-// demand; nothing decides anything by reading it.
+// label, the plain words a reader sees, whether the renderer (not the site) is at fault (and then
+// what to check) and whether trying again soon is worth it. The message that comes with a failure
+// is the detail on demand; nothing decides anything by reading it.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +43,9 @@ struct failure_info {
   std::string_view summary; // for readers: "Couldn't load CNN: <summary>"
   bool renderer_problem;    // the renderer failed, not the site: one notice for all its sites
   bool transient;           // worth retrying soon
+  // A renderer problem's notice ends "Check <renderer>: <check>", so the operator knows where
+  // to look; empty for the others (the site, not something newsdesk runs, is at fault).
+  std::string_view check = {};
 };
 
 // The row of the table for `kind`.

@@ -28,6 +28,12 @@ bool safe_link(const scrapers::headline& h) {
   return scrapers::url::is_http_url(h.url);
 }
 
+// The site's last refresh failed because of its renderer, not the site: the notice for all the
+// renderer's sites tells it.
+bool renderer_failed(const site_report& s) {
+  return !s.ok && !s.error.empty() && s.last_attempt_ms != 0 && info(s.failure).renderer_problem;
+}
+
 } // namespace
 
 std::string text_colour_for(std::string_view bg) {
@@ -167,8 +173,8 @@ failure_words describe_failure(failure_kind kind) {
   const auto& f = info(kind);
   // A site's failure recorded by an older version has no kind: words that fit any failure.
   if (kind == failure_kind::none)
-    return {"something went wrong loading it", false};
-  return {std::string(f.summary), f.renderer_problem};
+    return {"something went wrong loading it", false, {}};
+  return {std::string(f.summary), f.renderer_problem, std::string(f.check)};
 }
 
 std::string public_detail(std::string_view error, std::string_view site_url) {
@@ -229,12 +235,19 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
     mustache::data site;
     site.set("name", s.name);
     site.set("display_name", s.display_name);
-    site.set("state", s.ok ? "ok" : s.stale ? "stale" : failed ? "failed" : "pending");
-    site.set("state_text", s.ok      ? (s.note.empty() ? "" : "found by detection")
-                           : s.stale ? "not updating"
-                           : failed  ? "failed"
-                           : pending ? "loading…"
-                                     : "");
+    if (renderer_failed(s)) {
+      // Quiet: the chip keeps its colours, dashed, and says it to screen readers only.
+      site.set("state", "renderer");
+      site.set("state_text", "not updating");
+      site.set("quiet_state", true);
+    } else {
+      site.set("state", s.ok ? "ok" : s.stale ? "stale" : failed ? "failed" : "pending");
+      site.set("state_text", s.ok      ? (s.note.empty() ? "" : "found by detection")
+                             : s.stale ? "not updating"
+                             : failed  ? "failed"
+                             : pending ? "loading…"
+                                       : "");
+    }
     site.set("current", query.one_site() && query.sites.front() == s.name);
     site.set("has_headlines", s.headline_count > 0);
     site.set("headline_count", std::to_string(s.headline_count));
@@ -245,22 +258,29 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
     chips.push_back(site);
   }
 
-  // Problems in plain words, one per site, except that sites failed by the same renderer share
-  // one; the raw error (internal addresses removed) is the detail on demand.
-  mustache::data problems{mustache::data::type::list};
-  std::map<std::string, std::vector<const site_report*>> renderer_down;
-  std::vector<std::string> renderer_order;
+  // Problems in plain words, one per site, except that sites failed by the same renderer in the
+  // same way share one, listed first (it is the likelier cause to fix) and saying what to check;
+  // the raw error (internal addresses removed) is the detail on demand.
+  struct renderer_group {
+    std::string renderer; // display name
+    failure_words words;
+    std::vector<const site_report*> sites;
+  };
+  std::vector<renderer_group> renderer_groups; // a handful at most: one per renderer and kind
+  mustache::data site_problems{mustache::data::type::list};
   for (const auto& s : snapshot.sites) {
     if (s.ok || s.error.empty() || s.last_attempt_ms == 0)
       continue;
     auto words = describe_failure(s.failure);
-    auto detail = public_detail(s.error, s.url) + " (via " + renderer_name(s.renderer) +
-                  ", tried " + clock_time(s.last_attempt_ms) + ")";
     if (words.renderer_problem) {
-      auto key = renderer_name(s.renderer) + "\n" + words.summary;
-      if (!renderer_down.count(key))
-        renderer_order.push_back(key);
-      renderer_down[key].push_back(&s);
+      auto renderer = renderer_name(s.renderer);
+      auto group = std::find_if(renderer_groups.begin(), renderer_groups.end(), [&](auto& g) {
+        return g.renderer == renderer && g.words.summary == words.summary;
+      });
+      if (group == renderer_groups.end())
+        group = renderer_groups.insert(renderer_groups.end(),
+                                       {std::move(renderer), std::move(words), {}});
+      group->sites.push_back(&s);
       continue;
     }
     mustache::data problem;
@@ -268,26 +288,29 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
                                          age_text(s.last_success_ms, now) + "): " + words.summary
                                    : "Couldn’t load " + s.display_name + ": " + words.summary);
     mustache::data details{mustache::data::type::list};
-    details.push_back(detail);
+    details.push_back(public_detail(s.error, s.url) + " (via " + renderer_name(s.renderer) +
+                      ", tried " + clock_time(s.last_attempt_ms) + ")");
     problem.set("details", details);
-    problems.push_back(problem);
+    site_problems.push_back(problem);
   }
-  for (const auto& key : renderer_order) {
-    const auto& list = renderer_down[key];
-    auto newline = key.find('\n');
+  mustache::data problems{mustache::data::type::list};
+  for (const auto& group : renderer_groups) {
     std::vector<std::string> names;
     mustache::data details{mustache::data::type::list};
-    for (const auto* s : list) {
+    for (const auto* s : group.sites) {
       names.push_back(s->display_name);
       details.push_back(s->display_name + ": " + public_detail(s->error, s->url) + " (tried " +
                         clock_time(s->last_attempt_ms) + ")");
     }
     mustache::data problem;
-    problem.set("summary", "Couldn’t load " + name_list(names) + ": " + key.substr(newline + 1) +
-                               " (" + key.substr(0, newline) + ")");
+    problem.set("summary", "Couldn’t load " + name_list(names) + ": " + group.words.summary + " (" +
+                               group.renderer + "). Check " + group.renderer + ": " +
+                               group.words.check);
     problem.set("details", details);
     problems.push_back(problem);
   }
+  for (const auto& problem : site_problems.list_value())
+    problems.push_back(problem);
 
   // A headline whose story other sites in the view tell too links to the story's whole coverage
   // (not on that coverage's own view).
@@ -315,7 +338,8 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
     entry.set("first_seen", iso8601_ms(item.first_seen_ms));
     entry.set("first_seen_title", full_time(item.first_seen_ms));
     entry.set("first_seen_ago", age_text(item.first_seen_ms, now));
-    entry.set("stale", it != by_name.end() && it->second->stale);
+    // Dashed "not updating" boxes tell a site's own failure; a renderer's is its notice's to tell.
+    entry.set("stale", it != by_name.end() && it->second->stale && !renderer_failed(*it->second));
     entry.set("site_display_name", it != by_name.end() ? it->second->display_name : h.site);
     entry.set("story", std::to_string(item.story));
     if (auto s = sources.find(item.story); s != sources.end())
@@ -412,6 +436,8 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
   page.set("query_sites", query_sites);
   page.set("filtered", query.filters_headlines());
   page.set("view_heading", view_heading);
+  if (!query.q.empty() && query.sites.size() == 1)
+    page.set("search_all_href", "/news?q=" + form_encode(query.q));
   page.set("order", query.one_site() ? "site" : "latest");
   page.set("events_query", filters);
   page.set("feed_query", feed_query.empty() ? std::string() : "?" + feed_query);

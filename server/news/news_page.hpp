@@ -29,7 +29,10 @@ class news_page {
   // links); `snapshot` is already filtered by it. Every site in the snapshot gets a chip when
   // there are at most max_site_chips or the query says chips=all; else the max_site_chips most
   // active (the sites the query names always among them), most active first, and a last link to
-  // the same view with chips=all. O(sites log sites + headlines).
+  // the same view with chips=all. Sites that a renderer problem failed share one notice, listed
+  // first, that names the renderer to check; their chips say so only quietly and their headlines
+  // are not marked stale (the notice has told it). A search of one site links to the same search
+  // of every site. O(sites log sites + headlines).
   std::string render(const news_snapshot& snapshot, const news_query& query = {}) const;
 
  private:
@@ -54,10 +57,12 @@ std::string news_json(const news_snapshot& snapshot);
 std::string text_colour_for(std::string_view background);
 
 // A failure in a reader's words ("the site took too long to load"), and whether it is the
-// renderer's fault rather than the site's (then one notice covers every site it failed).
+// renderer's fault rather than the site's (then one notice covers every site it failed and says
+// what to check, and the sites' chips and headlines are marked only quietly).
 struct failure_words {
   std::string summary;
   bool renderer_problem = false;
+  std::string check; // for a renderer problem: "is it running, ...?", after "Check Splash: "
 };
 failure_words describe_failure(failure_kind kind);
 

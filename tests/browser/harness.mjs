@@ -114,6 +114,12 @@ export async function startNewsdesk(splashUrl, config) {
       assert(res.status === 202, `POST /api/refresh answered ${res.status}`);
     },
     json: async (query = "") => (await fetch(`${base}/news.json${query}`)).json(),
+    // Stops it (SIGTERM: streams are closed, then it exits); resolves once it has exited.
+    stop: () => new Promise((resolve) => {
+      if (newsdesk.child.exitCode !== null) return resolve();
+      newsdesk.child.once("exit", resolve);
+      newsdesk.child.kill("SIGTERM");
+    }),
   };
 }
 

@@ -135,9 +135,114 @@ TEST_CASE("sites that fail because the renderer is down share one notice, with n
   }
   auto html = page().render(s);
   CHECK(html.find("Couldn’t load bbc News, npr News and 2 more: the page renderer isn’t "
-                  "answering (Splash)") != std::string::npos);
+                  "answering (Splash). Check Splash: is it running, and is newsdesk’s address for "
+                  "it right?</summary>") != std::string::npos);
   CHECK(html.find("splash:8050") == std::string::npos);
   CHECK(html.find("cannot reach Splash at (an internal address)") != std::string::npos);
+}
+
+TEST_CASE("a renderer's failure is told once: its notice first, its sites' chips and headlines "
+          "marked only quietly") {
+  auto s = sample(); // aj failed on its own (a timeout); cnn is fine
+  site_report bbc{"bbc", "BBC", "#bb1919", "https://bbc.test/", "splash"};
+  bbc.stale = true; // it has headlines from before
+  bbc.error = "Splash answered 404: is SPLASH_URL pointing at a Splash server?";
+  bbc.failure = failure_kind::renderer_down;
+  bbc.last_attempt_ms = 1'700'000'000'000;
+  bbc.last_success_ms = 1'699'999'000'000;
+  bbc.headline_count = 1;
+  auto npr = bbc;
+  npr.name = "npr";
+  npr.display_name = "NPR";
+  npr.stale = false; // it never had any
+  npr.headline_count = 0;
+  npr.last_success_ms = 0;
+  auto own = bbc; // stale by its own fault: its boxes say so
+  own.name = "own";
+  own.display_name = "Own Goal";
+  own.error = "Splash timed out after 30 s";
+  own.failure = failure_kind::timeout;
+  s.sites.insert(s.sites.end(), {bbc, npr, own});
+  s.headlines.push_back({{"Kept from before", "https://bbc.test/kept", "bbc"}, 4, 0, false});
+  s.headlines.push_back({{"Own kept", "https://own.test/kept", "own"}, 5, 0, false});
+  auto html = page().render(s);
+
+  const std::string notice = "<summary>Couldn’t load BBC and NPR: the page renderer isn’t "
+                             "answering (Splash). Check Splash: is it running, and is newsdesk’s "
+                             "address for it right?</summary>";
+  const auto at = html.find(notice);
+  REQUIRE(at != std::string::npos);
+  CHECK(html.find("the page renderer isn’t answering", at + notice.size()) == std::string::npos);
+  // Before the sites' own problems: the renderer is the likelier thing to fix.
+  CHECK(at < html.find("<summary>Couldn’t load Al &lt;Jazeera&gt;"));
+  CHECK(at < html.find("<summary>Own Goal isn’t updating"));
+  // The chips keep their colours and say it to screen readers only.
+  CHECK(html.find("<li class=\"chip site-bbc chip-renderer\" data-site=\"bbc\">") !=
+        std::string::npos);
+  CHECK(html.find("<li class=\"chip site-npr chip-renderer\" data-site=\"npr\">") !=
+        std::string::npos);
+  CHECK(html.find("<span class=\"chip-state visually-hidden\">not updating</span>") !=
+        std::string::npos);
+  CHECK(html.find("<li class=\"chip site-own chip-stale\" data-site=\"own\">") !=
+        std::string::npos);
+  // The headlines stay as they are; a site's own failure still marks its boxes.
+  CHECK(html.find("<li class=\"headline site-bbc\" data-id=\"4\"") != std::string::npos);
+  CHECK(html.find("<li class=\"headline site-own is-stale\" data-id=\"5\"") != std::string::npos);
+
+  // An overloaded renderer's notice says what to check in its case.
+  for (auto& site : s.sites)
+    if (site.failure == failure_kind::renderer_down)
+      site.failure = failure_kind::renderer_busy;
+  CHECK(page().render(s).find("Couldn’t load BBC and NPR: the page renderer is overloaded "
+                              "(Splash). Check Splash: does it have as many slots as "
+                              "newsdesk’s max_concurrent_renders?") != std::string::npos);
+}
+
+TEST_CASE("a search of one site's view links to the same search of every site") {
+  news_query query;
+  query.sites = {"cnn"};
+  query.q = "war & peace";
+  query.words = {"war", "peace"};
+  auto html = page().render(sample(), query);
+  CHECK(html.find("<a href=\"/news?q=war%20%26%20peace\">Search all sites</a>") !=
+        std::string::npos);
+  // Not without a search, nor when it already searches more than one site.
+  query.q.clear();
+  query.words.clear();
+  CHECK(page().render(sample(), query).find("Search all sites") == std::string::npos);
+  query.q = "war";
+  query.words = {"war"};
+  query.sites = {"cnn", "aj"};
+  CHECK(page().render(sample(), query).find("Search all sites") == std::string::npos);
+  query.sites.clear();
+  CHECK(page().render(sample(), query).find("Search all sites") == std::string::npos);
+}
+
+TEST_CASE("the page's first tab stop skips to the headlines; each headline is one tab stop") {
+  auto html = page().render(sample());
+  const auto body = html.find("<body");
+  REQUIRE(body != std::string::npos);
+  // Nothing focusable before the skip link.
+  const auto skip = html.find("<a class=\"skip-link\" href=\"#headlines-heading\">Skip to "
+                              "headlines</a>");
+  CHECK(skip != std::string::npos);
+  CHECK(html.find("<a ", body) == skip);
+  CHECK(html.find("id=\"headlines-heading\"") != std::string::npos);
+  // The link to a site's view beside each title is left out of the tab order (its chip leads
+  // there); the title's link is the headline's one stop.
+  CHECK(html.find("<a class=\"source\" href=\"/news?site=cnn\" tabindex=\"-1\">CNN</a>") !=
+        std::string::npos);
+  CHECK(html.find("<a class=\"story\" href=\"https://edition.cnn.com/b.html\" "
+                  "rel=\"noreferrer\" dir=\"auto\">Plain</a>") != std::string::npos);
+  // What the script shows: the arrivals button inside a polite live region, the reading tools
+  // and the list of keys, all hidden or closed without it.
+  CHECK(html.find("<div class=\"arrivals\" aria-live=\"polite\"><button type=\"button\" "
+                  "id=\"arrivals\" hidden></button></div>") != std::string::npos);
+  CHECK(html.find("<p class=\"tools\" id=\"tools\" hidden>") != std::string::npos);
+  CHECK(html.find(">Mark all read</button>") != std::string::npos);
+  CHECK(html.find("<dialog id=\"keys\" aria-labelledby=\"keys-heading\">") != std::string::npos);
+  // Template comments leave nothing behind.
+  CHECK(html.find("{{") == std::string::npos);
 }
 
 TEST_CASE("failures in a reader's words") {

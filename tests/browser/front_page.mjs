@@ -1,0 +1,310 @@
+// Browser test of reading /news (issue 28): headless Chromium opens the page on the real newsdesk
+// binary against the Splash stand-in, with enough headlines to scroll, and checks that
+//   - the first Tab reaches the "Skip to headlines" link, which leads to the first headline, and
+//     each headline is one tab stop; a click anywhere on a box opens its story, and the site's
+//     link on it still works;
+//   - j and k move the focus from headline to headline, o opens the focused one (the browser asks
+//     for its story), m marks it read, s opens its story's coverage, / focuses the search, ? lists
+//     the keys and Escape closes the list; keys typed into the search stay there; the keys can be
+//     turned off (then "N sources" links are tab stops again);
+//   - read marks (opened, m, "Mark all read") survive a reload, and the tab's title counts the
+//     unread;
+//   - a search of one site's view offers the same search of every site;
+//   - scrolled to the middle, a live arrival leaves the element under a fixed viewport point where
+//     it was and waits behind an "N new" button (no axe violation with it shown); the button
+//     inserts it, scrolls to the top and focuses it; at the top, an arrival goes in at once;
+//   - with the renderer down, its failure is told once on the page, headlines and chips unmarked
+//     but for a quiet dash on the chip;
+//   - the live indicator stops saying "live" when the server stops streaming.
+// Screenshots go to $NEWSDESK_ARTIFACTS. Run by ctest (tests/browser/CMakeLists.txt).
+import { artifacts, assert, cnnPage, eventually, join, launchBrowser, run, skip, startNewsdesk, startStandin, titles, watchedPage } from "./harness.mjs";
+
+let AxeBuilder;
+try {
+  ({ default: AxeBuilder } = await import("@axe-core/playwright"));
+} catch (e) {
+  skip("@axe-core/playwright is not installed: run `npm ci --prefix tests/browser` (scripts/test does)");
+}
+
+const sites = [
+  { name: "alpha", colour: "#1d4ed8", display_name: "Alpha Desk", count: 36 },
+  { name: "beta", colour: "#ffd43b", display_name: "Beta Post", count: 24 },
+];
+const urlOf = (s) => `https://${s.name}.cnn.com/`;
+const storiesOf = (s, extra = []) => [
+  ...Array.from({ length: s.count }, (_, i) => [`/2025/01/01/${s.name}-${i}/index.html`, `${s.display_name} story number ${i + 1} of the day`]),
+  ...extra,
+];
+const total = sites.reduce((n, s) => n + s.count, 0);
+const arrival = ["/2025/01/01/arrival/index.html", "Arrival while the reader is scrolled down"];
+const atTopArrival = ["/2025/01/01/at-top/index.html", "Arrival while the reader is at the top"];
+
+let newsdesk;
+let standin;
+
+async function openNews(context, path = "/news") {
+  const page = await watchedPage(context);
+  // Stories open on their own sites: answer them here, so that opening one is seen and cheap.
+  await context.route("https://*.cnn.com/**", (route) => route.fulfill({ contentType: "text/html", body: "<title>story</title><p>story</p>" }));
+  const response = await page.goto(`${newsdesk.base}${path}`, { waitUntil: "load" });
+  assert(response.status() === 200, `${path} answered ${response.status()}`);
+  await page.locator("#live").filter({ hasText: "live" }).waitFor({ state: "visible", timeout: 10000 });
+  return page;
+}
+
+// What has the focus: "skip", "headline N" (its place in the list), "search", or its tag.
+function focused(page) {
+  return page.evaluate(() => {
+    const e = document.activeElement;
+    if (e.matches(".skip-link")) return "skip";
+    if (e.matches("#headlines > li > a.story")) return `headline ${Array.from(e.closest("ol").children).indexOf(e.parentElement)}`;
+    if (e.matches('.search input[name="q"]')) return "search";
+    return e.tagName.toLowerCase() + (e.className ? "." + e.className : "");
+  });
+}
+
+async function keysAndReading(browser) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await openNews(context);
+  const boxes = page.locator("#headlines > li");
+  assert((await boxes.count()) === total, `${await boxes.count()} headlines`);
+  assert((await page.title()) === `(${total}) newsdesk`, `the title counts every headline unread: "${await page.title()}"`);
+
+  // The first Tab stop is the skip link, shown when focused; it leads to the headlines, and each
+  // headline is one stop.
+  await page.keyboard.press("Tab");
+  assert((await focused(page)) === "skip", `the first Tab reaches ${await focused(page)}`);
+  const skipLink = page.locator(".skip-link");
+  assert((await skipLink.textContent()) === "Skip to headlines", "the skip link says where it goes");
+  const skipBox = await skipLink.boundingBox();
+  assert(skipBox && skipBox.y >= 0 && skipBox.y < 100, `the focused skip link is on screen (${JSON.stringify(skipBox)})`);
+  await page.keyboard.press("Enter");
+  await page.keyboard.press("Tab");
+  assert((await focused(page)) === "headline 0", `after the skip link, Tab reaches ${await focused(page)}`);
+  await page.keyboard.press("Tab");
+  assert((await focused(page)) === "headline 1", `the next Tab reaches ${await focused(page)}, not a second link of the first headline`);
+
+  // j and k move from headline to headline.
+  await page.keyboard.press("j");
+  assert((await focused(page)) === "headline 2", `j moves to ${await focused(page)}`);
+  await page.keyboard.press("k");
+  await page.keyboard.press("k");
+  assert((await focused(page)) === "headline 0", `k k moves back to ${await focused(page)}`);
+  await page.keyboard.press("j");
+  assert((await focused(page)) === "headline 1", `j moves to ${await focused(page)}`);
+
+  // m toggles read; the title counts the unread.
+  const second = boxes.nth(1);
+  await page.keyboard.press("m");
+  assert(/\bis-read\b/.test(await second.getAttribute("class")), "m marks the headline read");
+  assert((await page.title()) === `(${total - 1}) newsdesk`, `the title counts one read: "${await page.title()}"`);
+  await page.keyboard.press("m");
+  assert(!/\bis-read\b/.test(await second.getAttribute("class")), "m again marks it unread");
+  assert((await page.title()) === `(${total}) newsdesk`, `and the title counts it again: "${await page.title()}"`);
+
+  // o opens the focused headline: the browser asks for its story, and it is remembered as read.
+  const href = await second.locator("a.story").getAttribute("href");
+  const [request] = await Promise.all([page.waitForRequest(href, { timeout: 5000 }), page.keyboard.press("o")]);
+  assert(request.isNavigationRequest(), "o navigates to the story");
+  await page.waitForURL(href);
+  await page.goBack({ waitUntil: "load" });
+  await page.reload({ waitUntil: "load" });
+  assert(/\bis-read\b/.test(await second.getAttribute("class")), "the opened headline is read after a reload");
+  assert(!/\bis-read\b/.test(await boxes.nth(0).getAttribute("class")), "the one before it is not");
+  assert((await boxes.nth(1).locator(".read-note").textContent()) === "read, ", "screen readers hear that it was read");
+  assert((await page.title()) === `(${total - 1}) newsdesk`, `the title after a reload: "${await page.title()}"`);
+  // s opens the focused headline's story as every site tells it ("N sources", out of the tab
+  // order while the keys are on).
+  const told = page.locator("#headlines > li:has(a.sources)").first();
+  assert((await told.count()) === 1, "some headlines' stories are told by both sites");
+  assert((await told.locator("a.sources").getAttribute("tabindex")) === "-1", "their \"N sources\" link is no tab stop while s is there");
+  const coverage = await told.locator("a.sources").getAttribute("href");
+  await told.locator("a.story").focus();
+  await Promise.all([page.waitForURL(`${newsdesk.base}${coverage}`), page.keyboard.press("s")]);
+  assert((await page.locator("#headlines > li").count()) >= 2, "the story's coverage lists its headlines");
+  await page.goBack({ waitUntil: "load" });
+
+  // The whole box is the headline's link, but for the links on its meta line.
+  const fourth = boxes.nth(3);
+  const box = await fourth.boundingBox();
+  await Promise.all([page.waitForURL(await fourth.locator("a.story").getAttribute("href")), fourth.click({ position: { x: box.width - 8, y: box.height - 8 } })]);
+  await page.goBack({ waitUntil: "load" });
+  assert(/\bis-read\b/.test(await fourth.getAttribute("class")), "a headline opened by a click on its box is read");
+  await Promise.all([page.waitForURL(/\/news\?site=/), fourth.locator("a.source").click()]);
+  await page.goBack({ waitUntil: "load" });
+
+  const readBg = await second.evaluate((e) => getComputedStyle(e).backgroundColor);
+  const unreadBg = await boxes.nth(0).evaluate((e) => getComputedStyle(e).backgroundColor);
+  assert(readBg !== unreadBg, `a read headline is dimmed (${readBg} against ${unreadBg})`);
+
+  // / focuses the search; keys typed there are text, not commands.
+  await page.locator("body").click({ position: { x: 5, y: 5 } });
+  await page.keyboard.press("/");
+  assert((await focused(page)) === "search", `/ focuses ${await focused(page)}`);
+  await page.keyboard.type("jom");
+  assert((await page.locator('.search input[name="q"]').inputValue()) === "jom", "keys typed into the search are text");
+  assert((await focused(page)) === "search", "and leave the focus there");
+  await page.locator('.search input[name="q"]').fill("");
+
+  // ? lists the keys; Escape closes the list.
+  await page.locator("body").click({ position: { x: 5, y: 5 } });
+  await page.keyboard.press("?");
+  const keys = page.locator("#keys");
+  await keys.waitFor({ state: "visible", timeout: 2000 });
+  assert(/j.*next/.test(await keys.textContent()), "the list names the keys");
+  await page.keyboard.press("Escape");
+  await keys.waitFor({ state: "hidden", timeout: 2000 });
+
+  // The keys can be turned off, and stay off after a reload.
+  await page.locator("#show-keys").click();
+  await page.locator("#keys-on").uncheck();
+  await page.keyboard.press("Escape");
+  await page.reload({ waitUntil: "load" });
+  await page.locator("body").click({ position: { x: 5, y: 5 } });
+  await page.keyboard.press("j");
+  assert((await focused(page)) === "body", `with the keys off, j does nothing (focus on ${await focused(page)})`);
+  assert((await page.locator("#headlines a.sources").first().getAttribute("tabindex")) === "0", "with the keys off, \"N sources\" is a tab stop again");
+  await page.locator("#show-keys").click();
+  assert(!(await page.locator("#keys-on").isChecked()), "the keys stay off after a reload");
+  await page.locator("#keys-on").check();
+  await page.keyboard.press("Escape");
+
+  // Mark all read: every headline, kept after a reload; the title counts none.
+  await page.locator("#mark-all-read").click();
+  assert((await page.locator("#headlines > li.is-read").count()) === total, "every headline is read");
+  assert((await page.title()) === "newsdesk", `the title counts nothing unread: "${await page.title()}"`);
+  await page.reload({ waitUntil: "load" });
+  assert((await page.locator("#headlines > li.is-read").count()) === total, "every headline is still read after a reload");
+  assert((await page.title()) === "newsdesk", `and the title still counts none: "${await page.title()}"`);
+
+  // A search from one site's view offers the same search of every site.
+  await page.goto(`${newsdesk.base}/news?site=alpha`, { waitUntil: "load" });
+  await page.locator('.search input[name="q"]').fill("story number");
+  await Promise.all([page.waitForURL(/q=story/), page.locator(".search button").click()]);
+  const all = page.locator("#headlines-heading a", { hasText: "Search all sites" });
+  assert((await all.count()) === 1, "a search of one site offers the same search of all");
+  await Promise.all([page.waitForURL(/\/news\?q=story(\+|%20)number$/), all.click()]);
+  assert((await titles(page)).length === total, "which finds every site's headlines");
+  assert((await page.locator("#headlines-heading a", { hasText: "Search all sites" }).count()) === 0, "and offers it no more");
+
+  assert(page.problems.length === 0, page.problems.join("\n"));
+  await context.close();
+}
+
+// The headline under a point of the viewport, and where it is.
+function underPoint(page, point) {
+  return page.evaluate(({ x, y }) => {
+    const e = document.elementFromPoint(x, y);
+    const item = e && e.closest("#headlines > li");
+    const box = item && item.getBoundingClientRect();
+    return item && { id: item.dataset.id, title: item.querySelector(".story").textContent, x: box.x, y: box.y, scrollY: window.scrollY };
+  }, point);
+}
+
+async function arrivalsWhileScrolled(browser) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await openNews(context);
+  const boxes = page.locator("#headlines > li");
+  const count = await boxes.count();
+  await page.evaluate(() => window.scrollTo(0, (document.documentElement.scrollHeight - innerHeight) / 2));
+  // The point: the middle of the box nearest the viewport's middle (its middle may be a gap).
+  const point = await page.evaluate(() => {
+    const distance = (box) => Math.hypot(box.x + box.width / 2 - innerWidth / 2, box.y + box.height / 2 - innerHeight / 2);
+    const boxes = Array.from(document.querySelectorAll("#headlines > li"), (e) => e.getBoundingClientRect());
+    const box = boxes.reduce((a, b) => (distance(b) < distance(a) ? b : a));
+    return { x: box.x + box.width / 2, y: box.y + box.height / 2 };
+  });
+  const before = await underPoint(page, point);
+  assert(before && before.scrollY > 200, `scrolled to the middle: ${JSON.stringify(before)}`);
+
+  const alpha = sites[0];
+  await standin.setPage(urlOf(alpha), cnnPage(storiesOf(alpha, [arrival])));
+  await newsdesk.refresh(alpha.name);
+  const button = page.locator("#arrivals");
+  await button.waitFor({ state: "visible", timeout: 15000 });
+  assert((await button.textContent()).trim() === "↑ 1 new headline", `the button says "${await button.textContent()}"`);
+  assert((await page.locator(".arrivals").getAttribute("aria-live")) === "polite", "it is announced politely");
+  const after = await underPoint(page, point);
+  assert(JSON.stringify(after) === JSON.stringify(before), `the element under the viewport's middle stays: ${JSON.stringify(before)} then ${JSON.stringify(after)}`);
+  assert((await boxes.count()) === count, "nothing is inserted meanwhile");
+  assert(!(await titles(page)).includes(arrival[1]), "the arrival waits");
+  assert((await page.title()) === `(${count + 1}) newsdesk`, `the title counts it: "${await page.title()}"`);
+  const axe = await new AxeBuilder({ page }).include(".arrivals").withTags(["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa", "best-practice"]).analyze();
+  assert(axe.violations.length === 0, `axe on the arrivals button: ${axe.violations.map((v) => `${v.id}: ${v.help}`).join("\n")}`);
+  await page.screenshot({ path: join(artifacts, "front-page-arrival-waiting-1280.png") });
+
+  // The button inserts it, scrolls to the top and puts the focus on it.
+  await button.click();
+  assert((await page.evaluate(() => window.scrollY)) === 0, "the page is at the top");
+  assert((await titles(page))[0] === arrival[1], `the arrival is first: ${(await titles(page))[0]}`);
+  assert((await focused(page)) === "headline 0", `the focus is on ${await focused(page)}`);
+  assert((await boxes.first().locator(".badge").textContent()) === "new", "it is marked new");
+  assert(await button.isHidden(), "the button is gone");
+  assert((await boxes.count()) === count + 1, "one headline was added");
+
+  // At the top, an arrival goes in at once.
+  await standin.setPage(urlOf(alpha), cnnPage(storiesOf(alpha, [arrival, atTopArrival])));
+  await newsdesk.refresh(alpha.name);
+  await eventually("the arrival at the top", async () => (await titles(page))[0] === atTopArrival[1]);
+  assert(await button.isHidden(), "without a button");
+  assert(page.problems.length === 0, page.problems.join("\n"));
+  await context.close();
+}
+
+async function failureToldOnce(browser) {
+  for (const s of sites) {
+    await standin.setError(urlOf(s), 404); // Splash's 404: "is SPLASH_URL pointing at a Splash server?"
+    await newsdesk.refresh(s.name);
+  }
+  await eventually("both sites failed by the renderer", async () =>
+    (await newsdesk.json()).sites.every((s) => s.failure === "renderer_down"), 20000);
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await watchedPage(context);
+  await eventually("the page to tell it", async () => {
+    await page.goto(`${newsdesk.base}/news`, { waitUntil: "load" });
+    return (await page.locator(".problems").count()) === 1;
+  });
+  const text = await page.evaluate(() => document.body.innerText);
+  const told = text.split("the page renderer isn’t answering").length - 1;
+  assert(told === 1, `the renderer's failure is told ${told} times:\n${text}`);
+  assert(/Check Splash: is it running/.test(text), "the notice says what to check");
+  assert((await page.locator(".problems > ul > li").count()) === 1, "one notice");
+  assert((await page.locator("#headlines > li.is-stale, .stale-note, .chip-failed, .chip-stale").count()) === 0, "no headline or chip is marked loudly");
+  assert((await page.locator(".chip.chip-renderer").count()) === sites.length, "each site's chip is marked quietly");
+  const chipBg = await page.locator('.chip[data-site="beta"]').evaluate((e) => getComputedStyle(e).backgroundColor);
+  assert(chipBg === "rgb(255, 212, 59)", `the chip keeps its site's colour: ${chipBg}`);
+  assert((await page.locator("#headlines > li").count()) >= total, "the headlines stay");
+  await page.screenshot({ path: join(artifacts, "front-page-renderer-down-1280.png") });
+  assert(page.problems.length === 0, page.problems.join("\n"));
+  await context.close();
+}
+
+async function liveIndicator(browser) {
+  const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
+  const page = await openNews(context);
+  const live = page.locator("#live");
+  assert(/\bconnected\b/.test(await live.getAttribute("class")), "live while the stream is open");
+  await newsdesk.stop();
+  await eventually("the indicator to stop saying live", async () => !/\blive\b/.test(await live.textContent()), 10000);
+  const words = (await live.textContent()).trim();
+  assert(/^● (reconnecting…|offline)/.test(words), `the indicator says "${words}"`);
+  assert(/\bdisconnected\b/.test(await live.getAttribute("class")), `its class: "${await live.getAttribute("class")}"`);
+  await page.screenshot({ path: join(artifacts, "front-page-disconnected-390.png") });
+  await context.close();
+}
+
+await run(async () => {
+  standin = await startStandin();
+  for (const s of sites) await standin.setPage(urlOf(s), cnnPage(storiesOf(s)));
+  newsdesk = await startNewsdesk(standin.splashUrl, {
+    refresh: { manual_min_interval: 0, jitter: 0, retries: 0 },
+    sites: sites.map((s) => ({ name: s.name, scraper: "cnn", url: urlOf(s), display_name: s.display_name, colour: s.colour })),
+  });
+  await eventually("every headline in /news.json", async () => (await newsdesk.json()).headlines.length === total, 30000);
+  const browser = await launchBrowser();
+  await keysAndReading(browser);
+  await arrivalsWhileScrolled(browser);
+  await failureToldOnce(browser);
+  await liveIndicator(browser);
+  console.log(`ok: skip link, one tab stop per headline, keys, read marks after a reload, search of all sites, arrivals that wait while scrolled, a renderer's failure told once, the live indicator; screenshots in ${artifacts}`);
+}, { log: () => (newsdesk ? newsdesk.log() : "") });
