@@ -3,23 +3,31 @@
 // lists) and take their place without a reload, and headlines that came in since the reader's last
 // visit are marked new (the newest id seen is kept in localStorage, per view; no accounts). A
 // headline whose story more sites tell gets an "N sources" link to the story's whole coverage,
-// kept up to date by `story` events.
+// kept up to date by `story` events. The unfiltered page opens with "Top stories" cards (several
+// headlines each, one story): every headline, in a card or in the list, is an element with a
+// data-id, and the keys, read and new marks treat them alike; arrivals go into the list.
 // Arrivals never move what the reader is looking at: scrolled down, they wait behind an "N new"
 // button. Headlines opened (or marked with `m`) are remembered as read, in localStorage too; the
-// tab's title counts the unread. One-key shortcuts (j, k, o, m, s, /, ?) can be turned off.
+// tab's title counts the unread. One-key shortcuts (j, k, o, m, s, /, ?) can be turned off. The
+// list can be made compact (one line per headline), kept in localStorage too.
 // EventSource reconnects by itself and the server replays what was missed (Last-Event-ID).
 "use strict";
 
 (function () {
   const list = document.getElementById("headlines");
   const status = document.getElementById("live");
-  if (!list || !status) return;
+  const main = document.querySelector("main");
+  if (!list || !status || !main) return;
+  // Every headline on the page, in the cards and in the list, in the page's order.
+  function items() {
+    return Array.from(main.querySelectorAll("[data-id]"));
+  }
 
   const body = document.body;
   const order = body.dataset.order === "site" ? "site" : "latest";
   const filters = body.dataset.events || "";
   let lastId = Number(body.dataset.lastId || "0"); // the newest headline the page shows
-  const seen = new Set(Array.from(list.querySelectorAll("a.story")).map((a) => a.href));
+  const seen = new Set(Array.from(main.querySelectorAll("a.story")).map((a) => a.href));
 
   // ---- words -----------------------------------------------------------------------------
 
@@ -87,7 +95,7 @@
   const previous = store ? Number(store.getItem(seenKey) || "0") : 0;
   // A larger id than this page's newest means the store was replaced: start over.
   if (previous > 0 && previous <= lastId)
-    for (const item of list.children) if (Number(item.dataset.id) > previous) markNew(item);
+    for (const item of items()) if (Number(item.dataset.id) > previous) markNew(item);
   // Only what was shown counts as seen: arrivals still waiting are new on the next visit.
   function remember() {
     if (store && lastId > 0) store.setItem(seenKey, String(lastId));
@@ -115,7 +123,7 @@
   const pending = []; // arrivals waiting behind the "N new" button, as built boxes
   const baseTitle = document.title;
   function showUnread() {
-    const n = list.querySelectorAll("#headlines > li:not(.is-read)").length + pending.length;
+    const n = main.querySelectorAll("[data-id]:not(.is-read)").length + pending.length;
     document.title = n > 0 ? "(" + n + ") " + baseTitle : baseTitle;
   }
 
@@ -158,16 +166,16 @@
     showUnread();
   }
 
-  for (const item of list.children) showRead(item, read.has(Number(item.dataset.id)));
+  for (const item of items()) showRead(item, read.has(Number(item.dataset.id)));
   showUnread();
 
   // Opening a headline, by any button or key, marks it read (middle-click opens a tab).
   function opened(event) {
     const link = event.target.closest("a.story");
-    if (link && (event.type === "click" || event.button === 1)) setRead([link.closest("li")], true);
+    if (link && (event.type === "click" || event.button === 1)) setRead([link.closest("[data-id]")], true);
   }
-  list.addEventListener("click", opened);
-  list.addEventListener("auxclick", opened);
+  main.addEventListener("click", opened);
+  main.addEventListener("auxclick", opened);
 
   // ---- keys --------------------------------------------------------------------------------
 
@@ -181,28 +189,43 @@
   function tabSources(links) {
     for (const link of links) link.tabIndex = keysOn.checked ? -1 : 0;
   }
-  tabSources(list.querySelectorAll("a.sources"));
+  tabSources(main.querySelectorAll("a.sources"));
   keysOn.addEventListener("change", () => {
-    tabSources(list.querySelectorAll("a.sources"));
+    tabSources(main.querySelectorAll("a.sources"));
     if (!store) return;
     if (keysOn.checked) store.removeItem(keysKey);
     else store.setItem(keysKey, "off");
   });
   document.getElementById("show-keys").addEventListener("click", () => keys.showModal());
-  document.getElementById("mark-all-read").addEventListener("click", () => setRead(Array.from(list.children), true));
+  document.getElementById("mark-all-read").addEventListener("click", () => setRead(items(), true));
+  // The compact list: one line per headline, one column; the reader's choice, kept.
+  const compact = document.getElementById("compact");
+  const compactKey = "newsdesk:compact";
+  function showCompact(on) {
+    body.classList.toggle("compact", on);
+    compact.setAttribute("aria-pressed", String(on));
+  }
+  showCompact(Boolean(store) && store.getItem(compactKey) === "on");
+  compact.addEventListener("click", () => {
+    const on = compact.getAttribute("aria-pressed") !== "true";
+    showCompact(on);
+    if (!store) return;
+    if (on) store.setItem(compactKey, "on");
+    else store.removeItem(compactKey);
+  });
   document.getElementById("tools").hidden = false;
 
   // The headline holding the focus, if any.
   function current() {
     const focused = document.activeElement;
-    return focused && focused.closest ? focused.closest("#headlines > li") : null;
+    return focused && focused.closest ? focused.closest("main [data-id]") : null;
   }
   function focusHeadline(item) {
     if (item) item.querySelector("a.story").focus();
   }
   // With no headline focused, j and k start from the first one on screen.
   function firstOnScreen() {
-    return Array.from(list.children).find((item) => item.getBoundingClientRect().bottom > 0);
+    return items().find((item) => item.getBoundingClientRect().bottom > 0);
   }
 
   document.addEventListener("keydown", (event) => {
@@ -210,12 +233,17 @@
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     if (event.target.closest("input, textarea, select, [contenteditable]")) return; // typing
     const item = current();
+    // The next and previous headline in the page's order: from the cards on into the list.
+    const step = (by) => {
+      const all = items();
+      return all[all.indexOf(item) + by];
+    };
     switch (event.key) {
       case "j":
-        focusHeadline(item ? item.nextElementSibling : firstOnScreen());
+        focusHeadline(item ? step(1) : firstOnScreen());
         break;
       case "k":
-        focusHeadline(item ? item.previousElementSibling : firstOnScreen());
+        focusHeadline(item ? step(-1) : firstOnScreen());
         break;
       case "o":
         if (item) item.querySelector("a.story").click();
@@ -224,7 +252,9 @@
         if (item) setRead([item], !item.classList.contains("is-read"));
         break;
       case "s": {
-        const coverage = item && item.querySelector("a.sources");
+        // In a card, the card's "N sources" is every one of its headlines' coverage.
+        const card = item && item.closest(".top-story");
+        const coverage = item && (item.querySelector("a.sources") || (card && card.querySelector("a.sources")));
         if (coverage) coverage.click();
         break;
       }
@@ -295,7 +325,7 @@
   }
 
   function updateCounts(site) {
-    const n = list.children.length;
+    const n = items().length;
     const total = document.getElementById("headline-count");
     if (total) {
       total.dataset.count = String(n);
@@ -357,10 +387,12 @@
     focusHeadline(Array.from(list.children).find((item) => inserted.includes(item)));
   });
 
-  // Every card of `story` (those waiting too) links to its coverage once two sites or more tell
+  // Every box of `story` in the list (those waiting too) links to its coverage once two sites or more tell
   // it. The card keeps its place; the link is a few words on its meta line.
   function updateStory(story, sources) {
     if (sources < 2) return;
+    // Its card, if it has one, says how many sites tell it; a new headline of it goes to the list.
+    for (const link of main.querySelectorAll('.top-story[data-story="' + story + '"] a.sources')) link.textContent = sources + " sources";
     const cards = Array.from(list.children).concat(pending).filter((item) => item.dataset.story === String(story));
     for (const item of cards) {
       let link = item.querySelector("a.sources");

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace newsdesk::server {
 
@@ -314,20 +315,21 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
 
   // A headline whose story other sites in the view tell too links to the story's whole coverage
   // (not on that coverage's own view).
+  // The stories of the headlines shown (as /news.json counts them), once for the links and the
+  // cards below.
+  const auto linkable =
+      snapshot.headlines.select([](const news_item& item) { return safe_link(item.headline); });
+  const auto stories = query.story ? std::vector<story_summary>{} : stories_of(linkable);
   std::unordered_map<std::int64_t, std::size_t> sources;
-  if (!query.story)
-    for (const auto& story : stories_of(snapshot.headlines))
-      if (story.sources >= 2)
-        sources[story.id] = story.sources;
+  for (const auto& story : stories)
+    if (story.sources >= 2)
+      sources[story.id] = story.sources;
   std::vector<std::string> story_sites; // a story's view: its sites' names, in order of appearance
 
-  mustache::data headlines{mustache::data::type::list};
   std::size_t shown = 0;
   std::int64_t last_id = 0;
-  for (const auto& item : snapshot.headlines) {
+  auto entry_of = [&](const news_item& item) {
     const auto& h = item.headline;
-    if (!safe_link(h))
-      continue;
     auto it = by_name.find(h.site);
     mustache::data entry;
     entry.set("id", std::to_string(item.id));
@@ -342,14 +344,70 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
     entry.set("stale", it != by_name.end() && it->second->stale && !renderer_failed(*it->second));
     entry.set("site_display_name", it != by_name.end() ? it->second->display_name : h.site);
     entry.set("story", std::to_string(item.story));
+    last_id = std::max(last_id, item.id);
+    ++shown;
+    return entry;
+  };
+
+  // Stories first, on the page everybody opens: a card per story that two sites or more tell.
+  // The lead is the story's first headline in the page's order (the newest, a site's lead before
+  // its others): the one the flat list would have shown first. The story's starter may have left
+  // the view or be a site's tenth headline; the first in order is always there and prominent.
+  mustache::data top_stories{mustache::data::type::list};
+  std::unordered_set<std::int64_t> in_cards;
+  if (!query.filters_headlines()) {
+    for (const auto& story : stories) {
+      if (story.sources < 2 || top_stories.list_value().size() == max_top_stories)
+        break; // most sources first: the rest are one site's, or beyond the bound
+      mustache::data card;
+      card.set("story", std::to_string(story.id));
+      const auto& lead = *story.headlines.front();
+      card.set("lead", entry_of(lead));
+      in_cards.insert(lead.id);
+      // Beneath it, each other site's first headline of the story, up to the bound; the story's
+      // other headlines stay in the list, with their "N sources".
+      std::vector<std::string_view> told_by{lead.headline.site};
+      mustache::data others{mustache::data::type::list};
+      for (const auto* item : story.headlines) {
+        if (told_by.size() > max_card_tellings)
+          break;
+        if (std::find(told_by.begin(), told_by.end(), item->headline.site) != told_by.end())
+          continue;
+        told_by.push_back(item->headline.site);
+        others.push_back(entry_of(*item));
+        in_cards.insert(item->id);
+      }
+      card.set("others", others);
+      card.set("story_sources", std::to_string(story.sources));
+      card.set("started_at", iso8601_ms(story.first_seen_ms));
+      card.set("started_title", full_time(story.first_seen_ms));
+      card.set("started_ago", age_text(story.first_seen_ms, now));
+      // "updated" once it grew a minute or more after it started: sites' refreshes of one round
+      // land seconds apart, and "started just now · updated just now" says nothing.
+      if (story.last_seen_ms - story.first_seen_ms >= 60'000) {
+        card.set("grew_at", iso8601_ms(story.last_seen_ms));
+        card.set("grew_title", full_time(story.last_seen_ms));
+        card.set("grew_ago", age_text(story.last_seen_ms, now));
+      }
+      top_stories.push_back(card);
+    }
+  }
+
+  // The latest headlines: every one but those in the cards (whose stories' other headlines keep
+  // their "N sources" link).
+  mustache::data headlines{mustache::data::type::list};
+  for (const auto& item : snapshot.headlines) {
+    const auto& h = item.headline;
+    if (!safe_link(h) || in_cards.count(item.id))
+      continue;
+    auto entry = entry_of(item);
     if (auto s = sources.find(item.story); s != sources.end())
       entry.set("sources", std::to_string(s->second));
+    auto it = by_name.find(h.site);
     const auto& name = it != by_name.end() ? it->second->display_name : h.site;
     if (query.story && std::find(story_sites.begin(), story_sites.end(), name) == story_sites.end())
       story_sites.push_back(name);
     headlines.push_back(entry);
-    last_id = std::max(last_id, item.id);
-    ++shown;
   }
 
   // The same filters as a query string: "site=a&site=b&q=..." for /events, plus "&limit=N" for
@@ -422,8 +480,14 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
   }
   page.set("problems", problems);
   page.set("has_problems", !problems.is_empty_list());
+  page.set("top_stories", top_stories);
+  page.set("has_top_stories", !top_stories.is_empty_list());
+  page.set("skip_target",
+           top_stories.is_empty_list() ? "headlines-heading" : "top-stories-heading");
   page.set("headlines", headlines);
   page.set("has_headlines", shown > 0);
+  page.set("has_latest", !headlines.is_empty_list());
+  page.set("heading_shown", query.filters_headlines() || !top_stories.is_empty_list());
   page.set("headline_count", std::to_string(shown));
   page.set("headline_count_text", plural(shown, "headline", "headlines"));
   page.set("site_count_text", plural(snapshot.sites.size(), "site", "sites"));

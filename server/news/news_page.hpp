@@ -32,7 +32,12 @@ class news_page {
   // the same view with chips=all. Sites that a renderer problem failed share one notice, listed
   // first, that names the renderer to check; their chips say so only quietly and their headlines
   // are not marked stale (the notice has told it). A search of one site links to the same search
-  // of every site. O(sites log sites + headlines).
+  // of every site. The unfiltered first page (no site=, q=, story=, limit= or before=) opens with
+  // "Top stories": a card per story that at least two sites in it tell (at most max_top_stories,
+  // most sources first), its lead the story's first headline in the page's order, beneath it the
+  // first of each other site (at most max_card_tellings); the list after the cards leaves the
+  // cards' headlines out, so none shows twice. O(sites log sites +
+  // headlines log headlines).
   std::string render(const news_snapshot& snapshot, const news_query& query = {}) const;
 
  private:
@@ -47,6 +52,18 @@ class news_page {
 // screen, so 30 are already three screens of sideways scrolling, more than a reader scans; and up
 // to 30 sites (the shipped handful, a personal list) the line is every site, as before.
 inline constexpr std::size_t max_site_chips = 30;
+
+// At most this many story cards open the unfiltered page. A card is a lead and a few sites'
+// headlines, a third of a desktop screen's width: 8 are two or three rows at 1280x800, enough for
+// the day's main stories told by several sites while the latest headlines still start within a
+// screen or two; more would push the flat list, where arrivals go, out of reach.
+inline constexpr std::size_t max_top_stories = 8;
+
+// Beneath a card's lead, at most this many other sites' headlines, one each (the first in the
+// page's order). A story told by a dozen sites, or one site's series that the stories group,
+// would otherwise make a card screens long; four keep it to the lead and a few lines, and the
+// whole coverage is one click away ("N sources").
+inline constexpr std::size_t max_card_tellings = 4;
 
 // /news.json: {"generated_at", "sites": [...], "headlines": [...], "stories": [...]}, the stories
 // being those at least two of the headlines tell (story_view.hpp), most sources first.

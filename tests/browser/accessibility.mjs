@@ -2,7 +2,8 @@
 // page against WCAG 2.2 A and AA and axe's best practices in light and dark, on a 1280x800 desktop
 // and on a 390x844 phone, with every kind of site on it (dark and light site colours, a failed
 // site, a stale one, a right-to-left title), headlines read and new since the last visit, and the
-// problem details opened; then again with the list of keys open. Any violation fails the test.
+// problem details opened, and a story two sites tell in a "Top stories" card; then again with the
+// list of keys open. Any violation fails the test.
 // It also checks what axe does not: the layout on a phone (one line of site chips, no sideways
 // scrolling of the page), the search button's contrast with the page, the headings, right-to-left
 // titles, and every focus ring, reached by Tab: it must show, and contrast at least 3:1 with the
@@ -19,7 +20,8 @@ try {
 
 const sites = [
   { name: "blue", colour: "#1d4ed8", display_name: "Blue Desk", stories: ["Markets rally as inflation cools", "Storm heads for the coast, thousands evacuate"] },
-  { name: "yellow", colour: "#ffd43b", display_name: "Yellow Post", stories: ["Crewed launch lifts off after two delays", "Museum returns looted bronzes"] },
+  // Blue's lead too: the store groups identical titles into one story, which gets a card.
+  { name: "yellow", colour: "#ffd43b", display_name: "Yellow Post", stories: ["Crewed launch lifts off after two delays", "Museum returns looted bronzes", "Markets rally as inflation cools"] },
   // Near the colour where black and white text contrast the same: the hardest case.
   { name: "middle", colour: "#767676", display_name: "Grey Times", stories: ["Underdogs reach the cup final"] },
   { name: "arabic", colour: "#0f766e", display_name: "الجزيرة", stories: ["نهاية الحرب في الشمال بعد محادثات طويلة"] },
@@ -55,15 +57,17 @@ function explain(violations) {
 // draws the ring round the box).
 function focusRing() {
   const e = document.activeElement;
-  const story = e.matches("#headlines a.story");
+  // A title's link draws the ring round its box: a list's box, a card's other headline, or the
+  // whole card for its lead.
+  const story = e.matches("main a.story");
   const style = getComputedStyle(e, story ? "::after" : null);
-  let outside = (story ? e.closest("li") : e).parentElement;
+  let outside = (story ? e.closest(".telling, .top-story, #headlines > li") : e).parentElement;
   while (outside && getComputedStyle(outside).backgroundColor === "rgba(0, 0, 0, 0)") outside = outside.parentElement;
   const bands = [];
   if (style.outlineStyle !== "none" && parseFloat(style.outlineWidth) >= 2) bands.push(style.outlineColor);
   for (const m of style.boxShadow.matchAll(/rgba?\([^)]*\)[^,]*?(\d+(\.\d+)?)px(?=,|$)/g)) if (parseFloat(m[1]) >= 2) bands.push(m[0].match(/rgba?\([^)]*\)/)[0]);
   const name = (e.getAttribute("aria-label") || e.textContent || e.name || e.type || "").trim().slice(0, 40);
-  const headline = e.closest("#headlines > li");
+  const headline = e.closest("main [data-id]");
   return {
     what: `${e.tagName.toLowerCase()}${e.className ? "." + e.className.split(" ")[0] : ""} "${name}"`,
     bands,
@@ -90,7 +94,7 @@ async function check(browser, colorScheme, width, height, marks) {
   assert(overflow <= 0, `${label}: the page scrolls sideways by ${overflow}px`);
   const chips = await page.locator(".sites ul").boundingBox();
   assert(chips.height < 60, `${label}: the site chips take ${chips.height}px, more than one line`);
-  const firstHeadline = await page.locator("#headlines > li").first().boundingBox();
+  const firstHeadline = await page.locator("main [data-id]").first().boundingBox();
   assert(firstHeadline.y < (width < 500 ? 420 : 300), `${label}: the first headline starts ${firstHeadline.y}px down`);
 
   // Every focus ring, by Tab from the top: visible, and one of its bands 3:1 against what is
@@ -111,7 +115,7 @@ async function check(browser, colorScheme, width, height, marks) {
   }
   const perHeadline = new Map();
   for (const stop of stops) if (stop.headline) perHeadline.set(stop.headline, (perHeadline.get(stop.headline) || 0) + 1);
-  assert(perHeadline.size === await page.locator("#headlines > li").count() && [...perHeadline.values()].every((n) => n === 1),
+  assert(perHeadline.size === await page.locator("main [data-id]").count() && [...perHeadline.values()].every((n) => n === 1),
          `${label}: each headline is one tab stop: ${JSON.stringify([...perHeadline])}`);
 
   // The "new" ring, inside each new box: one of its bands 3:1 against the site's colour, and one
@@ -132,8 +136,12 @@ async function check(browser, colorScheme, width, height, marks) {
   for (const summary of await page.locator(".problems summary").all()) await summary.click();
   await page.waitForTimeout(300);
 
-  assert((await page.locator("#headlines > li.is-read").count()) === marks.read.length, `${label}: the read headlines are marked`);
-  assert((await page.locator("#headlines > li.is-new").count()) > 0, `${label}: headlines new since the last visit are marked`);
+  assert((await page.locator("main [data-id].is-read").count()) === marks.read.length, `${label}: the read headlines are marked`);
+  assert((await page.locator("main [data-id].is-new").count()) > 0, `${label}: headlines new since the last visit are marked`);
+  // The story both sites tell: one card, both headlines, "2 sources".
+  const card = page.locator(".top-story", { has: page.locator("a.story", { hasText: "Markets rally as inflation cools" }) });
+  assert((await card.count()) === 1 && (await card.locator("a.story").count()) === 2, `${label}: the shared story is one card with both headlines`);
+  assert(/^2 sources/.test((await card.locator(".story-meta").textContent()).trim()), `${label}: the card says 2 sources`);
   const results = await new AxeBuilder({ page }).withTags(axeTags).analyze();
   await page.screenshot({ path: join(artifacts, `news-${colorScheme}-${width}.png`), fullPage: true });
   assert(results.violations.length === 0, `${label}: axe violations:\n${explain(results.violations)}`);

@@ -1,5 +1,10 @@
 // Browser test of reading /news (issue 28): headless Chromium opens the page on the real newsdesk
 // binary against the Splash stand-in, with enough headlines to scroll, and checks that
+//   - stories come first: at 1280x800 the first screen shows headlines of both sites, and the two
+//     sites' headlines of one story sit in one "Top stories" card that says "2 sources" and when
+//     the story started, and are not listed again under the latest headlines; each headline in
+//     the cards is one tab stop, in order, before the list's; the cards are neutral, titles
+//     regular weight; the list can be made compact (one column), which a reload keeps;
 //   - the first Tab reaches the "Skip to headlines" link, which leads to the first headline, and
 //     each headline is one tab stop; a click anywhere on a box opens its story, and the site's
 //     link on it still works;
@@ -31,11 +36,15 @@ const sites = [
   { name: "beta", colour: "#ffd43b", display_name: "Beta Post", count: 24 },
 ];
 const urlOf = (s) => `https://${s.name}.cnn.com/`;
+// Both sites lead with one story (the store groups identical titles into one story).
+const shared = "Earthquake shakes Lisbon, buildings evacuated";
 const storiesOf = (s, extra = []) => [
+  [`/2025/01/01/${s.name}-quake/index.html`, shared],
   ...Array.from({ length: s.count }, (_, i) => [`/2025/01/01/${s.name}-${i}/index.html`, `${s.display_name} story number ${i + 1} of the day`]),
   ...extra,
 ];
-const total = sites.reduce((n, s) => n + s.count, 0);
+const numbered = sites.reduce((n, s) => n + s.count, 0); // "... story number N of the day"
+const total = numbered + sites.length;
 const arrival = ["/2025/01/01/arrival/index.html", "Arrival while the reader is scrolled down"];
 const atTopArrival = ["/2025/01/01/at-top/index.html", "Arrival while the reader is at the top"];
 
@@ -48,7 +57,9 @@ async function openNews(context, path = "/news") {
   await context.route("https://*.cnn.com/**", (route) => route.fulfill({ contentType: "text/html", body: "<title>story</title><p>story</p>" }));
   const response = await page.goto(`${newsdesk.base}${path}`, { waitUntil: "load" });
   assert(response.status() === 200, `${path} answered ${response.status()}`);
-  await page.locator("#live").filter({ hasText: "live" }).waitFor({ state: "visible", timeout: 10000 });
+  await page.locator("#live").filter({ hasText: "live" }).waitFor({ state: "visible", timeout: 10000 }).catch((e) => {
+    throw new Error(`${e.message}\n${page.problems.join("\n")}`);
+  });
   return page;
 }
 
@@ -57,16 +68,83 @@ function focused(page) {
   return page.evaluate(() => {
     const e = document.activeElement;
     if (e.matches(".skip-link")) return "skip";
-    if (e.matches("#headlines > li > a.story")) return `headline ${Array.from(e.closest("ol").children).indexOf(e.parentElement)}`;
+    // Its place among every headline on the page, in the Top stories cards and in the list.
+    if (e.matches("main [data-id] > a.story")) return `headline ${Array.from(document.querySelectorAll("main [data-id]")).indexOf(e.parentElement)}`;
     if (e.matches('.search input[name="q"]')) return "search";
     return e.tagName.toLowerCase() + (e.className ? "." + e.className : "");
   });
 }
 
+async function storiesFirst(browser) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await openNews(context);
+  const heading = page.locator("#top-stories-heading");
+  assert((await heading.textContent()) === "Top stories", "the page opens with the top stories");
+  const card = page.locator(".top-story", { has: page.locator("a.story", { hasText: shared }) });
+  assert((await card.count()) === 1, `one card holds the shared story (${await card.count()})`);
+  const told = await card.locator("a.story").allTextContents();
+  assert(told.length === 2 && told.every((t) => t === shared), `the card holds both sites' headlines: ${JSON.stringify(told)}`);
+  const bySite = await card.locator("[data-id]").evaluateAll((items) => items.map((e) => e.dataset.site).sort());
+  assert(JSON.stringify(bySite) === JSON.stringify(["alpha", "beta"]), `one from each site: ${bySite}`);
+  assert((await card.locator(".lead .story").count()) === 1 && (await card.locator(".telling").count()) === 1, "a lead and the other site's headline beneath it");
+  const leadSize = await card.locator(".lead .story").evaluate((e) => parseFloat(getComputedStyle(e).fontSize));
+  const otherSize = await card.locator(".telling .story").evaluate((e) => parseFloat(getComputedStyle(e).fontSize));
+  assert(leadSize > otherSize * 1.2, `the lead is large (${leadSize}px), the other small (${otherSize}px)`);
+  const meta = (await card.locator(".story-meta").textContent()).trim();
+  assert(/^2 sources · started (just now|\d+ min ago)/.test(meta), `the card says how many sites tell it and since when: "${meta}"`);
+  assert(!Number.isNaN(Date.parse(await card.locator(".story-meta time").first().getAttribute("datetime"))), "in a <time> with its datetime");
+  assert(!(await titles(page)).includes(shared), "the latest headlines leave out what the cards show");
+  const cards = await page.locator(".top-story").count();
+  assert(cards >= 1 && cards <= 12, `a few cards: ${cards}`);
+
+  // The first screen shows both sites' headlines.
+  const onScreen = await page.evaluate(() => [...new Set(Array.from(document.querySelectorAll("main [data-id]")).filter((e) => {
+    const box = e.getBoundingClientRect();
+    return box.top >= 0 && box.bottom <= innerHeight;
+  }).map((e) => e.dataset.site))]);
+  assert(onScreen.length >= 2, `the first screen shows headlines of ${JSON.stringify(onScreen)}`);
+
+  // Calm cards: the page's surface, the site's colour a stripe or a dot; regular-weight titles.
+  const [cardBg, boxBg, pageBg, weight] = await page.evaluate(() => [
+    getComputedStyle(document.querySelector(".top-story")).backgroundColor,
+    getComputedStyle(document.querySelector("#headlines > li")).backgroundColor,
+    getComputedStyle(document.body).backgroundColor,
+    getComputedStyle(document.querySelector("#headlines .story")).fontWeight,
+  ]);
+  assert(cardBg === boxBg && !["rgb(29, 78, 216)", "rgb(255, 212, 59)"].includes(boxBg), `neutral cards: ${cardBg}, ${boxBg} on ${pageBg}`);
+  assert(weight === "400", `regular-weight titles: ${weight}`);
+
+  // The skip link leads to the top stories; each of their headlines is one tab stop, in order,
+  // then the list's first.
+  const inCards = await page.locator(".top-story [data-id]").count();
+  await page.keyboard.press("Tab");
+  await page.keyboard.press("Enter");
+  for (let i = 0; i <= inCards; ++i) {
+    await page.keyboard.press("Tab");
+    assert((await focused(page)) === `headline ${i}`, `Tab ${i + 1} after the skip link reaches ${await focused(page)}`);
+  }
+  assert((await page.evaluate(() => document.activeElement.closest("#headlines") !== null)), "after the cards, the list");
+  await page.screenshot({ path: join(artifacts, "front-page-stories-1280.png") });
+
+  // The compact list: one column, kept after a reload, and undone.
+  const columns = () => page.evaluate(() => new Set(Array.from(document.querySelectorAll("#headlines > li"), (e) => e.getBoundingClientRect().x)).size);
+  assert((await columns()) > 1, "the list is a grid of boxes");
+  await page.locator("#compact").click();
+  assert((await page.locator("#compact").getAttribute("aria-pressed")) === "true", "the button says the list is compact");
+  assert((await columns()) === 1, "the compact list is one column");
+  await page.reload({ waitUntil: "load" });
+  assert((await columns()) === 1 && (await page.locator("#compact").getAttribute("aria-pressed")) === "true", "and stays so after a reload");
+  await page.screenshot({ path: join(artifacts, "front-page-compact-1280.png") });
+  await page.locator("#compact").click();
+  assert((await columns()) > 1, "the button turns it off");
+  assert(page.problems.length === 0, page.problems.join("\n"));
+  await context.close();
+}
+
 async function keysAndReading(browser) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const page = await openNews(context);
-  const boxes = page.locator("#headlines > li");
+  const boxes = page.locator("main [data-id]");
   assert((await boxes.count()) === total, `${await boxes.count()} headlines`);
   assert((await page.title()) === `(${total}) newsdesk`, `the title counts every headline unread: "${await page.title()}"`);
 
@@ -114,15 +192,22 @@ async function keysAndReading(browser) {
   assert((await boxes.nth(1).locator(".read-note").textContent()) === "read, ", "screen readers hear that it was read");
   assert((await page.title()) === `(${total - 1}) newsdesk`, `the title after a reload: "${await page.title()}"`);
   // s opens the focused headline's story as every site tells it ("N sources", out of the tab
-  // order while the keys are on).
-  const told = page.locator("#headlines > li:has(a.sources)").first();
-  assert((await told.count()) === 1, "some headlines' stories are told by both sites");
-  assert((await told.locator("a.sources").getAttribute("tabindex")) === "-1", "their \"N sources\" link is no tab stop while s is there");
-  const coverage = await told.locator("a.sources").getAttribute("href");
-  await told.locator("a.story").focus();
+  // order while the keys are on): from any headline of a card, and from a box of the list.
+  const card = page.locator(".top-story").first();
+  assert((await card.locator("a.sources").getAttribute("tabindex")) === "-1", "a card's \"N sources\" link is no tab stop while s is there");
+  const coverage = await card.locator("a.sources").getAttribute("href");
+  await card.locator(".telling a.story").first().focus();
   await Promise.all([page.waitForURL(`${newsdesk.base}${coverage}`), page.keyboard.press("s")]);
   assert((await page.locator("#headlines > li").count()) >= 2, "the story's coverage lists its headlines");
   await page.goBack({ waitUntil: "load" });
+  const told = page.locator("#headlines > li:has(a.sources)").first();
+  if ((await told.count()) === 1) {
+    assert((await told.locator("a.sources").getAttribute("tabindex")) === "-1", "a box's \"N sources\" link is no tab stop while s is there");
+    const its = await told.locator("a.sources").getAttribute("href");
+    await told.locator("a.story").focus();
+    await Promise.all([page.waitForURL(`${newsdesk.base}${its}`), page.keyboard.press("s")]);
+    await page.goBack({ waitUntil: "load" });
+  }
 
   // The whole box is the headline's link, but for the links on its meta line.
   const fourth = boxes.nth(3);
@@ -163,7 +248,7 @@ async function keysAndReading(browser) {
   await page.locator("body").click({ position: { x: 5, y: 5 } });
   await page.keyboard.press("j");
   assert((await focused(page)) === "body", `with the keys off, j does nothing (focus on ${await focused(page)})`);
-  assert((await page.locator("#headlines a.sources").first().getAttribute("tabindex")) === "0", "with the keys off, \"N sources\" is a tab stop again");
+  assert((await page.locator("main a.sources").first().getAttribute("tabindex")) === "0", "with the keys off, \"N sources\" is a tab stop again");
   await page.locator("#show-keys").click();
   assert(!(await page.locator("#keys-on").isChecked()), "the keys stay off after a reload");
   await page.locator("#keys-on").check();
@@ -171,10 +256,10 @@ async function keysAndReading(browser) {
 
   // Mark all read: every headline, kept after a reload; the title counts none.
   await page.locator("#mark-all-read").click();
-  assert((await page.locator("#headlines > li.is-read").count()) === total, "every headline is read");
+  assert((await page.locator("main [data-id].is-read").count()) === total, "every headline is read");
   assert((await page.title()) === "newsdesk", `the title counts nothing unread: "${await page.title()}"`);
   await page.reload({ waitUntil: "load" });
-  assert((await page.locator("#headlines > li.is-read").count()) === total, "every headline is still read after a reload");
+  assert((await page.locator("main [data-id].is-read").count()) === total, "every headline is still read after a reload");
   assert((await page.title()) === "newsdesk", `and the title still counts none: "${await page.title()}"`);
 
   // A search from one site's view offers the same search of every site.
@@ -184,7 +269,7 @@ async function keysAndReading(browser) {
   const all = page.locator("#headlines-heading a", { hasText: "Search all sites" });
   assert((await all.count()) === 1, "a search of one site offers the same search of all");
   await Promise.all([page.waitForURL(/\/news\?q=story(\+|%20)number$/), all.click()]);
-  assert((await titles(page)).length === total, "which finds every site's headlines");
+  assert((await titles(page)).length === numbered, "which finds every site's headlines");
   assert((await page.locator("#headlines-heading a", { hasText: "Search all sites" }).count()) === 0, "and offers it no more");
 
   assert(page.problems.length === 0, page.problems.join("\n"));
@@ -206,6 +291,8 @@ async function arrivalsWhileScrolled(browser) {
   const page = await openNews(context);
   const boxes = page.locator("#headlines > li");
   const count = await boxes.count();
+  const all = await page.locator("main [data-id]").count(); // the cards' headlines too
+  const inCards = all - count;
   await page.evaluate(() => window.scrollTo(0, (document.documentElement.scrollHeight - innerHeight) / 2));
   // The point: the middle of the box nearest the viewport's middle (its middle may be a gap).
   const point = await page.evaluate(() => {
@@ -228,7 +315,7 @@ async function arrivalsWhileScrolled(browser) {
   assert(JSON.stringify(after) === JSON.stringify(before), `the element under the viewport's middle stays: ${JSON.stringify(before)} then ${JSON.stringify(after)}`);
   assert((await boxes.count()) === count, "nothing is inserted meanwhile");
   assert(!(await titles(page)).includes(arrival[1]), "the arrival waits");
-  assert((await page.title()) === `(${count + 1}) newsdesk`, `the title counts it: "${await page.title()}"`);
+  assert((await page.title()) === `(${all + 1}) newsdesk`, `the title counts it: "${await page.title()}"`);
   const axe = await new AxeBuilder({ page }).include(".arrivals").withTags(["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa", "best-practice"]).analyze();
   assert(axe.violations.length === 0, `axe on the arrivals button: ${axe.violations.map((v) => `${v.id}: ${v.help}`).join("\n")}`);
   await page.screenshot({ path: join(artifacts, "front-page-arrival-waiting-1280.png") });
@@ -237,7 +324,7 @@ async function arrivalsWhileScrolled(browser) {
   await button.click();
   assert((await page.evaluate(() => window.scrollY)) === 0, "the page is at the top");
   assert((await titles(page))[0] === arrival[1], `the arrival is first: ${(await titles(page))[0]}`);
-  assert((await focused(page)) === "headline 0", `the focus is on ${await focused(page)}`);
+  assert((await focused(page)) === `headline ${inCards}`, `the focus is on ${await focused(page)}, the list's first after the cards' ${inCards}`);
   assert((await boxes.first().locator(".badge").textContent()) === "new", "it is marked new");
   assert(await button.isHidden(), "the button is gone");
   assert((await boxes.count()) === count + 1, "one headline was added");
@@ -273,7 +360,7 @@ async function failureToldOnce(browser) {
   assert((await page.locator(".chip.chip-renderer").count()) === sites.length, "each site's chip is marked quietly");
   const chipBg = await page.locator('.chip[data-site="beta"]').evaluate((e) => getComputedStyle(e).backgroundColor);
   assert(chipBg === "rgb(255, 212, 59)", `the chip keeps its site's colour: ${chipBg}`);
-  assert((await page.locator("#headlines > li").count()) >= total, "the headlines stay");
+  assert((await page.locator("main [data-id]").count()) >= total, "the headlines stay");
   await page.screenshot({ path: join(artifacts, "front-page-renderer-down-1280.png") });
   assert(page.problems.length === 0, page.problems.join("\n"));
   await context.close();
@@ -297,14 +384,18 @@ await run(async () => {
   standin = await startStandin();
   for (const s of sites) await standin.setPage(urlOf(s), cnnPage(storiesOf(s)));
   newsdesk = await startNewsdesk(standin.splashUrl, {
+    // Every page this test opens, reloads and goes back to is one more /events stream from
+    // 127.0.0.1 while the server notices the last one closed: more than the default 16 at once.
+    http: { max_streams_per_ip: 0 },
     refresh: { manual_min_interval: 0, jitter: 0, retries: 0 },
     sites: sites.map((s) => ({ name: s.name, scraper: "cnn", url: urlOf(s), display_name: s.display_name, colour: s.colour })),
   });
   await eventually("every headline in /news.json", async () => (await newsdesk.json()).headlines.length === total, 30000);
   const browser = await launchBrowser();
+  await storiesFirst(browser);
   await keysAndReading(browser);
   await arrivalsWhileScrolled(browser);
   await failureToldOnce(browser);
   await liveIndicator(browser);
-  console.log(`ok: skip link, one tab stop per headline, keys, read marks after a reload, search of all sites, arrivals that wait while scrolled, a renderer's failure told once, the live indicator; screenshots in ${artifacts}`);
+  console.log(`ok: top stories first, in calm cards, skip link, one tab stop per headline, keys, read marks after a reload, search of all sites, arrivals that wait while scrolled, a renderer's failure told once, the live indicator; screenshots in ${artifacts}`);
 }, { log: () => (newsdesk ? newsdesk.log() : "") });

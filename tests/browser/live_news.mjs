@@ -39,7 +39,8 @@ async function liveArrival(browser, setPage) {
   const response = await page.goto(`${newsdesk.base}/news`, { waitUntil: "load" });
   assert(response.status() === 200, `/news answered ${response.status()}`);
 
-  // Newest first, the same order as /news.json; every box laid out, coloured by its site, aged.
+  // Newest first, the same order as /news.json (no story two sites tell: no cards); every box
+  // laid out, marked by its site's colour, aged.
   const boxes = page.locator("#headlines > li.headline");
   const total = liveStories.length + worldStories.length;
   assert((await boxes.count()) === total, `${await boxes.count()} headline boxes`);
@@ -59,9 +60,10 @@ async function liveArrival(browser, setPage) {
     assert(box && box.width > 100 && box.height > 20 && box.x >= 0 && box.x + box.width <= 1200, `headline ${i} is laid out (${JSON.stringify(box)})`);
     assert(/ago|just now/.test(await boxes.nth(i).locator("time.ago").textContent()), `headline ${i} says when it was first seen`);
   }
-  const liveColour = await page.locator("#headlines > li.site-live").first().evaluate((e) => getComputedStyle(e).backgroundColor);
-  const worldColour = await page.locator("#headlines > li.site-world").first().evaluate((e) => getComputedStyle(e).backgroundColor);
-  assert(liveColour === "rgb(29, 78, 216)" && worldColour === "rgb(185, 28, 28)", `site colours ${liveColour} / ${worldColour}`);
+  // Calm boxes: the site's colour is a stripe (an inset shadow) on the page's neutral surface.
+  const liveColour = await page.locator("#headlines > li.site-live").first().evaluate((e) => getComputedStyle(e).boxShadow);
+  const worldColour = await page.locator("#headlines > li.site-world").first().evaluate((e) => getComputedStyle(e).boxShadow);
+  assert(liveColour.includes("rgb(29, 78, 216)") && worldColour.includes("rgb(185, 28, 28)"), `site colours ${liveColour} / ${worldColour}`);
 
   // The live status says so; its dot is hidden from screen readers.
   const live = page.locator("#live");
@@ -80,7 +82,8 @@ async function liveArrival(browser, setPage) {
   assert(await page.evaluate(() => window.__sameDocument === true), "the page was not reloaded");
   assert((await first.locator(".badge").textContent()) === "new", "the new headline is marked new");
   assert(await first.locator(".badge").isVisible(), "its mark is visible");
-  assert((await first.evaluate((e) => getComputedStyle(e).backgroundColor)) === liveColour, "it has its site's colour");
+  const arrivedColour = await first.evaluate((e) => getComputedStyle(e).boxShadow);
+  assert(arrivedColour.includes("rgb(29, 78, 216)"), `it has its site's colour: ${arrivedColour}`);
   assert((await first.locator(".story").getAttribute("href")) === `https://live.cnn.com${breaking[0]}`, "it links to its story");
   assert((await first.locator(".story").getAttribute("target")) === null, "it opens in the same tab");
   assert((await first.locator("time.ago").textContent()) === "just now", "it says it is new");

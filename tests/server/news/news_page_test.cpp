@@ -439,3 +439,116 @@ TEST_CASE("the link to every chip keeps the view's filters and page") {
   CHECK(html.find("href=\"/news?q=war&amp;limit=50&amp;before=1700000000000.7&amp;chips=all\">"
                   "All 100 sites</a>") != std::string::npos);
 }
+
+namespace {
+// Two sites telling one story (2, started by s001's headline), each with a headline of its own
+// besides; in the page's order (newest first).
+news_snapshot shared_story() {
+  auto s = many_sites(2);
+  auto item = [](std::string title, std::string url, std::string site, std::int64_t id,
+                 std::int64_t seen_ms, std::int64_t story) {
+    news_item out{{std::move(title), std::move(url), std::move(site)}, id, seen_ms};
+    out.story = story;
+    return out;
+  };
+  s.headlines = {
+      item("Bridge opens downtown", "https://s000.test/bridge", "s000", 4, 1'700'000'300'000, 2),
+      item("Rain ahead", "https://s000.test/rain", "s000", 3, 1'700'000'200'000, 3),
+      item("The bridge opens at last", "https://s001.test/bridge", "s001", 2, 1'700'000'100'000, 2),
+      item("Vote today", "https://s001.test/vote", "s001", 1, 1'700'000'000'000, 1)};
+  return s;
+}
+
+std::size_t occurrences(const std::string& html, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = html.find(what); at != std::string::npos; at = html.find(what, at + 1))
+    ++n;
+  return n;
+}
+} // namespace
+
+TEST_CASE("the unfiltered page opens with a card per story two sites tell; the latest headlines "
+          "after it leave the card's out") {
+  const auto s = shared_story();
+  const auto html = page().render(s);
+  const auto top = html.find(
+      "<h2 id=\"top-stories-heading\" class=\"view-heading section-heading\">Top stories</h2>");
+  const auto latest = html.find("id=\"headlines-heading\"");
+  REQUIRE(top != std::string::npos);
+  REQUIRE(latest != std::string::npos);
+  CHECK(top < latest);
+  CHECK(html.find("<a class=\"skip-link\" href=\"#top-stories-heading\">") != std::string::npos);
+  // One card: the lead is the story's first headline in the page's order, the other site's beneath.
+  CHECK(occurrences(html, "<li class=\"top-story\"") == 1);
+  const auto lead = html.find("<div class=\"lead site-s000\" data-id=\"4\"");
+  const auto other = html.find("<li class=\"telling site-s001\" data-id=\"2\"");
+  CHECK(top < lead);
+  CHECK(lead < other);
+  CHECK(other < latest);
+  CHECK(html.find(">2 sources</a> · started <time class=\"ago\" datetime=\"") != std::string::npos);
+  CHECK(html.find(" · updated <time class=\"ago\"") != std::string::npos);
+  // Nothing twice: the story's headlines are in the card only; the others in the list.
+  CHECK(occurrences(html, "https://s000.test/bridge") == 1);
+  CHECK(occurrences(html, "https://s001.test/bridge") == 1);
+  CHECK(html.find("https://s000.test/rain", latest) != std::string::npos);
+  CHECK(html.find("https://s001.test/vote", latest) != std::string::npos);
+  CHECK(html.find("4 headlines") != std::string::npos); // the count is of the whole page
+  CHECK(html.find("data-last-id=\"4\"") != std::string::npos);
+
+  SUBCASE("a site's own view, a search and a story's view have no Top stories") {
+    for (auto query : {"site=s000", "q=bridge", "story=2"}) {
+      auto parsed = parse_news_query(query, s.sites);
+      REQUIRE(std::holds_alternative<news_query>(parsed));
+      const auto filtered = page().render(s, std::get<news_query>(parsed));
+      CHECK(filtered.find("Top stories") == std::string::npos);
+      CHECK(filtered.find("class=\"top-story\"") == std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("a story one site tells twice gets no card") {
+  auto s = many_sites(2);
+  s.headlines = {{{"Bridge opens", "https://s000.test/1", "s000"}, 2, 1'700'000'100'000},
+                 {{"Bridge opens: more", "https://s000.test/2", "s000"}, 1, 1'700'000'000'000}};
+  headline_list with_story;
+  for (auto item : s.headlines) {
+    item.story = 1;
+    with_story.push_back(item);
+  }
+  s.headlines = with_story;
+  const auto html = page().render(s);
+  CHECK(html.find("Top stories") == std::string::npos);
+  CHECK(html.find("<a class=\"skip-link\" href=\"#headlines-heading\">") != std::string::npos);
+}
+
+TEST_CASE("a card shows the lead and one headline of each other site, up to the bound; the story's "
+          "other headlines stay in the list with their sources") {
+  auto s = many_sites(7);
+  headline_list headlines;
+  std::int64_t id = 20;
+  auto add = [&](const std::string& site) {
+    news_item item{
+        {"Bridge " + std::to_string(id), "https://" + site + ".test/" + std::to_string(id), site},
+        id,
+        1'700'000'000'000 + id};
+    item.story = 1;
+    headlines.push_back(item);
+    --id;
+  };
+  add("s000");
+  add("s000"); // the lead's site again
+  for (const auto* site : {"s001", "s002", "s003", "s004", "s005", "s006"})
+    add(site);
+  s.headlines = headlines;
+  const auto html = page().render(s);
+  const auto latest = html.find("id=\"headlines-heading\"");
+  REQUIRE(latest != std::string::npos);
+  CHECK(occurrences(html, "<li class=\"telling ") == max_card_tellings);
+  CHECK(html.find("<div class=\"lead site-s000\" data-id=\"20\"") < latest);
+  for (const auto* site : {"s001", "s002", "s003", "s004"})
+    CHECK(html.find(std::string("<li class=\"telling site-") + site) < latest);
+  // The lead's site's second headline and the sites past the bound: in the list, linked.
+  for (const auto* site : {"s000", "s005", "s006"})
+    CHECK(html.find(std::string("<li class=\"headline site-") + site, latest) != std::string::npos);
+  CHECK(occurrences(html, ">7 sources</a>") == 1 + 3);
+}

@@ -126,18 +126,30 @@ TEST_CASE("a story's coverage replaces the snapshot's headlines, without sites n
 TEST_CASE("the page links a headline to its story's coverage when two sites or more tell it") {
   const auto page = news_page::load(std::string(NEWSDESK_SOURCE_DIR) + "/templates");
   const auto snapshot = sample();
-  auto html = page.render(snapshot);
+  auto count_links = [](const std::string& html) {
+    std::size_t links = 0;
+    for (auto at = html.find("class=\"sources\""); at != std::string::npos;
+         at = html.find("class=\"sources\"", at + 1))
+      ++links;
+    return links;
+  };
+  // A view of some sites lists every headline: stories 4 and 1 have two sources each, on each of
+  // their headlines; 6 and 7 have one.
+  const auto sites = std::get<news_query>(parse_news_query("site=a&site=b&site=c", snapshot.sites));
+  auto html = page.render(snapshot, sites);
   CHECK(html.find("data-story=\"4\"") != std::string::npos);
-  // Stories 4 and 1 have two sources each, on each of their headlines; 6 and 7 have one.
   CHECK(html.find("<a class=\"sources\" href=\"/news?story=4\">2 sources</a>") !=
         std::string::npos);
   CHECK(html.find("<a class=\"sources\" href=\"/news?story=1\">2 sources</a>") !=
         std::string::npos);
-  std::size_t links = 0;
-  for (auto at = html.find("class=\"sources\""); at != std::string::npos;
-       at = html.find("class=\"sources\"", at + 1))
-    ++links;
-  CHECK(links == 5);
+  CHECK(count_links(html) == 5);
+  // The unfiltered page shows stories 4 and 1 as cards instead, each with one link; story 1's
+  // second headline of site a stays in the list, with its own.
+  html = page.render(snapshot);
+  CHECK(html.find("<li class=\"top-story\" data-story=\"4\">") <
+        html.find("<li class=\"top-story\" data-story=\"1\">"));
+  CHECK(count_links(html) == 3);
+  CHECK(html.find("<li class=\"headline site-a\" data-id=\"1\"") != std::string::npos);
 
   // The story's own view says what it is, links nowhere else, and its live events and feeds keep
   // to the story.
