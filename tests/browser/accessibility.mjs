@@ -2,8 +2,8 @@
 // page against WCAG 2.2 A and AA and axe's best practices in light and dark, on a 1280x800 desktop
 // and on a 390x844 phone, with every kind of site on it (dark and light site colours, a failed
 // site, a stale one, a right-to-left title), headlines read and new since the last visit, and the
-// problem details opened, and a story two sites tell in a "Top stories" card; then again with the
-// list of keys open. Any violation fails the test.
+// problem details opened, and a story two sites tell in a "Top stories" card (the list compact on
+// the dark desktop); then again with the list of keys open. Any violation fails the test.
 // It also checks what axe does not: the layout on a phone (one line of site chips, no sideways
 // scrolling of the page), the search button's contrast with the page, the headings, right-to-left
 // titles, and every focus ring, reached by Tab: it must show, and contrast at least 3:1 with the
@@ -80,10 +80,13 @@ async function check(browser, colorScheme, width, height, marks) {
   const label = `${colorScheme} ${width}px`;
   const context = await browser.newContext({ colorScheme, viewport: { width, height } });
   // A reader who was here before: some headlines read, some new since that visit.
-  await context.addInitScript(({ read, lastSeen }) => {
+  // On the dark desktop, one who chose the compact list.
+  const compact = colorScheme === "dark" && width > 500;
+  await context.addInitScript(({ read, lastSeen, compact }) => {
     localStorage.setItem("newsdesk:read", JSON.stringify(read));
     localStorage.setItem("newsdesk:last-seen:all", String(lastSeen));
-  }, marks);
+    if (compact) localStorage.setItem("newsdesk:compact", "on");
+  }, { ...marks, compact });
   const page = await watchedPage(context);
   await page.goto(`${newsdesk.base}/news`, { waitUntil: "load" });
   await page.locator("#live").filter({ hasText: "live" }).waitFor({ state: "visible", timeout: 10000 });
@@ -142,6 +145,7 @@ async function check(browser, colorScheme, width, height, marks) {
   const card = page.locator(".top-story", { has: page.locator("a.story", { hasText: "Markets rally as inflation cools" }) });
   assert((await card.count()) === 1 && (await card.locator("a.story").count()) === 2, `${label}: the shared story is one card with both headlines`);
   assert(/^2 sources/.test((await card.locator(".story-meta").textContent()).trim()), `${label}: the card says 2 sources`);
+  assert((await page.locator("body.compact").count()) === (compact ? 1 : 0), `${label}: the list is ${compact ? "" : "not "}compact`);
   const results = await new AxeBuilder({ page }).withTags(axeTags).analyze();
   await page.screenshot({ path: join(artifacts, `news-${colorScheme}-${width}.png`), fullPage: true });
   assert(results.violations.length === 0, `${label}: axe violations:\n${explain(results.violations)}`);
