@@ -47,18 +47,20 @@ void representation_cache::get(const std::string& key, std::uint64_t version, bo
     }
     ++counters_.misses;
     e.waiting.emplace_back(version, std::move(done));
-    if (e.building) {
-      // One build per key at a time. A newer version waits for it, and only the newest: the
-      // versions it supersedes are never built (with changes every few milliseconds, builds
-      // started for each would pile up, each holding its snapshot).
-      if (e.building_version < version && (!e.next || e.next->version < version)) {
+    if (e.building_version >= version && e.building)
+      return; // a build under way answers this request too
+    if (e.building >= max_builds) {
+      // Builds for older versions hold the entry's share: this version waits for one of them to
+      // end, and only the newest asked for (with changes every few milliseconds, builds started
+      // for each would pile up, each holding its snapshot).
+      if (!e.next || e.next->version < version) {
         if (e.next)
           ++counters_.superseded;
         e.next = pending_build{version, build_on, std::move(build)};
       }
       return;
     }
-    e.building = true;
+    ++e.building;
     e.building_version = version;
     previous = e.ready;
   }
@@ -99,7 +101,7 @@ void representation_cache::finish(const std::string& key, std::uint64_t version,
     // Entries being built are never dropped or evicted.
     auto& e = entries_.at(key);
     ++counters_.builds;
-    if (built && e.ready && e.version > version) {
+    if (e.ready && e.version > version) {
       built = e.ready; // something newer got in first (never replaced by older)
       version = e.version;
     } else if (built) {
@@ -112,24 +114,24 @@ void representation_cache::finish(const std::string& key, std::uint64_t version,
       if (!e.pinned)
         unpinned_bytes_ += built->bytes();
     }
+    --e.building;
     if (e.next) {
       next = std::move(e.next);
       e.next.reset();
-      e.building_version = next->version;
+      ++e.building;
+      e.building_version = std::max(e.building_version, next->version);
       previous = e.ready;
-    } else {
-      e.building = false;
     }
-    // Those who asked for this version or an older one have their answer; those who asked for
-    // a newer one wait for the next build, which is the newest asked for: nobody waits for more
-    // than the build under way and one more.
+    // Those who asked for the version now held or an older one have their answer; those who
+    // asked for a newer one wait for the build of it under way: nobody waits for more than the
+    // builds under way and one more. With none left (a build failed), everyone is answered.
     std::erase_if(e.waiting, [&](auto& w) {
-      if (next && w.first > version)
+      if (e.building && w.first > std::max(version, e.version))
         return false;
       answered.push_back(std::move(w.second));
       return true;
     });
-    if (!next)
+    if (!e.building)
       evict_locked();
   }
   for (auto& w : answered)

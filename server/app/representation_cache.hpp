@@ -4,7 +4,8 @@
 // headlines. A request finds it ready and is answered at once with precompressed bytes; a
 // representation that is missing or older than the request's version is built on the worker
 // pool, never on a network thread, once: requests that arrive while it builds wait for that
-// build. One build per entry at a time: a newer version asked for meanwhile is built next, and
+// build. At most two builds per entry at a time (a newer version need not wait for an older
+// build, but builds cannot pile up): a newer version asked for beyond that is built next, and
 // only the newest (the others are superseded, never built). When a rebuild produces the same bytes,
 // the previous representation is kept (same ETag, same Last-Modified, no compression).
 //
@@ -73,13 +74,14 @@ class representation_cache {
   struct entry {
     std::uint64_t version = 0;
     bool pinned = false;
-    bool building = false;
-    std::uint64_t building_version = 0;
+    unsigned building = 0;              // builds under way (at most max_builds)
+    std::uint64_t building_version = 0; // the newest of them
     std::optional<pending_build> next;
     std::shared_ptr<const representation> ready;
     std::vector<std::pair<std::uint64_t, handler>> waiting; // with the version each asked for
     std::list<std::string>::iterator lru;                   // unpinned only
   };
+  static constexpr unsigned max_builds = 2; // per entry at a time
   void launch(const std::string& key, std::uint64_t version,
               const boost::asio::any_io_executor& build_on, builder build,
               std::shared_ptr<const representation> previous);

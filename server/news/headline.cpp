@@ -74,14 +74,6 @@ headline_list::replace(const std::vector<const site_items*>& gone,
   return out;
 }
 
-std::vector<news_item> headline_list::copy() const {
-  std::vector<news_item> out;
-  out.reserve(items_.size());
-  for (const auto* item : items_)
-    out.push_back(*item);
-  return out;
-}
-
 std::string headlines_json(const std::vector<news_item>& items) {
   return nlohmann::json(items).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -118,8 +118,6 @@ class headline_list {
   headline_list replace(const std::vector<const site_items*>& gone,
                         const std::vector<std::shared_ptr<const site_items>>& added) const;
 
-  std::vector<news_item> copy() const;
-
  private:
   std::vector<const news_item*> items_;
   // What keeps the pointed-to headlines alive: sites' vectors and headlines held alone.
