@@ -9,14 +9,9 @@
 // titles, and every focus ring, reached by Tab: it must show, and contrast at least 3:1 with the
 // background it is drawn on (WCAG 2.4.7, 1.4.11), as must the "new" ring; each headline is one
 // tab stop. Screenshots of each go to $NEWSDESK_ARTIFACTS.
-import { assert, artifacts, cnnPage, eventually, join, launchBrowser, run, skip, startNewsdesk, startStandin, watchedPage } from "./harness.mjs";
+import { assert, artifacts, cnnPage, eventually, join, launchBrowser, loadAxe, run, startNewsdesk, startStandin, watchedPage } from "./harness.mjs";
 
-let AxeBuilder;
-try {
-  ({ default: AxeBuilder } = await import("@axe-core/playwright"));
-} catch (e) {
-  skip("@axe-core/playwright is not installed: run `npm ci --prefix tests/browser` (scripts/test does)");
-}
+const AxeBuilder = await loadAxe();
 
 const sites = [
   { name: "blue", colour: "#1d4ed8", display_name: "Blue Desk", stories: ["Markets rally as inflation cools", "Storm heads for the coast, thousands evacuate"] },

@@ -22,14 +22,9 @@
 //     but for a quiet dash on the chip;
 //   - the live indicator stops saying "live" when the server stops streaming.
 // Screenshots go to $NEWSDESK_ARTIFACTS. Run by ctest (tests/browser/CMakeLists.txt).
-import { artifacts, assert, cnnPage, eventually, join, launchBrowser, run, skip, startNewsdesk, startStandin, titles, watchedPage } from "./harness.mjs";
+import { artifacts, assert, cnnPage, eventually, join, launchBrowser, loadAxe, run, startNewsdesk, startStandin, titles, watchedPage } from "./harness.mjs";
 
-let AxeBuilder;
-try {
-  ({ default: AxeBuilder } = await import("@axe-core/playwright"));
-} catch (e) {
-  skip("@axe-core/playwright is not installed: run `npm ci --prefix tests/browser` (scripts/test does)");
-}
+const AxeBuilder = await loadAxe();
 
 const sites = [
   { name: "alpha", colour: "#1d4ed8", display_name: "Alpha Desk", count: 36 },

@@ -18,6 +18,15 @@ const standinBinary = env.STANDIN_CONTROL;
 const sourceDir = env.NEWSDESK_SOURCE_DIR;
 export const artifacts = env.NEWSDESK_ARTIFACTS || join(process.cwd(), "artifacts");
 
+// axe-core's Playwright builder; its absence skips the test (fails it in CI, as skip() does).
+export async function loadAxe() {
+  try {
+    return (await import("@axe-core/playwright")).default;
+  } catch (e) {
+    skip("@axe-core/playwright is not installed: run `npm ci --prefix tests/browser` (scripts/test does)");
+  }
+}
+
 export function skip(why) {
   if (env.NEWSDESK_REQUIRE_CHROMIUM === "1") {
     console.log(`FAILED: ${why} (NEWSDESK_REQUIRE_CHROMIUM=1)`);
