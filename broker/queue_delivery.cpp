@@ -231,13 +231,14 @@ void queue_delivery::expire_backlog(channel& ch) {
   backlog_total_ -= ch.backlog_bytes + ch.backlog.size() * run_overhead;
   sub(ctx_.ctr.backlog_messages, ch.backlog_messages);
   sub(ctx_.ctr.backlog_bytes, ch.backlog_bytes);
-  add(ctx_.ctr.drop_expired, ch.backlog_messages);
+  const auto dropped = ch.backlog_messages;
   ch.backlog.clear();
   ch.backlog_messages = 0;
   ch.backlog_bytes = 0;
   resume_blocked(ch);
   resume_starved();
   index_.maybe_erase(ch);
+  add(ctx_.ctr.drop_expired, dropped);
 }
 
 void queue_delivery::reset() {
