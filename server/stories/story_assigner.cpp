@@ -21,7 +21,7 @@ namespace {
 // join_similarity and at least join_coherence times the story's coherence (the mean cosine of
 // its own headlines to it): a tight story asks for a close resemblance, a broad one less.
 constexpr double join_similarity = 0.1;
-constexpr double join_coherence = 0.35;
+constexpr double join_coherence = 0.3;
 // Two stories merge when the cosine of their centroids is at least merge_similarity, or
 // small_merge_similarity when either has fewer than min_merge_size headlines: a small story's
 // centroid is a headline or two, and two of those alike in a couple of broad words ("US",
@@ -33,6 +33,12 @@ constexpr std::size_t min_merge_size = 3;
 // which have the word, when name_concentration of all headlines that have it are in the story.
 constexpr std::size_t min_named_story = 3;
 constexpr double name_concentration = 0.7;
+// A headline joining a story that has one of its site's headlines already needs
+// same_site_factor times the resemblance: one site's several headlines on one subject (a front
+// page's live coverage of a war) are more often a topic than one event.
+constexpr double same_site_factor = 2.0;
+// Sites listed per story; a story with more has many sources and is not one site's topic.
+constexpr std::size_t max_story_sites = 16;
 // Words kept per story (its heaviest); the rest of its centroid is forgotten.
 constexpr std::size_t max_story_terms = 64;
 // Live stories listed per word (the newest); older ones are still found through their rarer
@@ -71,7 +77,21 @@ struct story {
   std::int64_t first_ms = 0; // its headlines' earliest and latest times
   std::int64_t last_ms = 0;
   std::uint64_t used = 0; // when it last gained a headline, in arrivals
+  // Hashes of its headlines' sites, the first max_story_sites of them.
+  std::vector<std::uint32_t> sites;
 };
+
+// Whether every site of `small` has a headline in `large` already (as far as `large` lists).
+bool same_sites(const story& small, const story& large) {
+  return large.sites.size() < max_story_sites &&
+         std::all_of(small.sites.begin(), small.sites.end(), [&](std::uint32_t site) {
+           return std::find(large.sites.begin(), large.sites.end(), site) != large.sites.end();
+         });
+}
+
+std::uint32_t site_hash(std::string_view site) {
+  return static_cast<std::uint32_t>(std::hash<std::string_view>{}(site));
+}
 
 // What `a` and `b` have in common: their dot product, how many pieces of evidence they share
 // (words, the words of one name in `a` counting once), and (of `b`, the story) the last shared
@@ -79,7 +99,8 @@ struct story {
 struct overlap {
   double dot = 0;
   std::size_t shared = 0;
-  const weighted_term* in_story = nullptr;
+  const weighted_term* in_a = nullptr;
+  const weighted_term* in_b = nullptr;
 };
 
 overlap common(const weighted& a, const weighted& b) {
@@ -97,7 +118,8 @@ overlap common(const weighted& a, const weighted& b) {
       if (i->name == 0 || (names_seen & (1U << i->name)) == 0)
         ++o.shared;
       names_seen |= i->name == 0 ? 0U : 1U << i->name;
-      o.in_story = &*j;
+      o.in_a = &*i;
+      o.in_b = &*j;
       ++i;
       ++j;
     }
@@ -146,6 +168,18 @@ struct story_assigner::state {
     for (auto& t : v)
       t.weight = static_cast<float>(t.weight / n);
     return v;
+  }
+
+  // The headline as a story of one (not live: in no posting list).
+  story story_of(const story_headline& h) {
+    story one;
+    one.id = h.id;
+    one.centroid = vector_of(h);
+    one.norm = one.centroid.empty() ? 0 : 1;
+    one.size = 1;
+    one.first_ms = one.last_ms = h.time_ms;
+    one.sites = {site_hash(h.site)};
+    return one;
   }
 
   // Halves every count and drops the words no story uses whose count falls below one: the
@@ -213,10 +247,9 @@ struct story_assigner::state {
     return s;
   }
 
-  // Adds `v` (a headline, or another story's centroid: `size` headlines from `first_ms` to
-  // `last_ms`) to story `s`.
-  void join(story& s, const weighted& v, std::size_t size, std::int64_t first_ms,
-            std::int64_t last_ms) {
+  // Adds `other` (a headline as a story of one, or a story absorbed) to story `s`.
+  void join(story& s, const story& other) {
+    const auto& v = other.centroid;
     auto& sum = scratch; // reused: joins allocate only when a centroid outgrows it
     sum.clear();
     auto i = s.centroid.begin();
@@ -246,9 +279,13 @@ struct story_assigner::state {
     }
     s.centroid.swap(sum);
     s.norm = length(s.centroid);
-    s.size += size;
-    s.first_ms = std::min(s.first_ms, first_ms);
-    s.last_ms = std::max(s.last_ms, last_ms);
+    s.size += other.size;
+    s.first_ms = std::min(s.first_ms, other.first_ms);
+    s.last_ms = std::max(s.last_ms, other.last_ms);
+    for (auto site : other.sites)
+      if (s.sites.size() < max_story_sites &&
+          std::find(s.sites.begin(), s.sites.end(), site) == s.sites.end())
+        s.sites.push_back(site);
     by_use.erase({s.used, s.id});
     s.used = arrivals;
     by_use.insert({s.used, s.id});
@@ -270,10 +307,10 @@ struct story_assigner::state {
            t.headlines >= name_concentration * t.term->frequency;
   }
 
-  // Live stories sharing a word with `v`, except `except`, that could pass most_similar's
-  // tests: those sharing two words or more, and (`joining` a headline) the stories large
-  // enough to be named by one word. Most live stories are a single headline, so this spares
-  // comparing whole vectors with most of them.
+  // Live stories sharing a word with `v`, except `except` (what is compared), that could pass
+  // most_similar's tests: those sharing two words or more, those large enough to be named by
+  // one word, and (when `except` is a large story, not a headline `joining`) any small one. Most
+  // live stories are a single headline, so this spares comparing whole vectors with most of them.
   static std::vector<const story*> candidates(const weighted& v, const story* except,
                                               bool joining) {
     std::vector<const story*> listed;
@@ -283,34 +320,53 @@ struct story_assigner::state {
     std::vector<const story*> found;
     for (auto i = listed.begin(); i != listed.end();) {
       auto run = std::find_if(i, listed.end(), [&](const story* s) { return s != *i; });
-      if (*i != except && (run - i >= 2 || (joining && (*i)->size >= min_named_story)))
+      const bool one_word =
+          (*i)->size >= min_named_story || (!joining && except->size >= min_named_story);
+      if (*i != except && (run - i >= 2 || one_word))
         found.push_back(*i);
       i = run;
     }
     return found;
   }
 
-  // Of the stories found through the words of `probe`, the one most similar to `v` (`v_size`
-  // headlines, length `v_norm`, spanning [first_ms, last_ms]) and its score (>= 1: similar
-  // enough); ties go to the older story.
-  std::pair<std::int64_t, double> most_similar(const weighted& probe, const weighted& v,
-                                               double v_norm, std::size_t v_size,
-                                               std::int64_t first_ms, std::int64_t last_ms,
-                                               const story* except, bool joining) const {
+  // Of the live stories found through the words of `probe`, the one most similar to `v` (a
+  // headline `joining`, as a story of one, or a live story after it grew) and its score (>= 1:
+  // similar enough); ties go to the older story.
+  std::pair<std::int64_t, double> most_similar(const weighted& probe, const story& v,
+                                               bool joining) const {
     std::pair<std::int64_t, double> best{0, 0};
-    if (v_norm <= 0)
+    if (v.norm <= 0)
       return best;
-    for (const story* candidate : candidates(probe, except, joining)) {
+    const auto v_size = v.size;
+    for (const story* candidate : candidates(probe, &v, joining)) {
       const auto& s = *candidate;
-      if (!near_in_time(first_ms, last_ms, s.first_ms, s.last_ms))
+      if (!near_in_time(v.first_ms, v.last_ms, s.first_ms, s.last_ms))
         continue;
-      const auto o = common(v, s.centroid);
-      if (o.shared == 0 || (o.shared == 1 && !(joining && names_story(*o.in_story, s))))
+      const auto o = common(v.centroid, s.centroid);
+      if (o.shared == 0)
         continue;
-      const double cosine = s.norm > 0 ? o.dot / (v_norm * s.norm) : 0;
-      const double needed = joining                                     ? join_threshold(s)
-                            : std::min(s.size, v_size) < min_merge_size ? small_merge_similarity
-                                                                        : merge_similarity;
+      // A small story meeting a large one is judged as its headlines would be joining it: a
+      // headline that came before the story grew could not have joined it then.
+      const story* large = nullptr;
+      const story* small = nullptr;
+      const weighted_term* in_large = nullptr;
+      if (joining || (v_size < min_merge_size && s.size >= min_merge_size)) {
+        large = &s;
+        small = &v;
+        in_large = o.in_b;
+      } else if (s.size < min_merge_size && v_size >= min_merge_size) {
+        large = &v;
+        small = &s;
+        in_large = o.in_a;
+      }
+      if (o.shared == 1 && !(large != nullptr && names_story(*in_large, *large)))
+        continue;
+      const double cosine = s.norm > 0 ? o.dot / (v.norm * s.norm) : 0;
+      double needed = large != nullptr                            ? join_threshold(*large)
+                      : std::min(s.size, v_size) < min_merge_size ? small_merge_similarity
+                                                                  : merge_similarity;
+      if (large != nullptr && same_sites(*small, *large))
+        needed *= same_site_factor;
       const double score = cosine / needed;
       if (score > best.second || (score == best.second && s.id < best.first))
         best = {s.id, score};
@@ -322,13 +378,9 @@ struct story_assigner::state {
   std::int64_t merge(std::int64_t a, std::int64_t b) {
     const auto into = std::min(a, b);
     const auto from = std::max(a, b);
-    auto& absorbed = live.at(from);
-    const auto centroid = absorbed.centroid;
-    const auto size = absorbed.size;
-    const auto first = absorbed.first_ms;
-    const auto last = absorbed.last_ms;
+    const auto absorbed = live.at(from);
     close(from);
-    join(live.at(into), centroid, size, first, last);
+    join(live.at(into), absorbed);
     remember_merge(from, into);
     return into;
   }
@@ -349,8 +401,7 @@ struct story_assigner::state {
     for (;;) {
       const auto& s = live.at(id);
       // Only what shares words with the headline just joined can have come closer.
-      auto [other, score] =
-          most_similar(headline, s.centroid, s.norm, s.size, s.first_ms, s.last_ms, &s, false);
+      auto [other, score] = most_similar(headline, s, false);
       if (other == 0 || score < 1)
         return id;
       auto into = merge(id, other);
@@ -381,28 +432,24 @@ std::int64_t story_assigner::assign(const story_headline& headline,
                                     std::vector<story_merge>& merges) {
   auto& s = *state_;
   s.advance(headline.id);
-  const auto v = s.vector_of(headline);
-  const auto t = headline.time_ms;
-  auto [best, score] = s.most_similar(v, v, v.empty() ? 0 : 1, 1, t, t, nullptr, true);
+  const auto one = s.story_of(headline);
+  auto [best, score] = s.most_similar(one.centroid, one, true);
   if (best == 0 || score < 1) {
     // Nothing to compare on (a title of stop words) or nothing alike: a story of its own.
-    auto& opened = s.open(headline.id, headline.time_ms);
-    s.join(opened, v, 1, t, t);
+    s.join(s.open(headline.id, headline.time_ms), one);
     return headline.id;
   }
-  s.join(s.live.at(best), v, 1, t, t);
-  return s.merge_resembling(best, v, merges);
+  s.join(s.live.at(best), one);
+  return s.merge_resembling(best, one.centroid, merges);
 }
 
 void story_assigner::observe(const story_headline& headline, std::int64_t story) {
   auto& s = *state_;
   s.advance(headline.id);
-  const auto v = s.vector_of(headline);
-  const auto t = headline.time_ms;
+  const auto one = s.story_of(headline);
   story = s.resolve(story);
   auto it = s.live.find(story);
-  auto& joined = it != s.live.end() ? it->second : s.open(story, headline.time_ms);
-  s.join(joined, v, 1, t, t);
+  s.join(it != s.live.end() ? it->second : s.open(story, headline.time_ms), one);
 }
 
 void story_assigner::observe(const story_merge& merge) {

@@ -11,11 +11,16 @@
 // Candidates are found through an inverted index from words to live stories, never a scan.
 // Evidence is asked for: two shared words (the words of one name, "White House", count once),
 // or one that names the story (in most of its headlines, and most headlines with it are in the
-// story: "Titanfall", not a head of state).
+// story: "Titanfall", not a head of state). A headline joining a story that already has one of
+// its own site's headlines must resemble it more closely: one site's several headlines on one
+// subject (a front page's coverage of a war) are more often a topic than one event, while an
+// event is told by many sites.
 // A story accepts no headline seen more than a quiet period after its last one (or before its
 // first): times are the headlines' own, so a stream whose times jump about (a file of several
 // years in a random order) still keeps each year's stories apart. Two live stories that come
-// to resemble each other are merged into the older one.
+// to resemble each other are merged into the older one; a small story meeting a large one is
+// judged as its headlines would be if they joined it now (a headline that came before its
+// story grew could not have joined it then).
 //
 // A story's id is the id of the headline that started it, so ids need no sequence of their own
 // and a story outlives none of its headlines' ids.

@@ -87,6 +87,36 @@ TEST_CASE("the same event from two sites is one story; another event is another"
   CHECK(s.add("Bundesliga: Bayern beat Hertha to clinch title", "", "cnn.com") == 5);
 }
 
+TEST_CASE("one site's headlines on one subject need a closer resemblance than another site's") {
+  // The same two headlines: from two sites they are one event; from one site, a front page's
+  // several headlines on one subject (a war, a president), which are more often a topic.
+  for (const bool same_site : {false, true}) {
+    stream s;
+    auto a = s.add("Iran war: US strikes hit Tehran overnight", "", "one.example");
+    auto b = s.add("Oil jumps as Iran war strikes hit supplies", "",
+                   same_site ? "one.example" : "two.example");
+    CAPTURE(same_site);
+    CHECK((a == b) == !same_site);
+  }
+}
+
+TEST_CASE("a headline that came before its story grew is taken in once the story is large") {
+  stream s;
+  // Alone, one shared word ("Titanfall") is not enough to join a story of one.
+  auto early = s.add("Titanfall wallpapers for your phone", "", "w.example");
+  auto story = s.add("Titanfall review roundup", "", "r1.example");
+  CHECK(story != early);
+  CHECK(s.add("Titanfall review: the verdicts are in", "", "r2.example") == story);
+  CHECK(s.merges.empty());
+  // Three headlines, all with the word and nearly every headline with it: it names the story,
+  // and the early headline, judged as if it joined now, is taken in (into the older id).
+  auto third = s.add("Titanfall review: critics agree on the shooter", "", "r3.example");
+  CHECK(third == early);
+  REQUIRE(s.merges.size() == 1);
+  CHECK(s.merges[0] == story_merge{story, early});
+  CHECK(s.assigner.current(story) == early);
+}
+
 TEST_CASE("the words of one name are one piece of evidence, not two") {
   auto terms = headline_terms("Messi's visit to the White House ends his silence on politics", "");
   auto white = std::find_if(terms.begin(), terms.end(),
@@ -155,23 +185,25 @@ TEST_CASE("observing what was decided rebuilds the same state") {
       "Netflix raises prices for new subscribers", "Comcast and Time Warner Cable agree to merge",
       "Netflix price rise for new members", "Regulators question the Comcast Time Warner deal",
       "Netflix to raise subscription prices"};
+  const std::vector<std::string> sites = {"a.example", "b.example", "c.example", "d.example",
+                                          "e.example"};
   stream original;
   std::vector<std::int64_t> stories;
-  for (const auto& t : titles)
-    stories.push_back(original.add(t));
+  for (std::size_t i = 0; i < titles.size(); ++i)
+    stories.push_back(original.add(titles[i], "", sites[i]));
   story_assigner replayed;
   std::int64_t time_ms = 1'700'000'000'000;
   for (std::size_t i = 0; i < titles.size(); ++i) {
     time_ms += hour_ms / 60;
-    replayed.observe({static_cast<std::int64_t>(i) + 1, titles[i], "", "a.example", time_ms},
+    replayed.observe({static_cast<std::int64_t>(i) + 1, titles[i], "", sites[i], time_ms},
                      original.assigner.current(stories[i]));
   }
   CHECK(replayed.last_id() == original.assigner.last_id());
   CHECK(replayed.live_stories() == original.assigner.live_stories());
   std::vector<story_merge> merges;
   const std::string next = "Comcast Time Warner Cable merger faces regulators";
-  auto by_original = original.add(next);
-  auto by_replayed = replayed.assign({6, next, "", "a.example", original.time_ms}, merges);
+  auto by_original = original.add(next, "", "f.example");
+  auto by_replayed = replayed.assign({6, next, "", "f.example", original.time_ms}, merges);
   CHECK(by_original == by_replayed);
   CHECK(by_original == stories[1]);
 }
@@ -200,7 +232,7 @@ TEST_CASE("titles of nothing but stop words, punctuation or invalid UTF-8 start 
 // A floor under the score on the labelled development file, in random arrival orders with the
 // times spread, so a change that makes grouping worse fails here (bench/stories measures it).
 TEST_CASE("stories on the labelled development headlines keep B-cubed precision >= 0.85 and F1 >= "
-          "0.78") {
+          "0.83") {
   const std::filesystem::path path = NEWSDESK_SHARED_STORIES "/uci-news-dev.csv";
   std::ifstream in(path, std::ios::binary);
   REQUIRE_MESSAGE(in, "the labelled headlines are missing: " << path.string());
@@ -240,6 +272,6 @@ TEST_CASE("stories on the labelled development headlines keep B-cubed precision 
     const auto score = bcubed(labels, stories);
     INFO("seed " << seed << ": P " << score.precision << " R " << score.recall);
     CHECK(score.precision >= 0.85);
-    CHECK(score.f1() >= 0.78);
+    CHECK(score.f1() >= 0.83);
   }
 }
