@@ -307,23 +307,29 @@ struct story_assigner::state {
            t.headlines >= name_concentration * t.term->frequency;
   }
 
-  // Live stories sharing a word with `v`, except `except` (what is compared), that could pass
-  // most_similar's tests: those sharing two words or more, those large enough to be named by
-  // one word, and (when `except` is a large story, not a headline `joining`) any small one. Most
-  // live stories are a single headline, so this spares comparing whole vectors with most of them.
-  static std::vector<const story*> candidates(const weighted& v, const story* except,
-                                              bool joining) {
-    std::vector<const story*> listed;
-    for (const auto& t : v)
-      listed.insert(listed.end(), t.term->postings.begin(), t.term->postings.end());
+  // Live stories sharing a word of `probe` with `v` (what is compared, never listed) that could
+  // pass most_similar's tests: those sharing two words or more, those large enough to be named
+  // by one word, and (when `v` is a large story, not a headline `joining`) small ones sharing a
+  // word that names `v`. Most live stories are a single headline, so this spares comparing
+  // whole vectors with most of them.
+  static std::vector<const story*> candidates(const weighted& probe, const story& v, bool joining) {
+    std::vector<std::pair<const story*, bool>> listed; // (story, found through a name of v)
+    for (const auto& t : probe) {
+      bool names_v = false;
+      if (!joining && v.size >= min_named_story) {
+        auto in_v = std::lower_bound(v.centroid.begin(), v.centroid.end(), t, by_term);
+        names_v = in_v != v.centroid.end() && in_v->term == t.term && names_story(*in_v, v);
+      }
+      for (const story* s : t.term->postings)
+        listed.emplace_back(s, names_v);
+    }
     std::sort(listed.begin(), listed.end());
     std::vector<const story*> found;
     for (auto i = listed.begin(); i != listed.end();) {
-      auto run = std::find_if(i, listed.end(), [&](const story* s) { return s != *i; });
-      const bool one_word =
-          (*i)->size >= min_named_story || (!joining && except->size >= min_named_story);
-      if (*i != except && (run - i >= 2 || one_word))
-        found.push_back(*i);
+      auto run = std::find_if(i, listed.end(), [&](const auto& s) { return s.first != i->first; });
+      const bool one_word = i->first->size >= min_named_story || (run - 1)->second;
+      if (i->first != &v && (run - i >= 2 || one_word))
+        found.push_back(i->first);
       i = run;
     }
     return found;
@@ -338,7 +344,7 @@ struct story_assigner::state {
     if (v.norm <= 0)
       return best;
     const auto v_size = v.size;
-    for (const story* candidate : candidates(probe, &v, joining)) {
+    for (const story* candidate : candidates(probe, v, joining)) {
       const auto& s = *candidate;
       if (!near_in_time(v.first_ms, v.last_ms, s.first_ms, s.last_ms))
         continue;
