@@ -22,6 +22,10 @@ namespace {
 // its own headlines to it): a tight story asks for a close resemblance, a broad one less.
 constexpr double join_similarity = 0.1;
 constexpr double join_coherence = 0.3;
+// Two headlines make a story when their cosine is at least pair_similarity: what a story of
+// one shows of its event is one title, and two titles sharing a couple of rare words
+// ("undocumented man") are often two events.
+constexpr double pair_similarity = 0.4;
 // Two stories merge when the cosine of their centroids is at least merge_similarity, or
 // small_merge_similarity when either has fewer than min_merge_size headlines: a small story's
 // centroid is a headline or two, and two of those alike in a couple of broad words ("US",
@@ -371,6 +375,8 @@ struct story_assigner::state {
       double needed = large != nullptr                            ? join_threshold(*large)
                       : std::min(s.size, v_size) < min_merge_size ? small_merge_similarity
                                                                   : merge_similarity;
+      if (large != nullptr && large->size == 1)
+        needed = std::max(needed, pair_similarity);
       if (large != nullptr && same_sites(*small, *large))
         needed *= same_site_factor;
       const double score = cosine / needed;

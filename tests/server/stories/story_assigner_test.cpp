@@ -100,6 +100,17 @@ TEST_CASE("one site's headlines on one subject need a closer resemblance than an
   }
 }
 
+TEST_CASE("two titles that share a couple of words but tell different events stay apart") {
+  stream s;
+  auto a = s.add("US judge arrested for allowing undocumented man to escape immigration agents", "",
+                 "one.example");
+  auto b = s.add("Federal agents break undocumented man's car window", "", "two.example");
+  CHECK(a != b);
+  // A second title of the first event, from a third site, is close enough.
+  CHECK(s.add("Judge arrested, accused of helping undocumented man escape agents", "",
+              "three.example") == a);
+}
+
 TEST_CASE("a headline that came before its story grew is taken in once the story is large") {
   stream s;
   // Alone, one shared word ("Titanfall") is not enough to join a story of one.
@@ -159,10 +170,10 @@ TEST_CASE("assignment is deterministic for an arrival order") {
 
 TEST_CASE("two stories that come to resemble each other merge into the older") {
   stream s;
-  auto a = s.add("alpha bravo");
-  auto b = s.add("charlie delta");
+  auto a = s.add("alpha bravo", "", "one.example");
+  auto b = s.add("charlie delta", "", "two.example");
   REQUIRE(a != b);
-  auto joined = s.add("alpha bravo charlie delta");
+  auto joined = s.add("alpha bravo charlie delta", "", "three.example");
   CHECK(joined == a);
   REQUIRE(s.merges.size() == 1);
   CHECK(s.merges[0] == story_merge{b, a});
@@ -173,11 +184,11 @@ TEST_CASE("two stories that come to resemble each other merge into the older") {
 
 TEST_CASE("a story stops accepting headlines after its quiet period") {
   stream s(story_limits{std::chrono::hours(2)});
-  auto a = s.add("Pizza maker Sbarro files for Chapter 11 bankruptcy");
+  auto a = s.add("Pizza maker Sbarro files for Chapter 11 bankruptcy", "", "one.example");
   s.time_ms += 3 * hour_ms;
-  auto later = s.add("Pizza maker Sbarro files for Chapter 11 bankruptcy");
+  auto later = s.add("Pizza maker Sbarro files for Chapter 11 bankruptcy", "", "one.example");
   CHECK(later != a);
-  CHECK(s.add("Sbarro files for Chapter 11 bankruptcy protection") == later);
+  CHECK(s.add("Sbarro files for Chapter 11 bankruptcy protection", "", "two.example") == later);
 }
 
 TEST_CASE("observing what was decided rebuilds the same state") {

@@ -62,7 +62,7 @@ TEST_CASE("--stories names the line of a row it cannot read, and assigns the oth
                        "2,\xff\xfe broken title,u,h,2000\n"
                        "3,Sbarro bankruptcy filing,u,h,soon\n"
                        "4,only two fields\n"
-                       "5,\"Pizza maker Sbarro files for bankruptcy\",u,h,5000\n");
+                       "5,\"Pizza maker Sbarro files for bankruptcy\",u,h2,5000\n");
   CHECK(r.status == 1);
   CHECK(r.out == "1\t1\n5\t1\n");
   CHECK(r.err.find(":3: row left out: TITLE is not valid UTF-8") != std::string::npos);
