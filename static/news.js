@@ -284,12 +284,13 @@
     }
   }
 
-  // Where a headline goes: newest first, headlines first seen together in their site's order
-  // (ids ascend in it), as the server sorts; on one site's view, by the site's own order.
+  // Where a headline goes: by its page time (when first seen, a minute earlier per headline its
+  // site's refresh found before it, so one refresh's sites interleave), then by id, as the
+  // server sorts; on one site's view, by the site's own order.
   function comesBefore(item, other) {
     if (order === "site") return Number(item.dataset.rank) <= Number(other.dataset.rank);
-    const a = Date.parse(item.dataset.firstSeen);
-    const b = Date.parse(other.dataset.firstSeen);
+    const a = Date.parse(item.dataset.pageTime);
+    const b = Date.parse(other.dataset.pageTime);
     if (a !== b) return a > b;
     return Number(item.dataset.id) < Number(other.dataset.id);
   }
@@ -298,7 +299,7 @@
     const item = document.createElement("li");
     item.className = "headline just-arrived site-" + h.site;
     item.dataset.id = String(h.id);
-    item.dataset.firstSeen = h.first_seen;
+    item.dataset.pageTime = h.page_time;
     item.dataset.rank = String(h.rank);
     item.dataset.site = h.site;
     if (Number.isSafeInteger(h.story)) item.dataset.story = String(h.story);
@@ -448,6 +449,7 @@
     }
     if (!h || typeof h.title !== "string" || !isHttp(h.url) || !/^[a-z0-9_-]+$/.test(h.site)) return;
     if (!Number.isSafeInteger(h.id) || typeof h.first_seen !== "string") return;
+    if (typeof h.page_time !== "string") h.page_time = h.first_seen;
     if (!Number.isSafeInteger(h.rank)) h.rank = 0;
     if (typeof h.site_display_name !== "string") h.site_display_name = h.site;
     if (seen.has(h.url)) return;

@@ -21,6 +21,7 @@ void to_json(nlohmann::json& j, const news_item& item) {
        {"url", item.headline.url},
        {"site", item.headline.site},
        {"first_seen", iso8601_ms(item.first_seen_ms)},
+       {"page_time", iso8601_ms(page_time(item))},
        {"rank", item.rank},
        {"new", item.is_new},
        {"story", item.story}};

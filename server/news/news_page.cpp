@@ -338,6 +338,7 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
     entry.set("site", h.site);
     entry.set("rank", std::to_string(item.rank));
     entry.set("first_seen", iso8601_ms(item.first_seen_ms));
+    entry.set("page_time", iso8601_ms(page_time(item)));
     entry.set("first_seen_title", full_time(item.first_seen_ms));
     entry.set("first_seen_ago", age_text(item.first_seen_ms, now));
     // Dashed "not updating" boxes tell a site's own failure; a renderer's is its notice's to tell.

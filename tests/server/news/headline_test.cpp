@@ -23,10 +23,11 @@ news_item item(std::int64_t id, std::string title, std::string url, std::string 
 
 } // namespace
 
-TEST_CASE("a headline has one JSON shape: id, title, url, site, first_seen (UTC), rank, new and "
-          "story") {
+TEST_CASE("a headline has one JSON shape: id, title, url, site, first_seen (UTC), page_time, rank, "
+          "new and story") {
   auto i = item(42, "Title", "https://a.example/1", "cnn", 1'795'000'000'123, true);
   i.rank = 3;
+  i.batch_rank = 2; // two of its site's headlines of the same refresh come before it
   i.story = 40;
   nlohmann::json j = i;
   CHECK(j == nlohmann::json{{"id", 42},
@@ -34,6 +35,7 @@ TEST_CASE("a headline has one JSON shape: id, title, url, site, first_seen (UTC)
                             {"url", "https://a.example/1"},
                             {"site", "cnn"},
                             {"first_seen", "2026-11-18T11:06:40.123Z"},
+                            {"page_time", "2026-11-18T11:04:40.123Z"},
                             {"rank", 3},
                             {"new", true},
                             {"story", 40}});
