@@ -253,6 +253,51 @@ bool host_ok(const http::request<http::string_body>& msg) {
   return hosts == 1;
 }
 
+// A request refused for how it is framed or addressed: its status and text (status 0: none).
+struct refusal {
+  unsigned status = 0;
+  std::string text;
+};
+
+// RFC 9112's rules on a request's Host and framing that the parser leaves to the server, in
+// one place. Transfer-Encoding (6.1, 6.3): a list whose last coding is not chunked leaves the
+// body's length unknown (the parser reads no body, and the body's bytes would be taken for the
+// next request: smuggling), so it is a 400 and the connection closes; in HTTP/1.0 it is faulty
+// framing; chunked twice is malformed; other codings are not implemented here (501).
+refusal check_request(const http::request<http::string_body>& msg) {
+  if (!host_ok(msg))
+    return {400, "Bad Request: HTTP/1.1 needs one Host header"};
+  if (msg.count(http::field::transfer_encoding) == 0)
+    return {};
+  if (msg.version() < 11)
+    return {400, "Bad Request: Transfer-Encoding in an HTTP/1.0 request"};
+  std::vector<std::string_view> codings; // of every Transfer-Encoding line, in order
+  const auto [first, last] = msg.equal_range(http::field::transfer_encoding);
+  for (auto field = first; field != last; ++field) {
+    std::string_view list = field->value();
+    while (!list.empty()) {
+      auto comma = list.find(',');
+      auto coding = list.substr(0, comma);
+      list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+      while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t'))
+        coding.remove_prefix(1);
+      while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t'))
+        coding.remove_suffix(1);
+      if (!coding.empty())
+        codings.push_back(coding);
+    }
+  }
+  if (codings.empty() || !beast::iequals(codings.back(), "chunked"))
+    return {400, "Bad Request: Transfer-Encoding must end with chunked"};
+  codings.pop_back();
+  if (std::any_of(codings.begin(), codings.end(),
+                  [](std::string_view c) { return beast::iequals(c, "chunked"); }))
+    return {400, "Bad Request: chunked applied more than once"};
+  if (!codings.empty())
+    return {501, "Not Implemented: transfer coding " + std::string(codings.front().substr(0, 64))};
+  return {};
+}
+
 // The Date header's value (RFC 9110 6.6.1: an origin server with a clock sends one), formatted
 // once a second per thread.
 const std::string& date_now() {
@@ -390,9 +435,9 @@ class session : public connection_base, public std::enable_shared_from_this<sess
       keep_alive_ = false;
       return do_write(over_budget());
     }
-    if (!host_ok(msg)) {
-      keep_alive_ = false;
-      return do_write(text_response(400, "Bad Request: HTTP/1.1 needs one Host header"));
+    if (auto refused = check_request(msg); refused.status != 0) {
+      keep_alive_ = false; // what follows on the connection cannot be told apart from a body
+      return do_write(text_response(refused.status, std::move(refused.text)));
     }
 
     http_request req = to_request(msg);
@@ -748,8 +793,8 @@ unsigned read_requests(std::string_view bytes, std::size_t chunk, const http_ser
     if (ec)
       return status_for_read_error(ec);
     auto& msg = parser.get();
-    if (!host_ok(msg))
-      return 400;
+    if (auto refused = check_request(msg); refused.status != 0)
+      return refused.status;
     const bool keep_alive = msg.keep_alive();
     on_request(to_request(msg));
     if (!keep_alive)

@@ -1,0 +1,60 @@
+// Hostile input, third round (issue 30): each attack as it was found, against the real binary.
+#include "tests/support/harness.hpp"
+#include "tests/support/http_get.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+using namespace newsdesk::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+// How many answers came back on a connection (each has one Server header).
+std::size_t answers(const std::string& bytes) {
+  return count(bytes, "\r\nServer: newsdesk\r\n");
+}
+
+} // namespace
+
+TEST_CASE("a Transfer-Encoding whose last coding is not chunked is a 400 that closes: its body is "
+          "never taken for a second request") {
+  newsdesk_process nd(json{{"sites", json::array()}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  // The body is a whole request of its own: smuggled, it would be answered too.
+  const std::string smuggled = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (const std::string coding : {"chunked, identity", "xchunked", "gzip", "identity",
+                                   "chunked, gzip"}) {
+    CAPTURE(coding);
+    auto answer = raw_exchange(nd.port, "POST /news HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " +
+                                            coding + "\r\n\r\n" + smuggled);
+    CHECK(answer.rfind("HTTP/1.1 400", 0) == 0);
+    CHECK(answers(answer) == 1); // one answer, then the connection closed
+    CHECK(answer.find("Transfer-Encoding must end with chunked") != std::string::npos);
+  }
+  // Two lines that together end in identity, chunked twice, and any in HTTP/1.0.
+  auto two_lines = raw_exchange(nd.port, "POST /news HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+                                         "chunked\r\nTransfer-Encoding: identity\r\n\r\n" +
+                                             smuggled);
+  CHECK(two_lines.rfind("HTTP/1.1 400", 0) == 0);
+  CHECK(answers(two_lines) == 1);
+  auto twice = raw_exchange(nd.port, "POST /news HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+                                     "chunked, chunked\r\n\r\n0\r\n\r\n" + smuggled);
+  CHECK(twice.rfind("HTTP/1.1 400", 0) == 0);
+  CHECK(answers(twice) == 1);
+  auto old = raw_exchange(nd.port, "POST /news HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" +
+                                       smuggled);
+  CHECK(old.find(" 400 ") != std::string::npos);
+  CHECK(answers(old) == 1);
+  // A coding before chunked that newsdesk does not decode: 501, closed.
+  auto gzip = raw_exchange(nd.port, "POST /news HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, "
+                                    "chunked\r\n\r\n0\r\n\r\n" + smuggled);
+  CHECK(gzip.rfind("HTTP/1.1 501", 0) == 0);
+  CHECK(answers(gzip) == 1);
+  // Chunked alone is framing as it should be: the request is answered, and the next one too.
+  auto fine = raw_exchange(nd.port, "POST /news HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+                                    "chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n" + smuggled);
+  CHECK(answers(fine) == 2);
+  CHECK(http_get(nd.port, "/healthz").status == 200);
+}
