@@ -48,6 +48,9 @@ struct direct_fetch : std::enable_shared_from_this<direct_fetch> {
       return finish_timeout();
     http_fetch_options options;
     options.timeout = remaining;
+    // Internal addresses only for a site the operator put on one (its URL an internal IP);
+    // every hop is checked, so a redirect cannot lead there either.
+    options.public_addresses_only = !names_internal_address(request.url);
     if (owner.conditional()) {
       options.headers.emplace_back("Accept", feed_accept);
       // Validators belong to the URL asked for; a redirect's target is asked plainly.
@@ -73,6 +76,8 @@ struct direct_fetch : std::enable_shared_from_this<direct_fetch> {
       return finish(failure_kind::too_large, "page too large: " + answer.error);
     case fetch_failure::bad_url:
       return finish(failure_kind::bad_address, answer.error);
+    case fetch_failure::refused_address:
+      return finish(failure_kind::bad_address, "refused " + url + ": " + answer.error);
     default:
       return finish(failure_kind::site_unreachable, "cannot fetch " + url + ": " + answer.error);
     }

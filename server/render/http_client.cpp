@@ -47,6 +47,25 @@ struct http_client::impl {
 
 namespace {
 
+// Whether connecting to `a` stays on the public Internet: not loopback, private (RFC 1918,
+// unique local), shared (100.64/10), link-local, unspecified, multicast or reserved.
+bool is_public(const net::ip::address& a) {
+  if (a.is_v6()) {
+    const auto v6 = a.to_v6();
+    if (v6.is_v4_mapped())
+      return is_public(net::ip::make_address_v4(net::ip::v4_mapped, v6));
+    const auto b = v6.to_bytes();
+    const bool unique_local = (b[0] & 0xfe) == 0xfc;
+    return !(v6.is_loopback() || v6.is_unspecified() || v6.is_link_local() || v6.is_site_local() ||
+             v6.is_multicast() || unique_local);
+  }
+  const auto b = a.to_v4().to_bytes();
+  return !(b[0] == 0 || b[0] == 10 || b[0] == 127 || b[0] >= 224 ||
+           (b[0] == 100 && (b[1] & 0xc0) == 64) || (b[0] == 169 && b[1] == 254) ||
+           (b[0] == 172 && (b[1] & 0xf0) == 16) || (b[0] == 192 && b[1] == 168) ||
+           (b[0] == 192 && b[1] == 0 && b[2] == 0) || (b[0] == 198 && (b[1] & 0xfe) == 18));
+}
+
 struct target {
   bool https = false;
   std::string host;
@@ -115,8 +134,24 @@ template <class Stream> class fetch_op : public std::enable_shared_from_this<fet
   void on_resolve(error_code ec, tcp::resolver::results_type results) {
     if (ec)
       return fail(fetch_failure::resolve, ec, "cannot resolve " + target_.host);
+    std::vector<tcp::endpoint> endpoints;
+    std::string internal;
+    for (const auto& entry : results) {
+      if (!options_.public_addresses_only || is_public(entry.endpoint().address()))
+        endpoints.push_back(entry.endpoint());
+      else if (internal.empty())
+        internal = entry.endpoint().address().to_string();
+    }
+    if (endpoints.empty()) {
+      http_fetch_result result;
+      result.failure = fetch_failure::refused_address;
+      result.error = target_.host + " is " + internal +
+                     ", an internal address: only a site whose own URL names an internal "
+                     "address is fetched from one";
+      return finish(std::move(result));
+    }
     beast::get_lowest_layer(stream_).async_connect(
-        results, beast::bind_front_handler(&fetch_op::on_connect, this->shared_from_this()));
+        endpoints, beast::bind_front_handler(&fetch_op::on_connect, this->shared_from_this()));
   }
 
   void on_connect(error_code ec, const tcp::endpoint&) {
@@ -221,6 +256,15 @@ template <class Stream> class fetch_op : public std::enable_shared_from_this<fet
 };
 
 } // namespace
+
+bool names_internal_address(std::string_view url) {
+  auto t = split_url(std::string(url));
+  if (!t)
+    return false;
+  error_code ec;
+  auto address = net::ip::make_address(t->host, ec);
+  return !ec && !is_public(address);
+}
 
 http_client::http_client(net::io_context& ioc, const tls_options& tls)
     : impl_(std::make_unique<impl>(ioc, tls)) {}

@@ -26,9 +26,29 @@ struct http_fetch_options {
   // Rendered front pages run to ~4 MB (CNN); 16 MiB leaves room and stops a runaway body.
   std::size_t max_body_bytes = 16 * 1024 * 1024;
   header_list headers; // sent in addition to Host, User-Agent and Connection
+  // Connect only to public addresses: the host's addresses that are loopback, private,
+  // link-local or otherwise internal are left out, and a host with nothing else is refused
+  // (refused_address). Checked on the addresses connected to, so a name that resolves to an
+  // internal address, or a redirect to one, cannot point newsdesk at itself or its network.
+  bool public_addresses_only = false;
 };
 
-enum class fetch_failure { none, bad_url, resolve, connect, tls, timeout, too_large, protocol, io };
+enum class fetch_failure {
+  none,
+  bad_url,
+  resolve,
+  refused_address,
+  connect,
+  tls,
+  timeout,
+  too_large,
+  protocol,
+  io
+};
+
+// Whether `url`'s host is an IP literal that is not public (127.0.0.1, 10.0.0.5, [::1]): the
+// operator named an internal address for a site, so its fetches may go to internal addresses.
+bool names_internal_address(std::string_view url);
 
 struct http_fetch_result {
   fetch_failure failure = fetch_failure::none;

@@ -1,9 +1,11 @@
 // Hostile input, third round (issue 30): each attack as it was found, against the real binary.
 #include "tests/support/harness.hpp"
 #include "tests/support/http_get.hpp"
+#include "tests/support/splash_standin.hpp"
 
 #include <doctest/doctest.h>
 
+#include <map>
 #include <string>
 
 using namespace newsdesk::testing;
@@ -24,11 +26,12 @@ TEST_CASE("a Transfer-Encoding whose last coding is not chunked is a 400 that cl
   REQUIRE_MESSAGE(nd.port != 0, nd.log());
   // The body is a whole request of its own: smuggled, it would be answered too.
   const std::string smuggled = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
-  for (const std::string coding : {"chunked, identity", "xchunked", "gzip", "identity",
-                                   "chunked, gzip"}) {
+  for (const std::string coding :
+       {"chunked, identity", "xchunked", "gzip", "identity", "chunked, gzip"}) {
     CAPTURE(coding);
-    auto answer = raw_exchange(nd.port, "POST /news HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " +
-                                            coding + "\r\n\r\n" + smuggled);
+    auto answer =
+        raw_exchange(nd.port, "POST /news HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + coding +
+                                  "\r\n\r\n" + smuggled);
     CHECK(answer.rfind("HTTP/1.1 400", 0) == 0);
     CHECK(answers(answer) == 1); // one answer, then the connection closed
     CHECK(answer.find("Transfer-Encoding must end with chunked") != std::string::npos);
@@ -40,21 +43,49 @@ TEST_CASE("a Transfer-Encoding whose last coding is not chunked is a 400 that cl
   CHECK(two_lines.rfind("HTTP/1.1 400", 0) == 0);
   CHECK(answers(two_lines) == 1);
   auto twice = raw_exchange(nd.port, "POST /news HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
-                                     "chunked, chunked\r\n\r\n0\r\n\r\n" + smuggled);
+                                     "chunked, chunked\r\n\r\n0\r\n\r\n" +
+                                         smuggled);
   CHECK(twice.rfind("HTTP/1.1 400", 0) == 0);
   CHECK(answers(twice) == 1);
-  auto old = raw_exchange(nd.port, "POST /news HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" +
-                                       smuggled);
+  auto old = raw_exchange(
+      nd.port, "POST /news HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggled);
   CHECK(old.find(" 400 ") != std::string::npos);
   CHECK(answers(old) == 1);
   // A coding before chunked that newsdesk does not decode: 501, closed.
   auto gzip = raw_exchange(nd.port, "POST /news HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, "
-                                    "chunked\r\n\r\n0\r\n\r\n" + smuggled);
+                                    "chunked\r\n\r\n0\r\n\r\n" +
+                                        smuggled);
   CHECK(gzip.rfind("HTTP/1.1 501", 0) == 0);
   CHECK(answers(gzip) == 1);
   // Chunked alone is framing as it should be: the request is answered, and the next one too.
   auto fine = raw_exchange(nd.port, "POST /news HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
-                                    "chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n" + smuggled);
+                                    "chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n" +
+                                        smuggled);
   CHECK(answers(fine) == 2);
   CHECK(http_get(nd.port, "/healthz").status == 200);
+}
+
+TEST_CASE("a site cannot point newsdesk at itself or its network: internal addresses are fetched "
+          "only for a site whose own URL names one") {
+  splash_standin origin;
+  origin.set_origin("front",
+                    cnn_page({{"https://edition.cnn.com/2015/a/index.html", "From the origin"}}));
+  // "localhost" is a name, not an address the operator chose: it resolves to loopback.
+  const auto port = origin.base_url().substr(origin.base_url().rfind(':') + 1);
+  newsdesk_process nd(json{{"renderer", "direct"},
+                           {"sites",
+                            {site("named", "cnn", "http://localhost:" + port + "/origin/front"),
+                             site("chosen", "cnn", origin.base_url() + "/origin/front")}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  auto j = json::parse(http_get(nd.port, "/news.json").body);
+  std::map<std::string, json> sites;
+  for (const auto& s : j.at("sites"))
+    sites[s.at("name")] = s;
+  // The operator's own choice of an internal address is fetched.
+  CHECK(sites.at("chosen").at("headline_count") == 1);
+  // A name that leads to loopback is refused, saying why.
+  CHECK(sites.at("named").at("failure") == "bad_address");
+  const std::string error = sites.at("named").at("error");
+  CHECK(error.find("localhost is 127.0.0.1") != std::string::npos);
+  CHECK(error.find("an internal address") != std::string::npos);
 }

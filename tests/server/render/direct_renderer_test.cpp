@@ -179,3 +179,18 @@ TEST_CASE("feed: polls conditionally; a 304 gives the feed it remembered, a chan
   CHECK(r.render(url).html == v2);
   CHECK(origin.origin_not_modified() == 1);
 }
+
+TEST_CASE("a site's URL names an internal address only when its host is a non-public IP") {
+  for (const char* url : {"http://127.0.0.1:8080/", "http://10.1.2.3/", "http://172.16.0.9/",
+                          "http://192.168.1.1/", "http://169.254.169.254/latest/meta-data/",
+                          "http://100.64.0.1/", "http://0.0.0.0/", "http://[::1]:8050/",
+                          "http://[fd00::1]/", "http://[fe80::1]/", "http://[::ffff:127.0.0.1]/"}) {
+    CAPTURE(url);
+    CHECK(names_internal_address(url));
+  }
+  for (const char* url : {"https://www.bbc.com/news", "http://localhost:8080/", "http://8.8.8.8/",
+                          "http://172.32.0.1/", "http://[2001:4860:4860::8888]/", "not a url"}) {
+    CAPTURE(url);
+    CHECK_FALSE(names_internal_address(url));
+  }
+}
