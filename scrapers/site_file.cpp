@@ -603,8 +603,8 @@ std::unique_ptr<scraper> parse_site_file(std::string_view json_text,
   }
   info.display_name = display_name_from(info.name);
   if (j.contains("display_name")) {
-    info.display_name =
-        std::string(trim_ascii_whitespace(in.string_field(j.at("display_name"), "display_name")));
+    // Shown on the page, in logs and on terminals: no control characters, one line.
+    info.display_name = collapse_whitespace(in.string_field(j.at("display_name"), "display_name"));
     if (info.display_name.empty()) {
       in.fail("display_name", "must not be empty");
     }

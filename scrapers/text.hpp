@@ -34,19 +34,42 @@ constexpr std::string_view trim_ascii_whitespace(std::string_view text) {
 
 // Builds text with every run of whitespace collapsed to one space and none at either end, from
 // one or more chunks: a run that spans chunks (the text nodes of "a <b> b</b>") is still one
-// space.
+// space. Characters that are not text are never kept: control characters (C0, DEL and C1, which
+// reach terminals and logs as commands) and line separators count as whitespace; the invisible
+// ones that only reorder or hide text (bidirectional overrides and isolates, zero-width space,
+// byte order mark) are dropped, so a title cannot display other than it reads.
 class collapsed_text {
  public:
   void append(std::string_view chunk) {
-    for (char c : chunk) {
-      if (is_ascii_whitespace(c)) {
+    for (std::size_t i = 0; i < chunk.size(); ++i) {
+      const auto c = static_cast<unsigned char>(chunk[i]);
+      auto next = [&](std::size_t k) {
+        return i + k < chunk.size() ? static_cast<unsigned char>(chunk[i + k]) : 0;
+      };
+      if (c < 0x20 || c == 0x7f || (c == 0xc2 && next(1) >= 0x80 && next(1) <= 0x9f) ||
+          (c == 0xe2 && next(1) == 0x80 && (next(2) == 0xa8 || next(2) == 0xa9))) {
+        pending_space_ = true; // ASCII whitespace, controls, U+2028 and U+2029
+        i += c < 0x80 ? 0 : c == 0xc2 ? 1 : 2;
+        continue;
+      }
+      if (c == 0xe2 &&
+          ((next(1) == 0x80 && (next(2) == 0x8b || (next(2) >= 0xaa && next(2) <= 0xae))) ||
+           (next(1) == 0x81 && next(2) >= 0xa6 && next(2) <= 0xa9))) {
+        i += 2; // U+200B, U+202A-U+202E, U+2066-U+2069
+        continue;
+      }
+      if (c == 0xef && next(1) == 0xbb && next(2) == 0xbf) {
+        i += 2; // U+FEFF
+        continue;
+      }
+      if (c == ' ') {
         pending_space_ = true;
         continue;
       }
       if (pending_space_ && !out_.empty())
         out_.push_back(' ');
       pending_space_ = false;
-      out_.push_back(c);
+      out_.push_back(static_cast<char>(c));
     }
   }
   void reserve(std::size_t bytes) { out_.reserve(bytes); }

@@ -1,6 +1,7 @@
 #include "server/app/site_commands.hpp"
 
 #include "scrapers/feed.hpp"
+#include "scrapers/headlines.hpp"
 #include "scrapers/registry.hpp"
 #include "scrapers/site_file.hpp"
 #include "scrapers/url.hpp"
@@ -19,6 +20,7 @@
 #include <optional>
 #include <ostream>
 #include <set>
+#include <unordered_map>
 
 namespace newsdesk::server {
 
@@ -234,9 +236,15 @@ int import_opml(std::vector<std::string> args, std::ostream& out, std::ostream& 
     feeds.insert(s->site().url);
 
   std::size_t written = 0;
-  for (const auto& o : outlines) {
+  // The next number to try after each name: many feeds of one title ("News") take _2, _3, ...
+  // in one pass, not each one counting up from 2 again.
+  std::unordered_map<std::string, int> next_number;
+  for (auto& o : outlines) {
+    // Titles are the list's words: printed here and shown on the page, so no control characters.
+    o.title = scrapers::collapse_whitespace(o.title);
     if (!scrapers::url::is_http_url(o.feed_url)) {
-      err << "skipped \"" << o.title << "\": its feed is not an http(s) URL: " << o.feed_url
+      err << "skipped \"" << o.title
+          << "\": its feed is not an http(s) URL: " << scrapers::collapse_whitespace(o.feed_url)
           << "\n";
       continue;
     }
@@ -246,7 +254,8 @@ int import_opml(std::vector<std::string> args, std::ostream& out, std::ostream& 
     }
     const std::string base_name = site_name_for(o.title);
     std::string name = base_name;
-    for (int n = 2; taken.find(name) || std::filesystem::exists(dir / (name + ".json")); ++n)
+    for (int& n = next_number.try_emplace(base_name, 2).first->second;
+         taken.find(name) || std::filesystem::exists(dir / (name + ".json")); ++n)
       name = base_name.substr(0, 36) + "_" + std::to_string(n);
     nlohmann::json site = {{"name", name}, {"feed", o.feed_url}};
     if (!o.title.empty())

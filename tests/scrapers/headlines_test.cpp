@@ -30,6 +30,25 @@ TEST_CASE("collapse_whitespace joins runs of ASCII whitespace and trims the ends
   CHECK(collapse_whitespace("a\xc2\xa0 b") == "a\xc2\xa0 b");
 }
 
+TEST_CASE("collapse_whitespace keeps no control character and drops what reorders or hides text") {
+  // C0 controls, DEL and C1 controls (U+0080-U+009F) separate words as whitespace does.
+  CHECK(collapse_whitespace("Bomb\x1b[31m destroyed\x7f"
+                            "jet") == "Bomb [31m destroyed jet");
+  CHECK(collapse_whitespace("\xc2\x9b"
+                            "2Jtitle\xc2\x85") == "2Jtitle");
+  CHECK(collapse_whitespace("line\xe2\x80\xa8sep") == "line sep"); // U+2028
+  // Bidi overrides and isolates, the zero-width space and the BOM are dropped.
+  CHECK(collapse_whitespace("\xef\xbb\xbf"
+                            "ab\xe2\x80\xae"
+                            "cd\xe2\x80\xac") == "abcd");
+  CHECK(collapse_whitespace("x\xe2\x81\xa6y\xe2\x81\xa9z\xe2\x80\x8bw") == "xyzw");
+  // Joiners, accents and other scripts are text.
+  CHECK(collapse_whitespace("\xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x92\xbb \xc3\xa9t\xc3\xa9") ==
+        "\xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x92\xbb \xc3\xa9t\xc3\xa9");
+  // A sequence cut at the end of a chunk is left as it is.
+  CHECK(collapse_whitespace("ab\xc2") == "ab\xc2");
+}
+
 TEST_CASE("the collector collapses whitespace in titles and resolves hrefs against the page") {
   headline_collector c("site", "https://news.test/world/index.html", empty_page());
   CHECK(c.add("  Big\n   story ", "../2024/big.html"));

@@ -89,3 +89,31 @@ TEST_CASE("a site cannot point newsdesk at itself or its network: internal addre
   CHECK(error.find("localhost is 127.0.0.1") != std::string::npos);
   CHECK(error.find("an internal address") != std::string::npos);
 }
+
+TEST_CASE("--import-opml of thousands of feeds with one title names them in one pass, and control "
+          "characters in a title reach neither the name shown nor the terminal") {
+  temp_dir dir;
+  auto sites_dir = dir.path / "sites";
+  std::string opml = R"(<?xml version="1.0"?><opml version="2.0"><head/><body>)";
+  constexpr int feeds = 3000;
+  for (int i = 0; i < feeds; ++i)
+    opml +=
+        R"(<outline text="News" xmlUrl="https://feeds.example/)" + std::to_string(i) + R"(.xml"/>)";
+  // A C1 control (CSI, U+009B: XML allows it, terminals obey it) and a bidi override.
+  opml += "<outline text=\"Evil\xC2\x9B"
+          "2J[31m title\xE2\x80\xAE"
+          "dlrow\" xmlUrl=\"https://feeds.example/evil.xml\"/></body></opml>";
+  auto file = dir.write("many.opml", opml);
+  child_process import(NEWSDESK_BINARY, {"--import-opml", file, "--sites-dir", sites_dir.string()},
+                       {}, (dir.path / "err").string());
+  CHECK(import.wait_for_line(std::to_string(feeds + 1) + " site files written", 60s).has_value());
+  CHECK(import.wait_exit(60s) == 0);
+  CHECK(fs::exists(sites_dir / "news.json"));
+  CHECK(fs::exists(sites_dir / "news_2.json"));
+  CHECK(fs::exists(sites_dir / ("news_" + std::to_string(feeds) + ".json")));
+  const auto output = import.output();
+  CHECK(output.find("\xC2\x9B") == std::string::npos);
+  CHECK(output.find("\xE2\x80\xAE") == std::string::npos);
+  auto evil = json::parse(read_file((sites_dir / "evil_2j_31m_titledlrow.json").string()));
+  CHECK(evil.at("display_name") == "Evil 2J[31m titledlrow");
+}
