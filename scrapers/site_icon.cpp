@@ -73,8 +73,8 @@ std::optional<std::string> feed_icon(std::string_view feed) {
     auto end = lowered.find("</image>", image);
     if (end != std::string::npos) {
       auto inner = feed.substr(image, end - image);
-      if (auto link = element_text(inner, std::string_view(lowered).substr(image, end - image),
-                                   "url"))
+      if (auto link =
+              element_text(inner, std::string_view(lowered).substr(image, end - image), "url"))
         return link;
     }
   }

@@ -93,8 +93,7 @@ http_response icon_response(const site_icon* icon, const http_request& request) 
     return text_response(404).with_header("Cache-Control", "no-cache");
   http_response res;
   const auto cache =
-      "public, max-age=" +
-      std::to_string(std::chrono::seconds(std::chrono::hours(24)).count());
+      "public, max-age=" + std::to_string(std::chrono::seconds(std::chrono::hours(24)).count());
   if (auto match = request.header("If-None-Match");
       match && match->find(icon->etag) != std::string_view::npos) {
     res.status = 304;
@@ -117,7 +116,7 @@ struct site_icons::impl : std::enable_shared_from_this<impl> {
   std::function<void(const std::string&, const std::string&)> on_icon;
 
   std::atomic<bool> stopped{false};
-  std::mutex mutex;                         // guards everything below
+  std::mutex mutex;                          // guards everything below
   std::map<std::string, std::int64_t> tried; // site -> the latest attempt (Unix ms)
   std::map<std::string, std::string> shown;  // site -> the ETag passed to on_icon
 

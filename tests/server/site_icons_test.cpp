@@ -115,8 +115,8 @@ TEST_CASE("site icons: fetched from the page's link or /favicon.ico, served, sho
   {
     newsdesk_process nd(cfg, {"--store", store});
     REQUIRE_MESSAGE(nd.port != 0, nd.log());
-    REQUIRE_MESSAGE(eventually([&] { return http_get(nd.port, "/sites/plain/icon").status == 200; }),
-                    nd.log());
+    REQUIRE_MESSAGE(
+        eventually([&] { return http_get(nd.port, "/sites/plain/icon").status == 200; }), nd.log());
     REQUIRE_MESSAGE(
         eventually([&] { return http_get(nd.port, "/sites/linked/icon").status == 200; }),
         nd.log());
@@ -159,9 +159,10 @@ TEST_CASE("site icons: fetched from the page's link or /favicon.ico, served, sho
   REQUIRE(eventually([&] {
     return json::parse(http_get(again.port, "/news.json").body).at("headlines").size() == 2;
   }));
-  CHECK(eventually(
-      [&] { return http_get(again.port, "/news").body.find("src=\"/sites/linked/icon\"") !=
-                   std::string::npos; }));
+  CHECK(eventually([&] {
+    return http_get(again.port, "/news").body.find("src=\"/sites/linked/icon\"") !=
+           std::string::npos;
+  }));
   CHECK(origin.requests("/origin/linked.png") == 1);
   CHECK(origin.requests("/favicon.ico") == 1);
 }
@@ -170,7 +171,8 @@ TEST_CASE("site icons: too large, HTML and SVG icons are refused, logged by site
   splash_standin origin; // no /favicon.ico: the fallback answers 404
   origin.set_origin("big", page_with_head("<link rel=icon href=/origin/big.png>", "Big headline"));
   origin.set_origin("big.png", png + std::string(200 * 1024, 'x'));
-  origin.set_origin("html", page_with_head("<link rel=icon href=/origin/err.png>", "Html headline"));
+  origin.set_origin("html",
+                    page_with_head("<link rel=icon href=/origin/err.png>", "Html headline"));
   origin.set_origin("err.png", "<!DOCTYPE html><html><body>Error</body></html>");
   origin.set_origin("svg", page_with_head("<link rel=icon href=/origin/logo.svg>", "Svg headline"));
   origin.set_origin("logo.svg", "<svg xmlns=\"http://www.w3.org/2000/svg\"><script>alert(1)"
@@ -181,25 +183,23 @@ TEST_CASE("site icons: too large, HTML and SVG icons are refused, logged by site
                              site("html", "cnn", origin.base_url() + "/origin/html"),
                              site("svg", "cnn", origin.base_url() + "/origin/svg")}}});
   REQUIRE_MESSAGE(nd.port != 0, nd.log());
-  for (auto [site, why] : {std::pair{"big", "larger than 100 KB"},
-                           std::pair{"html", "HTML page, not an image"},
-                           std::pair{"svg", "SVG image (refused"}}) {
-    CHECK_MESSAGE(eventually([&] {
-                    auto log = nd.log();
-                    for (auto at = log.find("msg=\"site icon refused\" site=" + std::string(site));
-                         at != std::string::npos;
-                         at = log.find("msg=\"site icon refused\" site=" + std::string(site),
-                                       at + 1))
-                      if (log.substr(at, log.find('\n', at) - at).find(why) != std::string::npos)
-                        return true;
-                    return false;
-                  }),
-                  site, "\n", nd.log());
+  for (auto [site, why] :
+       {std::pair{"big", "larger than 100 KB"}, std::pair{"html", "HTML page, not an image"},
+        std::pair{"svg", "SVG image (refused"}}) {
+    CHECK_MESSAGE(
+        eventually([&] {
+          auto log = nd.log();
+          for (auto at = log.find("msg=\"site icon refused\" site=" + std::string(site));
+               at != std::string::npos;
+               at = log.find("msg=\"site icon refused\" site=" + std::string(site), at + 1))
+            if (log.substr(at, log.find('\n', at) - at).find(why) != std::string::npos)
+              return true;
+          return false;
+        }),
+        site, "\n", nd.log());
   }
   // The fallback's 404 is logged too, and then the attempt is over: nothing stored.
-  CHECK(eventually([&] {
-    return count(nd.log(), "the server answered HTTP 404") >= 3;
-  }));
+  CHECK(eventually([&] { return count(nd.log(), "the server answered HTTP 404") >= 3; }));
   auto j = json::parse(http_get(nd.port, "/news.json").body);
   CHECK(j.at("headlines").size() == 3);
   for (auto name : {"big", "html", "svg"})
