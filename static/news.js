@@ -295,6 +295,18 @@
     return Number(item.dataset.id) < Number(other.dataset.id);
   }
 
+  // The site's icon as the page shows it (the same mark the server put on the page for this
+  // site), else its initial on its colour: never an image that is not stored.
+  function siteMark(h) {
+    const shown = document.querySelector('.meta .site-icon[src="/sites/' + h.site + '/icon"], .chip[data-site="' + h.site + '"] .site-icon');
+    if (shown) return shown.cloneNode(false);
+    const mark = document.createElement("span");
+    mark.className = "site-mark";
+    mark.setAttribute("aria-hidden", "true");
+    mark.textContent = Array.from(h.site_display_name || h.site)[0] || "";
+    mark.textContent = mark.textContent.toUpperCase();
+    return mark;
+  }
   function build(h) {
     const item = document.createElement("li");
     item.className = "headline just-arrived site-" + h.site;
@@ -320,7 +332,7 @@
     time.className = "ago";
     time.dateTime = h.first_seen;
     time.dataset.label = "first seen";
-    meta.append(source, " · ", time);
+    meta.append(siteMark(h), source, " · ", time);
     item.append(link, meta);
     return item;
   }

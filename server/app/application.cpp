@@ -13,6 +13,7 @@
 #include "server/news/live_events.hpp"
 #include "server/news/news_page.hpp"
 #include "server/news/news_service.hpp"
+#include "server/news/site_icons.hpp"
 #include "server/render/renderers.hpp"
 #include "server/store/change_listener.hpp"
 
@@ -113,6 +114,9 @@ struct application::parts {
       , news(ioc, sites, renderers.by_name(), parse_pool, scrape_pool, store.get(), cfg.refresh)
       , routes(news, page, files, build_pool, filtered_pool, cfg.public_url)
       , live(ioc, parse_pool, store.get(), looks_of(sites))
+      , icons(
+            renderers.client(), store.get(), parse_pool,
+            [this](const std::string& site, const std::string& etag) { news.set_icon(site, etag); })
       , hangup(ioc, SIGHUP)
       , terminate(ioc, SIGINT, SIGTERM)
       , drain_timer(ioc) {
@@ -121,8 +125,10 @@ struct application::parts {
     // A shared store: every instance's pages follow the store's event log.
     if (auto* cluster = store->cluster())
       changes = std::make_unique<change_listener>(
-          ioc, parse_pool, *cluster,
-          [this](const std::vector<store_event>& events) { news.apply_events(events); });
+          ioc, parse_pool, *cluster, [this](const std::vector<store_event>& events) {
+            news.apply_events(events);
+            icons.reload(); // another instance may have stored a site's icon
+          });
     live.set_snapshot_source([this] { return news.snapshot()->headlines; });
     add_routes();
     wire_news();
@@ -149,6 +155,24 @@ struct application::parts {
   }
 
   void add_routes() {
+    // The store read is a query (a network round trip with PostgreSQL): on the pool.
+    routes.bind(route_id::site_icon, [this](http_request req, responder respond) {
+      auto site = icon_path_site(req.path());
+      if (site.empty())
+        return respond(text_response(404));
+      net::post(parse_pool,
+                [this, site = std::move(site), req = std::move(req), respond = std::move(respond)] {
+                  std::optional<site_icon> icon;
+                  try {
+                    icon = store->icon(site);
+                  } catch (const std::exception& e) {
+                    log_warn("msg=\"cannot read site icon\" site=" + site +
+                             " error=" + logfmt_quoted(e.what()));
+                    return respond(text_response(503));
+                  }
+                  respond(icon_response(icon ? &*icon : nullptr, req));
+                });
+    });
     routes.bind(route_id::events, [this](http_request req, responder res) {
       live.handle(std::move(req), std::move(res));
     });
@@ -198,6 +222,10 @@ struct application::parts {
   }
 
   void wire_news() {
+    // A page read here names its icon: fetched now when due (site_icons).
+    news.on_page_read([this](const site_config& site, const std::vector<std::string>& urls) {
+      icons.refreshed(site.name, urls, unix_ms_now());
+    });
     // Every change takes one way out: live events first (the cheapest, and what an open page is
     // waiting for), then the broker's topic for network subscribers (the JSON made once, here),
     // then the views everyone asks for, built before anyone asks.
@@ -255,6 +283,9 @@ struct application::parts {
     // change committed in between is applied again rather than missed.
     const auto events_seen = changes ? store->cluster()->last_event_seq() : 0;
     news.start();
+    // Which sites have icons, and when each was tried: a refresh finishing first is at most a
+    // second fetch of one icon.
+    icons.load();
     if (changes) {
       changes->start(events_seen);
       log_info("msg=cluster instance=" + logfmt_quoted(news.instance()) +
@@ -321,6 +352,7 @@ struct application::parts {
     hangup.cancel();
     terminate.cancel();
     news.stop();
+    icons.stop();
     if (changes)
       changes->stop();
     live.stop(); // SSE connections end here, so the connection drain below can finish
@@ -398,6 +430,7 @@ struct application::parts {
   news_service news;
   server::routes routes;
   live_events live;
+  site_icons icons; // after the store and the news service it reads and tells
   server::metrics counters;
   std::unique_ptr<broker::server> pubsub;
   std::unique_ptr<change_listener> changes; // shared stores only

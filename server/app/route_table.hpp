@@ -29,6 +29,7 @@ enum class route_id {
   healthz,
   readyz,
   metrics,
+  site_icon,
   static_files,
 };
 
@@ -68,6 +69,8 @@ inline constexpr auto route_table = std::to_array<route>({
     {route_id::readyz, "/readyz", route_methods::read, "/readyz"},
     // Prometheus metrics (when turned on).
     {route_id::metrics, "/metrics", route_methods::read, "/metrics"},
+    // A site's icon, /sites/NAME/icon (server/news/site_icons.hpp); 404 when none is stored.
+    {route_id::site_icon, "/sites/", route_methods::read, "/sites"},
     // Files from the static folder.
     {route_id::static_files, "/static/", route_methods::read, "/static"},
 });

@@ -141,6 +141,7 @@ struct site_report {
   std::chrono::milliseconds elapsed{0}; // the last refresh: render + parse
   std::int64_t last_success_ms = 0;     // 0: never
   std::int64_t last_attempt_ms = 0;     // 0: never
+  std::string icon; // the ETag of its stored icon (server/news/site_icons.hpp); empty: none
   // The snapshot version in which this site's headlines or state last changed: a view of this
   // site alone built for that version is still the right one in any later snapshot.
   std::uint64_t version = 0;

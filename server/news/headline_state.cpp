@@ -244,6 +244,23 @@ bool headline_state::set_notice(std::string notice) {
   return true;
 }
 
+void headline_state::set_icon(const std::string& site, const std::string& etag) {
+  std::lock_guard order(apply_order_);
+  std::deque<ready_waiter> released;
+  std::shared_ptr<const news_snapshot> snap;
+  {
+    std::lock_guard lock(mutex_);
+    auto* e = find_locked(site);
+    if (!e || e->report.icon == etag)
+      return;
+    e->report.icon = etag;
+    e->changed = true;
+    released = publish_locked();
+    snap = snapshot_;
+  }
+  deliver(std::move(released), {std::move(snap), {}, {}});
+}
+
 bool headline_state::has_succeeded(const std::string& site) const {
   std::lock_guard lock(mutex_);
   auto it = entry_of_.find(site);

@@ -66,6 +66,9 @@ class headline_state {
   // Why the page may be out of date (the shared store cannot be reached); "" clears it.
   // Publishes when it changes; returns whether it did.
   bool set_notice(std::string notice);
+  // The site's icon is stored with `etag`: a new snapshot shows it. Unknown sites and an
+  // unchanged ETag change nothing.
+  void set_icon(const std::string& site, const std::string& etag);
 
   // True once `site` has had a successful refresh (its new headlines are then news).
   bool has_succeeded(const std::string& site) const;

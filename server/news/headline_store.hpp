@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -154,6 +155,21 @@ struct refresh_written {
   std::vector<stories::story_merge> merges;
 };
 
+// A site's icon (favicon) as newsdesk fetched it (server/news/site_icons.hpp), and when it last
+// tried. A failed attempt is kept too (empty body, its error), so a restarted instance, or
+// another instance of a cluster, does not try again before the day is out.
+struct site_icon {
+  std::string site;
+  std::string content_type;    // of the body; empty when no icon was ever accepted
+  std::string body;            // the image's bytes (at most site_icon_limits::max_bytes)
+  std::string etag;            // a quoted strong ETag of the body; empty with the body
+  std::int64_t checked_ms = 0; // the latest attempt (Unix milliseconds)
+  std::string error;           // the latest attempt's failure; empty when it worked
+
+  bool has_image() const { return !body.empty(); }
+  friend bool operator==(const site_icon&, const site_icon&) = default;
+};
+
 class cluster_store;
 
 class headline_store {
@@ -227,6 +243,21 @@ class headline_store {
 
   // Not null when several instances share this store.
   virtual cluster_store* cluster() { return nullptr; }
+
+  // Records an attempt to fetch `icon.site`'s icon, in one statement: checked_ms and error
+  // always; content_type, body and etag only when icon.has_image() (a failed attempt keeps the
+  // icon fetched before). The stores here implement it; the default (test stores) keeps nothing.
+  virtual void record_icon(const site_icon& icon) { (void)icon; }
+
+  // `site`'s icon record, body included; nullopt when none was ever attempted.
+  virtual std::optional<site_icon> icon(std::string_view site) const {
+    (void)site;
+    return std::nullopt;
+  }
+
+  // Every site's icon record without its body (what the page needs to know: which sites have
+  // one, and when each was tried).
+  virtual std::vector<site_icon> icons() const { return {}; }
 };
 
 // What a store shared by several instances adds: the refresh schedule and the log of committed

@@ -226,6 +226,19 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
     sites.push_back(site);
   }
 
+  // The site's icon where one is stored, else its initial on its colour (no image at all: the
+  // page never asks for an icon that is not there, and never shows a broken one).
+  auto set_mark = [](mustache::data& d, std::string_view icon, std::string_view display_name) {
+    d.set("has_icon", !icon.empty());
+    std::size_t n = display_name.empty() ? 0 : 1;
+    while (n < display_name.size() && (static_cast<unsigned char>(display_name[n]) & 0xC0) == 0x80)
+      ++n; // the whole first UTF-8 character
+    std::string initial(display_name.substr(0, n));
+    if (n == 1)
+      initial[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(initial[0])));
+    d.set("initial", initial);
+  };
+
   // One line of chips: name, count, age.
   const auto chosen = chip_sites(snapshot, query);
   mustache::data chips{mustache::data::type::list};
@@ -236,6 +249,7 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
     mustache::data site;
     site.set("name", s.name);
     site.set("display_name", s.display_name);
+    set_mark(site, s.icon, s.display_name);
     if (renderer_failed(s)) {
       // Quiet: the chip keeps its colours, dashed, and says it to screen readers only.
       site.set("state", "renderer");
@@ -344,6 +358,8 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
     // Dashed "not updating" boxes tell a site's own failure; a renderer's is its notice's to tell.
     entry.set("stale", it != by_name.end() && it->second->stale && !renderer_failed(*it->second));
     entry.set("site_display_name", it != by_name.end() ? it->second->display_name : h.site);
+    set_mark(entry, it != by_name.end() ? std::string_view(it->second->icon) : std::string_view(),
+             it != by_name.end() ? std::string_view(it->second->display_name) : h.site);
     entry.set("story", std::to_string(item.story));
     last_id = std::max(last_id, item.id);
     ++shown;

@@ -271,6 +271,8 @@ void news_service::record(const site_schedule::ticket& t, const site_config& sit
     log_info("msg=\"site refreshed\" site=" + site.name +
              " headlines=" + std::to_string(result.found.size()) +
              " new=" + std::to_string(announced) + " ms=" + std::to_string(result.elapsed.count()));
+  if (page_listener_ && how == site_schedule::outcome::succeeded)
+    page_listener_(site, result.icon_urls);
   if (refresh_listener_)
     refresh_listener_(site, result.elapsed, result.kind);
 }

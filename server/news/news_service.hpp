@@ -89,6 +89,17 @@ class news_service {
   void on_refresh_done(
       std::function<void(const site_config&, std::chrono::milliseconds, failure_kind)> listener);
 
+  // Called on the worker pool when a refresh of a site succeeded and this instance wrote it
+  // (in a cluster, only the instance that refreshed the site), with the icon URLs its page
+  // named (refresh_result::icon_urls). Set before start().
+  void
+  on_page_read(std::function<void(const site_config&, const std::vector<std::string>&)> listener) {
+    page_listener_ = std::move(listener);
+  }
+
+  // A site's icon is stored with `etag` (server/news/site_icons.hpp): the page shows it.
+  void set_icon(const std::string& site, const std::string& etag) { state_.set_icon(site, etag); }
+
   // Loads the stored headlines, starts every site's first refresh and the retention pruning.
   // Reads the store: call it off the network threads.
   void start();
@@ -169,6 +180,7 @@ class news_service {
   refresh_settings settings_;
   std::function<void(const site_config&, std::chrono::milliseconds, failure_kind)>
       refresh_listener_;
+  std::function<void(const site_config&, const std::vector<std::string>&)> page_listener_;
 
   headline_state state_;
   site_refresh refresh_;

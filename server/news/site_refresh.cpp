@@ -2,6 +2,7 @@
 
 #include "scrapers/dom.hpp"
 #include "scrapers/feed.hpp"
+#include "scrapers/site_icon.hpp"
 #include "scrapers/text.hpp"
 #include "server/core/log.hpp"
 #include "server/news/headline_store.hpp"
@@ -73,6 +74,9 @@ refresh_result read_page(const site_config& site, const render_result& page,
               "markup changed)";
     r.kind = failure_kind::no_headlines;
   }
+  // The icon's address costs a parse of the page's head only (scrapers::max_icon_scan_bytes).
+  if (r.error.empty())
+    r.icon_urls = scrapers::icon_urls(page.html, page.url.empty() ? site.url : page.url);
   return r;
 }
 

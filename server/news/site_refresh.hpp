@@ -40,6 +40,8 @@ struct refresh_result {
   failure_kind kind = failure_kind::none; // why it failed
   std::string note;                       // what the operator should know about a success
   std::chrono::milliseconds elapsed{0};   // from the first render to the end, retries included
+  // Where the site's icon may be, best first (scrapers::icon_urls); empty on failure.
+  std::vector<std::string> icon_urls;
 
   bool ok() const { return error.empty(); }
 };

@@ -59,6 +59,8 @@ class renderer_set {
   renderer* find(std::string_view name) const;
   // Every renderer made, by name (what news_service takes).
   std::map<std::string, renderer*> by_name() const;
+  // The HTTP(S) client the renderers share (for other fetches: sites' icons).
+  http_client& client() const { return *client_; }
   // Calls shutdown() on each (after the io_context has stopped).
   void shutdown();
 

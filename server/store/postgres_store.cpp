@@ -88,8 +88,41 @@ CREATE TABLE story_merges (
   made_ms bigint NOT NULL
 );
 )sql",
+    // 3 -> 4: each site's icon (favicon), and when it was last tried (server/news/site_icons).
+    R"sql(
+CREATE TABLE site_icons (
+  site text PRIMARY KEY,
+  content_type text NOT NULL DEFAULT '',
+  body bytea NOT NULL DEFAULT '',
+  etag text NOT NULL DEFAULT '',
+  checked_ms bigint NOT NULL DEFAULT 0,
+  error text NOT NULL DEFAULT ''
+);
+)sql",
 };
 static_assert(std::size(migrations) == postgres_store::schema_version);
+
+// Bytes as hex and back: the icon's body travels as a text parameter (decode($n, 'hex')), so
+// its NUL bytes never meet libpq's C strings.
+std::string to_hex(std::string_view bytes) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  }
+  return out;
+}
+
+std::string from_hex(std::string_view hex) {
+  auto value = [](char c) { return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10; };
+  std::string out;
+  out.reserve(hex.size() / 2);
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
+    out += static_cast<char>(value(hex[i]) * 16 + value(hex[i + 1]));
+  return out;
+}
 
 } // namespace
 
@@ -412,6 +445,59 @@ std::size_t postgres_store::prune(std::int64_t older_than_ms) {
           "$1::bigint",
           {std::to_string(story_keeper::replay_period.count())}, "cannot prune the story merges");
     return deleted;
+  });
+}
+
+void postgres_store::record_icon(const site_icon& icon) {
+  auto& d = *impl_;
+  if (icon.site.empty() || icon.site.size() > store_limits::max_site_bytes)
+    throw store_error("headline store " + d.location + ": site name must be 1 to " +
+                      std::to_string(store_limits::max_site_bytes) + " bytes");
+  d.with_connection([&](PGconn* c) {
+    if (icon.has_image())
+      d.run(c,
+            "INSERT INTO site_icons (site, content_type, body, etag, checked_ms, error) "
+            "VALUES ($1, $2, decode($3, 'hex'), $4, $5, $6) ON CONFLICT (site) DO UPDATE SET "
+            "content_type = excluded.content_type, body = excluded.body, etag = excluded.etag, "
+            "checked_ms = excluded.checked_ms, error = excluded.error",
+            {icon.site, icon.content_type, to_hex(icon.body), icon.etag,
+             std::to_string(icon.checked_ms), icon.error},
+            "cannot record a site icon");
+    else
+      d.run(c,
+            "INSERT INTO site_icons (site, checked_ms, error) VALUES ($1, $2, $3) "
+            "ON CONFLICT (site) DO UPDATE SET checked_ms = excluded.checked_ms, "
+            "error = excluded.error",
+            {icon.site, std::to_string(icon.checked_ms), icon.error}, "cannot record a site icon");
+  });
+}
+
+std::optional<site_icon> postgres_store::icon(std::string_view site) const {
+  auto& d = *impl_;
+  return d.with_connection([&](PGconn* c) -> std::optional<site_icon> {
+    auto r = d.run(c,
+                   "SELECT site, content_type, etag, checked_ms, error, encode(body, 'hex') "
+                   "FROM site_icons WHERE site = $1",
+                   {std::string(site)}, "cannot read a site icon");
+    if (PQntuples(r.get()) == 0)
+      return std::nullopt;
+    return site_icon{text_at(r, 0, 0), text_at(r, 0, 1), from_hex(text_at(r, 0, 5)),
+                     text_at(r, 0, 2), int_at(r, 0, 3),  text_at(r, 0, 4)};
+  });
+}
+
+std::vector<site_icon> postgres_store::icons() const {
+  auto& d = *impl_;
+  return d.with_connection([&](PGconn* c) {
+    auto r = d.run(c,
+                   "SELECT site, content_type, etag, checked_ms, error, octet_length(body) "
+                   "FROM site_icons ORDER BY site",
+                   "cannot read site icons");
+    std::vector<site_icon> out;
+    for (int i = 0; i < PQntuples(r.get()); ++i)
+      out.push_back({text_at(r, i, 0), text_at(r, i, 1), int_at(r, i, 5) > 0 ? "-" : "",
+                     text_at(r, i, 2), int_at(r, i, 3), text_at(r, i, 4)});
+    return out;
   });
 }
 

@@ -26,7 +26,7 @@ namespace newsdesk::server {
 class postgres_store final : public headline_store, public cluster_store {
  public:
   // The schema this program writes.
-  static constexpr int schema_version = 3;
+  static constexpr int schema_version = 4;
   // Connections open at once, at most: calls beyond it wait for a free one.
   static constexpr std::size_t max_connections = 4;
 
@@ -54,6 +54,9 @@ class postgres_store final : public headline_store, public cluster_store {
   std::size_t prune(std::int64_t older_than_ms) override;
   std::int64_t pruned_through() const override;
   const std::string& epoch() const override;
+  void record_icon(const site_icon& icon) override;
+  std::optional<site_icon> icon(std::string_view site) const override;
+  std::vector<site_icon> icons() const override;
   const std::string& location() const override;
   cluster_store* cluster() override { return this; }
 

@@ -76,6 +76,17 @@ CREATE TABLE story_merges (
   made_ms INTEGER NOT NULL
 );
 )sql",
+    // 4 -> 5: each site's icon (favicon), and when it was last tried (server/news/site_icons).
+    R"sql(
+CREATE TABLE site_icons (
+  site TEXT PRIMARY KEY NOT NULL,
+  content_type TEXT NOT NULL DEFAULT '',
+  body BLOB NOT NULL DEFAULT x'',
+  etag TEXT NOT NULL DEFAULT '',
+  checked_ms INTEGER NOT NULL DEFAULT 0,
+  error TEXT NOT NULL DEFAULT ''
+) WITHOUT ROWID;
+)sql",
 };
 static_assert(std::size(migrations) == sqlite_store::schema_version);
 
@@ -430,6 +441,87 @@ std::size_t sqlite_store::prune(std::int64_t older_than_ms) {
     d.step(u.stmt, "cannot prune the story merges");
     return deleted;
   });
+}
+
+// Icons are a few per site per day: statements are prepared per call rather than kept.
+void sqlite_store::record_icon(const site_icon& icon) {
+  auto& d = *impl_;
+  std::lock_guard lock(d.mutex);
+  if (icon.site.empty() || icon.site.size() > store_limits::max_site_bytes)
+    throw store_error("headline store " + d.file.string() + ": site name must be 1 to " +
+                      std::to_string(store_limits::max_site_bytes) + " bytes");
+  impl::statement s;
+  d.prepare(s,
+            icon.has_image()
+                ? "INSERT INTO site_icons (site, content_type, body, etag, checked_ms, error) "
+                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (site) DO UPDATE SET "
+                  "content_type = excluded.content_type, body = excluded.body, "
+                  "etag = excluded.etag, checked_ms = excluded.checked_ms, error = excluded.error"
+                : "INSERT INTO site_icons (site, checked_ms, error) VALUES (?1, ?5, ?6) "
+                  "ON CONFLICT (site) DO UPDATE SET checked_ms = excluded.checked_ms, "
+                  "error = excluded.error");
+  d.bind(s.stmt, 1, icon.site);
+  if (icon.has_image()) {
+    d.bind(s.stmt, 2, icon.content_type);
+    if (sqlite3_bind_blob64(s.stmt, 3, icon.body.data(), icon.body.size(), SQLITE_TRANSIENT) !=
+        SQLITE_OK)
+      d.fail("cannot bind a value");
+    d.bind(s.stmt, 4, icon.etag);
+  }
+  d.bind(s.stmt, 5, icon.checked_ms);
+  d.bind(s.stmt, 6, icon.error);
+  d.step(s.stmt, "cannot record a site icon");
+}
+
+namespace {
+
+site_icon icon_of(sqlite3_stmt* s, bool with_body) {
+  site_icon icon;
+  auto text = [s](int i) {
+    const auto* p = sqlite3_column_text(s, i);
+    return p ? std::string(reinterpret_cast<const char*>(p),
+                           static_cast<std::size_t>(sqlite3_column_bytes(s, i)))
+             : std::string();
+  };
+  icon.site = text(0);
+  icon.content_type = text(1);
+  icon.etag = text(2);
+  icon.checked_ms = sqlite3_column_int64(s, 3);
+  icon.error = text(4);
+  if (with_body) {
+    const auto* p = sqlite3_column_blob(s, 5);
+    icon.body.assign(p ? static_cast<const char*>(p) : "",
+                     static_cast<std::size_t>(sqlite3_column_bytes(s, 5)));
+  } else if (sqlite3_column_int64(s, 5) > 0) {
+    icon.body = "-"; // has_image() without the bytes
+  }
+  return icon;
+}
+
+} // namespace
+
+std::optional<site_icon> sqlite_store::icon(std::string_view site) const {
+  auto& d = *impl_;
+  std::lock_guard lock(d.mutex);
+  impl::statement s;
+  d.prepare(s, "SELECT site, content_type, etag, checked_ms, error, body FROM site_icons "
+               "WHERE site = ?1");
+  d.bind(s.stmt, 1, site);
+  if (!d.step(s.stmt, "cannot read a site icon"))
+    return std::nullopt;
+  return icon_of(s.stmt, true);
+}
+
+std::vector<site_icon> sqlite_store::icons() const {
+  auto& d = *impl_;
+  std::lock_guard lock(d.mutex);
+  impl::statement s;
+  d.prepare(s, "SELECT site, content_type, etag, checked_ms, error, length(body) FROM site_icons "
+               "ORDER BY site");
+  std::vector<site_icon> out;
+  while (d.step(s.stmt, "cannot read site icons"))
+    out.push_back(icon_of(s.stmt, false));
+  return out;
 }
 
 } // namespace newsdesk::server

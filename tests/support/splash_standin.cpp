@@ -117,6 +117,8 @@ struct splash_standin::impl {
   std::map<std::string, std::size_t> counts;
   std::map<std::string, std::string> origin_pages;
   std::map<std::string, std::pair<std::string, unsigned>> origin_redirects;
+  std::map<std::string, std::string> root_files;
+  std::map<std::string, std::size_t> path_requests;
   std::vector<responder> hung; // held until shutdown: a render that never finishes
   std::size_t rendering = 0;   // pages answered after their delay, not yet answered
   std::size_t peak_rendering = 0;
@@ -150,6 +152,16 @@ struct splash_standin::impl {
     auto path = std::string(req.path());
     if (path == "/_ping")
       return respond(json_error(200, {{"status", "ok"}, {"maxrss", 123456789}}));
+    {
+      std::lock_guard lock(mutex);
+      ++path_requests[path];
+      if (auto it = root_files.find(path); it != root_files.end()) {
+        http_response res;
+        res.content_type = "application/octet-stream";
+        res.body = it->second;
+        return respond(std::move(res));
+      }
+    }
     if (path.rfind("/origin/", 0) == 0)
       return serve_origin(path.substr(8), req, std::move(respond));
     bool lua = false;
@@ -355,6 +367,17 @@ void splash_standin::set_origin_redirect(const std::string& name, std::string lo
                                          unsigned status) {
   std::lock_guard lock(impl_->mutex);
   impl_->origin_redirects[name] = {std::move(location), status};
+}
+
+void splash_standin::set_root_file(const std::string& path, std::string body) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->root_files[path] = std::move(body);
+}
+
+std::size_t splash_standin::requests(const std::string& path) const {
+  std::lock_guard lock(impl_->mutex);
+  auto it = impl_->path_requests.find(path);
+  return it == impl_->path_requests.end() ? 0 : it->second;
 }
 
 std::size_t splash_standin::origin_not_modified() const {

@@ -71,6 +71,10 @@ class splash_standin {
   // application/xml. "redirect" names are set with set_origin_redirect.
   void set_origin(const std::string& name, std::string html);
   void set_origin_redirect(const std::string& name, std::string location, unsigned status = 302);
+  // Serves `body` at exactly `path` ("/favicon.ico": what a site's origin has at its root).
+  void set_root_file(const std::string& path, std::string body);
+  // Requests for `path` (a root file, or "/origin/NAME") so far.
+  std::size_t requests(const std::string& path) const;
 
   // Whether /execute exists (Splash's Lua scripting; on by default).
   void set_lua(bool enabled);

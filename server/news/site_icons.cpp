@@ -1,0 +1,289 @@
+#include "server/news/site_icons.hpp"
+
+#include "scrapers/url.hpp"
+#include "server/core/log.hpp"
+#include "server/http/http_message.hpp"
+#include "server/news/headline_store.hpp"
+#include "server/render/http_client.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <map>
+#include <mutex>
+#include <set>
+
+namespace newsdesk::server {
+
+namespace {
+
+bool starts_with_bytes(std::string_view body, std::string_view magic) {
+  return body.substr(0, magic.size()) == magic;
+}
+
+std::string lower_prefix(std::string_view body, std::size_t n) {
+  std::string out(body.substr(0, n));
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+} // namespace
+
+icon_check check_icon(std::string_view body) {
+  using namespace std::string_view_literals;
+  if (body.empty())
+    return {"", "the answer is empty"};
+  if (starts_with_bytes(body, "\x89PNG\r\n\x1a\n"sv))
+    return {"image/png", ""};
+  if (starts_with_bytes(body, "\0\0\1\0"sv) && body.size() >= 6)
+    return {"image/x-icon", ""};
+  if (starts_with_bytes(body, "GIF87a"sv) || starts_with_bytes(body, "GIF89a"sv))
+    return {"image/gif", ""};
+  if (starts_with_bytes(body, "\xff\xd8\xff"sv))
+    return {"image/jpeg", ""};
+  if (body.size() >= 12 && starts_with_bytes(body, "RIFF"sv) && body.substr(8, 4) == "WEBP"sv)
+    return {"image/webp", ""};
+  // What it is instead, for the log: past a BOM and whitespace, markup says which.
+  auto start = body.find_first_not_of(" \t\r\n\xef\xbb\xbf"sv);
+  const auto head = lower_prefix(start == std::string_view::npos ? ""sv : body.substr(start), 512);
+  if (head.find("<svg") != std::string::npos)
+    return {"", "it is an SVG image (refused: it could carry script)"};
+  if (head.starts_with("<!doctype html") || head.find("<html") != std::string::npos ||
+      head.find("<head") != std::string::npos || head.find("<body") != std::string::npos)
+    return {"", "it is an HTML page, not an image"};
+  if (head.starts_with("<"))
+    return {"", "it is markup, not an image"};
+  return {"", "it is not a PNG, ICO, GIF, JPEG or WebP image"};
+}
+
+std::string icon_etag(std::string_view body) {
+  // FNV-1a, 64 bits: stable across instances and builds, unlike std::hash.
+  std::uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : body) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out = "\"";
+  for (int shift = 60; shift >= 0; shift -= 4)
+    out += digits[(h >> shift) & 15];
+  return out + "\"";
+}
+
+std::string icon_path_site(std::string_view path) {
+  constexpr std::string_view prefix = "/sites/", suffix = "/icon";
+  if (!path.starts_with(prefix) || !path.ends_with(suffix) ||
+      path.size() <= prefix.size() + suffix.size())
+    return {};
+  auto name = path.substr(prefix.size(), path.size() - prefix.size() - suffix.size());
+  if (name.size() > 100)
+    return {};
+  for (unsigned char c : name)
+    if (!(std::islower(c) || std::isdigit(c) || c == '_' || c == '-'))
+      return {};
+  return std::string(name);
+}
+
+http_response icon_response(const site_icon* icon, const http_request& request) {
+  if (!icon || !icon->has_image())
+    return text_response(404).with_header("Cache-Control", "no-cache");
+  http_response res;
+  const auto cache =
+      "public, max-age=" + std::to_string(std::chrono::seconds(std::chrono::hours(24)).count());
+  if (auto match = request.header("If-None-Match");
+      match && match->find(icon->etag) != std::string_view::npos) {
+    res.status = 304;
+  } else {
+    res.content_type = icon->content_type;
+    res.body = icon->body;
+  }
+  res.with_header("ETag", icon->etag);
+  res.with_header("Cache-Control", cache);
+  res.with_header("X-Content-Type-Options", "nosniff");
+  // Opened on its own, an image runs nothing: the bytes were checked, this says it again.
+  res.with_header("Content-Security-Policy", "default-src 'none'");
+  return res;
+}
+
+struct site_icons::impl : std::enable_shared_from_this<impl> {
+  http_client& client;
+  headline_store* store;
+  boost::asio::thread_pool& pool;
+  std::function<void(const std::string&, const std::string&)> on_icon;
+
+  std::atomic<bool> stopped{false};
+  std::mutex mutex;                          // guards everything below
+  std::map<std::string, std::int64_t> tried; // site -> the latest attempt (Unix ms)
+  std::map<std::string, std::string> shown;  // site -> the ETag passed to on_icon
+
+  impl(http_client& c, headline_store* s, boost::asio::thread_pool& p,
+       std::function<void(const std::string&, const std::string&)> o)
+      : client(c)
+      , store(s)
+      , pool(p)
+      , on_icon(std::move(o)) {}
+
+  // One site's attempt: the URLs to try, in order.
+  struct attempt {
+    std::string site;
+    std::vector<std::string> urls;
+    std::size_t next = 0;
+    int redirects = 0;
+    std::int64_t now_ms = 0;
+    std::string error; // the last URL's failure
+  };
+
+  void load() {
+    if (!store)
+      return;
+    std::vector<site_icon> icons;
+    try {
+      icons = store->icons();
+    } catch (const std::exception& e) {
+      log_warn("msg=\"cannot read site icons\" error=" + logfmt_quoted(e.what()));
+      return;
+    }
+    std::vector<std::pair<std::string, std::string>> fresh;
+    {
+      std::lock_guard lock(mutex);
+      for (const auto& icon : icons) {
+        auto& t = tried[icon.site];
+        t = std::max(t, icon.checked_ms);
+        if (icon.has_image() && shown[icon.site] != icon.etag) {
+          shown[icon.site] = icon.etag;
+          fresh.emplace_back(icon.site, icon.etag);
+        }
+      }
+    }
+    for (const auto& [site, etag] : fresh)
+      on_icon(site, etag);
+  }
+
+  void fetch(std::shared_ptr<attempt> a, std::string url) {
+    http_fetch_options options;
+    options.timeout = site_icon_limits::timeout;
+    options.max_body_bytes = site_icon_limits::max_bytes;
+    options.headers.emplace_back("Accept", "image/png,image/x-icon,image/*;q=0.8");
+    client.get(url, options, [self = shared_from_this(), a, url](http_fetch_result r) {
+      self->on_fetched(a, url, std::move(r));
+    });
+  }
+
+  void try_next(std::shared_ptr<attempt> a) {
+    if (stopped)
+      return;
+    if (a->next >= a->urls.size())
+      return finish(a, {});
+    a->redirects = 0;
+    auto url = a->urls[a->next++];
+    fetch(a, std::move(url));
+  }
+
+  void refuse(const std::shared_ptr<attempt>& a, const std::string& url, std::string why) {
+    log_warn("msg=\"site icon refused\" site=" + a->site + " url=" + logfmt_quoted(url) +
+             " error=" + logfmt_quoted(why));
+    a->error = std::move(why);
+    try_next(a);
+  }
+
+  void on_fetched(const std::shared_ptr<attempt>& a, const std::string& url, http_fetch_result r) {
+    if (stopped)
+      return;
+    if (!r.ok()) {
+      if (r.failure == fetch_failure::too_large)
+        return refuse(a, url,
+                      "the icon is larger than " +
+                          std::to_string(site_icon_limits::max_bytes / 1024) + " KB");
+      return refuse(a, url, "cannot fetch the icon: " + r.error);
+    }
+    if (r.status >= 300 && r.status < 400) {
+      auto location = r.header("Location");
+      if (location.empty())
+        return refuse(a, url, "redirected without a Location");
+      if (++a->redirects > site_icon_limits::max_redirects)
+        return refuse(a, url, "too many redirects");
+      auto next = scrapers::url::resolve(url, location);
+      if (!next || !scrapers::url::is_http_url(*next))
+        return refuse(a, url, "redirected to a non-http(s) address");
+      return fetch(a, *next);
+    }
+    if (r.status != 200)
+      return refuse(a, url, "the server answered HTTP " + std::to_string(r.status));
+    auto check = check_icon(r.body);
+    if (check.content_type.empty())
+      return refuse(a, url, std::move(check.error));
+    site_icon icon{a->site, check.content_type, std::move(r.body), "", a->now_ms, ""};
+    icon.etag = icon_etag(icon.body);
+    finish(a, std::move(icon));
+  }
+
+  // On the pool: records the attempt (an icon, or the last failure) and passes a new icon on.
+  void finish(const std::shared_ptr<attempt>& a, site_icon icon) {
+    if (!icon.has_image()) {
+      icon.site = a->site;
+      icon.checked_ms = a->now_ms;
+      icon.error = a->error.empty() ? "no icon address" : a->error;
+    }
+    boost::asio::post(pool, [self = shared_from_this(), icon = std::move(icon)] {
+      if (self->stopped)
+        return;
+      try {
+        self->store->record_icon(icon);
+      } catch (const std::exception& e) {
+        log_warn("msg=\"cannot store site icon\" site=" + icon.site +
+                 " error=" + logfmt_quoted(e.what()));
+        return;
+      }
+      if (!icon.has_image())
+        return;
+      log_info("msg=\"site icon stored\" site=" + icon.site + " type=" + icon.content_type +
+               " bytes=" + std::to_string(icon.body.size()));
+      {
+        std::lock_guard lock(self->mutex);
+        self->shown[icon.site] = icon.etag;
+      }
+      self->on_icon(icon.site, icon.etag);
+    });
+  }
+};
+
+site_icons::site_icons(http_client& client, headline_store* store, boost::asio::thread_pool& pool,
+                       std::function<void(const std::string&, const std::string&)> on_icon)
+    : impl_(std::make_shared<impl>(client, store, pool, std::move(on_icon))) {}
+
+site_icons::~site_icons() {
+  stop();
+}
+
+void site_icons::load() {
+  impl_->load();
+}
+
+void site_icons::refreshed(const std::string& site, std::vector<std::string> urls,
+                           std::int64_t now_ms) {
+  auto& d = *impl_;
+  if (!d.store || urls.empty() || d.stopped)
+    return;
+  {
+    std::lock_guard lock(d.mutex);
+    auto& t = d.tried[site];
+    if (t != 0 && now_ms - t < std::chrono::milliseconds(site_icon_limits::refetch).count())
+      return;
+    t = now_ms; // taken: a second refresh meanwhile does not fetch again
+  }
+  auto a = std::make_shared<impl::attempt>();
+  a->site = site;
+  a->urls = std::move(urls);
+  a->now_ms = now_ms;
+  d.try_next(std::move(a));
+}
+
+void site_icons::stop() {
+  impl_->stopped = true;
+}
+
+} // namespace newsdesk::server
