@@ -155,22 +155,25 @@ struct application::parts {
   }
 
   void add_routes() {
-    // The store read is a query (a network round trip with PostgreSQL): on the pool.
+    // Held in memory once served; the first read is a query (a network round trip with
+    // PostgreSQL): on the pool.
     routes.bind(route_id::site_icon, [this](http_request req, responder respond) {
       auto site = icon_path_site(req.path());
       if (site.empty())
         return respond(text_response(404));
+      if (auto icon = icons.held(site))
+        return respond(icon_response(icon.get(), req));
       net::post(parse_pool,
                 [this, site = std::move(site), req = std::move(req), respond = std::move(respond)] {
-                  std::optional<site_icon> icon;
+                  std::shared_ptr<const site_icon> icon;
                   try {
-                    icon = store->icon(site);
+                    icon = icons.served(site);
                   } catch (const std::exception& e) {
                     log_warn("msg=\"cannot read site icon\" site=" + site +
                              " error=" + logfmt_quoted(e.what()));
                     return respond(text_response(503));
                   }
-                  respond(icon_response(icon ? &*icon : nullptr, req));
+                  respond(icon_response(icon.get(), req));
                 });
     });
     routes.bind(route_id::events, [this](http_request req, responder res) {
@@ -224,7 +227,7 @@ struct application::parts {
   void wire_news() {
     // A page read here names its icon: fetched now when due (site_icons).
     news.on_page_read([this](const site_config& site, const std::vector<std::string>& urls) {
-      icons.refreshed(site.name, urls, unix_ms_now());
+      icons.refreshed(site.name, site.url, urls, unix_ms_now());
     });
     // Every change takes one way out: live events first (the cheapest, and what an open page is
     // waiting for), then the broker's topic for network subscribers (the JSON made once, here),

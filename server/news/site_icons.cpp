@@ -119,6 +119,7 @@ struct site_icons::impl : std::enable_shared_from_this<impl> {
   std::mutex mutex;                          // guards everything below
   std::map<std::string, std::int64_t> tried; // site -> the latest attempt (Unix ms)
   std::map<std::string, std::string> shown;  // site -> the ETag passed to on_icon
+  std::map<std::string, std::shared_ptr<const site_icon>> held; // served, by site
 
   impl(http_client& c, headline_store* s, boost::asio::thread_pool& p,
        std::function<void(const std::string&, const std::string&)> o)
@@ -134,7 +135,8 @@ struct site_icons::impl : std::enable_shared_from_this<impl> {
     std::size_t next = 0;
     int redirects = 0;
     std::int64_t now_ms = 0;
-    std::string error; // the last URL's failure
+    bool public_only = true; // connect to public addresses only
+    std::string error;       // the last URL's failure
   };
 
   void load() {
@@ -157,6 +159,8 @@ struct site_icons::impl : std::enable_shared_from_this<impl> {
           shown[icon.site] = icon.etag;
           fresh.emplace_back(icon.site, icon.etag);
         }
+        if (auto h = held.find(icon.site); h != held.end() && h->second->etag != icon.etag)
+          held.erase(h); // another instance stored a newer one
       }
     }
     for (const auto& [site, etag] : fresh)
@@ -168,6 +172,7 @@ struct site_icons::impl : std::enable_shared_from_this<impl> {
     options.timeout = site_icon_limits::timeout;
     options.max_body_bytes = site_icon_limits::max_bytes;
     options.headers.emplace_back("Accept", "image/png,image/x-icon,image/*;q=0.8");
+    options.public_addresses_only = a->public_only;
     client.get(url, options, [self = shared_from_this(), a, url](http_fetch_result r) {
       self->on_fetched(a, url, std::move(r));
     });
@@ -245,6 +250,7 @@ struct site_icons::impl : std::enable_shared_from_this<impl> {
       {
         std::lock_guard lock(self->mutex);
         self->shown[icon.site] = icon.etag;
+        self->held[icon.site] = std::make_shared<const site_icon>(icon);
       }
       self->on_icon(icon.site, icon.etag);
     });
@@ -263,8 +269,8 @@ void site_icons::load() {
   impl_->load();
 }
 
-void site_icons::refreshed(const std::string& site, std::vector<std::string> urls,
-                           std::int64_t now_ms) {
+void site_icons::refreshed(const std::string& site, const std::string& site_url,
+                           std::vector<std::string> urls, std::int64_t now_ms) {
   auto& d = *impl_;
   if (!d.store || urls.empty() || d.stopped)
     return;
@@ -279,7 +285,29 @@ void site_icons::refreshed(const std::string& site, std::vector<std::string> url
   a->site = site;
   a->urls = std::move(urls);
   a->now_ms = now_ms;
+  a->public_only = !names_internal_address(site_url);
   d.try_next(std::move(a));
+}
+
+std::shared_ptr<const site_icon> site_icons::held(const std::string& site) const {
+  auto& d = *impl_;
+  std::lock_guard lock(d.mutex);
+  auto it = d.held.find(site);
+  return it == d.held.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<const site_icon> site_icons::served(const std::string& site) {
+  if (auto icon = held(site))
+    return icon;
+  auto& d = *impl_;
+  if (!d.store)
+    return nullptr;
+  auto stored = d.store->icon(site);
+  if (!stored || !stored->has_image())
+    return nullptr; // not held: a site without an icon may get one
+  auto icon = std::make_shared<const site_icon>(std::move(*stored));
+  std::lock_guard lock(d.mutex);
+  return d.held.try_emplace(site, icon).first->second;
 }
 
 void site_icons::stop() {

@@ -11,7 +11,9 @@
 // site's headlines or any other site.
 //
 // Threads: every member may be called from any thread. Fetches run on the HTTP client's
-// io_context; the store is read and written on `pool` only.
+// io_context; the store is read and written on `pool` only. Icons served are held in memory
+// (at most one per site, site_icon_limits::max_bytes each), dropped when the store says a site's
+// icon changed.
 #pragma once
 
 #include <chrono>
@@ -84,9 +86,19 @@ class site_icons {
   // load() again, for a shared store's events (another instance may have fetched one).
   void reload() { load(); }
 
-  // A refresh of `site` succeeded on this instance and found `urls` (scrapers::icon_urls):
-  // fetches its icon unless it was tried within site_icon_limits::refetch. Returns at once.
-  void refreshed(const std::string& site, std::vector<std::string> urls, std::int64_t now_ms);
+  // A refresh of `site` (at `site_url`) succeeded on this instance and found `urls`
+  // (scrapers::icon_urls): fetches its icon unless it was tried within
+  // site_icon_limits::refetch. Returns at once. As the direct renderer does, it connects to
+  // internal addresses only when `site_url` is an internal IP (names_internal_address).
+  void refreshed(const std::string& site, const std::string& site_url,
+                 std::vector<std::string> urls, std::int64_t now_ms);
+
+  // `site`'s icon as served: from memory after the first time (icons are served on every page
+  // view, and a page names every site's), read from the store when not yet held. Blocks on the
+  // store the first time: off the network threads. nullptr: none. Throws store_error.
+  std::shared_ptr<const site_icon> served(const std::string& site);
+  // The icon in memory, if held: answers without a trip to the pool.
+  std::shared_ptr<const site_icon> held(const std::string& site) const;
 
   // Stops: fetches in flight end without writing.
   void stop();
