@@ -312,18 +312,38 @@ struct application::parts {
 
   // SIGHUP reloads the site files and the templates (on a worker: it reads files and parses
   // templates). Connections stay open; anything broken keeps the old ones and says why.
+  // Signals coalesce: while a reload runs, any number of SIGHUPs make one more reload after it
+  // (it reads the files as they are then), so a burst never queues reloads that would hold the
+  // pool's threads, and the work serving needs, behind one another.
   void wait_for_hangup() {
     hangup.async_wait([this](boost::system::error_code ec, int) {
       if (ec)
         return;
-      log_info("msg=\"reloading site files and templates\" signal=SIGHUP");
-      net::post(parse_pool, [this] { reload(); });
+      if (reloads_wanted.fetch_add(1) == 0) {
+        log_info("msg=\"reloading site files and templates\" signal=SIGHUP");
+        net::post(parse_pool, [this] { reload_while_wanted(); });
+      }
       wait_for_hangup();
     });
   }
 
+  // Reloads until no SIGHUP came during the last reload.
+  void reload_while_wanted() {
+    for (;;) {
+      const auto wanted = reloads_wanted.load();
+      if (!stopping)
+        reload();
+      // Signals that came while it ran ask for one more; none: done (the next SIGHUP posts).
+      auto seen = wanted;
+      if (reloads_wanted.compare_exchange_strong(seen, 0))
+        return;
+      reloads_wanted = 1;
+      log_info("msg=\"reloading again: SIGHUP during the reload\" signals=" +
+               std::to_string(seen - wanted));
+    }
+  }
+
   void reload() {
-    std::lock_guard lock(reload_mutex);
     try {
       auto new_sites = load_sites(cfg);
       for (const auto& s : new_sites)
@@ -441,7 +461,7 @@ struct application::parts {
   net::signal_set hangup;
   net::signal_set terminate;
   net::steady_timer drain_timer;
-  std::mutex reload_mutex;
+  std::atomic<int> reloads_wanted{0}; // SIGHUPs since the running reload began (0: none runs)
   std::atomic<bool> stopping{false};
 };
 

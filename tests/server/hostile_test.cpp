@@ -5,8 +5,12 @@
 
 #include <doctest/doctest.h>
 
+#include <signal.h>
+
 #include <map>
+#include <set>
 #include <string>
+#include <thread>
 
 using namespace newsdesk::testing;
 using namespace std::chrono_literals;
@@ -116,4 +120,60 @@ TEST_CASE("--import-opml of thousands of feeds with one title names them in one 
   CHECK(output.find("\xE2\x80\xAE") == std::string::npos);
   auto evil = json::parse(read_file((sites_dir / "evil_2j_31m_titledlrow.json").string()));
   CHECK(evil.at("display_name") == "Evil 2J[31m titledlrow");
+}
+
+TEST_CASE("a burst of SIGHUPs: reloads one at a time, the last file read, serving never waits for "
+          "them, and SIGTERM still stops the service in time") {
+  splash_standin splash;
+  temp_dir sites;
+  sites.write("example.json",
+              R"({"name": "example", "url": "https://news.example.com/", "link": "h2 > a"})");
+  newsdesk_process nd(
+      json{{"splash_url", splash.base_url()}, {"site_files_dir", sites.path.string()}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  REQUIRE(http_get(nd.port, "/news").status == 200);
+  const auto start = std::chrono::steady_clock::now();
+  std::chrono::milliseconds slowest{0};
+  auto colour = [](int i) {
+    std::string hex = "00000" + std::to_string(i);
+    return "#" + hex.substr(hex.size() - 6);
+  };
+  for (int i = 0; i < 200; ++i) {
+    // A site file changing under the burst: each reload reads what is there then.
+    if (i % 20 == 0)
+      sites.write("example.json", R"({"name": "example", "url": "https://news.example.com/", )"
+                                  R"("link": "h2 > a", "colour": ")" +
+                                      colour(i) + R"("})");
+    REQUIRE(::kill(nd.process->pid(), SIGHUP) == 0);
+    if (i % 10 == 0) {
+      auto page = http_get(nd.port, "/news");
+      CHECK(page.status == 200);
+      slowest = std::max(slowest, page.elapsed);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  INFO(nd.log());
+  CHECK(std::chrono::steady_clock::now() - start < 20s);
+  CHECK(slowest < 2000ms); // serving never queued behind reloads
+  // Every signal is answered: the last reload read the last file.
+  CHECK(eventually([&] {
+    auto news = json::parse(http_get(nd.port, "/news.json").body);
+    for (const auto& site : news.at("sites"))
+      if (site.at("name") == "example")
+        return site.at("colour") == colour(180);
+    return false;
+  }));
+  // One reload at a time: none starts while another runs (a burst makes one more, not a queue).
+  const auto log = nd.log();
+  CHECK(count(log, "msg=reloaded ") + count(log, "msg=\"reload failed") <=
+        count(log, "msg=\"reloading site files and templates\"") +
+            count(log, "msg=\"reloading again"));
+  CHECK(http_get(nd.port, "/readyz").status != 0);
+  // Another burst, and SIGTERM in its middle: the process exits within its usual deadline.
+  for (int i = 0; i < 50; ++i)
+    ::kill(nd.process->pid(), SIGHUP);
+  const auto stopping = std::chrono::steady_clock::now();
+  CHECK(nd.process->stop(SIGTERM, 15s) == 0);
+  CHECK(std::chrono::steady_clock::now() - stopping < 10s);
+  CHECK(nd.log().find("terminate") == std::string::npos);
 }
