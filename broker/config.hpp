@@ -48,6 +48,14 @@ struct config {
   /// Connections above this are accepted and closed at once (counted). It bounds file
   /// descriptors and memory; 16384 leaves room under a typical 20000 RLIMIT_NOFILE.
   std::size_t max_connections = 16384;
+  /// Connections that have not yet sent their first complete frame (unidentified) at once. A
+  /// new connection arriving when this many are open, or when max_connections are, closes a
+  /// randomly chosen unidentified one (disconnects.unidentified_limit) to make room; only when
+  /// every slot holds an identified client is it refused. So silent connections can never take
+  /// every slot: a real client, which sends its subscribe frame within a round trip, gets in
+  /// and stays. Half of max_connections leaves the other half for identified clients whatever
+  /// a flood of silent ones does; keep it below max_connections.
+  std::size_t max_unidentified_connections = 8192;
 
   /// Soft bounds of each subscriber's outbound queue. A message that does not fit is dropped
   /// for that subscriber (or a /queue message goes to the next subscriber). 16 MiB absorbs a
@@ -101,6 +109,21 @@ struct config {
   /// (disconnects.auth_failed). Empty: no authentication (listen on loopback, as by default).
   std::string token;
 
+  /// A connection whose first complete frame (its subscribe frame, or the token) has not
+  /// arrived this long after it was accepted is closed (disconnects.first_frame_timeout): it
+  /// protects the connection table from peers that connect and never say who they are (they
+  /// would otherwise stay forever). Every client in this repository sends its first frame
+  /// right after connecting, so 5 s is many round trips even across continents, yet a flood of
+  /// silent connections frees its slots within seconds. 0 disables it.
+  std::chrono::milliseconds first_frame_timeout{5000};
+  /// A subscribed connection that has neither sent nor received anything for this long is
+  /// sent a ping: a zero-length frame, which clients skip (docs/broker.md). It keeps idle
+  /// connections alive through NAT and firewall idle timeouts, and makes a dead peer show: the
+  /// ping goes unacknowledged and the connection is closed after write_deadline (TCP_USER_TIMEOUT
+  /// is set to it). 30 s is below common NAT idle timeouts (60 s and up) and costs 4 bytes per
+  /// idle connection per interval. A connection is pinged between one and two intervals after
+  /// it went quiet (the broker checks all connections once per interval). 0 disables it.
+  std::chrono::milliseconds ping_interval{30000};
   /// A connection that has sent part of a frame and nothing more for this long is closed: it
   /// protects against peers that vanish without a FIN. 0 disables it.
   std::chrono::milliseconds partial_frame_timeout{30000};

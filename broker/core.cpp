@@ -1,6 +1,7 @@
 #include "broker/core.hpp"
 
 #include <algorithm>
+#include <string>
 #include <utility>
 
 #include <boost/asio/post.hpp>
@@ -36,6 +37,8 @@ core::core(boost::asio::io_context& ioc, config cfg)
   read_buffer_size_ =
       c.read_chunk_bytes + c.max_frame_bytes + c.max_channel_name + 2 * frame_header_bytes;
   iov_.reserve(max_iov);
+  ping_block_ = make_block(frame_header_bytes);
+  write_length(ping_block_.get(), 0);
 }
 
 char* core::read_buffer() {
@@ -48,6 +51,7 @@ bool core::start() {
   if (started_ || shutting_down_)
     return false;
   started_ = true;
+  next_ping_ = steady::now() + ctx_.cfg.ping_interval;
   arm_sweep();
   return true;
 }
@@ -60,6 +64,10 @@ void core::arm_sweep() {
     period = std::min(period, cfg.write_deadline / 4);
   if (cfg.partial_frame_timeout.count() > 0)
     period = std::min(period, cfg.partial_frame_timeout / 4);
+  if (cfg.first_frame_timeout.count() > 0)
+    period = std::min(period, cfg.first_frame_timeout / 4);
+  if (cfg.ping_interval.count() > 0)
+    period = std::min(period, cfg.ping_interval / 4);
   period = std::max(period, milliseconds(20));
   sweep_timer_.expires_after(period);
   sweep_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
@@ -88,6 +96,71 @@ void core::sweep() {
   for (auto& [p, why] : doomed)
     p->close(why);
   queues_.expire_unattended(now);
+  if (cfg.ping_interval.count() > 0 && now >= next_ping_) {
+    next_ping_ = now + cfg.ping_interval;
+    ping_quiet(now);
+  }
+  log_refusals(now);
+}
+
+// One round per ping_interval: a subscriber neither read from nor written to since the last
+// round, with nothing queued, gets one zero-length message. It costs a slice on a shared block;
+// a dead peer never acknowledges it, and the kernel then gives up after write_deadline
+// (TCP_USER_TIMEOUT, session.cpp).
+void core::ping_quiet(steady::time_point) {
+  if (shutting_down_)
+    return;
+  std::uint64_t sent = 0;
+  for (peer* p : peers_) {
+    if (std::exchange(p->active_, false))
+      continue;
+    if (!p->chan_ || !p->takes_deliveries() || !p->out_.empty())
+      continue;
+    p->enqueue(slice{ping_block_, 0, static_cast<std::uint32_t>(frame_header_bytes), 0});
+    flush_.mark(*p);
+    ++sent;
+  }
+  add(ctx_.ctr.pings, sent);
+}
+
+bool core::make_room() {
+  const config& cfg = ctx_.cfg;
+  if (peers_.size() < cfg.max_connections && unidentified_ < cfg.max_unidentified_connections)
+    return true;
+  bool room = false;
+  if (unidentified_ > 0) {
+    // A random one rather than the oldest or the newest: a real client identifies within a
+    // round trip, so while a flood keeps the unidentified slots full it is rarely the one
+    // picked, and choosing needs no per-connection bookkeeping.
+    std::uniform_int_distribution<std::size_t> pick(0, unidentified_ - 1);
+    if (auto victim = peers_[pick(rng_)]->weak_from_this().lock()) {
+      victim->close(close_reason::unidentified_limit);
+      ++evicted_unlogged_;
+      room = peers_.size() < cfg.max_connections;
+    }
+  }
+  if (!room) {
+    add(ctx_.ctr.connections_rejected, 1);
+    ++refused_unlogged_;
+  }
+  log_refusals(steady::now());
+  return room;
+}
+
+void core::log_refusals(steady::time_point now) {
+  if (refused_unlogged_ + evicted_unlogged_ == 0)
+    return;
+  if (refusal_logged_ != steady::time_point{} && now - refusal_logged_ < refusal_log_interval)
+    return;
+  const config& cfg = ctx_.cfg;
+  newsdesk::server::log_warn(
+      "msg=\"broker: connections refused\" refused=" + std::to_string(refused_unlogged_) +
+      " unidentified_closed=" + std::to_string(evicted_unlogged_) + " connections=" +
+      std::to_string(peers_.size()) + " unidentified=" + std::to_string(unidentified_) +
+      " max_connections=" + std::to_string(cfg.max_connections) +
+      " max_unidentified_connections=" + std::to_string(cfg.max_unidentified_connections));
+  refused_unlogged_ = evicted_unlogged_ = 0;
+  refusal_logged_ = now;
 }
 
 bool core::is_reserved(std::string_view name) const {
@@ -116,11 +189,35 @@ bool core::token_matches(std::string_view offered) const {
   return CRYPTO_memcmp(want, got, sizeof want) == 0;
 }
 
+// peers_[to] = peers_[from], keeping registry_index_ right (the slot `from` is then free).
+void core::move_in_registry(std::size_t from, std::size_t to) {
+  if (from == to)
+    return; // the slot may hold a stale copy of an entry moved away: leave its index alone
+  peers_[to] = peers_[from];
+  peers_[to]->registry_index_ = to;
+}
+
 void core::register_peer(peer& p) {
-  p.registry_index_ = peers_.size();
+  // Into the unidentified prefix: the first identified peer moves to the end to make room.
   peers_.push_back(&p);
+  move_in_registry(unidentified_, peers_.size() - 1);
+  peers_[unidentified_] = &p;
+  p.registry_index_ = unidentified_;
+  ++unidentified_;
   add(ctx_.ctr.connections_current, 1);
   add(ctx_.ctr.connections_total, 1);
+}
+
+void core::identified(peer& p) {
+  if (p.identified_)
+    return;
+  p.identified_ = true;
+  // Swap with the last unidentified peer and shrink the prefix.
+  const std::size_t at = p.registry_index_;
+  const std::size_t last = --unidentified_;
+  move_in_registry(last, at);
+  peers_[last] = &p;
+  p.registry_index_ = last;
 }
 
 void core::remove_peer(peer& p) {
@@ -137,9 +234,14 @@ void core::remove_peer(peer& p) {
   p.out_.clear();
   p.out_bytes_ = p.out_messages_ = 0;
 
-  peer* last = peers_.back();
-  peers_[p.registry_index_] = last;
-  last->registry_index_ = p.registry_index_;
+  std::size_t hole = p.registry_index_;
+  if (!p.identified_) {
+    // Keep the prefix whole: its last entry fills the hole, which moves to the prefix's end.
+    const std::size_t last = --unidentified_;
+    move_in_registry(last, hole);
+    hole = last;
+  }
+  move_in_registry(peers_.size() - 1, hole);
   peers_.pop_back();
   sub(ctr.connections_current, 1);
   maybe_finish_shutdown();

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <random>
 #include <span>
 #include <string>
 #include <string_view>
@@ -59,10 +60,16 @@ class core : public std::enable_shared_from_this<core> {
 
   // For listeners and protocols: connections.
 
-  /// Whether the registry holds max_connections peers already.
-  [[nodiscard]] bool full() const noexcept { return peers_.size() >= ctx_.cfg.max_connections; }
-  /// Counts and lists a peer just accepted, before its start().
+  /// Before a listener registers a connection it just accepted: whether there is a slot for
+  /// it. At max_connections or max_unidentified_connections it closes a randomly chosen
+  /// unidentified peer (disconnects.unidentified_limit) to make one; when every slot holds an
+  /// identified peer it returns false and counts the refusal (connections_rejected). Either
+  /// shows in a level=warn line, at most one per refusal_log_interval, with the counts since.
+  [[nodiscard]] bool make_room();
+  /// Counts and lists a peer just accepted (unidentified), before its start().
   void register_peer(peer& p);
+  /// p sent its first complete frame: it no longer counts as unidentified. Idempotent.
+  void identified(peer& p);
   /// The one close path of every protocol: takes p out of its channel, a channel's paused
   /// publishers and the registry, and drops (and counts) what its queue still held. p must be
   /// closed already; it may be destroyed when the caller's last reference goes.
@@ -97,6 +104,9 @@ class core : public std::enable_shared_from_this<core> {
   char* read_buffer();
   std::vector<msg_view>& run_scratch() noexcept { return run_; }
   std::vector<boost::asio::const_buffer>& iov_scratch() noexcept { return iov_; }
+  /// At most one warn line about refused connections per this long: a flood of connections
+  /// writes a dozen lines a minute, each with the counts since the last, not one per socket.
+  static constexpr std::chrono::seconds refusal_log_interval{5};
   /// Most buffers in one gathered write.
   static constexpr std::size_t max_iov = 64;
 
@@ -112,6 +122,9 @@ class core : public std::enable_shared_from_this<core> {
  private:
   void arm_sweep();
   void sweep();
+  void ping_quiet(steady::time_point now);
+  void log_refusals(steady::time_point now);
+  void move_in_registry(std::size_t from, std::size_t to);
   void maybe_finish_shutdown();
 
   context ctx_;
@@ -122,7 +135,18 @@ class core : public std::enable_shared_from_this<core> {
 
   boost::asio::steady_timer sweep_timer_;
   boost::asio::steady_timer shutdown_timer_;
-  std::vector<peer*> peers_; // the registry, non-owning: for the sweep and shutdown only
+  // The registry, non-owning: for the sweep, shutdown and making room. The first
+  // unidentified_ entries are the peers that have not sent their first frame yet.
+  std::vector<peer*> peers_;
+  std::size_t unidentified_ = 0;
+  std::minstd_rand rng_{std::random_device{}()}; // which unidentified peer make_room closes
+  block_ptr ping_block_;                         // one zero-length message, shared by all pings
+  steady::time_point next_ping_{};
+
+  // Refusals and evictions not yet logged, and when the last line went out.
+  std::uint64_t refused_unlogged_ = 0;
+  std::uint64_t evicted_unlogged_ = 0;
+  steady::time_point refusal_logged_{};
 
   std::unique_ptr<char[]> read_buffer_;
   std::size_t read_buffer_size_ = 0;

@@ -18,6 +18,7 @@ stats_snapshot counters::snapshot() const {
   s.deliveries = get(deliveries);
   s.bytes_in = get(bytes_in);
   s.bytes_out = get(bytes_out);
+  s.pings = get(pings);
   s.queued_bytes = get(queued_bytes);
   s.backlog_messages = get(backlog_messages);
   s.backlog_bytes = get(backlog_bytes);
@@ -30,11 +31,22 @@ stats_snapshot counters::snapshot() const {
   s.drops.shutdown = get(drop_shutdown);
   s.drops.expired = get(drop_expired);
   auto& d = s.disconnects;
-  std::uint64_t* fields[] = {
-      &d.client_closed,         &d.done,          &d.truncated_frame, &d.frame_too_large,
-      &d.channel_name_too_long, &d.slow_consumer, &d.hard_limit,      &d.write_timeout,
-      &d.partial_frame_timeout, &d.channel_limit, &d.io_error,        &d.shutdown,
-      &d.reserved_channel,      &d.auth_failed};
+  std::uint64_t* fields[] = {&d.client_closed,
+                             &d.done,
+                             &d.truncated_frame,
+                             &d.frame_too_large,
+                             &d.channel_name_too_long,
+                             &d.slow_consumer,
+                             &d.hard_limit,
+                             &d.write_timeout,
+                             &d.partial_frame_timeout,
+                             &d.channel_limit,
+                             &d.io_error,
+                             &d.shutdown,
+                             &d.reserved_channel,
+                             &d.auth_failed,
+                             &d.first_frame_timeout,
+                             &d.unidentified_limit};
   static_assert(std::size(fields) == close_reason_count);
   for (std::size_t i = 0; i < close_reason_count; ++i)
     *fields[i] = get(disconnects[i]);

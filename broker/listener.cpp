@@ -78,8 +78,7 @@ void listener::on_accept(const error_code& ec, tcp::socket socket) {
     return;
   }
   accept_backoff_ = std::chrono::milliseconds(0);
-  if (core_->full()) {
-    add(core_->ctx().ctr.connections_rejected, 1);
+  if (!core_->make_room()) {
     error_code ignored;
     socket.close(ignored);
   } else {

@@ -1,7 +1,9 @@
 #pragma once
 // Internal to the broker (namespace detail): a TCP accept loop handing each connection to a
-// wire protocol. Over max_connections (counted across every listener of the core) a connection
-// is accepted and closed at once (connections_rejected). Out of descriptors it waits 100 ms and
+// wire protocol. At max_connections or max_unidentified_connections (counted across every
+// listener of the core) core::make_room closes an unidentified connection to make room, or, when
+// every slot holds an identified one, the new connection is accepted and closed at once
+// (connections_rejected). Out of descriptors it waits 100 ms and
 // retries; other accept errors back off exponentially (10 ms to 1 s), so the loop neither spins
 // nor dies. It stops for good when closed or once the core is shutting down.
 //

@@ -30,6 +30,7 @@ void peer::sent(std::size_t n) {
   sub(ctr.queued_bytes, n);
   out_bytes_ -= n;
   stalled_since_ = {};
+  active_ = true;
   std::size_t left = n;
   while (left > 0) {
     slice& f = out_.front();

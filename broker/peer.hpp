@@ -114,6 +114,12 @@ class peer : public std::enable_shared_from_this<peer> {
   bool close_posted_ = false; // a close is deferred (flush_scheduler::defer_close)
   bool in_flush_ = false;     // on the flush list
   bool done_ = false;         // the client said it is done: flush, then close
+  // Sent its first complete frame (core::identified); until then it counts against
+  // max_unidentified_connections and first_frame_timeout applies.
+  bool identified_ = false;
+  // Read from or written to since the last ping round (core::sweep): a quiet subscriber is
+  // pinged. The protocol sets it when it reads; sent() when it writes.
+  bool active_ = false;
 };
 
 /// Writes and closes that a publish decides on happen after it, never inside its loop: one

@@ -4,6 +4,9 @@
 #include <optional>
 #include <string>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
 #include <boost/asio/post.hpp>
 
 #include "broker/core.hpp"
@@ -48,6 +51,7 @@ class session final : public peer {
   std::size_t consume(const char* data, std::size_t size);
   void keep_leftover(const char* p, std::size_t n);
   void begin_done();
+  void identify();
 
   // Write side
   void do_write();
@@ -63,6 +67,9 @@ class session final : public peer {
 
   tcp::socket socket_;
   std::string in_; // bytes of an incomplete frame pair (or held while paused)
+  // Until the first complete frame: when the connection was accepted (first_frame_timeout).
+  // Then: since when in_ has held part of a frame (partial_frame_timeout); empty while none.
+  // One field for both, so a connection costs no more than before the first-frame deadline.
   steady::time_point partial_since_{};
 };
 
@@ -75,10 +82,20 @@ void session::start() {
   if (!ec && cfg.send_buffer_bytes > 0)
     socket_.set_option(net::socket_base::send_buffer_size(static_cast<int>(cfg.send_buffer_bytes)),
                        ec);
+#ifdef TCP_USER_TIMEOUT
+  // Data unacknowledged this long (a ping to a peer that vanished without FIN or RST, whose
+  // queue never fills) makes the kernel abort the connection: the write deadline also finds
+  // dead peers that owe the broker nothing.
+  if (!ec && cfg.write_deadline.count() > 0) {
+    using user_timeout = net::detail::socket_option::integer<IPPROTO_TCP, TCP_USER_TIMEOUT>;
+    socket_.set_option(user_timeout(static_cast<int>(cfg.write_deadline.count())), ec);
+  }
+#endif
   if (ec) {
     fail(ec, "socket options");
     return close(close_reason::io_error);
   }
+  partial_since_ = steady::now();
   do_read();
 }
 
@@ -101,6 +118,8 @@ void session::do_read() {
                        [self = self()](const error_code& e) { self->on_readable(e); });
     return;
   }
+  if (ec == net::error::timed_out) // TCP_USER_TIMEOUT: see start()
+    return close(close_reason::write_timeout);
   if (ec) {
     if (!is_expected_close(ec))
       fail(ec, "read");
@@ -110,6 +129,7 @@ void session::do_read() {
                      : (mid_frame ? close_reason::truncated_frame : close_reason::io_error));
   }
   add(c.ctx().ctr.bytes_in, n);
+  active_ = true;
   process(have + n, true);
   if (closed_ || paused_ || done_ || draining_)
     return;
@@ -152,7 +172,8 @@ void session::keep_leftover(const char* p, std::size_t n) {
       std::string().swap(in_);
     else
       in_.clear();
-    partial_since_ = {};
+    if (identified_) // before, it holds the time of accept
+      partial_since_ = {};
     return;
   }
   in_.assign(p, n);
@@ -173,6 +194,7 @@ std::size_t session::consume(const char* data, std::size_t size) {
       return size;
     }
     authenticated_ = true;
+    identify();
     return r.size + consume(data + r.size, size - r.size);
   }
   std::size_t pos = 0;
@@ -185,6 +207,7 @@ std::size_t session::consume(const char* data, std::size_t size) {
                                          : close_reason::channel_name_too_long);
       return size;
     }
+    identify();
     if (r.payload.empty()) {
       begin_done();
       return size;
@@ -277,6 +300,15 @@ void session::begin_done() {
     close(close_reason::done);
 }
 
+// The first complete frame arrived: the connection leaves the unidentified ones, and
+// partial_since_ goes back to timing partial frames (process() sets it if one is left).
+void session::identify() {
+  if (identified_)
+    return;
+  core_->identified(*this);
+  partial_since_ = {};
+}
+
 void session::resume() {
   paused_ = false;
   blocked_on_.reset();
@@ -292,6 +324,9 @@ void session::resume() {
 }
 
 std::optional<close_reason> session::read_overdue(steady::time_point now) const {
+  const auto first = core_->cfg().first_frame_timeout;
+  if (!identified_ && first.count() > 0 && now - partial_since_ > first)
+    return close_reason::first_frame_timeout;
   const auto timeout = core_->cfg().partial_frame_timeout;
   if (timeout.count() > 0 && !paused_ && !in_.empty() && partial_since_ != steady::time_point{} &&
       now - partial_since_ > timeout)
@@ -320,6 +355,8 @@ void session::do_write() {
     const std::size_t n = socket_.write_some(iov, ec);
     if (ec == net::error::would_block || ec == net::error::try_again)
       return wait_write();
+    if (ec == net::error::timed_out) // TCP_USER_TIMEOUT: see start()
+      return close(close_reason::write_timeout);
     if (ec) {
       if (!is_expected_close(ec))
         fail(ec, "write");

@@ -16,6 +16,7 @@ void to_json(nlohmann::json& j, const stats_snapshot& s) {
                      {"deliveries", s.deliveries},
                      {"bytes_in", s.bytes_in},
                      {"bytes_out", s.bytes_out},
+                     {"pings", s.pings},
                      {"queued_bytes", s.queued_bytes},
                      {"backlog_messages", s.backlog_messages},
                      {"backlog_bytes", s.backlog_bytes},
@@ -42,7 +43,9 @@ void to_json(nlohmann::json& j, const stats_snapshot& s) {
                        {"io_error", x.io_error},
                        {"shutdown", x.shutdown},
                        {"reserved_channel", x.reserved_channel},
-                       {"auth_failed", x.auth_failed}}}};
+                       {"auth_failed", x.auth_failed},
+                       {"first_frame_timeout", x.first_frame_timeout},
+                       {"unidentified_limit", x.unidentified_limit}}}};
 }
 
 } // namespace newsdesk::broker

@@ -36,18 +36,23 @@ struct disconnect_counts {
   std::uint64_t shutdown = 0;              ///< closed by graceful shutdown
   std::uint64_t reserved_channel = 0;      ///< published to a reserved channel prefix
   std::uint64_t auth_failed = 0;           ///< first frame was not the configured token
+  std::uint64_t first_frame_timeout = 0;   ///< no complete first frame within first_frame_timeout
+  std::uint64_t unidentified_limit = 0;    ///< closed to make room for a new connection (still
+                                           ///< unidentified at max_unidentified_connections or
+                                           ///< max_connections)
 };
 
 struct stats_snapshot {
   std::uint64_t connections_current = 0;
   std::uint64_t connections_total = 0;
-  std::uint64_t connections_rejected = 0; ///< over max_connections
+  std::uint64_t connections_rejected = 0; ///< every slot held by an identified connection
   std::uint64_t channels_current = 0;
   std::uint64_t subscribers_current = 0;
   std::uint64_t messages_in = 0; ///< messages published (network and in-process)
   std::uint64_t deliveries = 0;  ///< message copies queued to a subscriber
   std::uint64_t bytes_in = 0;
   std::uint64_t bytes_out = 0;
+  std::uint64_t pings = 0;            ///< zero-length keep-alive frames queued to idle subscribers
   std::uint64_t queued_bytes = 0;     ///< bytes waiting in all subscriber queues
   std::uint64_t backlog_messages = 0; ///< messages waiting in all /queue backlogs
   std::uint64_t backlog_bytes = 0;

@@ -229,6 +229,8 @@ std::string metrics::render(const std::vector<site_report>& sites,
         {"hard_limit", d.hard_limit},
         {"write_timeout", d.write_timeout},
         {"partial_frame_timeout", d.partial_frame_timeout},
+        {"first_frame_timeout", d.first_frame_timeout},
+        {"unidentified_limit", d.unidentified_limit},
         {"io_error", d.io_error},
         {"shutdown", d.shutdown}};
     for (const auto& [reason, n] : closes)

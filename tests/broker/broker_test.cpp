@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support.hpp"
+#include "tests/support/logfmt.hpp"
 
 using namespace newsdesk::broker;
 using namespace newsdesk::broker::test;
@@ -472,6 +473,122 @@ TEST_CASE("a half-sent frame followed by silence is closed after the partial-fra
   CHECK(b.stats().disconnects.partial_frame_timeout == 1);
 }
 
+TEST_CASE("a connection that never completes its first frame is closed at first_frame_timeout") {
+  auto cfg = test_config();
+  cfg.first_frame_timeout = 200ms;
+  running_broker b(cfg);
+  client silent(b.port());
+  client partial(b.port());
+  partial.send_raw(std::string("\0\0\0\x10/to", 7)); // partial_frame_timeout is 30 s
+  client sub(b.port());
+  sub.send_frame("/topic/ff");
+  CHECK(silent.wait_closed(3000ms));
+  CHECK(partial.wait_closed(3000ms));
+  CHECK(b.stats().disconnects.first_frame_timeout == 2);
+  CHECK(nlohmann::json(b.stats()).at("disconnects").at("first_frame_timeout") == 2);
+  // The one that said who it is stays, well past the timeout, and is served.
+  std::this_thread::sleep_for(400ms);
+  CHECK(b.stats().connections_current == 1);
+  b.srv().publish("/topic/ff", "still here");
+  CHECK(sub.read_frame() == "still here");
+}
+
+TEST_CASE("with a token, the token is the first frame that stops the first-frame timeout") {
+  auto cfg = test_config();
+  cfg.token = "secret";
+  cfg.first_frame_timeout = 200ms;
+  running_broker b(cfg);
+  client silent(b.port());
+  client sub(b.port());
+  sub.send_frame("secret");
+  CHECK(silent.wait_closed(3000ms));
+  std::this_thread::sleep_for(400ms);
+  sub.send_frame("/topic/tok");
+  REQUIRE(b.wait_subscribers(1));
+  CHECK(b.stats().disconnects.first_frame_timeout == 1);
+}
+
+TEST_CASE("silent connections cannot lock a real subscriber out: it connects, subscribes and "
+          "receives") {
+  newsdesk::testing::log_capture log;
+  auto cfg = test_config();
+  cfg.max_connections = 20;
+  cfg.max_unidentified_connections = 10;
+  cfg.first_frame_timeout = 0ms; // the bound alone must keep room
+  running_broker b(cfg);
+  std::vector<std::unique_ptr<client>> silent;
+  for (int i = 0; i < 40; ++i)
+    silent.push_back(std::make_unique<client>(b.port()));
+  REQUIRE(wait_until([&] { return b.stats().connections_total == 40; }));
+  CHECK(b.stats().connections_current == 10);
+  CHECK(b.stats().disconnects.unidentified_limit == 30);
+  CHECK(b.stats().connections_rejected == 0);
+
+  client sub(b.port());
+  sub.send_frame("/topic/real");
+  REQUIRE(b.wait_subscribers(1));
+  b.srv().publish("/topic/real", "news");
+  CHECK(sub.read_frame() == "news");
+  // More silent ones only ever replace silent ones; the subscriber keeps its slot.
+  for (int i = 0; i < 20; ++i)
+    silent.push_back(std::make_unique<client>(b.port()));
+  REQUIRE(wait_until([&] { return b.stats().connections_total == 61; }));
+  CHECK(b.stats().connections_current == 11);
+  b.srv().publish("/topic/real", "more news");
+  CHECK(sub.read_frame() == "more news");
+
+  const auto lines = log.lines_with("broker: connections refused");
+  REQUIRE(lines.size() == 1); // rate-limited: one line for the whole burst
+  CHECK(lines[0].find("level=warn") != std::string::npos);
+  CHECK(lines[0].find("unidentified_closed=1") != std::string::npos);
+  CHECK(lines[0].find("max_unidentified_connections=10") != std::string::npos);
+}
+
+TEST_CASE("an idle subscriber is pinged with zero-length frames and stays past every timeout") {
+  auto cfg = test_config();
+  cfg.ping_interval = 100ms;
+  cfg.first_frame_timeout = 100ms;
+  cfg.partial_frame_timeout = 100ms;
+  cfg.write_deadline = 300ms;
+  running_broker b(cfg);
+  client sub(b.port());
+  sub.send_frame("/topic/idle");
+  REQUIRE(b.wait_subscribers(1));
+  int pings = 0;
+  const auto end = std::chrono::steady_clock::now() + 1200ms;
+  while (std::chrono::steady_clock::now() < end) {
+    const auto f = sub.read_frame(100ms);
+    if (f) {
+      CHECK(f->empty());
+      ++pings;
+    }
+  }
+  CHECK(pings >= 3);
+  CHECK(b.stats().pings >= 3);
+  CHECK(b.stats().connections_current == 1);
+  CHECK(b.stats().deliveries == 0); // a ping is no message
+  b.srv().publish("/topic/idle", "awake");
+  std::optional<std::string> got;
+  while ((got = sub.read_frame()) && got->empty())
+    ;
+  CHECK(got == "awake");
+}
+
+TEST_CASE("a subscriber that keeps receiving messages gets no pings") {
+  auto cfg = test_config();
+  cfg.ping_interval = 100ms;
+  running_broker b(cfg);
+  client sub(b.port());
+  sub.send_frame("/topic/busy");
+  REQUIRE(b.wait_subscribers(1));
+  for (int i = 0; i < 30; ++i) {
+    b.srv().publish("/topic/busy", msg(i));
+    REQUIRE(sub.read_frame() == msg(i));
+    std::this_thread::sleep_for(20ms);
+  }
+  CHECK(b.stats().pings == 0);
+}
+
 TEST_CASE("a zero-length channel frame makes the broker flush what it owes, then close") {
   running_broker b;
   client c(b.port());
@@ -682,17 +799,29 @@ TEST_CASE("messages published in-process reach network subscribers; stats are JS
   CHECK(j.at("subscribers_current") == 1);
 }
 
-TEST_CASE("connections above max_connections are closed and counted") {
+TEST_CASE("connections above max_connections, all identified, are closed, counted and logged") {
+  newsdesk::testing::log_capture log;
   auto cfg = test_config();
   cfg.max_connections = 5;
   running_broker b(cfg);
   std::vector<std::unique_ptr<client>> cs;
-  for (int i = 0; i < 5; ++i)
+  for (int i = 0; i < 5; ++i) {
     cs.push_back(std::make_unique<client>(b.port()));
-  REQUIRE(wait_until([&] { return b.stats().connections_current == 5; }));
+    cs.back()->send_frame("/topic/full");
+  }
+  REQUIRE(b.wait_subscribers(5));
   client extra(b.port());
   CHECK(extra.wait_closed());
-  CHECK(b.stats().connections_rejected == 1);
+  client another(b.port());
+  CHECK(another.wait_closed());
+  CHECK(b.stats().connections_rejected == 2);
+  CHECK(b.stats().disconnects.unidentified_limit == 0);
+  // One line for the burst (the second refusal waits for the next line, at most 5 s later).
+  const auto lines = log.lines_with("broker: connections refused");
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find("level=warn") != std::string::npos);
+  CHECK(lines[0].find("refused=1") != std::string::npos);
+  CHECK(lines[0].find("max_connections=5") != std::string::npos);
 }
 
 TEST_CASE("listen reports an address in use as an error") {
