@@ -137,10 +137,10 @@ TEST_CASE("titles: kickers, labels, ranks, bylines and times are kept out") {
   CHECK(got[5].title == "Election result delayed");
   CHECK(got[6].title == "What the vote means");
   CHECK(got[6].kicker == "Analysis");
-  CHECK(got[7].title == "NASA launches a new probe");     // capitals inside one text: a title
+  CHECK(got[7].title == "NASA launches a new probe"); // capitals inside one text: a title
   CHECK(got[8].title == "PARIS ATTACKS: Everything we know so far"); // one element: all title
-  CHECK(got[9].title == "10 things to know today");      // a number without a dot is the title's
-  CHECK(got[10].title == "LIVE");                         // nothing else: the label is the title
+  CHECK(got[9].title == "10 things to know today"); // a number without a dot is the title's
+  CHECK(got[10].title == "LIVE");                   // nothing else: the label is the title
 }
 
 TEST_CASE("cnn 2015: kickers are no longer glued to titles") {

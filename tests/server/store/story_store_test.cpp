@@ -244,8 +244,10 @@ TEST_CASE("stories: an SQLite file of schema version 3 is migrated; each row is 
   temp_dir dir;
   const auto file = dir.path / "old.db";
   sqlite_store::open(file)->record_refresh("a", page({{"A", "https://a/1"}}), at(1000));
-  // Back to version 3: what version 4 added, gone; then a row as version 3 wrote them.
-  raw_exec(file, "DROP INDEX headlines_story; DROP INDEX headlines_first_seen; "
+  // Back to version 3: what versions 4 and 5 added, gone; then a row as version 3 wrote them.
+  raw_exec(file, "ALTER TABLE headlines DROP COLUMN published_ms; "
+                 "ALTER TABLE headlines DROP COLUMN first_look; DROP INDEX headlines_story; DROP "
+                 "INDEX headlines_first_seen; "
                  "ALTER TABLE headlines DROP COLUMN story; DROP TABLE story_merges; "
                  "INSERT INTO headlines (site, url, title, first_seen_ms, last_seen_ms, seen_seq, "
                  "position) VALUES ('a', 'https://a/2', 'B', 1000, 1000, 1, 1); "
@@ -267,8 +269,9 @@ TEST_CASE("stories: a PostgreSQL database of schema version 2 is migrated; each 
   auto& pg = postgres_cluster::shared();
   const auto url = pg.fresh_database();
   postgres_store::open(url)->record_refresh("a", page({{"A", "https://a/1"}}), at(1000));
-  // Back to version 2: what version 3 added, gone; then a row as version 2 wrote them.
+  // Back to version 2: what versions 3 and 4 added, gone; then a row as version 2 wrote them.
   pg.exec(database_of(url),
+          "ALTER TABLE headlines DROP COLUMN published_ms, DROP COLUMN first_look; "
           "DROP TABLE story_merges; DROP INDEX headlines_first_seen; "
           "ALTER TABLE headlines DROP COLUMN story; "
           "ALTER TABLE newsdesk_meta DROP COLUMN last_merge; "
