@@ -238,6 +238,8 @@ std::vector<headline> detect_headlines(const dom::document& page, std::string_vi
 
   struct candidate {
     std::string title;
+    std::string kicker;
+    dom::node link;
     std::string_view href;
     int score = 0;
     std::string signature;
@@ -256,7 +258,7 @@ std::vector<headline> detect_headlines(const dom::document& page, std::string_vi
     auto parts = url::split_http_url(*target);
     if (!parts)
       continue;
-    std::string title = a.text();
+    auto [title, kicker] = split_title(a);
     const auto lowered = lower(title);
     if (title.empty() || is_label(lowered))
       continue;
@@ -294,7 +296,7 @@ std::vector<headline> detect_headlines(const dom::document& page, std::string_vi
     if (target->find('#') != std::string::npos && own_site && parts->path == page_parts->path)
       score -= 4; // an anchor on this page
     ++signatures[where.signature];
-    candidates.push_back({std::move(title), *href, score, where.signature});
+    candidates.push_back({std::move(title), std::move(kicker), a, *href, score, where.signature});
   }
   // Story lists repeat one structure many times; navigation and one-off links do not.
   std::map<std::string, std::pair<std::size_t, std::size_t>> passing; // signature: passed, all
@@ -312,7 +314,7 @@ std::vector<headline> detect_headlines(const dom::document& page, std::string_vi
     const bool story_list = all >= 8 && passed * 10 >= all * 7;
     if (c.score >= threshold ||
         (story_list && c.score >= threshold - 4 && word_count(c.title) >= 2))
-      collector.add(c.title, c.href);
+      collector.add(c.title, c.href, time_near(c.link, collector.now_ms()), c.kicker);
   }
   return collector.take();
 }

@@ -188,10 +188,20 @@ feed parse_feed(std::string_view bytes, std::string_view feed_url, std::string_v
   headline_collector collector(std::string(site), feed_url, no_page);
   feed out;
   std::size_t items = 0;
-  auto add = [&](std::string_view title, const std::string& link) {
+  // An item's publication date: the first of its date elements that reads as a plausible one.
+  auto published = [&](const xmlNode* item, std::initializer_list<const char*> names) {
+    for (const char* name : names)
+      for (const xmlNode* c = item->children; c; c = c->next)
+        if (named(c, name))
+          if (auto t = plausible_date(text_of(c), collector.now_ms()))
+            return t;
+    return std::optional<std::int64_t>();
+  };
+  auto add = [&](std::string_view title, const std::string& link,
+                 std::optional<std::int64_t> when) {
     ++items;
     if (!link.empty())
-      collector.add(title, link);
+      collector.add(title, link, when);
   };
   // Once a site's page is full, the items after are never read (their titles and links never
   // built); far more items than any feed has (repeated or linkless) bound a hostile one's cost.
@@ -204,7 +214,8 @@ feed parse_feed(std::string_view bytes, std::string_view feed_url, std::string_v
     out.home = atom_link(root);
     for (const xmlNode* c = root->children; c && more(); c = c->next)
       if (named(c, "entry"))
-        add(atom_text(first_child(c, "title")), atom_link(c));
+        add(atom_text(first_child(c, "title")), atom_link(c),
+            published(c, {"published", "updated", "issued", "modified"}));
   } else if (named(root, "rss")) {
     const xmlNode* channel = first_child(root, "channel");
     if (!channel)
@@ -213,7 +224,7 @@ feed parse_feed(std::string_view bytes, std::string_view feed_url, std::string_v
     out.home = resolved(channel, collapse_whitespace(text_of(first_child(channel, "link"))));
     for (const xmlNode* c = channel->children; c && more(); c = c->next)
       if (named(c, "item"))
-        add(text_of(first_child(c, "title")), rss_link(c));
+        add(text_of(first_child(c, "title")), rss_link(c), published(c, {"pubDate", "date"}));
   } else if (named(root, "RDF") && in_ns(root, rdf_ns)) {
     // RSS 1.0 and 0.90: the items are the channel's siblings.
     const xmlNode* channel = first_child(root, "channel");
@@ -222,7 +233,7 @@ feed parse_feed(std::string_view bytes, std::string_view feed_url, std::string_v
       out.home = resolved(channel, collapse_whitespace(text_of(first_child(channel, "link"))));
     for (const xmlNode* c = root->children; c && more(); c = c->next)
       if (named(c, "item"))
-        add(text_of(first_child(c, "title")), rss_link(c));
+        add(text_of(first_child(c, "title")), rss_link(c), published(c, {"pubDate", "date"}));
   } else {
     throw feed_error("not a feed: the root element is <" + std::string(view(root->name)) +
                      "> (expected <rss>, <rdf:RDF> or Atom's <feed>)");

@@ -4,6 +4,10 @@
 #include "scrapers/text.hpp"
 #include "scrapers/url.hpp"
 
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <chrono>
 #include <utility>
 
 namespace newsdesk::scrapers {
@@ -14,10 +18,398 @@ std::string collapse_whitespace(std::string_view text) {
   return std::move(out).take();
 }
 
+namespace {
+
+// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
+std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const auto yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+bool leap(int y) {
+  return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+// Unix ms of a UTC calendar time, nullopt for impossible fields.
+std::optional<std::int64_t> unix_ms(int y, int mo, int d, int h, int mi, int s, int ms,
+                                    int offset_minutes) {
+  static constexpr std::array<int, 12> days{31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (y < 1 || y > 9999 || mo < 1 || mo > 12 || d < 1 ||
+      d > days[mo - 1] + (mo == 2 && leap(y) ? 1 : 0) || h > 23 || mi > 59 || s > 60 || h < 0 ||
+      mi < 0 || s < 0)
+    return std::nullopt;
+  const auto day = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d));
+  return ((day * 24 + h) * 60 + mi - offset_minutes) * 60'000 + std::int64_t{s} * 1000 + ms;
+}
+
+// A run of 1-`max` digits at text[at], advancing `at`; -1 when there is none.
+int digits(std::string_view text, std::size_t& at, std::size_t min, std::size_t max) {
+  std::size_t n = 0;
+  int value = 0;
+  while (at < text.size() && n < max && std::isdigit(static_cast<unsigned char>(text[at]))) {
+    value = value * 10 + (text[at] - '0');
+    ++at;
+    ++n;
+  }
+  return n >= min ? value : -1;
+}
+
+bool eat(std::string_view text, std::size_t& at, char c) {
+  if (at < text.size() && text[at] == c) {
+    ++at;
+    return true;
+  }
+  return false;
+}
+
+// "Z", "+01:00", "-0500", "GMT", "EST"...: minutes east of UTC; nullopt when unknown.
+std::optional<int> zone_offset(std::string_view zone) {
+  if (zone.empty())
+    return 0;
+  if (zone[0] == '+' || zone[0] == '-') {
+    std::size_t at = 1;
+    const int h = digits(zone, at, 2, 2);
+    eat(zone, at, ':');
+    int m = at < zone.size() ? digits(zone, at, 2, 2) : 0;
+    if (h < 0 || m < 0 || h > 23 || m > 59 || at != zone.size())
+      return std::nullopt;
+    return (zone[0] == '-' ? -1 : 1) * (h * 60 + m);
+  }
+  std::string upper;
+  for (char c : zone)
+    upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  static constexpr std::array<std::pair<std::string_view, int>, 13> names{{{"Z", 0},
+                                                                           {"UT", 0},
+                                                                           {"UTC", 0},
+                                                                           {"GMT", 0},
+                                                                           {"EST", -300},
+                                                                           {"EDT", -240},
+                                                                           {"CST", -360},
+                                                                           {"CDT", -300},
+                                                                           {"MST", -420},
+                                                                           {"MDT", -360},
+                                                                           {"PST", -480},
+                                                                           {"PDT", -420},
+                                                                           {"BST", 60}}};
+  for (const auto& [name, offset] : names)
+    if (upper == name)
+      return offset;
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> parse_iso(std::string_view t) {
+  std::size_t at = 0;
+  const int y = digits(t, at, 4, 4);
+  if (y < 0 || !eat(t, at, '-'))
+    return std::nullopt;
+  const int mo = digits(t, at, 2, 2);
+  if (mo < 0 || !eat(t, at, '-'))
+    return std::nullopt;
+  const int d = digits(t, at, 2, 2);
+  if (d < 0)
+    return std::nullopt;
+  if (at == t.size())
+    return unix_ms(y, mo, d, 0, 0, 0, 0, 0);
+  if (!eat(t, at, 'T') && !eat(t, at, 't') && !eat(t, at, ' '))
+    return std::nullopt;
+  const int h = digits(t, at, 2, 2);
+  if (h < 0 || !eat(t, at, ':'))
+    return std::nullopt;
+  const int mi = digits(t, at, 2, 2);
+  int s = 0, ms = 0;
+  if (mi < 0)
+    return std::nullopt;
+  if (eat(t, at, ':') && (s = digits(t, at, 2, 2)) < 0)
+    return std::nullopt;
+  if (eat(t, at, '.') || eat(t, at, ',')) {
+    const auto start = at;
+    const int frac = digits(t, at, 1, 3);
+    if (frac < 0)
+      return std::nullopt;
+    ms = frac * (at - start == 1 ? 100 : at - start == 2 ? 10 : 1);
+    while (at < t.size() && std::isdigit(static_cast<unsigned char>(t[at])))
+      ++at;
+  }
+  auto zone = trim_ascii_whitespace(t.substr(at));
+  auto offset = zone_offset(zone);
+  if (!offset)
+    return std::nullopt;
+  return unix_ms(y, mo, d, h, mi, s, ms, *offset);
+}
+
+std::optional<std::int64_t> parse_rfc822(std::string_view t) {
+  // Tokens between spaces and commas: [weekday] day month year time [zone].
+  std::vector<std::string_view> tokens;
+  std::size_t at = 0;
+  while (at < t.size()) {
+    auto end = t.find_first_of(" \t\r\n,", at);
+    if (end == std::string_view::npos)
+      end = t.size();
+    if (end > at)
+      tokens.push_back(t.substr(at, end - at));
+    at = end + 1;
+  }
+  std::size_t i = 0;
+  if (!tokens.empty() && std::isalpha(static_cast<unsigned char>(tokens[0][0])))
+    ++i; // the weekday, not checked
+  if (tokens.size() < i + 4 || tokens.size() > i + 5)
+    return std::nullopt;
+  std::size_t p = 0;
+  const int d = digits(tokens[i], p, 1, 2);
+  if (d < 0 || p != tokens[i].size())
+    return std::nullopt;
+  static constexpr std::array<std::string_view, 12> months{
+      "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"};
+  std::string month;
+  for (char c : tokens[i + 1].substr(0, 3))
+    month += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const auto m = std::find(months.begin(), months.end(), month);
+  if (m == months.end())
+    return std::nullopt;
+  p = 0;
+  int y = digits(tokens[i + 2], p, 2, 4);
+  if (y < 0 || p != tokens[i + 2].size() || p == 3)
+    return std::nullopt;
+  if (p == 2)
+    y += y < 50 ? 2000 : 1900;
+  const auto time = tokens[i + 3];
+  p = 0;
+  const int h = digits(time, p, 2, 2);
+  int mi = -1, s = 0;
+  if (h < 0 || !eat(time, p, ':') || (mi = digits(time, p, 2, 2)) < 0)
+    return std::nullopt;
+  if (eat(time, p, ':') && (s = digits(time, p, 2, 2)) < 0)
+    return std::nullopt;
+  if (p != time.size())
+    return std::nullopt;
+  auto offset = zone_offset(tokens.size() > i + 4 ? tokens[i + 4] : std::string_view());
+  if (!offset)
+    return std::nullopt;
+  return unix_ms(y, static_cast<int>(m - months.begin()) + 1, d, h, mi, s, 0, *offset);
+}
+
+std::string lower_ascii(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Whether `names` (class and data-* attributes, lowercased) has a part, between spaces, '-' and
+// '_', from `words`.
+bool has_part(std::string_view names, std::initializer_list<std::string_view> words) {
+  std::size_t at = 0;
+  while (at <= names.size()) {
+    auto end = names.find_first_of(" -_:", at);
+    if (end == std::string_view::npos)
+      end = names.size();
+    const auto part = names.substr(at, end - at);
+    if (!part.empty() && std::find(words.begin(), words.end(), part) != words.end())
+      return true;
+    at = end + 1;
+  }
+  return false;
+}
+
+enum class part_kind { text, kicker, left_out };
+
+part_kind kind_of(dom::node n) {
+  if (n.has_tag("time") || n.has_tag("script") || n.has_tag("style"))
+    return part_kind::left_out;
+  std::string names(n.attr("class").value_or(""));
+  for (const auto& a : n.attributes())
+    if (a.name.starts_with("data-"))
+      names.append(" ").append(a.name.substr(5)).append(" ").append(a.value);
+  if (names.empty())
+    return part_kind::text;
+  names = lower_ascii(names);
+  if (names.find("kicker") != std::string::npos || names.find("eyebrow") != std::string::npos ||
+      has_part(names, {"label", "flag", "overline"}))
+    return part_kind::kicker;
+  if (names.find("byline") != std::string::npos ||
+      has_part(names, {"author", "rank", "ranking", "timestamp", "date", "time", "dateline"}))
+    return part_kind::left_out;
+  return part_kind::text;
+}
+
+bool rank_text(std::string_view text) {
+  text = trim_ascii_whitespace(text);
+  std::size_t at = 0;
+  eat(text, at, '#');
+  if (digits(text, at, 1, 3) < 0)
+    return false;
+  eat(text, at, '.') || eat(text, at, ')');
+  return at == text.size();
+}
+
+bool capitals_only(std::string_view text) {
+  std::size_t letters = 0;
+  for (unsigned char c : text) {
+    if (std::islower(c) || c >= 0x80)
+      return false;
+    letters += std::isupper(c) ? 1 : 0;
+  }
+  return letters >= 3;
+}
+
+bool has_lower(std::string_view text) {
+  return std::any_of(text.begin(), text.end(),
+                     [](unsigned char c) { return std::islower(c) != 0; });
+}
+
+int word_count(std::string_view text) {
+  int words = 0;
+  bool in_word = false;
+  for (char c : text) {
+    const bool space = is_ascii_whitespace(c);
+    words += !space && !in_word;
+    in_word = !space;
+  }
+  return words;
+}
+
+} // namespace
+
+std::optional<std::int64_t> parse_date(std::string_view text) {
+  text = trim_ascii_whitespace(text);
+  if (text.empty() || text.size() > 64)
+    return std::nullopt;
+  if (text.size() >= 10 && std::isdigit(static_cast<unsigned char>(text[0])) && text[4] == '-')
+    return parse_iso(text);
+  return parse_rfc822(text);
+}
+
+std::optional<std::int64_t> plausible_date(std::string_view text, std::int64_t now_ms) {
+  constexpr std::int64_t year_1990_ms = 631'152'000'000;
+  constexpr std::int64_t day_ms = 86'400'000;
+  auto t = parse_date(text);
+  if (!t || *t < year_1990_ms || *t > now_ms + day_ms)
+    return std::nullopt;
+  return t;
+}
+
+title_parts split_title(dom::node element) {
+  // The element's text runs, each with the element holding it, walked without recursion and
+  // skipping the subtrees of parts left out.
+  struct run {
+    std::string text;
+    dom::node holder;
+  };
+  std::vector<run> runs;
+  std::string kicker;
+  dom::node n = element.child(0);
+  while (n && n != element) {
+    bool descend = false;
+    if (n.is_text()) {
+      auto text = collapse_whitespace(n.raw_text());
+      if (!text.empty())
+        runs.push_back({std::move(text), n.parent()});
+    } else if (n.is_element()) {
+      switch (kind_of(n)) {
+      case part_kind::kicker:
+        kicker += (kicker.empty() ? "" : " ") + n.text();
+        break;
+      case part_kind::left_out:
+        break;
+      case part_kind::text:
+        descend = n.child_count() > 0;
+      }
+    }
+    if (descend) {
+      n = n.child(0);
+      continue;
+    }
+    while (n && n != element && !n.next_sibling())
+      n = n.parent();
+    if (n && n != element)
+      n = n.next_sibling();
+  }
+  // A leading rank number or all-capitals run in its own element, before ordinary text.
+  std::size_t first = 0;
+  if (runs.size() >= 2 && rank_text(runs[0].text))
+    first = 1;
+  // The element of capitals that holds the leading run: the highest ancestor of its holder below
+  // `element` whose text is still all capitals ("<strong>FRANCE FIGHTS <em>BACK</em></strong>").
+  auto inside = [&](dom::node holder, dom::node ancestor) {
+    for (; holder && holder != element; holder = holder.parent())
+      if (holder == ancestor)
+        return true;
+    return false;
+  };
+  if (runs.size() >= first + 2 && runs[first].holder != element &&
+      capitals_only(runs[first].text)) {
+    dom::node caps = runs[first].holder;
+    while (caps.parent() && caps.parent() != element && capitals_only(caps.parent().text()))
+      caps = caps.parent();
+    auto rest = first;
+    while (rest < runs.size() && inside(runs[rest].holder, caps))
+      ++rest;
+    if (rest < runs.size() && has_lower(runs[rest].text)) {
+      kicker += (kicker.empty() ? "" : " ") + caps.text();
+      first = rest;
+    }
+  }
+  std::string title;
+  for (std::size_t i = first; i < runs.size(); ++i)
+    title += (title.empty() ? "" : " ") + runs[i].text;
+  title = collapse_whitespace(title);
+  // "1. Title" written as one text.
+  if (auto dot = title.find_first_of(".)"); dot != std::string::npos && dot <= 3 &&
+                                            dot + 1 < title.size() && title[dot + 1] == ' ' &&
+                                            rank_text(title.substr(0, dot + 1)))
+    title.erase(0, dot + 2);
+  if (title.empty())
+    return {element.text(), {}};
+  return {std::move(title), collapse_whitespace(kicker)};
+}
+
+std::optional<std::int64_t> time_near(dom::node link, std::int64_t now_ms) {
+  constexpr int levels = 6;
+  constexpr std::size_t scan_limit = 2'000; // elements read per ancestor
+  const auto own_href = link.attr("href").value_or("");
+  dom::node below = link;
+  for (int level = 0; level < levels; ++level) {
+    dom::node a = below.parent();
+    if (!a || !a.is_element() || a.has_tag("body"))
+      break;
+    std::optional<std::string_view> datetime;
+    bool other_headline = false;
+    std::size_t seen = 0;
+    for (dom::node d : a.descendant_elements()) {
+      if (++seen > scan_limit)
+        return std::nullopt;
+      if (d.has_tag("a") && d != link) {
+        auto href = d.attr("href");
+        if (href && *href != own_href && word_count(d.text()) >= 3) {
+          other_headline = true;
+          break;
+        }
+      } else if (!datetime && d.has_tag("time")) {
+        datetime = d.attr("datetime");
+      }
+    }
+    if (other_headline)
+      break;
+    if (datetime)
+      return plausible_date(*datetime, now_ms);
+    if (a.has_tag("article") || a.has_tag("li"))
+      break;
+    below = a;
+  }
+  return std::nullopt;
+}
+
 headline_collector::headline_collector(std::string site, std::string_view page_url,
                                        const dom::document& page)
     : site_(std::move(site))
-    , base_(page_url) {
+    , base_(page_url)
+    , now_ms_(std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count()) {
   // A <base href> that does not resolve is ignored, as browsers fall back to the page URL.
   if (auto base_href = page.base_href()) {
     if (auto resolved = url::resolve(page_url, *base_href)) {
@@ -30,7 +422,13 @@ std::optional<std::string> headline_collector::resolve(std::string_view href) co
   return url::resolve(base_, href);
 }
 
-bool headline_collector::add(std::string_view raw_title, std::string_view href) {
+bool headline_collector::add_link(dom::node link, std::string_view href, dom::node title) {
+  auto parts = split_title(title ? title : link);
+  return add(parts.title, href, time_near(link, now_ms_), parts.kicker);
+}
+
+bool headline_collector::add(std::string_view raw_title, std::string_view href,
+                             std::optional<std::int64_t> published_ms, std::string_view kicker) {
   if (headlines_.size() >= max_headlines_per_site) {
     return false;
   }
@@ -45,7 +443,8 @@ bool headline_collector::add(std::string_view raw_title, std::string_view href) 
   if (!seen_urls_.insert(*resolved).second) {
     return false;
   }
-  headlines_.push_back({std::move(title), std::move(*resolved), site_});
+  headlines_.push_back({std::move(title), std::move(*resolved), site_, published_ms,
+                        collapse_whitespace(cut_utf8(kicker, 200))});
   return true;
 }
 

@@ -2,9 +2,11 @@
 // scrapers and declarative site files both feed their raw finds through headline_collector.
 #pragma once
 
+#include "scrapers/dom.hpp"
 #include "scrapers/scraper.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,6 +34,33 @@ inline constexpr std::size_t max_headlines_per_site = 500;
 // Titles are kept as literal text: "<script>" stays "<script>"; escaping is the renderer's job.
 // Not thread-safe; use one collector per extraction. The document need only outlive the
 // constructor.
+// A date as feeds and pages write it, as Unix milliseconds: RFC 822/1123 ("Tue, 17 Nov 2015
+// 09:12:00 GMT", RSS pubDate) or RFC 3339/ISO 8601 ("2015-11-17T09:12:00Z", "2015-11-17T09:12
+// +01:00", a bare "2015-11-17"); a time without a zone is taken as UTC. nullopt for anything
+// else, including impossible fields (month 13, hour 25).
+std::optional<std::int64_t> parse_date(std::string_view text);
+// parse_date, kept only when plausible as a headline's publication: from 1990 on and no more
+// than a day after `now_ms` (a clock a little ahead is allowed; "2099" is not).
+std::optional<std::int64_t> plausible_date(std::string_view text, std::int64_t now_ms);
+
+// A link's title text apart from what is glued to it. Descendants whose class or data-*
+// attributes say kicker, eyebrow, label or flag become the kicker; those that say byline,
+// author, rank, timestamp or date, and <time> elements, are left out; a leading rank number
+// ("1.", a lone "3" in its own element) is dropped; a leading all-capitals run in its own
+// element followed by ordinary text ("<strong>PLANE CRASH</strong> Bomb destroyed...") becomes
+// the kicker. When leaving things out would empty the title, the whole text is the title.
+struct title_parts {
+  std::string title;  // whitespace-collapsed
+  std::string kicker; // whitespace-collapsed; may be empty
+};
+title_parts split_title(dom::node element);
+
+// The publication time of the headline whose link is `link`: the first <time datetime> among
+// the link's ancestors up to the one that holds this headline alone (it stops below an
+// ancestor holding another link of three or more words, and after an article or list item),
+// kept when plausible_date accepts it.
+std::optional<std::int64_t> time_near(dom::node link, std::int64_t now_ms);
+
 class headline_collector {
  public:
   headline_collector(std::string site, std::string_view page_url, const dom::document& page);
@@ -42,7 +71,14 @@ class headline_collector {
   std::optional<std::string> resolve(std::string_view href) const;
 
   // Applies the rules above; returns true when the headline was kept.
-  bool add(std::string_view raw_title, std::string_view href);
+  bool add(std::string_view raw_title, std::string_view href,
+           std::optional<std::int64_t> published_ms = std::nullopt, std::string_view kicker = {});
+  // The headline of a link element on the page: its title and kicker from split_title(title)
+  // (`title` defaults to the link), its published time from time_near(link).
+  bool add_link(dom::node link, std::string_view href, dom::node title = {});
+
+  // The time this collector was made (Unix ms): what "plausible" dates are judged against.
+  std::int64_t now_ms() const { return now_ms_; }
 
   const std::vector<headline>& headlines() const { return headlines_; }
   std::size_t size() const { return headlines_.size(); }
@@ -52,6 +88,7 @@ class headline_collector {
  private:
   std::string site_;
   std::string base_;
+  std::int64_t now_ms_ = 0;
   std::unordered_set<std::string> seen_urls_;
   std::vector<headline> headlines_;
 };

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,6 +26,11 @@ struct headline {
   std::string title; // whitespace-collapsed text; never empty
   std::string url;   // absolute http or https URL, resolved per RFC 3986
   std::string site;  // name of the site it came from (site_info::name)
+  // When the source says it was published (Unix milliseconds): a feed item's date, a page's
+  // <time datetime> beside the link. Unset when the source gives none or an implausible one.
+  std::optional<std::int64_t> published_ms;
+  // A label the page shows before the title and apart from it ("PLANE CRASH"); may be empty.
+  std::string kicker;
 
   friend bool operator==(const headline&, const headline&) = default;
 };

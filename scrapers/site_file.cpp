@@ -156,7 +156,8 @@ class site_file_scraper final : public scraper {
       if (!title && r->title_fallback) {
         title = link;
       }
-      std::string text = title ? collapse_whitespace(title.text()) : std::string();
+      const auto parts = title ? split_title(title) : title_parts();
+      const std::string& text = parts.title;
       if (text.empty()) {
         ++s.without_title;
         continue;
@@ -165,7 +166,7 @@ class site_file_scraper final : public scraper {
         ++s.filtered_out;
         continue;
       }
-      if (!collector.add(text, *href)) {
+      if (!collector.add(text, *href, time_near(link, collector.now_ms()), parts.kicker)) {
         ++s.duplicates;
       }
     }

@@ -46,6 +46,7 @@
   }
   const clock = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
   const full = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+  const day = new Intl.DateTimeFormat(undefined, { dateStyle: "medium" });
 
   // Every <time class="ago"> says how long ago, with the reader's local time on hover; the
   // header's time is the reader's local clock time.
@@ -54,7 +55,11 @@
     for (const t of document.querySelectorAll("time.ago")) {
       const then = Date.parse(t.dateTime);
       if (Number.isNaN(then)) continue;
-      t.textContent = ago(then, now);
+      const label = t.dataset.label;
+      // A headline's own time says what it is; a published one older than a day is a date.
+      if (label === "published" && now - then >= 86400000) t.textContent = label + " " + day.format(then);
+      else if (label === "published" || label === "seen") t.textContent = label + " " + ago(then, now);
+      else t.textContent = ago(then, now);
       t.title = (t.dataset.label ? t.dataset.label + " " : "") + full.format(then);
     }
     const asOf = document.getElementById("as-of");
@@ -330,8 +335,9 @@
     source.textContent = h.site_display_name;
     const time = document.createElement("time");
     time.className = "ago";
-    time.dateTime = h.first_seen;
-    time.dataset.label = "first seen";
+    const published = typeof h.published === "string" && !Number.isNaN(Date.parse(h.published));
+    time.dateTime = published ? h.published : h.first_seen;
+    time.dataset.label = published ? "published" : "seen";
     meta.append(siteMark(h), source, " · ", time);
     item.append(link, meta);
     return item;

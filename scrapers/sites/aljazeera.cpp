@@ -93,7 +93,7 @@ class aljazeera_scraper final : public scraper {
           !is_story_path(parts->path)) {
         continue;
       }
-      collector.add(link.text(), *href);
+      collector.add_link(link, *href);
     }
     return collector.take();
   }

@@ -30,7 +30,8 @@ dom::node headline_text_in(dom::node link) {
 }
 
 struct candidate {
-  std::string title;
+  dom::node link;
+  dom::node title;
   std::string_view href;
 };
 
@@ -70,11 +71,11 @@ class cnn_scraper final : public scraper {
       // link, so a story keeps its full headline wherever it has one, and a trending story
       // the page shows nowhere else still appears, under its label (the only title there is).
       auto& bucket = link.has_class("container_ribbon__link") ? trending_labels : stories;
-      bucket.push_back({text.text(), *href});
+      bucket.push_back({link, text, *href});
     }
     for (const auto* bucket : {&stories, &trending_labels}) {
       for (const candidate& c : *bucket) {
-        collector.add(c.title, c.href);
+        collector.add_link(c.link, c.href, c.title);
       }
     }
     return collector.take();

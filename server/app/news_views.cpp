@@ -70,7 +70,8 @@ representation_cache::content view_content(const news_page& page, const news_sna
     // readers re-flag entries whose <updated> moves, and the feed's bytes (and ETag) then stay
     // the same until a headline is added or gone.
     entries.push_back({"", item.headline.title, item.headline.url, item.headline.site,
-                       site->display_name, item.first_seen_ms, item.first_seen_ms});
+                       site->display_name, item.first_seen_ms, item.first_seen_ms,
+                       item.headline.published_ms});
     updated = std::max(updated, item.first_seen_ms);
   }
   // Newest first, as feed readers expect.

@@ -188,7 +188,8 @@ std::string atom_feed(const feed_info& info, const std::vector<feed_entry>& entr
     out += "    <link rel=\"alternate\" href=\"";
     append_xml(out, e.url);
     out += "\"/>\n";
-    element(out, "    ", "published", format_utc(e.first_seen_ms, rfc3339_millis));
+    element(out, "    ", "published",
+            format_utc(e.published_ms.value_or(e.first_seen_ms), rfc3339_millis));
     element(out, "    ", "updated",
             format_utc(std::max(e.first_seen_ms, e.last_seen_ms), rfc3339_millis));
     out += "    <author>";
@@ -215,7 +216,7 @@ std::string json_feed(const feed_info& info, const std::vector<feed_entry>& entr
          {"url", clean_text(e.url)},
          {"title", title},
          {"content_text", title},
-         {"date_published", format_utc(e.first_seen_ms, rfc3339_millis)},
+         {"date_published", format_utc(e.published_ms.value_or(e.first_seen_ms), rfc3339_millis)},
          {"date_modified", format_utc(std::max(e.first_seen_ms, e.last_seen_ms), rfc3339_millis)},
          {"authors", json::array({{{"name", clean_text(display_name(e))}}})},
          {"tags", json::array({clean_text(e.site)})}});

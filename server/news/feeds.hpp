@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,9 @@ struct feed_entry {
   std::string site_display_name;  // the entry's author in both formats; empty: `site`
   std::int64_t first_seen_ms = 0; // Unix milliseconds: published
   std::int64_t last_seen_ms = 0;  // Unix milliseconds: updated / date_modified
+  // Unix milliseconds the source says it was published; when set, it is the entry's published
+  // (date_published) instead of first_seen_ms.
+  std::optional<std::int64_t> published_ms;
 };
 
 struct feed_info {

@@ -25,6 +25,9 @@ void to_json(nlohmann::json& j, const news_item& item) {
        {"rank", item.rank},
        {"new", item.is_new},
        {"story", item.story}};
+  if (item.headline.published_ms)
+    j["published"] = iso8601(std::chrono::system_clock::time_point(
+        std::chrono::milliseconds(*item.headline.published_ms)));
 }
 
 void to_json(nlohmann::json& j, const headline_list& items) {

@@ -31,6 +31,9 @@ struct news_item {
   // The story it belongs to, from the store: the id of the headline that started it (its own id
   // when it started one). 0 without a store.
   std::int64_t story = 0;
+  // Found by its site's first successful refresh: it was on the page before newsdesk first
+  // looked, so when it has no published time it shows no age at all (not "just now").
+  bool first_look = false;
 };
 
 // Where a headline stands in the page's order: when it was first seen, made a minute older for

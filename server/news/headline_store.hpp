@@ -70,6 +70,10 @@ struct stored_headline {
   std::int64_t first_seen_ms = 0; // Unix milliseconds of the refresh that first found it
   std::int64_t last_seen_ms = 0;  // Unix milliseconds of the latest refresh that found it
   std::int64_t story = 0;         // the story it belongs to now (the id of the row that started it)
+  // When its source says it was published (Unix ms), as first found; unset when not given.
+  std::optional<std::int64_t> published_ms;
+  // Found by its site's first successful refresh: it was on the page before newsdesk looked.
+  bool first_look = false;
 
   friend bool operator==(const stored_headline&, const stored_headline&) = default;
 };

@@ -355,6 +355,19 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
     entry.set("page_time", iso8601_ms(page_time(item)));
     entry.set("first_seen_title", full_time(item.first_seen_ms));
     entry.set("first_seen_ago", age_text(item.first_seen_ms, now));
+    // Its time: when published, if the source said; else when seen, unless its site's first
+    // refresh found it (it was there before newsdesk looked: no age is known).
+    if (const auto& published = h.published_ms) {
+      entry.set("time_at", iso8601_ms(*published));
+      entry.set("time_label", "published");
+      entry.set("time_title", full_time(*published));
+      entry.set("time_text", "published " + published_text(*published, now));
+    } else if (!item.first_look) {
+      entry.set("time_at", iso8601_ms(item.first_seen_ms));
+      entry.set("time_label", "seen");
+      entry.set("time_title", full_time(item.first_seen_ms));
+      entry.set("time_text", "seen " + age_text(item.first_seen_ms, now));
+    }
     // Dashed "not updating" boxes tell a site's own failure; a renderer's is its notice's to tell.
     entry.set("stale", it != by_name.end() && it->second->stale && !renderer_failed(*it->second));
     entry.set("site_display_name", it != by_name.end() ? it->second->display_name : h.site);
@@ -579,6 +592,12 @@ std::string age_text(std::int64_t then_ms, std::int64_t now_ms) {
   if (seconds < 2 * 86400)
     return std::to_string(seconds / 3600) + " h ago";
   return std::to_string(seconds / 86400) + " days ago";
+}
+
+std::string published_text(std::int64_t then_ms, std::int64_t now_ms) {
+  if (now_ms - then_ms < 86'400'000)
+    return age_text(then_ms, now_ms);
+  return format_utc(then_ms, "%d %b %Y");
 }
 
 } // namespace newsdesk::server

@@ -89,5 +89,8 @@ std::string public_detail(std::string_view error, std::string_view site_url);
 
 // "just now", "5 min ago", "3 h ago", "2 days ago".
 std::string age_text(std::int64_t then_ms, std::int64_t now_ms);
+// A published time as the page words it: age_text within a day, else its UTC date
+// ("17 Nov 2015").
+std::string published_text(std::int64_t then_ms, std::int64_t now_ms);
 
 } // namespace newsdesk::server

@@ -50,8 +50,9 @@ struct headline_update {
 
 // A stored row as the outputs show it.
 inline news_item item_of(const stored_headline& row) {
-  news_item item{{row.title, row.url, row.site}, row.id, row.first_seen_ms};
+  news_item item{{row.title, row.url, row.site, row.published_ms}, row.id, row.first_seen_ms};
   item.story = row.story;
+  item.first_look = row.first_look;
   return item;
 }
 

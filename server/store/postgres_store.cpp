@@ -99,6 +99,12 @@ CREATE TABLE site_icons (
   error text NOT NULL DEFAULT ''
 );
 )sql",
+    // 4 -> 5: true times. When a headline's source says it was published (NULL: not said), and
+    // whether its site's first successful refresh found it (then it has no "seen" age to show).
+    R"sql(
+ALTER TABLE headlines ADD COLUMN published_ms bigint;
+ALTER TABLE headlines ADD COLUMN first_look boolean NOT NULL DEFAULT false;
+)sql",
 };
 static_assert(std::size(migrations) == postgres_store::schema_version);
 
@@ -279,6 +285,7 @@ refresh_written postgres_store::record_refresh(std::string_view site,
       const auto seq = std::to_string(d.ensure_site(c, site) + 1);
       const auto now = std::to_string(record.now_ms);
       std::vector<std::string> urls, titles, positions;
+      const bool first_look = seq == "1";
       for (std::size_t i = 0; i < rows.size(); ++i) {
         urls.push_back(without_nul(rows[i].url));
         titles.push_back(without_nul(rows[i].title));
@@ -290,14 +297,19 @@ refresh_written postgres_store::record_refresh(std::string_view site,
           "UPDATE headlines h SET title = v.title, last_seen_ms = $2, seen_seq = $3, "
           "position = v.position FROM unnest($4::text[], $5::text[], $6::int[]) "
           "AS v(url, title, position) WHERE h.site = $1 AND h.url = v.url "
-          "RETURNING h.url, h.id, h.first_seen_ms, h.story",
+          "RETURNING h.url, h.id, h.first_seen_ms, h.story, coalesce(h.published_ms, 0), "
+          "h.first_look",
           {name, now, seq, array_literal(urls), array_literal(titles), array_literal(positions)},
           "cannot update headlines");
       std::unordered_map<std::string, stored_headline> updated; // by url: the links seen before
-      for (int i = 0; i < PQntuples(known.get()); ++i)
-        updated[text_at(known, i, 0)] = {
+      for (int i = 0; i < PQntuples(known.get()); ++i) {
+        auto& row = updated[text_at(known, i, 0)] = {
             int_at(known, i, 1), name, {}, {}, int_at(known, i, 2), record.now_ms,
             int_at(known, i, 3)};
+        if (const auto published = int_at(known, i, 4); published != 0)
+          row.published_ms = published;
+        row.first_look = text_at(known, i, 5) == "t";
+      }
       auto last =
           int_at(d.run(c, "SELECT last_id FROM newsdesk_meta", "cannot read the last id"), 0, 0);
       refresh_written written;
@@ -311,6 +323,8 @@ refresh_written postgres_store::record_refresh(std::string_view site,
           continue;
         }
         stored_headline row{++last, name, titles[i], urls[i], record.now_ms, record.now_ms};
+        row.published_ms = rows[i].published_ms;
+        row.first_look = first_look;
         d.keeper.assign(row, written.merges);
         written.current.push_back(row);
         written.added.push_back(std::move(row));
@@ -320,21 +334,25 @@ refresh_written postgres_store::record_refresh(std::string_view site,
       apply_merges(written.current, written.merges);
       apply_merges(written.added, written.merges);
       if (!written.added.empty()) {
-        std::vector<std::string> new_ids, new_urls, new_titles, new_positions, new_stories;
+        std::vector<std::string> new_ids, new_urls, new_titles, new_positions, new_stories,
+            new_published;
         for (std::size_t n = 0; n < new_rows.size(); ++n) {
           new_ids.push_back(std::to_string(written.added[n].id));
           new_urls.push_back(urls[new_rows[n]]);
           new_titles.push_back(titles[new_rows[n]]);
           new_positions.push_back(positions[new_rows[n]]);
           new_stories.push_back(std::to_string(written.added[n].story));
+          new_published.push_back(std::to_string(written.added[n].published_ms.value_or(0)));
         }
         d.run(c,
               "INSERT INTO headlines (id, site, url, title, first_seen_ms, last_seen_ms, "
-              "seen_seq, position, story) SELECT v.id, $1, v.url, v.title, $2, $2, $3, "
-              "v.position, v.story FROM unnest($4::bigint[], $5::text[], $6::text[], $7::int[], "
-              "$8::bigint[]) AS v(id, url, title, position, story)",
+              "seen_seq, position, story, published_ms, first_look) SELECT v.id, $1, v.url, "
+              "v.title, $2, $2, $3, v.position, v.story, nullif(v.published, 0), $10::boolean "
+              "FROM unnest($4::bigint[], $5::text[], $6::text[], $7::int[], $8::bigint[], "
+              "$9::bigint[]) AS v(id, url, title, position, story, published)",
               {name, now, seq, array_literal(new_ids), array_literal(new_urls),
-               array_literal(new_titles), array_literal(new_positions), array_literal(new_stories)},
+               array_literal(new_titles), array_literal(new_positions), array_literal(new_stories),
+               array_literal(new_published), first_look ? "true" : "false"},
               "cannot store headlines");
       }
       d.log_merges(c, written.merges, record.now_ms);

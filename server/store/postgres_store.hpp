@@ -26,7 +26,7 @@ namespace newsdesk::server {
 class postgres_store final : public headline_store, public cluster_store {
  public:
   // The schema this program writes.
-  static constexpr int schema_version = 4;
+  static constexpr int schema_version = 5;
   // Connections open at once, at most: calls beyond it wait for a free one.
   static constexpr std::size_t max_connections = 4;
 

@@ -27,7 +27,8 @@ namespace detail {
 constexpr long long writer_lock = 7'242'002;
 
 // The columns every headline read selects, in this order (headline_at reads them).
-constexpr const char* row_columns = "id, site, title, url, first_seen_ms, last_seen_ms, story";
+constexpr const char* row_columns = "id, site, title, url, first_seen_ms, last_seen_ms, story, "
+                                    "coalesce(published_ms, 0), first_look";
 
 // libpq's messages end with a newline and may span lines; a log line wants one.
 inline std::string one_line(const char* text) {
@@ -79,8 +80,12 @@ inline bool bool_at(const result& r, int row, int column) {
 }
 
 inline stored_headline headline_at(const result& r, int row) {
-  return {int_at(r, row, 0), text_at(r, row, 1), text_at(r, row, 2), text_at(r, row, 3),
-          int_at(r, row, 4), int_at(r, row, 5),  int_at(r, row, 6)};
+  stored_headline h{int_at(r, row, 0), text_at(r, row, 1), text_at(r, row, 2), text_at(r, row, 3),
+                    int_at(r, row, 4), int_at(r, row, 5),  int_at(r, row, 6)};
+  if (const auto published = int_at(r, row, 7); published != 0)
+    h.published_ms = published;
+  h.first_look = text_at(r, row, 8) == "t";
+  return h;
 }
 
 // Every row of `r`, as headlines.

@@ -16,6 +16,7 @@ using scrapers::cut_utf8;
 struct row {
   std::string_view url;
   std::string_view title; // cut to max_title_bytes
+  std::optional<std::int64_t> published_ms;
 };
 
 // The headlines of one refresh as they are stored, in the site's order: URLs that are empty,
@@ -29,7 +30,7 @@ inline std::vector<row> rows_of(const std::vector<scrapers::headline>& found) {
       break;
     if (h.url.empty() || h.url.size() > store_limits::max_url_bytes || !urls.insert(h.url).second)
       continue;
-    rows.push_back({h.url, cut_utf8(h.title, store_limits::max_title_bytes)});
+    rows.push_back({h.url, cut_utf8(h.title, store_limits::max_title_bytes), h.published_ms});
   }
   return rows;
 }

@@ -1,5 +1,6 @@
 #include "scrapers/site_file.hpp"
 
+#include "scrapers/headlines.hpp"
 #include "scrapers/registry.hpp"
 #include "test_files.hpp"
 
@@ -9,6 +10,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -163,7 +165,15 @@ TEST_CASE("site files: reuters.json gives the 20 TitleLink stories") {
   CHECK(got[0] == headline{"Trump threatens to hit Kharg Island oil network, Iran signals defiance",
                            "https://www.reuters.com/world/middle-east/trump-threatens-strike-"
                            "irans-kharg-island-oil-network-if-shipping-lanes-remain-2026-03-14/",
-                           "reuters"});
+                           "reuters", parse_date("2026-03-14T13:11:51.938Z")});
+  // Each card's own <time datetime> is its headline's published time (issue 28): 20 cards, 20
+  // different times, never a neighbour's.
+  std::set<std::int64_t> times;
+  for (const auto& h : got)
+    if (h.published_ms)
+      times.insert(*h.published_ms);
+  CHECK(times.size() == 20);
+  CHECK(got[19].published_ms == parse_date("2026-03-14T02:31:44.505Z"));
   CHECK(got[19].title == "Iran's new supreme leader wounded, likely disfigured, Hegseth says");
 }
 
@@ -209,7 +219,9 @@ TEST_CASE("site files: the title is the link's text, or the first title match in
     <a class=story href="https://other.org/three">Three</a>
     <a class=story href="one">Repeat</a>)html";
   auto plain = run("", html);
-  CHECK(titles(plain) == std::vector<std::string>{"Live One headline second h3", "Three"});
+  // The kicker is kept apart from the title (issue 28).
+  CHECK(titles(plain) == std::vector<std::string>{"One headline second h3", "Three"});
+  CHECK(plain[0].kicker == "Live");
   CHECK(plain[0].url == "https://example.com/base/one");
   CHECK(plain[0].site == "t");
 

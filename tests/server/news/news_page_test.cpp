@@ -265,10 +265,10 @@ TEST_CASE("failures in a reader's words") {
         "proxy '(an internal address)' failed");
 }
 
-TEST_CASE("every headline shows when it was first seen; counts have the right plural") {
+TEST_CASE("every headline shows when it was seen; counts have the right plural") {
   auto html = page().render(sample());
-  CHECK(html.find("<time class=\"ago\" datetime=\"1970-01-01T00:00:00.000Z\" title=\"first seen "
-                  "Thu 01 Jan 1970, 00:00 UTC\" data-label=\"first seen\">") != std::string::npos);
+  CHECK(html.find("<time class=\"ago\" datetime=\"1970-01-01T00:00:00.000Z\" title=\"seen "
+                  "Thu 01 Jan 1970, 00:00 UTC\" data-label=\"seen\">seen ") != std::string::npos);
   CHECK(html.find(">2 headlines</span>") != std::string::npos);
   CHECK(html.find("from 2 sites") != std::string::npos);
   auto one = sample();
@@ -551,4 +551,38 @@ TEST_CASE("a card shows the lead and one headline of each other site, up to the 
   for (const auto* site : {"s000", "s005", "s006"})
     CHECK(html.find(std::string("<li class=\"headline site-") + site, latest) != std::string::npos);
   CHECK(occurrences(html, ">7 sources</a>") == 1 + 3);
+}
+
+TEST_CASE("a headline shows its published time when known, else when seen; the first look none") {
+  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  news_snapshot s;
+  site_report cnn{"cnn", "CNN", "#cc0000", "https://edition.cnn.com/", "direct"};
+  cnn.ok = true;
+  cnn.last_success_ms = now;
+  s.sites = {cnn};
+  news_item recent{{"Recent", "https://edition.cnn.com/r", "cnn", now - 5 * 60'000}, 1, now};
+  news_item old{{"Old", "https://edition.cnn.com/o", "cnn", 1'447'751'520'000}, 2, now};
+  news_item seen{{"Seen", "https://edition.cnn.com/s", "cnn"}, 3, now - 3 * 3'600'000};
+  news_item first{{"First look", "https://edition.cnn.com/f", "cnn"}, 4, now};
+  first.first_look = true;
+  s.headlines = {recent, old, seen, first};
+  auto html = page().render(s);
+  CHECK(html.find("data-label=\"published\">published 5 min ago</time>") != std::string::npos);
+  CHECK(html.find("datetime=\"2015-11-17T09:12:00.000Z\"") != std::string::npos);
+  CHECK(html.find("data-label=\"published\">published 17 Nov 2015</time>") != std::string::npos);
+  CHECK(html.find("data-label=\"seen\">seen 3 h ago</time>") != std::string::npos);
+  // A fresh install's first refresh is not news: no "just now", no age at all.
+  CHECK(html.find("seen just now") == std::string::npos);
+  const auto first_at = html.find(">First look</a>");
+  REQUIRE(first_at != std::string::npos);
+  const auto first_end = html.find("</li>", first_at);
+  CHECK(html.substr(first_at, first_end - first_at).find("<time") == std::string::npos);
+
+  // The JSON says "published" only when known, as ISO 8601 UTC.
+  nlohmann::json j = old;
+  CHECK(j.at("published") == "2015-11-17T09:12:00Z");
+  nlohmann::json k = seen;
+  CHECK_FALSE(k.contains("published"));
 }

@@ -57,8 +57,9 @@ TEST_CASE("store: new links get rows with first_seen = last_seen, known links on
     REQUIRE(added.size() == 2);
     CHECK(added[0].id < added[1].id);
     // A new row with nothing like it before starts a story of its own.
-    CHECK(added[0] ==
-          stored_headline{added[0].id, "cnn", "A", "https://x/a", 1000, 1000, added[0].id});
+    // Found by the site's first refresh: its first look (no published time given).
+    CHECK(added[0] == stored_headline{added[0].id, "cnn", "A", "https://x/a", 1000, 1000,
+                                      added[0].id, std::nullopt, true});
     CHECK(added[1].site == "cnn"); // the argument wins over headline::site
 
     written =
@@ -67,8 +68,8 @@ TEST_CASE("store: new links get rows with first_seen = last_seen, known links on
     // its id and first-seen time.
     CHECK(written.current == store.current("cnn"));
     REQUIRE(written.current.size() == 2);
-    CHECK(written.current[0] ==
-          stored_headline{added[1].id, "cnn", "B", "https://x/b", 1000, 2000, added[1].id});
+    CHECK(written.current[0] == stored_headline{added[1].id, "cnn", "B", "https://x/b", 1000, 2000,
+                                                added[1].id, std::nullopt, true});
     added = written.added;
     REQUIRE(added.size() == 1);
     CHECK(added[0].title == "C");
@@ -364,4 +365,48 @@ TEST_CASE("store: calls from several threads at once are serialised and counted 
   CHECK(static_cast<std::size_t>(store.last_id()) == expected);
   for (int w = 0; w < writers; ++w)
     CHECK(store.current("site" + std::to_string(w)).size() == per_refresh);
+}
+
+TEST_CASE("store: a headline's published time and first look are kept (issue 28)") {
+  for_each_backend([](headline_store& store) {
+    auto first = page({{"Dated", "https://x/a"}, {"Undated", "https://x/b"}});
+    first[0].published_ms = 1'447'751'520'000;
+    auto added = store.record_refresh("cnn", first, at(1000)).added;
+    REQUIRE(added.size() == 2);
+    CHECK(added[0].published_ms == 1'447'751'520'000);
+    CHECK_FALSE(added[1].published_ms);
+    CHECK(added[0].first_look); // the site's first successful refresh found them
+    CHECK(added[1].first_look);
+    auto later = page({{"Dated", "https://x/a"}, {"Later", "https://x/c"}});
+    later[1].published_ms = 1'447'751'580'000;
+    auto again = store.record_refresh("cnn", later, at(2000));
+    REQUIRE(again.added.size() == 1);
+    CHECK_FALSE(again.added[0].first_look);
+    CHECK(again.added[0].published_ms == 1'447'751'580'000);
+    auto current = store.current("cnn");
+    REQUIRE(current.size() == 2);
+    CHECK(current[0].published_ms == 1'447'751'520'000);
+    CHECK(current[0].first_look);
+    CHECK(current[1].published_ms == 1'447'751'580'000);
+    CHECK_FALSE(current[1].first_look);
+    CHECK(store.since(0, 10).size() == 3);
+    CHECK(store.since(0, 10)[0].published_ms == 1'447'751'520'000);
+  });
+}
+
+TEST_CASE("store: published times survive reopening the file") {
+  temp_dir dir;
+  auto file = dir.path / "news.db";
+  {
+    auto owned = sqlite_store::open(file);
+    auto found = page({{"Dated", "https://x/a"}, {"Undated", "https://x/b"}});
+    found[0].published_ms = 1'447'751'520'000;
+    owned->record_refresh("cnn", found, at(1000));
+  }
+  auto owned = sqlite_store::open(file);
+  auto current = owned->current("cnn");
+  REQUIRE(current.size() == 2);
+  CHECK(current[0].published_ms == 1'447'751'520'000);
+  CHECK_FALSE(current[1].published_ms);
+  CHECK(current[0].first_look);
 }

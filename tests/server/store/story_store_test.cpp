@@ -245,12 +245,13 @@ TEST_CASE("stories: an SQLite file of schema version 3 is migrated; each row is 
   const auto file = dir.path / "old.db";
   sqlite_store::open(file)->record_refresh("a", page({{"A", "https://a/1"}}), at(1000));
   // Back to version 3: what versions 4 and 5 added, gone; then a row as version 3 wrote them.
-  raw_exec(file,
-           "DROP TABLE site_icons; DROP INDEX headlines_story; DROP INDEX headlines_first_seen; "
-           "ALTER TABLE headlines DROP COLUMN story; DROP TABLE story_merges; "
-           "INSERT INTO headlines (site, url, title, first_seen_ms, last_seen_ms, seen_seq, "
-           "position) VALUES ('a', 'https://a/2', 'B', 1000, 1000, 1, 1); "
-           "PRAGMA user_version = 3;");
+  raw_exec(file, "DROP TABLE site_icons; ALTER TABLE headlines DROP COLUMN published_ms; "
+                 "ALTER TABLE headlines DROP COLUMN first_look; DROP INDEX headlines_story; DROP "
+                 "INDEX headlines_first_seen; "
+                 "ALTER TABLE headlines DROP COLUMN story; DROP TABLE story_merges; "
+                 "INSERT INTO headlines (site, url, title, first_seen_ms, last_seen_ms, seen_seq, "
+                 "position) VALUES ('a', 'https://a/2', 'B', 1000, 1000, 1, 1); "
+                 "PRAGMA user_version = 3;");
 
   auto store = sqlite_store::open(file);
   auto rows = store->since(0, 10);
@@ -270,7 +271,9 @@ TEST_CASE("stories: a PostgreSQL database of schema version 2 is migrated; each 
   postgres_store::open(url)->record_refresh("a", page({{"A", "https://a/1"}}), at(1000));
   // Back to version 2: what versions 3 and 4 added, gone; then a row as version 2 wrote them.
   pg.exec(database_of(url),
-          "DROP TABLE site_icons; DROP TABLE story_merges; DROP INDEX headlines_first_seen; "
+          "DROP TABLE site_icons; "
+          "ALTER TABLE headlines DROP COLUMN published_ms, DROP COLUMN first_look; "
+          "DROP TABLE story_merges; DROP INDEX headlines_first_seen; "
           "ALTER TABLE headlines DROP COLUMN story; "
           "ALTER TABLE newsdesk_meta DROP COLUMN last_merge; "
           "INSERT INTO headlines (id, site, url, title, first_seen_ms, last_seen_ms, seen_seq, "
