@@ -112,7 +112,8 @@ struct application::parts {
       // The store opens before anything listens: a broken store file stops startup with its name.
       , store(open_store(cfg.store_path.string()))
       , news(ioc, sites, renderers.by_name(), parse_pool, scrape_pool, store.get(), cfg.refresh)
-      , routes(news, page, files, build_pool, filtered_pool, cfg.public_url)
+      , routes(news, page, files, build_pool, filtered_pool,
+               {cfg.public_url, host_list(cfg.allowed_hosts), cfg.reject_unknown_hosts})
       , live(ioc, parse_pool, store.get(), looks_of(sites))
       , icons(
             renderers.client(), store.get(), parse_pool,

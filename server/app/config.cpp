@@ -3,6 +3,7 @@
 #include "scrapers/registry.hpp"
 #include "scrapers/scraper.hpp"
 #include "scrapers/site_file.hpp"
+#include "scrapers/text.hpp"
 #include "scrapers/url.hpp"
 #include "server/core/read_file.hpp"
 #include "server/render/renderer.hpp"
@@ -17,6 +18,19 @@ extern char** environ;
 namespace newsdesk::server {
 
 using json = nlohmann::json;
+
+std::vector<std::string> host_list(std::string_view allowed_hosts) {
+  std::vector<std::string> hosts;
+  while (!allowed_hosts.empty()) {
+    auto comma = allowed_hosts.find(',');
+    auto host = scrapers::trim_ascii_whitespace(allowed_hosts.substr(0, comma));
+    allowed_hosts =
+        comma == std::string_view::npos ? std::string_view() : allowed_hosts.substr(comma + 1);
+    if (!host.empty())
+      hosts.emplace_back(host);
+  }
+  return hosts;
+}
 
 namespace {
 
@@ -229,6 +243,15 @@ settings::table<config> make_table() {
                   .flag = "--public-url URL",
                   .help = "where readers reach newsdesk, e.g. https://news.example.org: feeds' "
                           "absolute links start with it (unset: the request's Host header)"}),
+           field(&c::allowed_hosts,
+                 {.path = "allowed_hosts",
+                  .flag = "--allowed-hosts LIST",
+                  .help = "without public_url, the Host names readers use (comma-separated "
+                          "host or host:port): another gets the first one in feeds' links"}),
+           field(&c::reject_unknown_hosts,
+                 {.path = "reject_unknown_hosts",
+                  .help = "answer 400 to a request whose Host is not in allowed_hosts (health "
+                          "checks and /metrics excepted)"}),
            sites_row,
        }},
       {"logging and observability",
@@ -328,6 +351,12 @@ void validate(config& cfg) {
     checked_renderer("renderer", cfg.renderer);
   if (!cfg.public_url.empty() && !scrapers::url::is_http_url(cfg.public_url))
     fail("public_url", "expected an http:// or https:// URL, got '" + cfg.public_url + "'");
+  for (const auto& host : host_list(cfg.allowed_hosts))
+    if (!scrapers::url::is_http_url("http://" + host + "/") ||
+        host.find_first_of("/?#@") != std::string::npos)
+      fail("allowed_hosts", "expected host or host:port names, got '" + host + "'");
+  if (cfg.reject_unknown_hosts && host_list(cfg.allowed_hosts).empty())
+    fail("reject_unknown_hosts", "needs allowed_hosts: with none, every request would be refused");
   try {
     resolve_renderer_options(cfg.renderers);
   } catch (const settings::error& e) {

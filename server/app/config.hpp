@@ -72,6 +72,11 @@ struct config {
   // Where readers reach newsdesk ("https://news.example.org"): the feeds' absolute links start
   // with it, and they are built once per change. Empty: taken from each request's Host header.
   std::string public_url;
+  // Without public_url: the Host names readers may use ("news.example.org,news.lan:8080").
+  // Another Host gets the first one in the feeds' links, or with reject_unknown_hosts a 400.
+  // Empty: any plain host name is taken as given.
+  std::string allowed_hosts;
+  bool reject_unknown_hosts = false;
   // The headline store: an SQLite file (":memory:" keeps nothing across restarts), or a
   // postgresql:// URL for a store several instances share.
   std::filesystem::path store_path = "newsdesk.db";
@@ -94,6 +99,9 @@ struct config {
 // The process environment, name -> value; load_config's seam, so tests pass a fake one.
 using environment = std::map<std::string, std::string, std::less<>>;
 environment process_environment();
+
+// allowed_hosts as a list: split at commas, spaces trimmed, empty entries left out.
+std::vector<std::string> host_list(std::string_view allowed_hosts);
 
 // Reads argv (after the program name and any subcommand), the environment, and the config file
 // named by --config or NEWSDESK_CONFIG, in that order of strength: flags win over environment,

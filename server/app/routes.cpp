@@ -49,12 +49,13 @@ struct routes::prebuild_timer {
 };
 
 routes::routes(news_service& news, std::shared_ptr<const news_page> page, const static_files& files,
-               low_priority_pool& pool, low_priority_pool& filtered_pool, std::string public_url)
+               low_priority_pool& pool, low_priority_pool& filtered_pool, host_policy hosts)
     : news_(news)
     , files_(files)
     , pool_(pool)
     , filtered_pool_(filtered_pool)
-    , public_url_(std::move(public_url))
+    , public_url_(std::move(hosts.public_url))
+    , hosts_(std::move(hosts))
     , page_(std::move(page))
     , cache_(representation_cache::default_max_bytes, max_cached_views)
     , prebuild_timer_(std::make_unique<prebuild_timer>(pool)) {
@@ -105,14 +106,35 @@ void routes::bind_json(route_id id, std::function<std::string()> body) {
   });
 }
 
+// The allowed host `host` is (compared without case), or nullptr.
+const std::string* routes::allowed_host(std::optional<std::string_view> host) const {
+  if (!host)
+    return nullptr;
+  for (const auto& allowed : hosts_.allowed_hosts)
+    if (iequals(allowed, *host))
+      return &allowed;
+  return nullptr;
+}
+
 std::string routes::base_url(const http_request& request) const {
   if (!public_url_.empty())
     return public_url_;
   auto host = request.header("Host");
+  if (!hosts_.allowed_hosts.empty()) {
+    // Only names the operator listed reach the feeds (and the cache's keys).
+    const auto* allowed = allowed_host(host);
+    return "http://" + (allowed ? *allowed : hosts_.allowed_hosts.front());
+  }
   return "http://" + std::string(host && plain_host(*host) ? *host : std::string_view("localhost"));
 }
 
 void routes::handle(http_request request, responder respond) const {
+  // Health checks and scrapers of a load balancer name an address, not the site: always let in.
+  const auto path = request.path();
+  const bool operational = path == "/healthz" || path == "/readyz" || path == "/metrics";
+  if (hosts_.reject_unknown && !hosts_.allowed_hosts.empty() && !operational &&
+      !allowed_host(request.header("Host")))
+    return respond(text_response(400, "Bad Request: this service does not answer for that Host"));
   router_.handle(std::move(request), std::move(respond));
 }
 

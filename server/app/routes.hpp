@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -37,9 +38,17 @@ class routes {
   // The unfiltered views are built on `build_pool` (below serving's priority, apart from the
   // store's writes and /readyz); filtered ones are looked up and built on `filtered_pool`, so a
   // flood of them cannot slow the rest.
+  // Which Host names newsdesk answers for, and so what the feeds' absolute links start with:
+  // `public_url` when set; else the request's Host when `allowed_hosts` (host or host:port,
+  // compared without case) is empty or lists it; else the first allowed host, or, with
+  // `reject_unknown`, a 400 for any request naming another (Django's ALLOWED_HOSTS).
+  struct host_policy {
+    std::string public_url;
+    std::vector<std::string> allowed_hosts;
+    bool reject_unknown = false;
+  };
   routes(news_service& news, std::shared_ptr<const news_page> page, const static_files& files,
-         low_priority_pool& build_pool, low_priority_pool& filtered_pool,
-         std::string public_url = {});
+         low_priority_pool& build_pool, low_priority_pool& filtered_pool, host_policy hosts);
   ~routes();
 
   // Serves pages from `page` from now on (a template reload). Thread-safe.
@@ -103,6 +112,8 @@ class routes {
   low_priority_pool& pool_; // builds the unfiltered views
   low_priority_pool& filtered_pool_;
   std::string public_url_;
+  host_policy hosts_;
+  const std::string* allowed_host(std::optional<std::string_view> host) const;
   router router_;
 
   mutable std::mutex page_mutex_; // guards page_

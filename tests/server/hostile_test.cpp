@@ -17,6 +17,12 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// GET `path` naming `host`: the whole answer, as sent.
+std::string with_host(unsigned short port, const std::string& path, const std::string& host) {
+  return raw_exchange(port, "GET " + path + " HTTP/1.1\r\nHost: " + host +
+                                "\r\nConnection: close\r\n\r\n");
+}
+
 // How many answers came back on a connection (each has one Server header).
 std::size_t answers(const std::string& bytes) {
   return count(bytes, "\r\nServer: newsdesk\r\n");
@@ -176,4 +182,40 @@ TEST_CASE("a burst of SIGHUPs: reloads one at a time, the last file read, servin
   CHECK(nd.process->stop(SIGTERM, 15s) == 0);
   CHECK(std::chrono::steady_clock::now() - stopping < 10s);
   CHECK(nd.log().find("terminate") == std::string::npos);
+}
+
+TEST_CASE("with allowed_hosts, a made-up Host reaches neither the feeds' links nor the cache's "
+          "keys; with reject_unknown_hosts it is a 400") {
+  newsdesk_process nd(
+      json{{"sites", json::array()}, {"allowed_hosts", "news.example.org, news.lan:8080"}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  auto atom = [&](const std::string& host) { return with_host(nd.port, "/news.atom", host); };
+  CHECK(atom("NEWS.LAN:8080").find("href=\"http://news.lan:8080/news") != std::string::npos);
+  // Hosts nobody listed get the first allowed one: every made-up name is the same view.
+  for (int i = 0; i < 20; ++i)
+    CHECK(atom("evil" + std::to_string(i) + ".example").find("http://news.example.org/news") !=
+          std::string::npos);
+  // One view for all of them: the same bytes and tag, not one cache entry per name.
+  auto tag = [](const std::string& answer) {
+    auto at = answer.find("\r\nETag: ");
+    return at == std::string::npos ? std::string()
+                                   : answer.substr(at, answer.find("\r\n", at + 2) - at);
+  };
+  CHECK(!tag(atom("evil1.example")).empty());
+  CHECK(tag(atom("evil1.example")) == tag(atom("news.example.org")));
+
+  newsdesk_process strict(json{{"sites", json::array()},
+                               {"allowed_hosts", "news.example.org"},
+                               {"reject_unknown_hosts", true}});
+  REQUIRE_MESSAGE(strict.port != 0, strict.log());
+  auto refused = with_host(strict.port, "/news", "evil.example");
+  CHECK(refused.rfind("HTTP/1.1 400", 0) == 0);
+  CHECK(refused.find("does not answer for that Host") != std::string::npos);
+  CHECK(with_host(strict.port, "/news", "news.example.org").rfind("HTTP/1.1 200", 0) == 0);
+  // A load balancer's health check names an address: let in.
+  CHECK(with_host(strict.port, "/readyz", "10.0.0.7:8080").rfind("HTTP/1.1 400", 0) != 0);
+  // A setting that would refuse everything is refused at start, naming it.
+  newsdesk_process none(json{{"sites", json::array()}, {"reject_unknown_hosts", true}});
+  CHECK(none.port == 0);
+  CHECK(none.log().find("reject_unknown_hosts") != std::string::npos);
 }
