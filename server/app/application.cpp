@@ -120,7 +120,8 @@ struct application::parts {
             [this](const std::string& site, const std::string& etag) { news.set_icon(site, etag); })
       , hangup(ioc, SIGHUP)
       , terminate(ioc, SIGINT, SIGTERM)
-      , drain_timer(ioc) {
+      , drain_timer(ioc)
+      , store_watch(ioc) {
     if (cfg.broker.enabled)
       pubsub = std::make_unique<broker::server>(ioc, cfg.broker);
     // A shared store: every instance's pages follow the store's event log.
@@ -203,13 +204,18 @@ struct application::parts {
     // The store check is a query (a network round trip with PostgreSQL): on the pool.
     routes.bind(route_id::readyz, [this](http_request, responder respond) {
       net::post(parse_pool, [this, respond = std::move(respond)] {
+        // A lost file first: reading what is left of it fails with SQLite's words, not ours.
         std::optional<std::string> store_error;
         try {
-          (void)store->last_id();
-          if (changes && !changes->connected())
-            store_error = "not listening for changes from the other instances (reconnecting)";
-          else if (auto write = news.store_write_error(); !write.empty())
-            store_error = "the store cannot be written: " + write;
+          if (auto lost = store->identity_problem(); !lost.empty()) {
+            store_error = std::move(lost);
+          } else {
+            (void)store->last_id();
+            if (changes && !changes->connected())
+              store_error = "not listening for changes from the other instances (reconnecting)";
+            else if (auto write = news.store_write_error(); !write.empty())
+              store_error = "the store cannot be written: " + write;
+          }
         } catch (const std::exception& e) {
           store_error = e.what();
         }
@@ -296,6 +302,7 @@ struct application::parts {
                " lease_ms=" + std::to_string(cfg.refresh.lease.count()));
     }
     http->start();
+    watch_store();
     // Scripts and tests read these lines to learn the ports (either may have been 0).
     log_info("msg=listening service=http url=http://" + cfg.address + ":" +
              std::to_string(http->port()));
@@ -308,6 +315,26 @@ struct application::parts {
     terminate.async_wait([this](boost::system::error_code ec, int signal) {
       if (!ec)
         shut_down("signal=" + std::to_string(signal));
+    });
+  }
+
+  void watch_store() {
+    store_watch.expires_after(std::chrono::seconds(2));
+    store_watch.async_wait([this](boost::system::error_code ec) {
+      if (ec)
+        return;
+      net::post(parse_pool, [this] {
+        auto problem = store->identity_problem();
+        if (problem == store_lost)
+          return;
+        store_lost = problem;
+        if (problem.empty())
+          log_info("msg=\"the store is what was opened again\"");
+        else
+          log_error("msg=\"store lost\" error=" + logfmt_quoted(problem) +
+                    " hint=\"/readyz answers 503; restore the file and restart\"");
+      });
+      watch_store();
     });
   }
 
@@ -375,6 +402,7 @@ struct application::parts {
     http->stop();
     hangup.cancel();
     terminate.cancel();
+    store_watch.cancel();
     news.stop();
     icons.stop();
     if (changes)
@@ -462,6 +490,10 @@ struct application::parts {
   net::signal_set hangup;
   net::signal_set terminate;
   net::steady_timer drain_timer;
+  // Every 2 s the store is checked to be what was opened (a file deleted or replaced under the
+  // process): one error line when it is lost, one when it is back. store_lost: the pool's only.
+  net::steady_timer store_watch;
+  std::string store_lost;
   std::atomic<int> reloads_wanted{0}; // SIGHUPs since the running reload began (0: none runs)
   std::atomic<bool> stopping{false};
 };

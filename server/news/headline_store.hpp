@@ -248,6 +248,11 @@ class headline_store {
   // Not null when several instances share this store.
   virtual cluster_store* cluster() { return nullptr; }
 
+  // Why the store is no longer what was opened (its file deleted, replaced or cut short while
+  // the process runs: writes would go where no restart will find them); empty when it is.
+  // Cheap enough for a timer and every /readyz.
+  virtual std::string identity_problem() const { return {}; }
+
   // Records an attempt to fetch `icon.site`'s icon, in one statement: checked_ms and error
   // always; content_type, body and etag only when icon.has_image() (a failed attempt keeps the
   // icon fetched before). The stores here implement it; the default (test stores) keeps nothing.

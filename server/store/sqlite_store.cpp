@@ -3,6 +3,7 @@
 #include "server/store/sqlite_store_impl.hpp"
 #include "server/store/store_input.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -247,6 +248,10 @@ std::unique_ptr<sqlite_store> sqlite_store::open(const std::filesystem::path& fi
     throw store_error("headline store " + file.string() + ": " + why);
   auto p = std::make_unique<impl>(file, std::move(options.make_grouping));
   const auto name = file.string();
+  const bool in_memory = name.empty() || name == ":memory:";
+  std::error_code missing;
+  if (!in_memory && !std::filesystem::exists(file, missing))
+    p->created = true;
   if (sqlite3_open_v2(name.c_str(), &p->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
       SQLITE_OK)
     p->fail("cannot open");
@@ -277,6 +282,10 @@ std::unique_ptr<sqlite_store> sqlite_store::open(const std::filesystem::path& fi
     p->epoch = impl::text_column(s.stmt, 0);
   }
   p->catch_up_stories();
+  if (struct stat st{}; !in_memory && ::stat(name.c_str(), &st) == 0) {
+    p->device = static_cast<std::uint64_t>(st.st_dev);
+    p->inode = static_cast<std::uint64_t>(st.st_ino);
+  }
   return std::unique_ptr<sqlite_store>(new sqlite_store(std::move(p)));
 }
 
@@ -286,6 +295,35 @@ const std::string& sqlite_store::location() const {
 
 const std::string& sqlite_store::epoch() const {
   return impl_->epoch;
+}
+
+bool sqlite_store::created() const {
+  return impl_->created;
+}
+
+std::string sqlite_store::identity_problem() const {
+  auto& d = *impl_;
+  if (d.inode == 0)
+    return {};
+  struct stat st {};
+  if (::stat(d.name.c_str(), &st) != 0)
+    return "the store file " + d.name + " was deleted while newsdesk ran (" + std::strerror(errno) +
+           "): what is written now is lost at the next start";
+  if (static_cast<std::uint64_t>(st.st_dev) != d.device ||
+      static_cast<std::uint64_t>(st.st_ino) != d.inode)
+    return "the store file " + d.name +
+           " was replaced by another file while newsdesk ran: this process still writes the old "
+           "one";
+  // Cut short (truncated to nothing, or overwritten): its header is gone. (Its size says little:
+  // in WAL mode the newest pages live beside it until a checkpoint.)
+  char magic[16] = {};
+  std::ifstream in(d.file, std::ios::binary);
+  in.read(magic, sizeof magic);
+  if (std::string_view(magic, static_cast<std::size_t>(in.gcount())) !=
+      std::string_view("SQLite format 3\0", 16))
+    return "the store file " + d.name + " was truncated or overwritten while newsdesk ran (" +
+           std::to_string(st.st_size) + " bytes, no SQLite header)";
+  return {};
 }
 
 std::int64_t sqlite_store::pruned_through() const {

@@ -46,6 +46,9 @@ class sqlite_store final : public headline_store {
   std::size_t prune(std::int64_t older_than_ms) override;
   std::int64_t pruned_through() const override;
   const std::string& epoch() const override;
+  std::string identity_problem() const override;
+  // Whether open() made a new file (none was there).
+  bool created() const;
   const std::string& location() const override;
   void record_icon(const site_icon& icon) override;
   std::optional<site_icon> icon(std::string_view site) const override;

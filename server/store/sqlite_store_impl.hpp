@@ -51,6 +51,11 @@ struct sqlite_store::impl {
   std::filesystem::path file;
   std::string name; // file as text, for messages
   std::string epoch;
+  // The file opened (device and inode): a file deleted or replaced under the running process is
+  // told apart from it (identity_problem). 0: in memory.
+  std::uint64_t device = 0;
+  std::uint64_t inode = 0;
+  bool created = false; // no file was there: open() made one
   connection conn;
   sqlite3*& db = conn.db;
   mutable std::mutex mutex; // guards every use of db, the statements and `keeper`

@@ -219,3 +219,27 @@ TEST_CASE("with allowed_hosts, a made-up Host reaches neither the feeds' links n
   CHECK(none.port == 0);
   CHECK(none.log().find("reject_unknown_hosts") != std::string::npos);
 }
+
+TEST_CASE("the SQLite file deleted or cut short under the running service is noticed: an error "
+          "line, /readyz 503 naming it; a start that creates a new store says so") {
+  for (const bool truncate : {false, true}) {
+    CAPTURE(truncate);
+    newsdesk_process nd(json{{"sites", json::array()}});
+    REQUIRE_MESSAGE(nd.port != 0, nd.log());
+    CHECK(nd.log().find("created a new, empty store") != std::string::npos);
+    CHECK(http_get(nd.port, "/readyz").status == 200);
+    const auto file = nd.dir.path / "store.db";
+    REQUIRE(fs::exists(file));
+    if (truncate)
+      fs::resize_file(file, 0);
+    else
+      fs::remove(file);
+    const std::string what = truncate ? "was truncated or overwritten" : "was deleted";
+    CHECK(eventually([&] { return nd.log().find("msg=\"store lost\"") != std::string::npos; }));
+    CHECK(nd.log().find(what) != std::string::npos);
+    auto ready = http_get(nd.port, "/readyz");
+    CHECK(ready.status == 503);
+    CHECK(ready.body.find(what) != std::string::npos);
+    CHECK(http_get(nd.port, "/healthz").status == 200); // alive, only not to be sent traffic
+  }
+}
