@@ -173,6 +173,7 @@ struct site_icons::impl : std::enable_shared_from_this<impl> {
     options.max_body_bytes = site_icon_limits::max_bytes;
     options.headers.emplace_back("Accept", "image/png,image/x-icon,image/*;q=0.8");
     options.public_addresses_only = a->public_only;
+    options.progress_bytes = 1024; // an icon trickled is not worth its wait
     client.get(url, options, [self = shared_from_this(), a, url](http_fetch_result r) {
       self->on_fetched(a, url, std::move(r));
     });

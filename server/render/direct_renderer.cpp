@@ -51,6 +51,9 @@ struct direct_fetch : std::enable_shared_from_this<direct_fetch> {
     // Internal addresses only for a site the operator put on one (its URL an internal IP);
     // every hop is checked, so a redirect cannot lead there either.
     options.public_addresses_only = !names_internal_address(request.url);
+    // A site that trickles its page holds a render slot: cut it once it falls under 4 KiB in
+    // 5 s (a real page arrives at hundreds of KiB a second; a trickle of 300 B/s never ends).
+    options.progress_bytes = 4096;
     if (owner.conditional()) {
       options.headers.emplace_back("Accept", feed_accept);
       // Validators belong to the URL asked for; a redirect's target is asked plainly.
@@ -76,6 +79,8 @@ struct direct_fetch : std::enable_shared_from_this<direct_fetch> {
       return finish(failure_kind::too_large, "page too large: " + answer.error);
     case fetch_failure::bad_url:
       return finish(failure_kind::bad_address, answer.error);
+    case fetch_failure::too_slow:
+      return finish(failure_kind::timeout, "site too slow: " + answer.error);
     case fetch_failure::refused_address:
       return finish(failure_kind::bad_address, "refused " + url + ": " + answer.error);
     default:

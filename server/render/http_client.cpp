@@ -109,6 +109,7 @@ template <class Stream> class fetch_op : public std::enable_shared_from_this<fet
       : resolver_(ex)
       , stream_(std::move(stream))
       , timer_(ex)
+      , progress_timer_(ex)
       , target_(std::move(t))
       , options_(std::move(opts))
       , payload_(std::move(payload))
@@ -197,11 +198,50 @@ template <class Stream> class fetch_op : public std::enable_shared_from_this<fet
       return fail(fetch_failure::io, ec, "sending the request failed");
     parser_.header_limit(64 * 1024); // real sites send large Set-Cookie and CSP headers
     parser_.body_limit(options_.max_body_bytes);
-    http::async_read(stream_, buffer_, parser_,
-                     beast::bind_front_handler(&fetch_op::on_read, this->shared_from_this()));
+    read_some();
   }
 
-  void on_read(error_code ec, std::size_t) {
+  // The answer read a piece at a time, so its pace can be watched (watch_progress).
+  void read_some() {
+    http::async_read_some(stream_, buffer_, parser_,
+                          [self = this->shared_from_this()](error_code ec, std::size_t bytes) {
+                            self->on_read_some(ec, bytes);
+                          });
+  }
+
+  void on_read_some(error_code ec, std::size_t bytes) {
+    if (!ec && !parser_.is_done()) {
+      if (received_ == 0 && bytes > 0 && options_.progress_bytes > 0)
+        watch_progress(); // the floor applies from the first byte
+      received_ += bytes;
+      return read_some();
+    }
+    on_read(ec);
+  }
+
+  // Every progress_window: fewer than progress_bytes since the last look cuts the connection.
+  void watch_progress() {
+    progress_timer_.expires_after(options_.progress_window);
+    progress_timer_.async_wait([self = this->shared_from_this(), seen = received_](error_code ec) {
+      if (ec || self->parser_.is_done())
+        return;
+      if (self->received_ - seen >= self->options_.progress_bytes)
+        return self->watch_progress();
+      self->too_slow_ = self->received_ - seen;
+      error_code ignored;
+      beast::get_lowest_layer(self->stream_).socket().close(ignored);
+    });
+  }
+
+  void on_read(error_code ec) {
+    if (too_slow_) {
+      http_fetch_result result;
+      result.failure = fetch_failure::too_slow;
+      result.error = "the answer came too slowly: " + std::to_string(*too_slow_) + " bytes in " +
+                     std::to_string(options_.progress_window.count()) + " ms (at least " +
+                     std::to_string(options_.progress_bytes) + " needed)";
+      return finish(std::move(result));
+    }
     if (ec == http::error::body_limit)
       return fail(fetch_failure::too_large, ec,
                   "response larger than " + std::to_string(options_.max_body_bytes) + " bytes");
@@ -233,6 +273,7 @@ template <class Stream> class fetch_op : public std::enable_shared_from_this<fet
 
   void finish(http_fetch_result result) {
     timer_.cancel();
+    progress_timer_.cancel();
     error_code ignored;
     beast::get_lowest_layer(stream_).socket().shutdown(tcp::socket::shutdown_both, ignored);
     result.elapsed =
@@ -244,6 +285,9 @@ template <class Stream> class fetch_op : public std::enable_shared_from_this<fet
   tcp::resolver resolver_;
   Stream stream_;
   net::steady_timer timer_;
+  net::steady_timer progress_timer_;
+  std::size_t received_ = 0;            // bytes of the answer so far
+  std::optional<std::size_t> too_slow_; // set when watch_progress cut it: bytes in the window
   target target_;
   http_fetch_options options_;
   std::optional<http_client::post_body> payload_;

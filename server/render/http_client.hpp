@@ -31,6 +31,12 @@ struct http_fetch_options {
   // (refused_address). Checked on the addresses connected to, so a name that resolves to an
   // internal address, or a redirect to one, cannot point newsdesk at itself or its network.
   bool public_addresses_only = false;
+  // A floor under the answer's pace, so a server that trickles (60 bytes every 0.2 s) or stalls
+  // gives up its slot in seconds rather than at `timeout`: once the first byte of the answer is
+  // in, every `progress_window` must bring `progress_bytes` more or the answer must be complete.
+  // 0 bytes: no floor (Splash answers only when its render is done, and that may take long).
+  std::size_t progress_bytes = 0;
+  std::chrono::milliseconds progress_window{5000};
 };
 
 enum class fetch_failure {
@@ -42,6 +48,7 @@ enum class fetch_failure {
   tls,
   timeout,
   too_large,
+  too_slow, // under http_fetch_options' progress floor
   protocol,
   io
 };

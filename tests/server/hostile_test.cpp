@@ -5,12 +5,19 @@
 
 #include <doctest/doctest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
 
 #include <map>
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 using namespace newsdesk::testing;
 using namespace std::chrono_literals;
@@ -242,4 +249,73 @@ TEST_CASE("the SQLite file deleted or cut short under the running service is not
     CHECK(ready.body.find(what) != std::string::npos);
     CHECK(http_get(nd.port, "/healthz").status == 200); // alive, only not to be sent traffic
   }
+}
+
+namespace {
+
+// A site that answers at once and then trickles: 60 bytes every 0.2 s of a 100 KB page.
+class trickling_site {
+ public:
+  trickling_site() {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(::listen(listener_, 16) == 0);
+    socklen_t len = sizeof addr;
+    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~trickling_site() {
+    stop_ = true;
+    ::shutdown(listener_, SHUT_RDWR);
+    ::close(listener_);
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/"; }
+
+ private:
+  void serve() {
+    std::vector<std::thread> connections;
+    for (;;) {
+      int fd = ::accept(listener_, nullptr, nullptr);
+      if (fd < 0)
+        break;
+      connections.emplace_back([this, fd] {
+        char request[4096];
+        (void)::recv(fd, request, sizeof request, 0);
+        std::string head = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: "
+                           "100000\r\n\r\n";
+        bool open = ::send(fd, head.data(), head.size(), MSG_NOSIGNAL) > 0;
+        const std::string piece(60, 'x');
+        for (int i = 0; open && !stop_ && i < 300; ++i) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          open = ::send(fd, piece.data(), piece.size(), MSG_NOSIGNAL) > 0;
+        }
+        ::close(fd);
+      });
+    }
+    for (auto& t : connections)
+      t.join();
+  }
+  int listener_ = -1;
+  unsigned short port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+} // namespace
+
+TEST_CASE("a site that trickles its page is cut in seconds, not at its timeout") {
+  trickling_site slow;
+  newsdesk_process nd(
+      json{{"renderer", "direct"}, {"timeout", 30}, {"sites", {site("slow", "cnn", slow.url())}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(eventually([&] { return nd.log().find("the answer came too slowly") != std::string::npos; },
+                   15s));
+  CHECK(std::chrono::steady_clock::now() - start < 15s);
+  CHECK(nd.log().find("bytes in 5000 ms (at least 4096 needed)") != std::string::npos);
 }
