@@ -26,20 +26,26 @@ import { artifacts, assert, cnnPage, eventually, join, launchBrowser, loadAxe, r
 
 const AxeBuilder = await loadAxe();
 
+// Six sites that list very different numbers of headlines, as real ones do (AP 86, Reuters 20).
 const sites = [
-  { name: "alpha", colour: "#1d4ed8", display_name: "Alpha Desk", count: 36 },
-  { name: "beta", colour: "#ffd43b", display_name: "Beta Post", count: 24 },
+  { name: "alpha", colour: "#1d4ed8", display_name: "Alpha Desk", count: 36, shares: true },
+  { name: "beta", colour: "#ffd43b", display_name: "Beta Post", count: 24, shares: true },
+  { name: "gamma", colour: "#b91c1c", display_name: "Gamma Times", count: 44 },
+  { name: "delta", colour: "#15803d", display_name: "Delta Wire", count: 12 },
+  { name: "epsilon", colour: "#7e22ce", display_name: "Epsilon Daily", count: 8 },
+  { name: "zeta", colour: "#c2410c", display_name: "Zeta Herald", count: 20 },
 ];
 const urlOf = (s) => `https://${s.name}.cnn.com/`;
-// Both sites lead with one story (the store groups identical titles into one story).
+// Two sites lead with one story (the store groups identical titles into one story).
 const shared = "Earthquake shakes Lisbon, buildings evacuated";
+const sharing = sites.filter((s) => s.shares).length;
 const storiesOf = (s, extra = []) => [
-  [`/2025/01/01/${s.name}-quake/index.html`, shared],
+  ...(s.shares ? [[`/2025/01/01/${s.name}-quake/index.html`, shared]] : []),
   ...Array.from({ length: s.count }, (_, i) => [`/2025/01/01/${s.name}-${i}/index.html`, `${s.display_name} story number ${i + 1} of the day`]),
   ...extra,
 ];
 const numbered = sites.reduce((n, s) => n + s.count, 0); // "... story number N of the day"
-const total = numbered + sites.length;
+const total = numbered + sharing;
 const arrival = ["/2025/01/01/arrival/index.html", "Arrival while the reader is scrolled down"];
 const atTopArrival = ["/2025/01/01/at-top/index.html", "Arrival while the reader is at the top"];
 
@@ -92,12 +98,20 @@ async function storiesFirst(browser) {
   const cards = await page.locator(".top-story").count();
   assert(cards >= 1 && cards <= 12, `a few cards: ${cards}`);
 
-  // The first screen shows both sites' headlines.
-  const onScreen = await page.evaluate(() => [...new Set(Array.from(document.querySelectorAll("main [data-id]")).filter((e) => {
+  // The first screen shows headlines of most sites, however many each lists (and on a phone,
+  // more than one).
+  const sitesOnScreen = (p) => p.evaluate(() => [...new Set(Array.from(document.querySelectorAll("main [data-id]")).filter((e) => {
     const box = e.getBoundingClientRect();
     return box.top >= 0 && box.bottom <= innerHeight;
   }).map((e) => e.dataset.site))]);
-  assert(onScreen.length >= 2, `the first screen shows headlines of ${JSON.stringify(onScreen)}`);
+  const onScreen = await sitesOnScreen(page);
+  assert(onScreen.length >= 4, `the first screen at 1280x800 shows headlines of ${JSON.stringify(onScreen)}`);
+  const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true });
+  const small = await openNews(phone);
+  const onPhone = await sitesOnScreen(small);
+  assert(onPhone.length >= 2, `the first screen of a phone shows headlines of ${JSON.stringify(onPhone)}`);
+  await small.screenshot({ path: join(artifacts, "front-page-stories-390.png") });
+  await phone.close();
 
   // Calm cards: the page's surface, the site's colour a stripe or a dot; regular-weight titles.
   const [cardBg, boxBg, pageBg, weight] = await page.evaluate(() => [
