@@ -7,6 +7,7 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 #include <libxml/xmlerror.h>
+#include <libxml/xmlreader.h>
 
 #include <memory>
 #include <optional>
@@ -106,10 +107,6 @@ bool named(const xmlNode* n, std::string_view name) {
   return n && n->type == XML_ELEMENT_NODE && view(n->name) == name;
 }
 
-bool in_ns(const xmlNode* n, std::string_view ns) {
-  return n->ns && view(n->ns->href) == ns;
-}
-
 const xmlNode* first_child(const xmlNode* parent, std::string_view name) {
   for (const xmlNode* c = parent ? parent->children : nullptr; c; c = c->next)
     if (named(c, name))
@@ -178,68 +175,209 @@ std::string rss_link(const xmlNode* item) {
 
 } // namespace
 
-feed parse_feed(std::string_view bytes, std::string_view feed_url, std::string_view site) {
-  auto doc = read_xml(bytes, feed_url, "feed");
-  const xmlNode* root = xmlDocGetRootElement(doc.get());
-  if (!root)
-    throw feed_error("not a feed: no root element");
-  // The collector applies the shared title and URL rules; links arrive already absolute.
-  static const dom::document no_page = dom::document::parse("");
-  headline_collector collector(std::string(site), feed_url, no_page);
+namespace {
+
+struct reader_free {
+  void operator()(xmlTextReader* r) const { xmlFreeTextReader(r); }
+};
+
+// The first error libxml2 reports while reading, for the message.
+void keep_first_error(void* into, xmlErrorPtr error) {
+  auto& kept = *static_cast<std::optional<xmlError>*>(into);
+  if (!kept && error) {
+    kept.emplace();
+    xmlCopyError(error, &*kept);
+  }
+}
+
+// A feed read as a stream, element by element: each item (or entry) is expanded into a tree of
+// its own, read, and freed before the next is read, so a feed of 200,000 items never holds more
+// than one, and reading stops once the site's page is full. Throws feed_error; `recover` says
+// the error was an undeclared entity (HTML's &eacute;), worth reading again in recovery mode.
+struct feed_stream {
+  headline_collector& collector;
   feed out;
   std::size_t items = 0;
+  bool recover = false;
+
   // An item's publication date: the first of its date elements that reads as a plausible one.
-  auto published = [&](const xmlNode* item, std::initializer_list<const char*> names) {
+  std::optional<std::int64_t> published(const xmlNode* item,
+                                        std::initializer_list<const char*> names) {
     for (const char* name : names)
       for (const xmlNode* c = item->children; c; c = c->next)
         if (named(c, name))
           if (auto t = plausible_date(text_of(c), collector.now_ms()))
             return t;
-    return std::optional<std::int64_t>();
-  };
-  auto add = [&](std::string_view title, const std::string& link,
-                 std::optional<std::int64_t> when) {
+    return std::nullopt;
+  }
+  void add(std::string_view title, const std::string& link, std::optional<std::int64_t> when) {
     ++items;
     if (!link.empty())
       collector.add(title, link, when);
-  };
-  // Once a site's page is full, the items after are never read (their titles and links never
-  // built); far more items than any feed has (repeated or linkless) bound a hostile one's cost.
-  auto more = [&] {
+  }
+  // Once a site's page is full, the items after are never read; far more items than any feed
+  // has (repeated or linkless) bound a hostile one's cost.
+  bool more() const {
     return collector.size() < max_headlines_per_site && items < 10 * max_headlines_per_site;
-  };
+  }
 
-  if (named(root, "feed") && in_ns(root, atom_ns)) {
-    out.title = collapse_whitespace(atom_text(first_child(root, "title")));
-    out.home = atom_link(root);
-    for (const xmlNode* c = root->children; c && more(); c = c->next)
-      if (named(c, "entry"))
-        add(atom_text(first_child(c, "title")), atom_link(c),
-            published(c, {"published", "updated", "issued", "modified"}));
-  } else if (named(root, "rss")) {
-    const xmlNode* channel = first_child(root, "channel");
-    if (!channel)
-      throw feed_error("not a feed: <rss> has no <channel>");
-    out.title = collapse_whitespace(text_of(first_child(channel, "title")));
-    out.home = resolved(channel, collapse_whitespace(text_of(first_child(channel, "link"))));
-    for (const xmlNode* c = channel->children; c && more(); c = c->next)
-      if (named(c, "item"))
-        add(text_of(first_child(c, "title")), rss_link(c), published(c, {"pubDate", "date"}));
-  } else if (named(root, "RDF") && in_ns(root, rdf_ns)) {
-    // RSS 1.0 and 0.90: the items are the channel's siblings.
-    const xmlNode* channel = first_child(root, "channel");
-    out.title = collapse_whitespace(text_of(first_child(channel, "title")));
-    if (channel)
-      out.home = resolved(channel, collapse_whitespace(text_of(first_child(channel, "link"))));
-    for (const xmlNode* c = root->children; c && more(); c = c->next)
-      if (named(c, "item"))
-        add(text_of(first_child(c, "title")), rss_link(c), published(c, {"pubDate", "date"}));
-  } else {
-    throw feed_error("not a feed: the root element is <" + std::string(view(root->name)) +
+  enum class kind { unknown, atom, rss, rdf };
+
+  static kind kind_of(std::string_view name, std::string_view ns) {
+    if (name == "feed" && ns == atom_ns)
+      return kind::atom;
+    if (name == "rss")
+      return kind::rss;
+    if (name == "RDF" && ns == rdf_ns)
+      return kind::rdf;
+    throw feed_error("not a feed: the root element is <" + std::string(name) +
                      "> (expected <rss>, <rdf:RDF> or Atom's <feed>)");
   }
-  out.headlines = collector.take();
-  return out;
+
+  // One of the feed's elements, read whole: an item or entry, or the feed's title or link.
+  void take(kind root, std::string_view name, const xmlNode* node) {
+    if (root == kind::atom) {
+      if (name == "entry")
+        add(atom_text(first_child(node, "title")), atom_link(node),
+            published(node, {"published", "updated", "issued", "modified"}));
+      else if (name == "title" && out.title.empty())
+        out.title = collapse_whitespace(atom_text(node));
+      else if (name == "link" && out.home.empty()) {
+        auto rel = attribute(node, "rel");
+        if (rel.empty() || rel == "alternate")
+          out.home = resolved(node, attribute(node, "href"));
+      }
+    } else if (name == "item") {
+      add(text_of(first_child(node, "title")), rss_link(node),
+          published(node, {"pubDate", "date"}));
+    } else if (name == "title" && out.title.empty()) {
+      out.title = collapse_whitespace(text_of(node));
+    } else if (name == "link" && out.home.empty()) {
+      out.home = resolved(node, collapse_whitespace(text_of(node)));
+    }
+  }
+
+  // The same, over a whole tree: for a feed the stream cannot read (libxml2's reader gives up
+  // at an undeclared entity even in recovery mode; the tree parser drops the reference).
+  void walk(const xmlDoc* doc) {
+    const xmlNode* top = xmlDocGetRootElement(doc);
+    if (!top)
+      throw feed_error("not a feed: no root element");
+    const auto root = kind_of(view(top->name), top->ns ? view(top->ns->href) : "");
+    const xmlNode* channel = root == kind::atom ? nullptr : first_child(top, "channel");
+    if (root == kind::rss && !channel)
+      throw feed_error("not a feed: <rss> has no <channel>");
+    for (const xmlNode* c = channel ? channel->children : nullptr; c && more(); c = c->next)
+      if (c->type == XML_ELEMENT_NODE)
+        take(root, view(c->name), c);
+    if (root != kind::rss)
+      for (const xmlNode* c = top->children; c && more(); c = c->next)
+        if (c->type == XML_ELEMENT_NODE && (root == kind::atom || view(c->name) == "item"))
+          take(root, view(c->name), c);
+  }
+
+  void read(std::string_view bytes, const std::string& base, const char* encoding, int options) {
+    std::unique_ptr<xmlTextReader, reader_free> reader(
+        xmlReaderForMemory(bytes.data(), static_cast<int>(bytes.size()),
+                           base.empty() ? nullptr : base.c_str(), encoding, options));
+    if (!reader)
+      throw feed_error("out of memory reading the feed");
+    std::optional<xmlError> error;
+    xmlTextReaderSetStructuredErrorHandler(reader.get(), keep_first_error, &error);
+    kind root = kind::unknown;
+    int channel_depth = -1; // RSS 2.0's <channel>: its children are the feed's and its items
+    int status = xmlTextReaderRead(reader.get());
+    while (status == 1 && more()) {
+      const int type = xmlTextReaderNodeType(reader.get());
+      if (type == XML_READER_TYPE_DOCUMENT_TYPE) {
+        const xmlDoc* doc = xmlTextReaderCurrentDoc(reader.get());
+        if (doc && doc->intSubset && doc->intSubset->entities)
+          throw feed_error("the feed declares its own entities, which newsdesk does not expand");
+      }
+      if (type != XML_READER_TYPE_ELEMENT) {
+        status = xmlTextReaderRead(reader.get());
+        continue;
+      }
+      const int depth = xmlTextReaderDepth(reader.get());
+      const auto name = view(xmlTextReaderConstLocalName(reader.get()));
+      const auto ns = view(xmlTextReaderConstNamespaceUri(reader.get()));
+      if (depth == 0) {
+        root = kind_of(name, ns);
+        status = xmlTextReaderRead(reader.get());
+        continue;
+      }
+      // The feed's own title and link, and its items: each read whole, then skipped past.
+      const bool atom_child = root == kind::atom && depth == 1;
+      const bool channel_child = depth == channel_depth + 1 && channel_depth >= 1 &&
+                                 (root == kind::rss || root == kind::rdf);
+      const bool rdf_item = root == kind::rdf && depth == 1 && name == "item";
+      if (depth == 1 && name == "channel" && root != kind::atom) {
+        channel_depth = 1;
+        status = xmlTextReaderRead(reader.get()); // into it
+        continue;
+      }
+      if (!atom_child && !channel_child && !rdf_item) {
+        status = xmlTextReaderNext(reader.get());
+        continue;
+      }
+      const xmlNode* node = xmlTextReaderExpand(reader.get());
+      if (!node)
+        break; // the error handler has the reason
+      take(root, name, node);
+      status = xmlTextReaderNext(reader.get());
+    }
+    if (status < 0 || (error && error->level >= XML_ERR_ERROR && !(options & XML_PARSE_RECOVER))) {
+      recover = error && error->code == XML_ERR_UNDECLARED_ENTITY;
+      const auto message = describe(error ? &*error : nullptr);
+      if (error)
+        xmlResetError(&*error);
+      if (bytes.find_first_not_of(" \t\r\n") == std::string_view::npos)
+        throw feed_error("the feed is empty");
+      throw feed_error(message);
+    }
+    if (error)
+      xmlResetError(&*error);
+    if (root == kind::unknown)
+      throw feed_error("not a feed: no root element");
+    if (root == kind::rss && channel_depth < 0)
+      throw feed_error("not a feed: <rss> has no <channel>");
+  }
+};
+
+} // namespace
+
+feed parse_feed(std::string_view bytes, std::string_view feed_url, std::string_view site) {
+  if (bytes.size() > max_feed_bytes)
+    throw feed_error("the feed is larger than " + std::to_string(max_feed_bytes / (1024 * 1024)) +
+                     " MiB");
+  // An undeclared encoding is UTF-8 by the XML rules, but feeds saved by old tools are often
+  // Latin-1 without saying so: read such bytes as Latin-1 rather than refuse them.
+  const char* encoding = !declares_encoding(bytes) && !valid_utf8(bytes) ? "ISO-8859-1" : nullptr;
+  static const bool initialised = (xmlInitParser(), true); // once, before threads share it
+  (void)initialised;
+  const std::string base(feed_url);
+  // The collector applies the shared title and URL rules; links arrive already absolute.
+  static const dom::document no_page = dom::document::parse("");
+  // Without network access, DTD loading or entity substitution: no external entity is ever
+  // read, and internal ones are refused. A feed that only uses HTML's named entities (&eacute;,
+  // common in hand-made RSS) is read again in recovery mode, which drops those references.
+  const int options = XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_NOCDATA;
+  headline_collector collector(std::string(site), feed_url, no_page);
+  feed_stream stream{collector, {}, 0, false};
+  try {
+    stream.read(bytes, base, encoding, options);
+  } catch (const feed_error&) {
+    if (!stream.recover)
+      throw;
+    // HTML's named entities: read as a tree in recovery mode (read_xml), which drops them.
+    headline_collector again(std::string(site), feed_url, no_page);
+    feed_stream tree{again, {}, 0, false};
+    tree.walk(read_xml(bytes, feed_url, "feed").get());
+    tree.out.headlines = again.take();
+    return std::move(tree.out);
+  }
+  stream.out.headlines = collector.take();
+  return std::move(stream.out);
 }
 
 std::vector<opml_outline> parse_opml(std::string_view bytes) {

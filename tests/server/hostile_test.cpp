@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <fstream>
 
 #include <map>
 #include <set>
@@ -318,4 +319,34 @@ TEST_CASE("a site that trickles its page is cut in seconds, not at its timeout")
                    15s));
   CHECK(std::chrono::steady_clock::now() - start < 15s);
   CHECK(nd.log().find("bytes in 5000 ms (at least 4096 needed)") != std::string::npos);
+}
+
+TEST_CASE("a feed of 150,000 items costs what its kept headlines cost, not a tree of all of them") {
+  splash_standin origin;
+  std::string feed = "<rss version=\"2.0\"><channel><title>Big</title>";
+  for (int i = 0; feed.size() < 15 * 1024 * 1024; ++i)
+    feed += "<item><title>Item number " + std::to_string(i) + " of many</title><link>/i/" +
+            std::to_string(i) + "</link></item>";
+  origin.set_origin("big.xml", feed);
+  temp_dir sites;
+  sites.write("big.json",
+              R"({"name": "big", "feed": ")" + origin.base_url() + R"(/origin/big.xml"})");
+  newsdesk_process nd(json{{"site_files_dir", sites.path.string()}, {"sites", {"big"}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  CHECK(eventually(
+      [&] {
+        auto news = json::parse(http_get(nd.port, "/news.json").body);
+        return news.at("headlines").size() == 500;
+      },
+      30s));
+  // The peak: the 15 MB feed held once, and 500 headlines; a tree of every item was ~180 MB.
+  std::ifstream status("/proc/" + std::to_string(nd.process->pid()) + "/status");
+  std::string line;
+  long peak_kib = 0;
+  while (std::getline(status, line))
+    if (line.rfind("VmHWM:", 0) == 0)
+      peak_kib = std::stol(line.substr(6));
+  MESSAGE("peak RSS " << peak_kib / 1024 << " MB");
+  CHECK(peak_kib > 0);
+  CHECK(peak_kib < 110 * 1024);
 }
