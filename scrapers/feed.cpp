@@ -181,14 +181,25 @@ struct reader_free {
   void operator()(xmlTextReader* r) const { xmlFreeTextReader(r); }
 };
 
-// The first error libxml2 reports while reading, for the message.
-void keep_first_error(void* into, xmlErrorPtr error) {
-  auto& kept = *static_cast<std::optional<xmlError>*>(into);
-  if (!kept && error) {
-    kept.emplace();
-    xmlCopyError(error, &*kept);
+// The first error libxml2 reports while reading, for the message; its copy's strings freed
+// with it, however reading ends.
+struct first_error {
+  std::optional<xmlError> error;
+  first_error() = default;
+  first_error(const first_error&) = delete;
+  first_error& operator=(const first_error&) = delete;
+  ~first_error() {
+    if (error)
+      xmlResetError(&*error);
   }
-}
+  static void keep(void* into, xmlErrorPtr reported) {
+    auto& kept = static_cast<first_error*>(into)->error;
+    if (!kept && reported) {
+      kept.emplace();
+      xmlCopyError(reported, &*kept);
+    }
+  }
+};
 
 // A feed read as a stream, element by element: each item (or entry) is expanded into a tree of
 // its own, read, and freed before the next is read, so a feed of 200,000 items never holds more
@@ -277,13 +288,14 @@ struct feed_stream {
   }
 
   void read(std::string_view bytes, const std::string& base, const char* encoding, int options) {
+    first_error kept; // outlives the reader that reports into it
+    const auto& error = kept.error;
     std::unique_ptr<xmlTextReader, reader_free> reader(
         xmlReaderForMemory(bytes.data(), static_cast<int>(bytes.size()),
                            base.empty() ? nullptr : base.c_str(), encoding, options));
     if (!reader)
       throw feed_error("out of memory reading the feed");
-    std::optional<xmlError> error;
-    xmlTextReaderSetStructuredErrorHandler(reader.get(), keep_first_error, &error);
+    xmlTextReaderSetStructuredErrorHandler(reader.get(), first_error::keep, &kept);
     kind root = kind::unknown;
     int channel_depth = -1; // RSS 2.0's <channel>: its children are the feed's and its items
     int status = xmlTextReaderRead(reader.get());
@@ -329,14 +341,10 @@ struct feed_stream {
     if (status < 0 || (error && error->level >= XML_ERR_ERROR && !(options & XML_PARSE_RECOVER))) {
       recover = error && error->code == XML_ERR_UNDECLARED_ENTITY;
       const auto message = describe(error ? &*error : nullptr);
-      if (error)
-        xmlResetError(&*error);
       if (bytes.find_first_not_of(" \t\r\n") == std::string_view::npos)
         throw feed_error("the feed is empty");
       throw feed_error(message);
     }
-    if (error)
-      xmlResetError(&*error);
     if (root == kind::unknown)
       throw feed_error("not a feed: no root element");
     if (root == kind::rss && channel_depth < 0)
