@@ -298,22 +298,33 @@ title_parts split_title(dom::node element) {
   struct run {
     std::string text;
     dom::node holder;
+    bool space_before = false; // whitespace (or a part left out) between it and the run before
   };
   std::vector<run> runs;
   std::string kicker;
+  bool pending_space = false;
   dom::node n = element.child(0);
   while (n && n != element) {
     bool descend = false;
     if (n.is_text()) {
-      auto text = collapse_whitespace(n.raw_text());
-      if (!text.empty())
-        runs.push_back({std::move(text), n.parent()});
+      const auto raw = n.raw_text();
+      auto text = collapse_whitespace(raw);
+      if (text.empty()) {
+        pending_space = pending_space || !raw.empty();
+      } else {
+        // "Biden<span>'s</span>" is one word: runs join with a space only where the page had one.
+        runs.push_back(
+            {std::move(text), n.parent(), pending_space || is_ascii_whitespace(raw.front())});
+        pending_space = is_ascii_whitespace(raw.back());
+      }
     } else if (n.is_element()) {
       switch (kind_of(n)) {
       case part_kind::kicker:
         kicker += (kicker.empty() ? "" : " ") + n.text();
+        pending_space = true;
         break;
       case part_kind::left_out:
+        pending_space = true;
         break;
       case part_kind::text:
         descend = n.child_count() > 0;
@@ -355,7 +366,7 @@ title_parts split_title(dom::node element) {
   }
   std::string title;
   for (std::size_t i = first; i < runs.size(); ++i)
-    title += (title.empty() ? "" : " ") + runs[i].text;
+    title += (title.empty() || !runs[i].space_before ? "" : " ") + runs[i].text;
   title = collapse_whitespace(title);
   // "1. Title" written as one text.
   if (auto dot = title.find_first_of(".)"); dot != std::string::npos && dot <= 3 &&
