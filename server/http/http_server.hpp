@@ -97,7 +97,8 @@ class http_server {
 // does (the same parser, limits and read loop; the bytes arrive `chunk` at a time, then EOF) and
 // calls `on_request` with each request a connection would hand to its handler, for as long as
 // the connection would stay open. Returns the status a connection answers before closing (400,
-// 413 or 431), or 0 when it would just close (EOF, or a request without keep-alive).
+// 413, 431, or 501 for a transfer coding other than chunked), or 0 when it would just close
+// (EOF, or a request without keep-alive).
 unsigned read_requests(std::string_view bytes, std::size_t chunk, const http_server_limits& limits,
                        const std::function<void(http_request)>& on_request);
 
