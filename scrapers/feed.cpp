@@ -302,8 +302,10 @@ struct feed_stream {
     while (status == 1 && more()) {
       const int type = xmlTextReaderNodeType(reader.get());
       if (type == XML_READER_TYPE_DOCUMENT_TYPE) {
-        const xmlDoc* doc = xmlTextReaderCurrentDoc(reader.get());
-        if (doc && doc->intSubset && doc->intSubset->entities)
+        // The DTD node itself (xmlTextReaderCurrentDoc would hand the document over to us, and
+        // it would outlive the reader unless freed by hand).
+        const auto* dtd = reinterpret_cast<const xmlDtd*>(xmlTextReaderCurrentNode(reader.get()));
+        if (dtd && dtd->type == XML_DTD_NODE && dtd->entities)
           throw feed_error("the feed declares its own entities, which newsdesk does not expand");
       }
       if (type != XML_READER_TYPE_ELEMENT) {

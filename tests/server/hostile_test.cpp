@@ -348,5 +348,10 @@ TEST_CASE("a feed of 150,000 items costs what its kept headlines cost, not a tre
       peak_kib = std::stol(line.substr(6));
   MESSAGE("peak RSS " << peak_kib / 1024 << " MB");
   CHECK(peak_kib > 0);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // A sanitizer's shadow memory and quarantine make RSS say nothing of the program's own use
+  // (285 MB here for what is 65 MB plain): the bound is the plain build's to check.
+#else
   CHECK(peak_kib < 110 * 1024);
+#endif
 }
