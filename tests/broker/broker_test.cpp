@@ -576,12 +576,14 @@ TEST_CASE("an idle subscriber is pinged with zero-length frames and stays past e
 
 TEST_CASE("a subscriber that keeps receiving messages gets no pings") {
   auto cfg = test_config();
-  cfg.ping_interval = 100ms;
+  // A message every 20 ms for 1.6 s against a 1 s interval: a loaded machine may stall a
+  // sender for a tenth of a second, never for the whole interval.
+  cfg.ping_interval = 1000ms;
   running_broker b(cfg);
   client sub(b.port());
   sub.send_frame("/topic/busy");
   REQUIRE(b.wait_subscribers(1));
-  for (int i = 0; i < 30; ++i) {
+  for (int i = 0; i < 80; ++i) {
     b.srv().publish("/topic/busy", msg(i));
     REQUIRE(sub.read_frame() == msg(i));
     std::this_thread::sleep_for(20ms);
