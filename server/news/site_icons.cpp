@@ -1,5 +1,6 @@
 #include "server/news/site_icons.hpp"
 
+#include "scrapers/registry.hpp"
 #include "scrapers/url.hpp"
 #include "server/core/log.hpp"
 #include "server/http/http_message.hpp"
@@ -20,10 +21,6 @@ namespace newsdesk::server {
 
 namespace {
 
-bool starts_with_bytes(std::string_view body, std::string_view magic) {
-  return body.substr(0, magic.size()) == magic;
-}
-
 std::string lower_prefix(std::string_view body, std::size_t n) {
   std::string out(body.substr(0, n));
   std::transform(out.begin(), out.end(), out.begin(),
@@ -37,15 +34,15 @@ icon_check check_icon(std::string_view body) {
   using namespace std::string_view_literals;
   if (body.empty())
     return {"", "the answer is empty"};
-  if (starts_with_bytes(body, "\x89PNG\r\n\x1a\n"sv))
+  if (body.starts_with("\x89PNG\r\n\x1a\n"sv))
     return {"image/png", ""};
-  if (starts_with_bytes(body, "\0\0\1\0"sv) && body.size() >= 6)
+  if (body.starts_with("\0\0\1\0"sv) && body.size() >= 6)
     return {"image/x-icon", ""};
-  if (starts_with_bytes(body, "GIF87a"sv) || starts_with_bytes(body, "GIF89a"sv))
+  if (body.starts_with("GIF87a"sv) || body.starts_with("GIF89a"sv))
     return {"image/gif", ""};
-  if (starts_with_bytes(body, "\xff\xd8\xff"sv))
+  if (body.starts_with("\xff\xd8\xff"sv))
     return {"image/jpeg", ""};
-  if (body.size() >= 12 && starts_with_bytes(body, "RIFF"sv) && body.substr(8, 4) == "WEBP"sv)
+  if (body.size() >= 12 && body.starts_with("RIFF"sv) && body.substr(8, 4) == "WEBP"sv)
     return {"image/webp", ""};
   // What it is instead, for the log: past a BOM and whitespace, markup says which.
   auto start = body.find_first_not_of(" \t\r\n\xef\xbb\xbf"sv);
@@ -80,11 +77,8 @@ std::string icon_path_site(std::string_view path) {
       path.size() <= prefix.size() + suffix.size())
     return {};
   auto name = path.substr(prefix.size(), path.size() - prefix.size() - suffix.size());
-  if (name.size() > 100)
+  if (name.size() > 100 || !scrapers::is_valid_site_name(name))
     return {};
-  for (unsigned char c : name)
-    if (!(std::islower(c) || std::isdigit(c) || c == '_' || c == '-'))
-      return {};
   return std::string(name);
 }
 
