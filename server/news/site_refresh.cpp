@@ -86,9 +86,11 @@ struct site_refresh::job {
   std::function<bool()> wanted;
   std::function<void(refresh_result)> done;
   std::chrono::steady_clock::time_point started;
-  std::chrono::steady_clock::time_point queued; // when it last asked for a render slot
-  int attempt = 0;                              // retries used
-  std::unique_ptr<news_clock::timer> retry;     // the next attempt, after a transient failure
+  std::chrono::steady_clock::time_point queued;   // when it last asked for a render slot
+  std::chrono::steady_clock::time_point launched; // when its current render started
+  bool slow = false; // its site's last render was slow: it takes a slot from the slow share
+  int attempt = 0;   // retries used
+  std::unique_ptr<news_clock::timer> retry; // the next attempt, after a transient failure
 };
 
 site_refresh::site_refresh(boost::asio::io_context& ioc, boost::asio::thread_pool& scrape_pool,
@@ -127,30 +129,59 @@ void site_refresh::stop() {
     j->retry->cancel();
 }
 
+namespace {
+
+// Slots that sites whose last render was slow may not take: with 5, one is kept for the others.
+std::size_t reserved_slots(std::size_t slots) {
+  return slots < 2 ? 0 : std::max<std::size_t>(1, slots / 4);
+}
+
+} // namespace
+
+bool site_refresh::may_start(const job& j) const {
+  if (active_ >= settings_.max_concurrent_renders)
+    return false;
+  return !j.slow || slow_active_ < settings_.max_concurrent_renders -
+                                       reserved_slots(settings_.max_concurrent_renders);
+}
+
+void site_refresh::start(std::shared_ptr<job> j) {
+  ++active_;
+  if (j->slow)
+    ++slow_active_;
+  boost::asio::post(ioc_, [this, j = std::move(j)] { launch(j); });
+}
+
 void site_refresh::queue_render(std::shared_ptr<job> j) {
   std::lock_guard lock(mutex_);
   if (stopped_)
     return;
   j->queued = clock_.steady_now();
-  if (active_ < settings_.max_concurrent_renders) {
-    ++active_;
-    boost::asio::post(ioc_, [this, j = std::move(j)] { launch(j); });
-  } else {
+  j->slow = slow_sites_.count(j->site->name) > 0;
+  if (may_start(*j))
+    start(std::move(j));
+  else
     waiting_.push_back(std::move(j));
-  }
 }
 
-void site_refresh::release_slot() {
+void site_refresh::release_slot(const job& finished) {
   // The slot is freed first, so the next waiting site starts while this one is parsed.
   std::string warning;
   {
     std::lock_guard lock(mutex_);
     --active_;
-    if (waiting_.empty() || stopped_)
+    if (finished.slow)
+      --slow_active_;
+    if (stopped_)
       return;
-    auto next = std::move(waiting_.front());
-    waiting_.pop_front();
-    ++active_;
+    // The first in line that may take the slot: a slow site waits while the slow share is full,
+    // and the sites behind it go first.
+    auto it = std::find_if(waiting_.begin(), waiting_.end(),
+                           [this](const std::shared_ptr<job>& w) { return may_start(*w); });
+    if (it == waiting_.end())
+      return;
+    auto next = std::move(*it);
+    waiting_.erase(it);
     const auto now = clock_.steady_now();
     const auto waited = std::chrono::duration_cast<milliseconds>(now - next->queued);
     if (next->site->interval.count() > 0 && waited > next->site->interval / 2) {
@@ -163,13 +194,31 @@ void site_refresh::release_slot() {
                   " interval_ms=" + std::to_string(next->site->interval.count()) +
                   " waiting=" + std::to_string(waiting_.size()) +
                   " render_slots=" + std::to_string(settings_.max_concurrent_renders) +
+                  " slow_sites=" + std::to_string(slow_sites_.size()) +
                   " behind_total=" + std::to_string(behind_);
       }
     }
-    boost::asio::post(ioc_, [this, next = std::move(next)] { launch(next); });
+    start(std::move(next));
   }
   if (!warning.empty())
     log_warn(warning);
+}
+
+void site_refresh::judge_pace(const job& j, const render_result& result) {
+  // Slow: the render ran out of time or of pace, or took over half the site's timeout. One fast
+  // render gives the site its place back.
+  const auto took = clock_.steady_now() - j.launched;
+  const bool slow = result.failure == failure_kind::timeout || took > j.site->timeout / 2;
+  bool changed = false;
+  {
+    std::lock_guard lock(mutex_);
+    changed = slow ? slow_sites_.insert(j.site->name).second : slow_sites_.erase(j.site->name) > 0;
+  }
+  if (changed)
+    log_info(std::string(slow ? "msg=\"site is slow; it shares"
+                              : "msg=\"site is fast again; it leaves") +
+             " the render slots for slow sites\" site=" + j.site->name +
+             " took_ms=" + std::to_string(std::chrono::duration_cast<milliseconds>(took).count()));
 }
 
 site_refresh::queue_stats site_refresh::stats() const {
@@ -185,11 +234,13 @@ site_refresh::queue_stats site_refresh::stats() const {
 
 void site_refresh::launch(std::shared_ptr<job> j) {
   if (!j->wanted()) // removed while it waited for a slot
-    return release_slot();
+    return release_slot(*j);
   auto& site = *j->site;
+  j->launched = clock_.steady_now();
   renderers_.at(site.renderer)
       ->render({site.url, site.wait, site.timeout}, [this, j](render_result result) {
-        release_slot();
+        judge_pace(*j, result);
+        release_slot(*j);
         on_rendered(j, std::move(result));
       });
 }

@@ -1,6 +1,8 @@
 // One refresh of one site, from the render to the headlines read off the page: the renders sent
-// out at once are capped across sites (Splash's slots), transient failures are retried with
-// exponential backoff and full jitter, and the page is parsed on its own pool within a CPU budget.
+// out at once are capped across sites (Splash's slots), sites whose last render was slow share
+// all but a reserved slot (so a few stalling sites cannot keep healthy ones waiting), transient
+// failures are retried with exponential backoff and full jitter, and the page is parsed on its
+// own pool within a CPU budget.
 // When and whether a site refreshes is the schedule's business (site_schedule), what the result
 // does to the page the headline state's (headline_state); this type only turns a site into a
 // result.
@@ -23,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -85,7 +88,10 @@ class site_refresh {
   struct job;
   void queue_render(std::shared_ptr<job> j);
   void launch(std::shared_ptr<job> j);
-  void release_slot();
+  void release_slot(const job& finished);
+  bool may_start(const job& j) const; // under mutex_
+  void start(std::shared_ptr<job> j); // under mutex_
+  void judge_pace(const job& j, const render_result& result);
   void on_rendered(const std::shared_ptr<job>& j, render_result result);
 
   boost::asio::io_context& ioc_;
@@ -96,6 +102,8 @@ class site_refresh {
 
   mutable std::mutex mutex_;                   // guards everything below
   std::size_t active_ = 0;                     // renders in flight
+  std::size_t slow_active_ = 0;                // of which for sites whose last render was slow
+  std::set<std::string> slow_sites_;           // sites whose last render was slow, by name
   std::deque<std::shared_ptr<job>> waiting_;   // refreshes waiting for a render slot, FIFO
   std::vector<std::shared_ptr<job>> retrying_; // jobs waiting to be tried again
   std::mt19937_64 random_;

@@ -321,6 +321,37 @@ TEST_CASE("a site that trickles its page is cut in seconds, not at its timeout")
   CHECK(nd.log().find("bytes in 5000 ms (at least 4096 needed)") != std::string::npos);
 }
 
+TEST_CASE("sites whose renders are slow share all but one render slot: a healthy site keeps its "
+          "pace") {
+  splash_standin splash;
+  json sites = json::array();
+  for (int i = 0; i < 6; ++i) {
+    const std::string n = std::to_string(i);
+    const std::string url = "https://slow" + n + ".cnn.com/";
+    splash.set(
+        url, standin_page::page(cnn_page({{"/s" + n + "/index.html", "Slow story " + n}}), 3000ms));
+    sites.push_back(site("slow" + n, "cnn", url, {{"interval", 1}, {"timeout", 4}}));
+  }
+  const std::string healthy = "https://healthy.cnn.com/";
+  splash.set(healthy, standin_page::page(cnn_page({{"/h/index.html", "Healthy story"}})));
+  sites.push_back(site("healthy", "cnn", healthy, {{"interval", 1}}));
+  newsdesk_process nd(json{{"splash_url", splash.base_url()},
+                           {"refresh", {{"max_concurrent_renders", 2}, {"jitter", 0}}},
+                           {"sites", sites}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  // Each slow render (3 s of a 4 s timeout) marks its site slow.
+  REQUIRE(eventually([&] { return count(nd.log(), "msg=\"site is slow") == 6; }, 40s));
+  CHECK(count(nd.log(), "msg=\"site is slow") == 6); // and the healthy one is not
+  // Without a kept slot the healthy site waited its turn behind six 3 s renders on two slots:
+  // one refresh in about 9 s. With one, it refreshes about once a second.
+  const auto before = splash.renders(healthy);
+  std::this_thread::sleep_for(6s);
+  const auto refreshed = splash.renders(healthy) - before;
+  CHECK(refreshed >= 3);
+  // And the slow sites still render, one at a time.
+  CHECK(splash.peak_concurrent_renders() == 2);
+}
+
 TEST_CASE("a feed of 150,000 items costs what its kept headlines cost, not a tree of all of them") {
   splash_standin origin;
   std::string feed = "<rss version=\"2.0\"><channel><title>Big</title>";
