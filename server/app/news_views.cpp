@@ -65,7 +65,12 @@ representation_cache::content view_content(const news_page& page, const news_sna
   std::vector<feed_entry> entries;
   std::int64_t updated = 0;
   for (const auto& item : view.headlines) {
-    const auto* site = sites.at(item.headline.site);
+    // A reload that removes a site can meet a view still holding its headlines: they are left
+    // out, never thrown over (this runs on the worker pool, where a throw ends the process).
+    const auto found = sites.find(item.headline.site);
+    if (found == sites.end())
+      continue;
+    const auto* site = found->second;
     // An entry is updated when it first appears, not on every refresh that sees it again: feed
     // readers re-flag entries whose <updated> moves, and the feed's bytes (and ETag) then stay
     // the same until a headline is added or gone.

@@ -147,6 +147,9 @@ TEST_CASE("a burst of SIGHUPs: reloads one at a time, the last file read, servin
   REQUIRE_MESSAGE(nd.port != 0, nd.log());
   REQUIRE(http_get(nd.port, "/news").status == 200);
   const auto start = std::chrono::steady_clock::now();
+  splash.set("https://other.example.com/",
+             standin_page::page("<html><body><h2><a href=\"/o/1\">Another site's only story "
+                                "today</a></h2></body></html>"));
   std::chrono::milliseconds slowest{0};
   auto colour = [](int i) {
     std::string hex = "00000" + std::to_string(i);
@@ -158,11 +161,23 @@ TEST_CASE("a burst of SIGHUPs: reloads one at a time, the last file read, servin
       sites.write("example.json", R"({"name": "example", "url": "https://news.example.com/", )"
                                   R"("link": "h2 > a", "colour": ")" +
                                       colour(i) + R"("})");
+    // And a second site that comes and goes, with its headlines, while its views are asked for.
+    if (i % 20 == 10) {
+      if (i % 40 == 10)
+        sites.write("other.json", R"({"name": "other", "url": "https://other.example.com/", )"
+                                  R"("link": "h2 > a"})");
+      else
+        fs::remove(sites.path / "other.json");
+    }
     REQUIRE(::kill(nd.process->pid(), SIGHUP) == 0);
     if (i % 10 == 0) {
       auto page = http_get(nd.port, "/news");
       CHECK(page.status == 200);
       slowest = std::max(slowest, page.elapsed);
+    }
+    if (i % 10 == 5) {
+      for (const auto* view : {"/news.atom", "/news.json?site=other", "/news.atom?site=other"})
+        CHECK(http_get(nd.port, view).status != 0);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
