@@ -36,7 +36,7 @@ news_snapshot sample() {
 news_snapshot many_sites(std::size_t n) {
   news_snapshot s;
   for (std::size_t i = 0; i < n; ++i) {
-    char name[8];
+    char name[24]; // room for any size_t, though n stays under 1000
     std::snprintf(name, sizeof name, "s%03zu", i);
     site_report r{name, "Site " + std::to_string(i), "#336699",
                   "https://" + std::string(name) + ".test/", "direct"};
