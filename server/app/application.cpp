@@ -192,11 +192,13 @@ struct application::parts {
         http_response res;
         res.content_type = "text/plain; version=0.0.4; charset=utf-8";
         const auto queue = news.refresh_queue();
-        res.body = counters.render(news.snapshot()->sites, broker_stats ? &*broker_stats : nullptr,
-                                   {live.clients(), http->open_connections(), http->refused()},
-                                   {queue.waiting,
-                                    std::chrono::duration<double>(queue.oldest_wait).count(),
-                                    queue.behind}) +
+        res.body = counters.render(
+                       news.snapshot()->sites, broker_stats ? &*broker_stats : nullptr,
+                       {live.clients(), http->open_connections(), http->refused()},
+                       {queue.waiting, std::chrono::duration<double>(queue.oldest_wait).count(),
+                        queue.behind},
+                       {.degraded = changes &&
+                                    (!news.store_unreachable().empty() || !changes->connected())}) +
                    routes.cache_metrics();
         res.with_header("Cache-Control", "no-store");
         respond(std::move(res));
@@ -205,22 +207,22 @@ struct application::parts {
     routes.bind(route_id::readyz, [this](http_request, responder respond) {
       net::post(parse_pool, [this, respond = std::move(respond)] {
         // A lost file first: reading what is left of it fails with SQLite's words, not ours.
-        std::optional<std::string> store_error;
+        store_check check{.shared = store->cluster() != nullptr};
         try {
           if (auto lost = store->identity_problem(); !lost.empty()) {
-            store_error = std::move(lost);
+            check.error = std::move(lost);
           } else {
             (void)store->last_id();
             if (changes && !changes->connected())
-              store_error = "not listening for changes from the other instances (reconnecting)";
+              check.error = "not listening for changes from the other instances (reconnecting)";
             else if (auto write = news.store_write_error(); !write.empty())
-              store_error = "the store cannot be written: " + write;
+              check.error = "the store cannot be written: " + write;
           }
         } catch (const std::exception& e) {
-          store_error = e.what();
+          check.error = e.what();
         }
         auto verdict = decide_readiness(*news.snapshot(), news.sites(), cfg.refresh.jitter,
-                                        unix_ms_now(), store_error);
+                                        unix_ms_now(), check);
         http_response res;
         res.status = verdict.ready ? 200 : 503;
         res.content_type = json_content_type;
@@ -318,24 +320,41 @@ struct application::parts {
     });
   }
 
+  // Every 2 s, and only once the last check ended: a store that hangs a query holds one pool
+  // thread, never a pile of them.
   void watch_store() {
+    if (stopping)
+      return;
     store_watch.expires_after(std::chrono::seconds(2));
     store_watch.async_wait([this](boost::system::error_code ec) {
       if (ec)
         return;
       net::post(parse_pool, [this] {
-        auto problem = store->identity_problem();
-        if (problem == store_lost)
-          return;
-        store_lost = problem;
-        if (problem.empty())
-          log_info("msg=\"the store is what was opened again\"");
-        else
-          log_error("msg=\"store lost\" error=" + logfmt_quoted(problem) +
-                    " hint=\"/readyz answers 503; restore the file and restart\"");
+        check_store();
+        net::post(ioc, [this] { watch_store(); });
       });
-      watch_store();
     });
+  }
+
+  void check_store() {
+    // A shared store is asked, so an outage shows (log, notice, /metrics) while no refresh
+    // writes: refreshes are minutes apart, and readers should not be told late.
+    if (changes)
+      try {
+        (void)store->last_id();
+        news.store_reachable({});
+      } catch (const std::exception& e) {
+        news.store_reachable(e.what());
+      }
+    auto problem = store->identity_problem();
+    if (problem == store_lost)
+      return;
+    store_lost = problem;
+    if (problem.empty())
+      log_info("msg=\"the store is what was opened again\"");
+    else
+      log_error("msg=\"store lost\" error=" + logfmt_quoted(problem) +
+                " hint=\"/readyz answers 503; restore the file and restart\"");
   }
 
   // SIGHUP reloads the site files and the templates (on a worker: it reads files and parses

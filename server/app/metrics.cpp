@@ -123,8 +123,8 @@ void metrics::observe_fetch(const std::string& site, std::chrono::milliseconds l
 
 std::string metrics::render(const std::vector<site_report>& sites,
                             const broker::stats_snapshot* broker,
-                            const connection_gauges& connections,
-                            const refresh_gauges& refreshes) const {
+                            const connection_gauges& connections, const refresh_gauges& refreshes,
+                            const store_gauges& store) const {
   std::string out;
   out.reserve(8192);
   {
@@ -165,6 +165,11 @@ std::string metrics::render(const std::vector<site_report>& sites,
   header(out, "newsdesk_site_up", "gauge", "1 when a site's last refresh succeeded.");
   for (const auto& s : sites)
     sample(out, "newsdesk_site_up", label("site", s.name), s.ok ? 1 : 0);
+  header(out, "newsdesk_site_health", "gauge",
+         "0 when a site looks broken (nothing found, far fewer than usual, nothing new for far "
+         "longer than usual, selectors that stopped matching; the log says why), else 1.");
+  for (const auto& s : sites)
+    sample(out, "newsdesk_site_health", label("site", s.name), s.health.empty() ? 1 : 0);
 
   header(out, "newsdesk_sse_clients", "gauge", "Open /events streams.");
   sample(out, "newsdesk_sse_clients", "", static_cast<double>(connections.sse_clients));
@@ -183,6 +188,9 @@ std::string metrics::render(const std::vector<site_report>& sites,
   header(out, "newsdesk_refresh_behind_total", "counter",
          "Refreshes that waited for a render slot longer than half their site's interval.");
   sample(out, "newsdesk_refresh_behind_total", "", static_cast<double>(refreshes.behind));
+  header(out, "newsdesk_degraded", "gauge",
+         "1 while the shared store is down and this instance serves from memory.");
+  sample(out, "newsdesk_degraded", "", store.degraded ? 1 : 0);
 
   if (broker) {
     const auto& b = *broker;

@@ -80,9 +80,16 @@ class metrics {
     double oldest_wait_seconds = 0;
     std::uint64_t behind = 0;
   };
+  // The store as this instance last found it.
+  struct store_gauges {
+    // A shared store that cannot be reached (or whose changes are not heard): the instance
+    // serves from memory, ready but degraded (readiness.hpp).
+    bool degraded = false;
+  };
   // The whole exposition. `broker` may be null (broker off).
   std::string render(const std::vector<site_report>& sites, const broker::stats_snapshot* broker,
-                     const connection_gauges& connections, const refresh_gauges& refreshes) const;
+                     const connection_gauges& connections, const refresh_gauges& refreshes,
+                     const store_gauges& store) const;
 
  private:
   // Requests by route and status: the common statuses are plain atomic counters (no lock on the

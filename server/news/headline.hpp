@@ -140,6 +140,9 @@ struct site_report {
   failure_kind failure = failure_kind::none; // what kind of failure `error` tells of
   // Set when ok but the operator should act: "found by detection; the selectors matched nothing".
   std::string note;
+  // Why the site looks broken (site_health: nothing found, far fewer than usual, nothing new for
+  // far longer than usual, selectors that stopped matching); "" when it does not.
+  std::string health;
   std::size_t headline_count = 0;
   std::chrono::milliseconds elapsed{0}; // the last refresh: render + parse
   std::int64_t last_success_ms = 0;     // 0: never

@@ -1,5 +1,8 @@
 #include "server/news/headline_state.hpp"
 
+#include "scrapers/scraper.hpp"
+#include "server/core/log.hpp"
+
 #include <algorithm>
 #include <unordered_set>
 
@@ -76,6 +79,9 @@ void headline_state::set_sites(const std::vector<site_config>& sites) {
       e.report.colour = c.colour;
       e.report.url = c.url;
       e.report.renderer = c.renderer;
+      if (e.origin.empty() || !c.scraper || e.origin != scrapers::origin_of(c.scraper->site()))
+        e.health = site_health(c.interval); // a new definition starts a new history
+      e.origin = c.scraper ? scrapers::origin_of(c.scraper->site()) : std::string();
       e.changed = true;
       next.push_back(std::move(e));
     }
@@ -102,7 +108,7 @@ bool same_headlines(const std::vector<news_item>& a, const std::vector<news_item
 // What a reader sees of a site's state, its times aside.
 bool same_status(const site_report& a, const site_report& b) {
   return a.ok == b.ok && a.stale == b.stale && a.error == b.error && a.failure == b.failure &&
-         a.note == b.note && a.headline_count == b.headline_count &&
+         a.note == b.note && a.health == b.health && a.headline_count == b.headline_count &&
          (a.last_success_ms == 0) == (b.last_success_ms == 0);
 }
 } // namespace
@@ -186,14 +192,54 @@ bool headline_state::apply_locked(const site_change& change, std::vector<news_it
   r.stale = !r.ok && !e->items->empty(); // a failed site keeps serving its last good headlines
   r.headline_count = e->items->size();
   const bool first_try = change.finishes_refresh && !e->tried;
-  if (change.finishes_refresh)
+  if (change.finishes_refresh) {
     e->tried = true;
+    const site_health::refresh finished{
+        st.last_attempt_ms ? st.last_attempt_ms
+                           : std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 clock_.system_now().time_since_epoch())
+                                 .count(),
+        r.error.empty() ? failure_kind::none : r.failure, r.headline_count, change.added.size(),
+        r.error.empty() && !change.note.empty()};
+    if (e->health.record(finished))
+      health_changed_locked(*e);
+  }
   // Whatever is published next carries the new times, so it gives this site a new version (a
   // view of it alone is rebuilt then).
   e->changed = true;
   // Only times moved on: they wait for the next change, or for times_refresh.
   return headlines_changed || announced || first_try || !same_status(before, r) ||
          clock_.steady_now() - published_at_ >= times_refresh;
+}
+
+void headline_state::health_changed_locked(entry& e) {
+  e.report.health = e.health.verdict();
+  e.changed = true;
+  if (!e.report.health.empty())
+    log_warn("msg=\"site looks broken\" site=" + e.report.name +
+             " reason=" + logfmt_quoted(e.report.health) + " file=" + logfmt_quoted(e.origin));
+  else
+    log_info("msg=\"site looks well again\" site=" + e.report.name);
+}
+
+void headline_state::recheck_health(std::int64_t now_ms) {
+  std::lock_guard order(apply_order_);
+  std::deque<ready_waiter> released;
+  std::shared_ptr<const news_snapshot> snap;
+  {
+    std::lock_guard lock(mutex_);
+    bool changed = false;
+    for (auto& e : entries_)
+      if (e.health.recheck(now_ms)) {
+        health_changed_locked(e);
+        changed = true;
+      }
+    if (!changed)
+      return;
+    released = publish_locked();
+    snap = snapshot_;
+  }
+  deliver(std::move(released), {std::move(snap), {}, {}});
 }
 
 bool headline_state::merge_locked(const std::vector<stories::story_merge>& merges) {

@@ -21,6 +21,7 @@
 #include "server/news/news_clock.hpp"
 #include "server/news/site_change.hpp"
 #include "server/news/site_config.hpp"
+#include "server/news/site_health.hpp"
 
 #include <chrono>
 #include <deque>
@@ -63,6 +64,11 @@ class headline_state {
   // A refresh of `site` started at `now_ms` (the chip says when it was last tried).
   void attempted(const std::string& site, std::int64_t now_ms);
 
+  // Judges again, at `now_ms`, whether each site has been quiet for far longer than usual
+  // (site_health::recheck): a site that fails or is slow to refresh is judged too. Publishes
+  // when a verdict changed.
+  void recheck_health(std::int64_t now_ms);
+
   // Why the page may be out of date (the shared store cannot be reached); "" clears it.
   // Publishes when it changes; returns whether it did.
   bool set_notice(std::string notice);
@@ -96,6 +102,8 @@ class headline_state {
     std::shared_ptr<const site_items> published; // what the current snapshot holds of this site
     bool tried = false;                          // at least one refresh has finished
     bool changed = false; // changed since the last snapshot: takes its version
+    site_health health;   // whether its refreshes still find what they used to
+    std::string origin;   // where the site is defined (its file), for the operator
   };
   struct ready_waiter {
     std::chrono::steady_clock::time_point deadline; // answered by then, ready or not
@@ -113,6 +121,8 @@ class headline_state {
   // Moves every site's headlines of each merged story into the surviving one; true when any
   // moved. O(headlines held) per merge: merges are rare, and only come with a write.
   bool merge_locked(const std::vector<stories::story_merge>& merges);
+  // Shows e's new health verdict and tells the operator once.
+  void health_changed_locked(entry& e);
   // Makes the snapshot from the entries, in O(headlines held) pointer moves and O(changed
   // headlines) sorting; returns the ready waiters it releases.
   std::deque<ready_waiter> publish_locked();

@@ -273,18 +273,22 @@ void live_events::handle(http_request request, responder respond) {
   filter.limit = 0; // a stream has no length
 
   // Where the client left off: Last-Event-ID on a reconnect ("EPOCH:ID", as sent), or ?after=ID
-  // from the page's first connection (it knows the newest id it shows, from this store).
+  // from the page's first connection (it knows the newest id it shows, from this store). An id
+  // that cannot be replayed (another store's, a malformed one, or one past the newest, as after a
+  // restore from a backup) starts the client over with a reset: never silence, never a gap.
   std::int64_t after = 0;
-  bool other_store = false;
+  bool start_over = false;
   auto parse_id = [&](std::string_view text) {
     if (auto colon = text.rfind(':'); colon != std::string_view::npos) {
-      // An id from another store, or from this one before it was reset, cannot be replayed.
-      other_store = text.substr(0, colon) != state_->epoch;
+      if (text.substr(0, colon) != state_->epoch)
+        start_over = true;
       text.remove_prefix(colon + 1);
     }
     std::int64_t v = 0;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec == std::errc{} && end == text.data() + text.size() && v > 0)
+    if (ec != std::errc{} || end != text.data() + text.size() || v < 0)
+      start_over = true;
+    else
       after = v;
   };
   for (auto rest = request.query(); !rest.empty();) {
@@ -299,7 +303,7 @@ void live_events::handle(http_request request, responder respond) {
   // Registering and replaying happen under the lock that publishing takes, and each client
   // remembers the newest id it was sent, so no event is lost or sent twice between the replay
   // and the live stream. The store reads run on the worker pool, off the network threads.
-  net::post(state_->pool, [st = state_, after, other_store, filter = std::move(filter),
+  net::post(state_->pool, [st = state_, after, start_over, filter = std::move(filter),
                            respond = std::move(respond)]() mutable {
     auto stream = std::make_shared<event_stream>(max_backlog_bytes);
     stream->push("retry: 3000\n\n"); // reconnect after 3 s
@@ -308,12 +312,13 @@ void live_events::handle(http_request request, responder respond) {
       if (st->stopped)
         return respond(text_response(503));
       state::client c{stream, 0, std::move(filter)};
-      if ((after > 0 || other_store) && st->store) {
+      if ((after > 0 || start_over) && st->store) {
         try {
           // Rows after `after` may have been pruned (the client was away longer than the
-          // retention), or the id is from another store: start it over from what is current.
-          if (other_store || after < st->store->pruned_through()) {
-            c.through = st->store->last_id();
+          // retention), or never written here: start it over from what is current.
+          const auto newest = st->store->last_id();
+          if (start_over || after < st->store->pruned_through() || after > newest) {
+            c.through = newest;
             std::vector<news_item> current;
             if (st->snapshot_source)
               for (auto& item : st->snapshot_source())

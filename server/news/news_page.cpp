@@ -255,6 +255,11 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
       site.set("state", "renderer");
       site.set("state_text", "not updating");
       site.set("quiet_state", true);
+    } else if (s.ok && !s.health.empty()) {
+      // It refreshes, but not as it used to: the reader may miss stories, the operator should
+      // look (the reason is the chip's title, and in the log).
+      site.set("state", "broken");
+      site.set("state_text", "looks broken");
     } else {
       site.set("state", s.ok ? "ok" : s.stale ? "stale" : failed ? "failed" : "pending");
       site.set("state_text", s.ok      ? (s.note.empty() ? "" : "found by detection")
@@ -263,6 +268,8 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
                              : pending ? "loading…"
                                        : "");
     }
+    if (!s.health.empty()) // a section: mustache takes any string, "" too, for true
+      site.set("health", s.health);
     site.set("current", query.one_site() && query.sites.front() == s.name);
     site.set("has_headlines", s.headline_count > 0);
     site.set("headline_count", std::to_string(s.headline_count));
@@ -562,6 +569,7 @@ std::string news_json(const news_snapshot& snapshot) {
          {"failure", s.failure == failure_kind::none ? json(nullptr)
                                                      : json(std::string(to_string(s.failure)))},
          {"note", s.note.empty() ? json(nullptr) : json(s.note)},
+         {"health", s.health.empty() ? json(nullptr) : json(s.health)},
          {"headline_count", s.headline_count},
          {"elapsed_ms", s.elapsed.count()},
          {"last_success",

@@ -164,21 +164,26 @@ void news_service::stop() {
 
 // The DELETE runs on the worker pool: over a large history it must not hold a network thread.
 void news_service::prune_history() {
-  std::lock_guard lock(mutex_);
-  if (!store_ || stopped_)
-    return;
-  boost::asio::post(parse_pool_, [this, cutoff = now_ms() - settings_.retention.count()] {
-    try {
-      // In a cluster one instance prunes per period, whichever claims it.
-      if (cluster_ && !cluster_->claim_prune(schedule_.owner(), prune_period))
-        return;
-      if (auto removed = store_->prune(cutoff))
-        log_info("msg=\"pruned history\" rows=" + std::to_string(removed));
-    } catch (const std::exception& e) {
-      log_warn("msg=\"prune failed\" error=" + logfmt_quoted(e.what()));
-    }
-  });
-  prune_timer_->wait(prune_period, [this] { prune_history(); });
+  {
+    std::lock_guard lock(mutex_);
+    if (!store_ || stopped_) // without a store (unit tests) nothing ages
+      return;
+    boost::asio::post(parse_pool_, [this, cutoff = now_ms() - settings_.retention.count()] {
+      try {
+        // In a cluster one instance prunes per period, whichever claims it.
+        if (cluster_ && !cluster_->claim_prune(schedule_.owner(), prune_period))
+          return;
+        if (auto removed = store_->prune(cutoff))
+          log_info("msg=\"pruned history\" rows=" + std::to_string(removed));
+      } catch (const std::exception& e) {
+        log_warn("msg=\"prune failed\" error=" + logfmt_quoted(e.what()));
+      }
+    });
+    prune_timer_->wait(prune_period, [this] { prune_history(); });
+  }
+  // Hourly too: whether a site has been quiet for far longer than usual (its refreshes judge the
+  // rest as they come). Outside the lock: a changed verdict publishes to the listeners.
+  state_.recheck_health(now_ms());
 }
 
 news_service::changes news_service::reconfigure(std::vector<site_config> sites) {
@@ -301,13 +306,23 @@ site_schedule::outcome news_service::record_shared(const site_schedule::ticket& 
 }
 
 void news_service::store_reachable(const std::string& error) {
+  {
+    std::lock_guard lock(mutex_);
+    store_unreachable_ = error;
+  }
   if (error.empty()) {
     if (state_.set_notice({}))
       log_info("msg=\"store reachable again\"");
   } else if (state_.set_notice(
                  "The database cannot be reached: the headlines shown may be out of date.")) {
-    log_warn("msg=\"store unreachable\" error=" + logfmt_quoted(error));
+    log_warn("msg=\"store unreachable\" error=" + logfmt_quoted(error) +
+             " detail=\"serving the headlines in memory until it answers\"");
   }
+}
+
+std::string news_service::store_unreachable() const {
+  std::lock_guard lock(mutex_);
+  return store_unreachable_;
 }
 
 void news_service::note_store_write(std::string error) {

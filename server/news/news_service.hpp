@@ -143,6 +143,10 @@ class news_service {
   // Why the latest write to the store failed (a full disk, a read-only file); empty once one
   // succeeds again. /readyz reports the instance unready meanwhile.
   std::string store_write_error() const;
+  // Whether the store answered the latest read or write of this instance: "" when it did, else
+  // its error. A change is logged and shown on the page as a notice.
+  void store_reachable(const std::string& error);
+  std::string store_unreachable() const;
   // How refreshes queue for render slots (for /metrics).
   site_refresh::queue_stats refresh_queue() const { return refresh_.stats(); }
 
@@ -166,7 +170,6 @@ class news_service {
   void record(const site_schedule::ticket& t, const site_config& site, refresh_result result);
   site_schedule::outcome record_shared(const site_schedule::ticket& t, const site_config& site,
                                        const refresh_result& result);
-  void store_reachable(const std::string& error);
   void note_store_write(std::string error);
   void prune_history();
   std::int64_t now_ms() const;
@@ -193,6 +196,7 @@ class news_service {
   std::int64_t published_through_ = 0; // shared stores: the newest headline id passed on
   std::int64_t merges_through_ = 0;    // shared stores: the newest story merge passed on
   std::string store_write_error_;      // the latest store write's failure, "" when it worked
+  std::string store_unreachable_;      // the latest store access's failure, "" when it worked
   std::unique_ptr<news_clock::timer> prune_timer_;
   bool stopped_ = false;
 };

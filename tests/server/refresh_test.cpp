@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <memory>
 #include <thread>
 
 using namespace newsdesk::testing;
@@ -343,6 +344,74 @@ TEST_CASE("/events ids name the store; an id from another store starts the clien
   REQUIRE(stranger.wait_for("event: reset"));
   CHECK(stranger.wait_for("\"title\":\"Two\""));
   CHECK(stranger.received.find("\"title\":\"One\"") != std::string::npos);
+
+  // An id past the newest (a browser open across a restore from a backup) and malformed ones
+  // start over too, and then hear what comes next: never a silent stream.
+  const auto epoch = id.substr(0, colon);
+  std::vector<std::unique_ptr<sse_client>> others;
+  for (const std::string& bad :
+       {epoch + ":99999999", std::string("garbage"), epoch + ":abc", epoch + ":", epoch + ":-3"}) {
+    others.push_back(std::make_unique<sse_client>(nd.port, "/events", bad));
+    CAPTURE(bad);
+    REQUIRE(others.back()->wait_for("event: reset"));
+    CHECK(others.back()->wait_for("\"title\":\"Two\""));
+  }
+  others.push_back(std::make_unique<sse_client>(nd.port, "/events?after="));
+  REQUIRE(others.back()->wait_for("event: reset"));
+  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/1/index.html", "One"},
+                                                                {"/2/index.html", "Two"},
+                                                                {"/3/index.html", "Three"}})));
+  REQUIRE(send_request(nd.port, "POST", "/api/refresh").status == 202);
+  for (auto& other : others)
+    CHECK(other->wait_for("event: headline"));
+  CHECK(resumed.wait_for("\"title\":\"Three\""));
+}
+
+TEST_CASE("a site whose page stops giving what it used to is flagged on its chip, in /readyz, "
+          "/metrics and one log line, and cleared when it recovers") {
+  splash_standin splash;
+  const std::string url = "https://a.cnn.com/";
+  auto page_of = [](int stories) {
+    std::vector<std::pair<std::string, std::string>> list;
+    for (int i = 0; i < stories; ++i)
+      list.push_back({"/" + std::to_string(i) + "/index.html",
+                      "Story number " + std::to_string(i) + " of the day"});
+    return cnn_page(list);
+  };
+  splash.set(url, standin_page::page(page_of(40)));
+  newsdesk_process nd(json{{"splash_url", splash.base_url()},
+                           {"refresh", {{"jitter", 0}}},
+                           {"sites", {site("a", "cnn", url, {{"interval", 1}})}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  // What is usual is learned first: five refreshes.
+  REQUIRE(eventually([&] { return splash.renders(url) >= 6; }, 30s));
+  CHECK(nd.log().find("site looks broken") == std::string::npos);
+  // A markup change leaves three of the forty: after three such refreshes it is flagged.
+  splash.set(url, standin_page::page(page_of(3)));
+  REQUIRE(eventually(
+      [&] { return nd.log().find("msg=\"site looks broken\" site=a") != std::string::npos; }, 30s));
+  CHECK(nd.log().find("reason=\"found 3 headlines in its last 3 refreshes, where it usually "
+                      "finds about 40\"") != std::string::npos);
+  CHECK(count(nd.log(), "msg=\"site looks broken\"") == 1); // once, not every refresh
+  CHECK(eventually([&] {
+    return http_get(nd.port, "/metrics").body.find("newsdesk_site_health{site=\"a\"} 0") !=
+           std::string::npos;
+  }));
+  auto ready = json::parse(http_get(nd.port, "/readyz").body);
+  REQUIRE(ready.at("sites_looking_broken").size() == 1);
+  CHECK(ready.at("sites_looking_broken")[0].at("site") == "a");
+  CHECK(news_json(nd.port).at("sites")[0].at("health").get<std::string>().find("found 3") == 0);
+  CHECK(eventually(
+      [&] { return http_get(nd.port, "/news").body.find("chip-broken") != std::string::npos; }));
+  // The page back as it was: one good refresh clears it.
+  splash.set(url, standin_page::page(page_of(40)));
+  CHECK(eventually(
+      [&] { return nd.log().find("msg=\"site looks well again\" site=a") != std::string::npos; },
+      30s));
+  CHECK(eventually([&] {
+    return http_get(nd.port, "/metrics").body.find("newsdesk_site_health{site=\"a\"} 1") !=
+           std::string::npos;
+  }));
 }
 
 TEST_CASE("a headline forged on the broker's port never reaches /events") {

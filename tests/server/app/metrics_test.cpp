@@ -57,7 +57,7 @@ TEST_CASE("observe_requests counts each response by route and status, and logs o
   CHECK(answered == 404);
   CHECK(routes.seen == std::vector<std::string>{"/news?site=cnn", "/nope"});
 
-  auto text = counters.render({}, nullptr, {}, {});
+  auto text = counters.render({}, nullptr, {}, {}, {});
   CHECK(text.find("newsdesk_http_requests_total{route=\"/news\",status=\"200\"} 1") !=
         std::string::npos);
   CHECK(text.find("newsdesk_http_requests_total{route=\"other\",status=\"404\"} 1") !=

@@ -123,7 +123,7 @@ TEST_CASE("metrics: a 405 from the router is counted under its route's label") {
       &counters, nullptr);
   handle(request("POST", "/opml"), [](http_response) {});
   handle(request("GET", "/nope"), [](http_response) {});
-  const auto text = counters.render({}, nullptr, {}, {});
+  const auto text = counters.render({}, nullptr, {}, {}, {});
   CHECK(text.find("newsdesk_http_requests_total{route=\"/opml\",status=\"405\"} 1") !=
         std::string::npos);
   CHECK(text.find("newsdesk_http_requests_total{route=\"other\",status=\"404\"} 1") !=
