@@ -2,7 +2,7 @@
 // PostgreSQL (tests/support/postgres_cluster), the Splash stand-in counting renders, the real
 // newsdesk binary, HAProxy and wrk. Four figures (run.sh prints how it was called):
 //   1. renders per site per interval with three instances (goal exactly 1; three uncoordinated
-//      instances would make 3);
+//      instances would make 3), and how the renders were shared among them (goal: each a part);
 //   2. propagation: from a refresh's commit (this program LISTENs on the store's channel too,
 //      so "commit" is when PostgreSQL delivered the notification here) to the SSE frame on
 //      another instance, p50 and p99 (goal p99 <= 100 ms);
@@ -87,15 +87,27 @@ void renders_per_interval(postgres_cluster& pg) {
       n += splash.renders(s.at("url").get<std::string>());
     return n;
   };
+  // Which instance rendered: each logs its own renders.
+  auto per_instance = [&] {
+    std::vector<std::size_t> out;
+    for (const auto& nd : nds)
+      out.push_back(newsdesk::testing::count(nd->process->output(), "msg=\"site refreshed\""));
+    return out;
+  };
   const auto before = count();
+  const auto before_each = per_instance();
   const auto from = clock_type::now();
   std::this_thread::sleep_for(20s);
   const auto renders = count() - before;
+  const auto after_each = per_instance();
   const double seconds = std::chrono::duration<double>(clock_type::now() - from).count();
   const double intervals = seconds / 2.0;
   std::printf("renders per site per interval (3 instances, 4 sites, 2 s interval, %.1f s): %.2f "
               "(goal 1; %zu renders)\n",
               seconds, static_cast<double>(renders) / (4 * intervals), renders);
+  std::printf("  renders by instance: %zu, %zu, %zu (goal: every instance a part)\n",
+              after_each[0] - before_each[0], after_each[1] - before_each[1],
+              after_each[2] - before_each[2]);
 }
 
 // A minimal SSE reader: collects bytes, no parsing beyond finding text.

@@ -110,7 +110,7 @@ struct application::parts {
       , files(cfg.static_dir)
       , renderers(ioc, renderer_options_of(cfg))
       // The store opens before anything listens: a broken store file stops startup with its name.
-      , store(open_store(cfg.store_path.string()))
+      , store(open_store(cfg.store_path.string(), {.max_connections = cfg.store_max_connections}))
       , news(ioc, sites, renderers.by_name(), parse_pool, scrape_pool, store.get(), cfg.refresh)
       , routes(news, page, files, build_pool, filtered_pool,
                {cfg.public_url, host_list(cfg.allowed_hosts), cfg.reject_unknown_hosts})

@@ -238,6 +238,13 @@ settings::table<config> make_table() {
                   .flag = "--store FILE|URL",
                   .help = "the headline store: an SQLite file (:memory: keeps nothing), or a "
                           "postgresql://user@host:port/db URL that several instances share"}),
+           field(&c::store_max_connections,
+                 {.path = "store_max_connections",
+                  .min = 2,
+                  .max = 1000,
+                  .help = "PostgreSQL store: connections this instance opens at most, its LISTEN "
+                          "connection included (the rest serve queries); every instance's fit "
+                          "in the server's max_connections. SQLite ignores it"}),
            field(&c::public_url,
                  {.path = "public_url",
                   .flag = "--public-url URL",

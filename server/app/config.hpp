@@ -7,6 +7,7 @@
 #include "server/core/log.hpp"
 #include "server/core/settings.hpp"
 #include "server/http/http_server.hpp"
+#include "server/news/headline_store.hpp"
 #include "server/news/site_config.hpp"
 #include "server/render/renderers.hpp"
 
@@ -80,6 +81,9 @@ struct config {
   // The headline store: an SQLite file (":memory:" keeps nothing across restarts), or a
   // postgresql:// URL for a store several instances share.
   std::filesystem::path store_path = "newsdesk.db";
+  // PostgreSQL store: connections this instance opens at most, LISTEN included (see
+  // store_options::max_connections, whose default this is).
+  std::size_t store_max_connections = store_options{}.max_connections;
 
   // The "sites" entries as given (strings or objects); absent: every registered scraper.
   std::shared_ptr<const nlohmann::json> sites;

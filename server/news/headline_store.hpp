@@ -146,6 +146,12 @@ struct store_options {
   // Makes the story grouping the store assigns with (at open, and again after a write that
   // failed half-way). Null: story_assigner with its default limits. A seam for tests.
   stories::grouping_factory make_grouping;
+  // PostgreSQL: the connections this instance opens at most, its LISTEN connection included
+  // (the rest is the pool its queries share). Every instance's budget must fit in the server's
+  // max_connections, less its superuser slots, beside every other client: 5 lets renders,
+  // claims, renewals and page reads overlap on a small machine while 10 instances fit in
+  // PostgreSQL's default of 100. The SQLite store ignores it.
+  std::size_t max_connections = 5;
 };
 
 // What one record_refresh committed, so the caller never reads back what it just wrote: the
@@ -279,6 +285,10 @@ class headline_store {
 // is not renewed expires, and the site is claimable again: an instance that died is taken over
 // within one lease time.
 //
+// Claims spread over the instances: each instance says it is alive (heartbeat) while it runs,
+// and a scheduled claim by an instance that has rendered more than its share of the sites lately
+// is deferred for share_wait, leaving the due site to an instance with fewer (see claim()).
+//
 // Every record_refresh and record_failure appends one event (seq, site) in the same
 // transaction. Writers are serialised, so seq follows commit order and a reader doing
 // "seq > last" never skips one; each commit sends one notification carrying only its seq on
@@ -291,16 +301,17 @@ struct store_event {
 };
 
 enum class claim_status {
-  claimed,     // this owner holds the lease now
-  not_due,     // the site's next refresh is later
-  leased,      // another owner holds a live lease (a render is running somewhere)
-  rate_limited // a manual claim too soon after the last manual one
+  claimed,      // this owner holds the lease now
+  not_due,      // the site's next refresh is later
+  leased,       // another owner holds a live lease (a render is running somewhere)
+  rate_limited, // a manual claim too soon after the last manual one
+  deferred      // due, but left to an instance that has rendered fewer sites, for a moment
 };
 
 struct claim_result {
   claim_status status = claim_status::not_due;
-  // Not claimed: how long until the site is due or its lease expires, whichever is later (0:
-  // try again whenever). Claimed: 0.
+  // Not claimed: how long until the site is due or its lease expires, whichever is later, or
+  // (deferred) until the site is no longer left to others (0: try again whenever). Claimed: 0.
   std::chrono::milliseconds retry_in{0};
 };
 
@@ -314,9 +325,28 @@ class cluster_store {
   // Claims `site` for `owner` for `lease` when it is due and no other owner holds a live
   // lease. A site never scheduled before is due at once. A manual claim makes the site due now,
   // unless the last manual claim of it was less than `manual_min_interval` ago (rate_limited).
+  //
+  // Fair share: a scheduled claim is deferred, for at most share_wait after the site came due,
+  // when taking the site would leave `owner` the last claimer of more sites than its share (the
+  // sites divided among the live instances, rounded up) or of two more than the live instance with
+  // fewest. Why: the instance that wrote a site's due time is the one awake at that moment, so
+  // without it whoever rendered first keeps every site. After share_wait anyone takes the site,
+  // so a share never delays a render by more than that, and a manual claim is never deferred.
+  // Live: heartbeat() within its `alive_for`, and `owner` itself.
   virtual claim_result claim(std::string_view site, std::string_view owner,
                              std::chrono::milliseconds lease, bool manual,
                              std::chrono::milliseconds manual_min_interval) = 0;
+
+  // How long a due site is left to instances with fewer sites. Their timers wake them within a
+  // quarter second of the due time (site_schedule spreads retries that much), so a second covers
+  // it even on a loaded machine, and is small beside any refresh interval (1 s at least).
+  static constexpr std::chrono::milliseconds share_wait{1000};
+
+  // `owner` is alive for `alive_for` from now (it counts towards the shares). Called by each
+  // running instance every third of its lease; forgets instances gone for long.
+  virtual void heartbeat(std::string_view owner, std::chrono::milliseconds alive_for) = 0;
+  // `owner` is stopping: it no longer counts towards the shares.
+  virtual void leave(std::string_view owner) = 0;
 
   // Extends `owner`'s lease on `site` to `lease` from now. False when `owner` no longer holds it.
   virtual bool renew(std::string_view site, std::string_view owner,
@@ -339,6 +369,14 @@ class cluster_store {
 
   // The connection string, for a listener's own connection.
   virtual const std::string& conninfo() const = 0;
+
+  // The connections this instance may open (store_options::max_connections), its listener's
+  // included: what a message about running out of them names.
+  virtual std::size_t connection_budget() const = 0;
+  // The listener's connection was refused for want of slots: the store closes one idle
+  // connection of its own, and opens no more for a while, so the listener gets a slot on its
+  // next try (live updates matter more than a query connection that waits unused).
+  virtual void yield_connection() = 0;
 };
 
 // Opens the store at `location`: a postgresql:// or postgres:// URL opens the shared

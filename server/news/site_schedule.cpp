@@ -64,11 +64,13 @@ site_schedule::site_schedule(news_clock& clock, boost::asio::thread_pool& pool,
     , cluster_(cluster)
     , owner_(std::move(owner))
     , settings_(settings)
+    , heartbeat_timer_(clock.make_timer())
     , random_(seed) {}
 
 site_schedule::~site_schedule() {
   std::lock_guard lock(mutex_);
   stopped_ = true;
+  heartbeat_timer_->cancel();
   for (auto& s : slots_) {
     s->timer->cancel();
     s->lease_timer->cancel();
@@ -149,11 +151,23 @@ void site_schedule::start() {
   // cold start takes about as long as the slowest site.
   for (auto& s : slots_)
     schedule_locked(s, milliseconds(0));
+  // Alive from the start, so the others' claims leave this instance its share at once.
+  if (cluster_)
+    boost::asio::post(pool_, [this] { heartbeat(); });
 }
 
 void site_schedule::stop() {
   std::lock_guard lock(mutex_);
   stopped_ = true;
+  heartbeat_timer_->cancel();
+  // Others stop leaving due sites to this instance at once, not when its heartbeat runs out.
+  if (cluster_)
+    boost::asio::post(pool_, [this] {
+      try {
+        cluster_->leave(owner_);
+      } catch (const std::exception&) {
+      }
+    });
   for (auto& s : slots_) {
     s->timer->cancel();
     s->lease_timer->cancel();
@@ -257,9 +271,15 @@ void site_schedule::claim(const ticket& s, bool manual) {
       hand_back(name);
     s->in_flight = false;
     // Look again when the site is due or its lease runs out, spread a little so instances that
-    // woke together do not all claim in the same millisecond.
+    // woke together do not all claim in the same millisecond. A lease outlasts a short interval:
+    // the holder's write makes the site due again an interval after the render, long before the
+    // lease would have run out, so look within half an interval (and learn the due time then).
+    // Sleeping the whole lease would leave every due time to the holder.
+    auto retry = result.retry_in;
+    if (result.status == claim_status::leased)
+      retry = std::min(retry, s->site->interval / 2);
     std::uniform_int_distribution<long long> spread(0, 250);
-    schedule_locked(s, result.retry_in + milliseconds(spread(random_)));
+    schedule_locked(s, retry + milliseconds(spread(random_)));
     return;
   }
   s->leased = true;
@@ -286,6 +306,21 @@ void site_schedule::hand_back(std::string site) {
     } catch (const std::exception&) {
     }
   });
+}
+
+// On the worker pool, every third of the lease from start() to stop(): this instance counts
+// towards the shares while it beats, so an instance that died stops counting within a lease.
+void site_schedule::heartbeat() {
+  try {
+    cluster_->heartbeat(owner_, settings_.lease);
+  } catch (const std::exception&) {
+    // The claims report an unreachable store; the next beat tries again.
+  }
+  std::lock_guard lock(mutex_);
+  if (stopped_)
+    return;
+  heartbeat_timer_->wait(settings_.lease / 3,
+                         [this] { boost::asio::post(pool_, [this] { heartbeat(); }); });
 }
 
 // On the worker pool, every third of the lease while a refresh runs under it.

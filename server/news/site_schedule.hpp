@@ -5,7 +5,8 @@
 // schedule, so a site renders once per interval across the cluster: a site's timer here only
 // says when to try the claim, the claim says whether this instance refreshes it or when to look
 // again. The lease is renewed while the refresh runs and the write ends it (lease_for()); a
-// write after the lease was lost is dropped.
+// write after the lease was lost is dropped. From start() to stop() the instance beats a
+// heartbeat in the store, so the claims of the others know it is there to take its share.
 //
 // Threads: every member may be called from any thread. Claims, renewals and releases are
 // database round trips: they run on the worker pool. `on_due` runs on a timer's thread or the
@@ -101,6 +102,7 @@ class site_schedule {
   void claim(const ticket& s, bool manual);
   void arm_renewal_locked(const ticket& s);
   void renew(const ticket& s);
+  void heartbeat();
   void hand_back(std::string site);
   void due(const ticket& s);
   std::chrono::milliseconds jittered_locked(std::chrono::milliseconds base);
@@ -113,6 +115,7 @@ class site_schedule {
   const refresh_settings settings_;
   std::function<void(const ticket&, std::shared_ptr<const site_config>)> on_due_;
   std::function<void(const std::string&)> on_store_status_;
+  std::unique_ptr<news_clock::timer> heartbeat_timer_; // shared stores: the next heartbeat
 
   mutable std::mutex mutex_;  // guards everything below and every slot's fields
   std::vector<ticket> slots_; // in page order

@@ -2,6 +2,7 @@
 
 #include "server/core/log.hpp"
 #include "server/store/postgres_notices.hpp"
+#include "server/store/postgres_refusals.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -86,7 +87,13 @@ struct change_listener::state : std::enable_shared_from_this<change_listener::st
       log_notices(c, "listener");
       std::string error;
       if (!c || PQstatus(c) != CONNECTION_OK) {
-        error = "cannot connect: " + message_of(c);
+        const auto cause = message_of(c);
+        error = "cannot connect: " + cause;
+        // The store's pool may hold the slot this connection needs: it hands one back.
+        if (out_of_connection_slots(cause)) {
+          error = out_of_slots_message(cause, self->store.connection_budget());
+          self->store.yield_connection();
+        }
       } else {
         std::string sql = std::string("LISTEN ") + cluster_store::notify_channel;
         PGresult* r = PQexec(c, sql.c_str());

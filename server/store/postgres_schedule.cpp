@@ -49,11 +49,59 @@ claim_result postgres_store::claim(std::string_view site, std::string_view owner
       return {claim_status::leased, wait};
     if (!bool_at(r, 0, 1))
       return {claim_status::not_due, wait};
+    if (!manual)
+      if (auto left_to_others = d.share_wait_left(c, name, who); left_to_others.count() > 0)
+        return {claim_status::deferred, left_to_others};
     d.run(c,
-          "UPDATE schedule SET owner = $2, lease_until = now() + $3 * interval '1 millisecond' "
-          "WHERE site = $1",
+          "UPDATE schedule SET owner = $2, last_owner = $2, lease_until = now() + $3 * "
+          "interval '1 millisecond' WHERE site = $1",
           {name, who, std::to_string(lease.count())}, "cannot take the lease");
     return {claim_status::claimed, {}};
+  });
+}
+
+// Inside a claim of a due site (its row locked): 0 when `owner` may take it now, else how much
+// longer it is left to instances with fewer sites. Counts the sites' last claimers over every
+// schedule row: a scan of at most store_limits::max_sites rows, on claims of due sites only.
+std::chrono::milliseconds postgres_store::impl::share_wait_left(PGconn* c, const std::string& site,
+                                                                const std::string& owner) {
+  auto r =
+      run(c,
+          "WITH live AS (SELECT owner FROM instances WHERE alive_until > now() UNION SELECT $2), "
+          "counts AS (SELECT live.owner, count(s.site) AS sites FROM live LEFT JOIN schedule s ON "
+          "s.last_owner = live.owner AND s.site <> $3 GROUP BY live.owner), "
+          "mine AS (SELECT (SELECT sites FROM counts WHERE owner = $2) + CASE WHEN last_owner IS "
+          "DISTINCT FROM $2 THEN 1 ELSE 0 END AS after, due_at FROM schedule WHERE site = $1) "
+          "SELECT CASE WHEN mine.after > ceil((SELECT count(*) FROM schedule WHERE site <> "
+          "$3)::numeric "
+          "/ (SELECT count(*) FROM live)) OR mine.after >= (SELECT min(sites) FROM counts) + 2 "
+          "THEN greatest(0, ceil(extract(epoch FROM mine.due_at + $4 * interval '1 millisecond' - "
+          "now()) * 1000))::bigint ELSE 0 END FROM mine",
+          {site, owner, prune_row, std::to_string(cluster_store::share_wait.count())},
+          "cannot count the claims");
+  return std::chrono::milliseconds(PQntuples(r.get()) ? int_at(r, 0, 0) : 0);
+}
+
+void postgres_store::heartbeat(std::string_view owner, std::chrono::milliseconds alive_for) {
+  auto& d = *impl_;
+  d.with_connection([&](PGconn* c) {
+    d.run(c,
+          "INSERT INTO instances (owner, alive_until) VALUES ($1, now() + $2 * interval "
+          "'1 millisecond') ON CONFLICT (owner) DO UPDATE SET alive_until = excluded.alive_until",
+          {std::string(owner), std::to_string(alive_for.count())},
+          "cannot say this instance is alive");
+    // Each start is a new owner (pid and a random tail): rows of instances gone for a day go,
+    // so the table stays as small as the cluster.
+    d.run(c, "DELETE FROM instances WHERE alive_until < now() - interval '1 day'",
+          "cannot forget old instances");
+  });
+}
+
+void postgres_store::leave(std::string_view owner) {
+  auto& d = *impl_;
+  d.with_connection([&](PGconn* c) {
+    d.run(c, "DELETE FROM instances WHERE owner = $1", {std::string(owner)},
+          "cannot say this instance is leaving");
   });
 }
 

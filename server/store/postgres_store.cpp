@@ -105,6 +105,15 @@ CREATE TABLE site_icons (
 ALTER TABLE headlines ADD COLUMN published_ms bigint;
 ALTER TABLE headlines ADD COLUMN first_look boolean NOT NULL DEFAULT false;
 )sql",
+    // 5 -> 6: fair shares of the claims (cluster_store::claim). Who claimed each site last, and
+    // which instances are alive (each instance's heartbeat says until when).
+    R"sql(
+ALTER TABLE schedule ADD COLUMN last_owner text;
+CREATE TABLE instances (
+  owner text PRIMARY KEY,
+  alive_until timestamptz NOT NULL
+);
+)sql",
 };
 static_assert(std::size(migrations) == postgres_store::schema_version);
 
@@ -255,7 +264,7 @@ postgres_store::~postgres_store() = default;
 
 std::unique_ptr<postgres_store> postgres_store::open(const std::string& url,
                                                      store_options options) {
-  auto p = std::make_unique<impl>(url, std::move(options.make_grouping));
+  auto p = std::make_unique<impl>(url, std::move(options));
   p->migrate();
   p->with_connection([&](PGconn* c) { p->catch_up_stories(c); });
   return std::unique_ptr<postgres_store>(new postgres_store(std::move(p)));
@@ -266,6 +275,12 @@ const std::string& postgres_store::location() const {
 }
 const std::string& postgres_store::conninfo() const {
   return impl_->url;
+}
+std::size_t postgres_store::connection_budget() const {
+  return impl_->budget;
+}
+void postgres_store::yield_connection() {
+  impl_->yield_connection();
 }
 const std::string& postgres_store::epoch() const {
   return impl_->epoch;

@@ -2,10 +2,14 @@
 // server/news/headline_store.hpp for what a store keeps and cluster_store for the schedule and
 // the event log; README "Scaling out" for how it is run).
 //
-// Connections: a small pool (max_connections), opened on demand with application_name
-// "newsdesk", a connect timeout and a statement timeout, so a call never hangs for long. A
-// connection found broken is reset on its next use: while the database is down every call fails
-// at once with store_error, and the first call after it returns works again.
+// Connections: a small pool (store_options::max_connections less the one the change listener
+// LISTENs on), opened on demand with application_name "newsdesk", a connect timeout and a
+// statement timeout, so a call never hangs for long. A connection found broken is reset on its
+// next use: while the database is down every call fails at once with store_error, and the first
+// call after it returns works again. When PostgreSQL has no slot left for another connection,
+// the pool makes do with the ones it has (one warn line, calls wait their turn; it tries to grow
+// again after slot_retry); only with none open does a call fail, with a message naming the
+// budget and what to change (server/store/postgres_refusals.hpp). open() fails the same way.
 //
 // Commit order: every write takes one transaction-level advisory lock first, so writes are
 // serialised; inside it the new headlines' ids, the event's seq and the merge log's seq are taken
@@ -18,6 +22,7 @@
 
 #include "server/news/headline_store.hpp"
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -26,9 +31,11 @@ namespace newsdesk::server {
 class postgres_store final : public headline_store, public cluster_store {
  public:
   // The schema this program writes.
-  static constexpr int schema_version = 5;
-  // Connections open at once, at most: calls beyond it wait for a free one.
-  static constexpr std::size_t max_connections = 4;
+  static constexpr int schema_version = 6;
+  // After PostgreSQL refused a connection for want of slots, how long the pool makes do with
+  // those it has before it tries to open another: the slots come back when another client
+  // leaves, and a try costs a connection attempt and the server a log line.
+  static constexpr std::chrono::seconds slot_retry{30};
 
   // Connects to `url` (postgresql://user:password@host:port/db, or postgres://), migrates the
   // schema and rebuilds the story assignment. Throws store_error naming the database (never the
@@ -67,9 +74,13 @@ class postgres_store final : public headline_store, public cluster_store {
              std::chrono::milliseconds lease) override;
   void release(std::string_view site, std::string_view owner) override;
   bool claim_prune(std::string_view owner, std::chrono::milliseconds period) override;
+  void heartbeat(std::string_view owner, std::chrono::milliseconds alive_for) override;
+  void leave(std::string_view owner) override;
   std::vector<store_event> events_after(std::int64_t after, std::size_t limit) override;
   std::int64_t last_event_seq() override;
   const std::string& conninfo() const override;
+  std::size_t connection_budget() const override;
+  void yield_connection() override;
 
  private:
   struct impl; // postgres_store_impl.hpp

@@ -4,18 +4,23 @@
 // files include it.
 #pragma once
 
+#include "server/core/log.hpp"
 #include "server/store/postgres_notices.hpp"
+#include "server/store/postgres_refusals.hpp"
 #include "server/store/postgres_store.hpp"
 #include "server/store/story_keeper.hpp"
 
 #include <libpq-fe.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace newsdesk::server {
@@ -103,10 +108,19 @@ struct postgres_store::impl {
   std::string location; // url without the password
   std::string epoch;
 
-  std::mutex mutex; // guards idle and open
+  // The connections the pool may open: the budget less the listener's.
+  const std::size_t budget;
+  const std::size_t pool_size;
+
+  std::mutex mutex; // guards idle, open and the fields after them
   std::condition_variable freed;
   std::vector<PGconn*> idle;
   std::size_t open = 0;
+  // PostgreSQL refused a connection for want of slots: until `grow_again_at` the pool opens no
+  // more than `ceiling`. `short_of_slots`: that was logged, and not yet that it passed.
+  std::size_t ceiling = 0;
+  std::chrono::steady_clock::time_point grow_again_at{};
+  bool short_of_slots = false;
 
   // Held through each record_refresh, commit included, and guards `keeper`. The writer lock
   // orders writes across instances; this one orders this process's own, so that a write that
@@ -114,10 +128,12 @@ struct postgres_store::impl {
   std::mutex write_mutex;
   story_keeper keeper;
 
-  impl(std::string u, stories::grouping_factory make_grouping)
+  impl(std::string u, store_options options)
       : url(std::move(u))
       , location(without_password(url))
-      , keeper(std::move(make_grouping)) {}
+      , budget(options.max_connections)
+      , pool_size(options.max_connections > 1 ? options.max_connections - 1 : 1)
+      , keeper(std::move(options.make_grouping)) {}
   impl(const impl&) = delete;
   impl& operator=(const impl&) = delete;
   ~impl() {
@@ -127,6 +143,13 @@ struct postgres_store::impl {
 
   [[noreturn]] void fail(const std::string& what, const char* cause) const {
     throw store_error("headline store " + location + ": " + what + ": " + detail::one_line(cause));
+  }
+  // A connection could not be opened or reset: out of slots is said with the budget.
+  [[noreturn]] void fail_to_connect(const std::string& cause) const {
+    const auto said = detail::one_line(cause.c_str());
+    if (out_of_connection_slots(said))
+      throw store_error("headline store " + location + ": " + out_of_slots_message(said, budget));
+    fail("cannot connect", said.c_str());
   }
 
   PGconn* connect() const {
@@ -139,44 +162,113 @@ struct postgres_store::impl {
     return c;
   }
 
-  // A connection from the pool: an idle one, a new one while fewer than max_connections are
-  // open, else the next one freed. A broken one is reset first. Throws when the database cannot
-  // be reached.
+  // How many connections the pool may have open now. Under `mutex`.
+  std::size_t allowed_locked() const {
+    return std::chrono::steady_clock::now() < grow_again_at ? ceiling : pool_size;
+  }
+
+  // After a refusal for want of slots: make do with `open` for slot_retry. Under `mutex`;
+  // true when this is news (the caller logs it once).
+  bool make_do_locked() {
+    ceiling = open;
+    grow_again_at = std::chrono::steady_clock::now() + slot_retry;
+    return !std::exchange(short_of_slots, true);
+  }
+
+  void log_short_of_slots(const std::string& cause, std::size_t kept) const {
+    log_warn("msg=\"postgres connection slots exhausted\" store=" + logfmt_quoted(location) +
+             " connections=" + std::to_string(kept) +
+             " error=" + logfmt_quoted(out_of_slots_message(cause, budget)) +
+             " detail=\"working on with the connections open; queries wait their turn\"");
+  }
+
+  // A connection from the pool: an idle one, a new one while fewer than allowed are open, else
+  // the next one freed. A broken one is reset first. Throws when the database cannot be reached,
+  // or has no slot for this instance's first connection.
   PGconn* acquire() {
-    PGconn* c = nullptr;
-    {
-      std::unique_lock lock(mutex);
-      freed.wait(lock, [&] { return !idle.empty() || open < max_connections; });
-      if (!idle.empty()) {
-        c = idle.back();
-        idle.pop_back();
-      } else {
-        ++open;
-      }
-    }
-    if (!c) {
-      c = connect();
-      if (!c || PQstatus(c) != CONNECTION_OK) {
-        std::string detail = c ? PQerrorMessage(c) : "out of memory";
-        PQfinish(c);
-        {
-          std::lock_guard lock(mutex);
-          --open;
+    for (;;) {
+      PGconn* c = nullptr;
+      {
+        std::unique_lock lock(mutex);
+        freed.wait(lock, [&] { return !idle.empty() || open < allowed_locked(); });
+        if (!idle.empty()) {
+          c = idle.back();
+          idle.pop_back();
+        } else {
+          ++open;
         }
-        freed.notify_one();
-        fail("cannot connect", detail.c_str());
       }
-      return c;
+      std::string cause;
+      if (c) {
+        if (PQstatus(c) == CONNECTION_OK)
+          return c;
+        PQreset(c);
+        if (PQstatus(c) == CONNECTION_OK)
+          return c;
+        cause = detail::one_line(PQerrorMessage(c));
+        if (!out_of_connection_slots(cause)) {
+          give_back(c); // reset again on its next use
+          fail_to_connect(cause);
+        }
+      } else {
+        c = connect();
+        if (c && PQstatus(c) == CONNECTION_OK) {
+          grew();
+          return c;
+        }
+        cause = detail::one_line(c ? PQerrorMessage(c) : "out of memory");
+      }
+      PQfinish(c);
+      bool make_do = false, news = false;
+      std::size_t kept = 0;
+      {
+        std::lock_guard lock(mutex);
+        kept = --open;
+        // With connections open, waiting for one of them beats failing the call: the instance
+        // stays on its feet instead of reporting the store unreachable on every busy moment.
+        make_do = kept > 0 && out_of_connection_slots(cause);
+        if (make_do)
+          news = make_do_locked();
+      }
+      freed.notify_one();
+      if (!make_do)
+        fail_to_connect(cause);
+      if (news)
+        log_short_of_slots(cause, kept);
     }
-    if (PQstatus(c) != CONNECTION_OK) {
-      PQreset(c);
-      if (PQstatus(c) != CONNECTION_OK) {
-        std::string detail = PQerrorMessage(c);
-        give_back(c);
-        fail("cannot connect", detail.c_str());
+  }
+
+  // A new connection opened: past the ceiling a refusal set, the shortage is over.
+  void grew() {
+    {
+      std::lock_guard lock(mutex);
+      if (!short_of_slots || open <= ceiling)
+        return;
+      short_of_slots = false;
+    }
+    log_info("msg=\"postgres connection slots available again\" store=" + logfmt_quoted(location));
+  }
+
+  // See cluster_store::yield_connection.
+  void yield_connection() {
+    PGconn* closed = nullptr;
+    bool news = false;
+    std::size_t kept = 0;
+    {
+      std::lock_guard lock(mutex);
+      if (!idle.empty() && open > 1) {
+        closed = idle.back();
+        idle.pop_back();
+        kept = --open;
+        news = make_do_locked();
+      } else if (open > 0) {
+        news = make_do_locked(); // every connection is busy: at least open no more
+        kept = open;
       }
     }
-    return c;
+    PQfinish(closed);
+    if (news)
+      log_short_of_slots("the LISTEN connection was refused", kept);
   }
 
   void give_back(PGconn* c) {
@@ -217,8 +309,13 @@ struct postgres_store::impl {
   detail::result checked(PGconn* c, PGresult* raw, const char* what) const {
     detail::result r(raw);
     auto status = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
-    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
-      fail(what, r ? PQresultErrorMessage(r.get()) : PQerrorMessage(c));
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
+      std::string cause = r ? PQresultErrorMessage(r.get()) : PQerrorMessage(c);
+      const char* state = r ? PQresultErrorField(r.get(), PG_DIAG_SQLSTATE) : nullptr;
+      if (state && std::string_view(state) == "42501") // insufficient_privilege
+        cause = detail::one_line(cause.c_str()) + privilege_hint();
+      fail(what, cause.c_str());
+    }
     return r;
   }
 
@@ -256,6 +353,10 @@ struct postgres_store::impl {
   // The end of every write: one event, the lease ended with the next due time, one notification.
   void end_write(PGconn* c, std::string_view site, const refresh_record& record,
                  std::int64_t new_last_id);
+
+  // postgres_schedule.cpp
+  std::chrono::milliseconds share_wait_left(PGconn* c, const std::string& site,
+                                            const std::string& owner);
 
   // postgres_stories.cpp
   // Observes the rows and merges committed since the grouping last looked (see story_keeper).

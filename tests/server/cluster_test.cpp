@@ -9,6 +9,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <memory>
 #include <set>
 #include <thread>
@@ -94,6 +95,69 @@ TEST_CASE("three instances on one PostgreSQL render each site once per interval 
   CHECK(live.wait_for("A two", 10s));
   for (auto& nd : nds)
     CHECK(eventually([&] { return titles(nd->port).count("A two") == 1; }, 5s));
+}
+
+TEST_CASE("three instances on one PostgreSQL share the renders: each does a fair part, and each "
+          "site still renders once per interval") {
+  auto& pg = postgres_cluster::shared();
+  const auto store = pg.fresh_database();
+  splash_standin splash;
+  json sites = json::array();
+  std::vector<std::string> urls;
+  for (int i = 1; i <= 6; ++i) {
+    const auto name = "s" + std::to_string(i);
+    urls.push_back("https://" + name + ".cnn.com/");
+    splash.set(urls.back(), standin_page::page(cnn_page({{"/" + name + "/index.html", name}})));
+    sites.push_back(site(name, "cnn", urls.back(), {{"interval", 2}}));
+  }
+  const auto config = cluster_config(splash, sites, {});
+  const auto started = std::chrono::steady_clock::now();
+  // Started one after the other, as a deploy does: the first is alone long enough to claim every
+  // site, and then has to give its share away.
+  std::vector<std::unique_ptr<newsdesk_process>> nds;
+  for (int i = 0; i < 3; ++i)
+    nds.push_back(instance(config, store));
+  const auto rendered = [&] {
+    std::vector<std::size_t> out;
+    for (auto& nd : nds)
+      out.push_back(count(nd->process->output(), "msg=\"site refreshed\""));
+    return out;
+  };
+  const auto renders_of_every_site_reach = [&](std::size_t n) {
+    return std::all_of(urls.begin(), urls.end(),
+                       [&](const std::string& url) { return splash.renders(url) >= n; });
+  };
+
+  // Warm-up: the shares settle within a few intervals of the last start.
+  REQUIRE(eventually([&] { return renders_of_every_site_reach(4); }, 60s));
+  const auto before = rendered();
+  std::size_t window_start = 0;
+  for (const auto& url : urls)
+    window_start = std::max(window_start, splash.renders(url));
+  REQUIRE(eventually([&] { return renders_of_every_site_reach(window_start + 6); }, 90s));
+  const auto after = rendered();
+  std::size_t total = 0;
+  std::vector<std::size_t> window;
+  for (std::size_t i = 0; i < nds.size(); ++i) {
+    window.push_back(after[i] - before[i]);
+    total += window.back();
+  }
+  INFO("renders per instance in the window: " << window[0] << ", " << window[1] << ", "
+                                              << window[2]);
+  REQUIRE(total >= 30); // six rounds of six sites, less the lines of renders still being written
+  // Even shares are a third each; an instance doing none, or all, is the failure this guards.
+  for (auto n : window)
+    CHECK(n * 100 >= total * 15);
+
+  // Sharing never renders a site twice in an interval: one instance alone renders each site at
+  // start and then once per 2 s (plus render time, and one of slack).
+  const auto seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const auto most = static_cast<std::size_t>(seconds / 2.0) + 2;
+  for (const auto& url : urls) {
+    INFO(url << " rendered " << splash.renders(url) << " times in " << seconds << " s");
+    CHECK(splash.renders(url) <= most);
+  }
 }
 
 TEST_CASE("a killed lease holder's site is taken over within the lease time") {
@@ -326,4 +390,94 @@ TEST_CASE("an unreachable PostgreSQL at start stops newsdesk with a message nami
   auto log = nd.log();
   CHECK(log.find("127.0.0.1:" + std::to_string(port)) != std::string::npos);
   CHECK(log.find("secret") == std::string::npos); // the password is never printed
+}
+
+namespace {
+
+// A login role of the test's own on `database` (roles are the server's, so named after the
+// database), and the store URL connecting as it.
+std::string store_as_role(postgres_cluster& pg, const std::string& database,
+                          const std::string& role, const std::string& options) {
+  pg.exec(database, "CREATE ROLE " + role + " LOGIN " + options);
+  return "postgresql://" + role + "@127.0.0.1:" + std::to_string(pg.port()) + "/" + database;
+}
+
+std::string database_of(const std::string& url) {
+  return url.substr(url.rfind('/') + 1);
+}
+
+} // namespace
+
+TEST_CASE("out of PostgreSQL connection slots, a running instance works on with the connections "
+          "it has and says so once; one starting stops with what to change") {
+  auto& pg = postgres_cluster::shared();
+  const auto database = database_of(pg.fresh_database());
+  // Two slots for the role: the listener's and one for queries, where a budget of 3 wants two.
+  const auto store = store_as_role(pg, database, "budget_" + database, "CONNECTION LIMIT 2");
+  pg.exec(database, "ALTER DATABASE " + database + " OWNER TO budget_" + database);
+  splash_standin splash;
+  json sites = json::array();
+  for (const char* name : {"a", "b", "c", "d"}) {
+    const auto url = std::string("https://") + name + ".cnn.com/";
+    splash.set(url, standin_page::page(cnn_page({{std::string("/") + name + "/x.html", name}})));
+    sites.push_back(site(name, "cnn", url, {{"interval", 600}}));
+  }
+  auto config = cluster_config(splash, sites, {});
+  config["store_max_connections"] = 3;
+  config["threads"] = 4; // claims side by side, so the pool wants its second connection
+  auto a = instance(config, store);
+
+  const std::string exhausted = "msg=\"postgres connection slots exhausted\"";
+  // Manual refreshes claim every site at once until the pool has asked for a second slot.
+  REQUIRE_MESSAGE(eventually(
+                      [&] {
+                        (void)send_request(a->port, "POST", "/api/refresh");
+                        std::this_thread::sleep_for(50ms);
+                        return a->process->output().find(exhausted) != std::string::npos;
+                      },
+                      20s),
+                  a->log());
+  CHECK(a->process->output().find("store_max_connections = 3 connections (2 for queries, 1 to "
+                                  "LISTEN)") != std::string::npos);
+  // It works on: every site rendered and shown, live updates listening.
+  CHECK(eventually(
+      [&] {
+        return titles(a->port) == std::set<std::string>{"a", "b", "c", "d"};
+      },
+      15s));
+  CHECK(a->process->wait_for_log("msg=\"change listener: listening\""));
+  for (int i = 0; i < 10; ++i) {
+    (void)send_request(a->port, "POST", "/api/refresh");
+    std::this_thread::sleep_for(100ms);
+  }
+
+  // Another instance finds no slot at all: it stops at once, saying what to change.
+  newsdesk_process b(config, {"--store", store});
+  CHECK(b.port == 0);
+  CHECK(b.process->wait_exit() == 1);
+  const auto said = b.log();
+  CHECK(said.find("no connection slot left") != std::string::npos);
+  CHECK(said.find("too many connections for role") != std::string::npos);
+  CHECK(said.find("lower store_max_connections (NEWSDESK_STORE_MAX_CONNECTIONS") !=
+        std::string::npos);
+
+  // The running one said it once, and never took the store for unreachable.
+  const auto log = a->process->output();
+  CHECK(count(log, exhausted) == 1);
+  CHECK(count(log, "msg=\"store unreachable\"") == 0);
+  CHECK(count(log, "msg=\"site refreshed\"") >= 4);
+}
+
+TEST_CASE("a role that may not create newsdesk's tables stops newsdesk with what the role needs") {
+  auto& pg = postgres_cluster::shared();
+  const auto database = database_of(pg.fresh_database());
+  const auto store = store_as_role(pg, database, "guest_" + database, "");
+  // PostgreSQL 15's default; older servers let every role create in schema public.
+  pg.exec(database, "REVOKE CREATE ON SCHEMA public FROM PUBLIC");
+  newsdesk_process nd(json{{"sites", json::array()}}, {"--store", store});
+  CHECK(nd.port == 0);
+  CHECK(nd.process->wait_exit() == 1);
+  const auto said = nd.log();
+  CHECK(said.find("permission denied for schema public") != std::string::npos);
+  CHECK(said.find("GRANT CREATE ON SCHEMA public TO") != std::string::npos);
 }

@@ -174,6 +174,47 @@ TEST_CASE("postgres store: manual claims make a site due now, at most once per i
   CHECK(claim(*store, "a", "two", 10s, true, 500ms).status == claim_status::claimed);
 }
 
+TEST_CASE("postgres store: a claimer past its share leaves a due site to a live instance with "
+          "fewer, for share_wait at most") {
+  auto store = postgres_store::open(postgres_cluster::shared().fresh_database());
+  const auto rendered = [&](const char* site, const char* owner) {
+    // Due again at once, so the next claim is about shares only.
+    store->record_refresh(site, page({{"A", "https://x/a"}}), at(1, owner, 0ms));
+  };
+  store->heartbeat("one", 10s);
+  store->heartbeat("two", 10s);
+  REQUIRE(claim(*store, "a", "one", 10s).status == claim_status::claimed);
+  rendered("a", "one");
+  // Taking b too would give one both sites while two has none.
+  auto deferred = claim(*store, "b", "one", 10s);
+  CHECK(deferred.status == claim_status::deferred);
+  CHECK(deferred.retry_in > 0ms);
+  CHECK(deferred.retry_in <= cluster_store::share_wait);
+  CHECK(claim(*store, "b", "two", 10s).status == claim_status::claimed);
+  rendered("b", "two");
+  // At their shares, each takes its own site at once.
+  CHECK(claim(*store, "a", "one", 10s).status == claim_status::claimed);
+  rendered("a", "one");
+  CHECK(claim(*store, "b", "two", 10s).status == claim_status::claimed);
+  rendered("b", "two");
+
+  // A manual claim is never deferred.
+  CHECK(claim(*store, "b", "one", 10s, true, 0ms).status == claim_status::claimed);
+  rendered("b", "one");
+  // Past share_wait anyone takes a due site, so a share never holds a render up for longer.
+  auto waiting = claim(*store, "a", "one", 10s);
+  REQUIRE(waiting.status == claim_status::deferred);
+  std::this_thread::sleep_for(waiting.retry_in + 50ms);
+  CHECK(claim(*store, "a", "one", 10s).status == claim_status::claimed);
+  rendered("a", "one");
+  // An instance that left counts no more: one, alone, takes every site at once.
+  REQUIRE(claim(*store, "b", "one", 10s, true, 0ms).status == claim_status::claimed);
+  rendered("b", "one");
+  REQUIRE(claim(*store, "b", "one", 10s).status == claim_status::deferred);
+  store->leave("two");
+  CHECK(claim(*store, "b", "one", 10s).status == claim_status::claimed);
+}
+
 TEST_CASE("postgres store: one instance prunes per period") {
   auto store = postgres_store::open(postgres_cluster::shared().fresh_database());
   CHECK(store->claim_prune("one", 400ms));
