@@ -23,11 +23,12 @@ std::string whole(double v) {
 bool site_health::record(const refresh& r) {
   const bool found_nothing = r.failure == failure_kind::no_headlines ||
                              (r.failure == failure_kind::none && r.headlines == 0);
-  empty_streak_ = found_nothing ? empty_streak_ + 1 : (r.failure == failure_kind::none ? 0 : empty_streak_);
+  empty_streak_ =
+      found_nothing ? empty_streak_ + 1 : (r.failure == failure_kind::none ? 0 : empty_streak_);
   if (r.failure == failure_kind::none && r.headlines > 0) {
     selector_streak_ = r.selectors_missed ? selector_streak_ + 1 : 0;
-    const bool low = successes_ >= learn &&
-                     static_cast<double>(r.headlines) < low_share * usual_headlines_;
+    const bool low =
+        successes_ >= learn && static_cast<double>(r.headlines) < low_share * usual_headlines_;
     low_streak_ = low ? low_streak_ + 1 : 0;
     // A count far under the usual is not learned from: a site that broke must not teach itself
     // that breaking is usual. Only a long run of them makes the smaller page the new usual.
@@ -74,15 +75,14 @@ std::string site_health::judge(std::int64_t now_ms) const {
            std::to_string(low_streak_) + " refreshes, where it usually finds about " +
            whole(usual_headlines_);
   if (gaps_ >= learn && last_fresh_ms_ > 0) {
-    const double quiet_ms = std::max({quiet_gaps * usual_gap_ms_,
-                                      quiet_intervals * static_cast<double>(interval_.count()),
-                                      static_cast<double>(
-                                          std::chrono::milliseconds(quiet_floor).count())});
+    const double quiet_ms = std::max(
+        {quiet_gaps * usual_gap_ms_, quiet_intervals * static_cast<double>(interval_.count()),
+         static_cast<double>(std::chrono::milliseconds(quiet_floor).count())});
     const auto since = static_cast<double>(now_ms - last_fresh_ms_);
     if (since > quiet_ms)
       return "nothing new for " + whole(since / 3'600'000) +
-             " hours, where it usually finds something new every " +
-             whole(usual_gap_ms_ / 60'000) + " minutes";
+             " hours, where it usually finds something new every " + whole(usual_gap_ms_ / 60'000) +
+             " minutes";
   }
   return {};
 }
