@@ -336,3 +336,50 @@ TEST_CASE("postgres store: with the database down calls fail with a clear error,
   CHECK(store->current("a").size() == 1); // committed before the outage: kept
   CHECK(store->record_refresh("a", page({{"B", "https://x/b"}}), at(3)).added.size() == 1);
 }
+
+TEST_CASE("postgres store: out of slots, the pool works on with the connections it has and hands "
+          "one to the listener that was refused") {
+  auto& pg = postgres_cluster::shared();
+  const auto database = database_of(pg.fresh_database());
+  const auto role = "yield_" + database;
+  pg.exec(database, "CREATE ROLE " + role + " LOGIN CONNECTION LIMIT 2");
+  pg.exec(database, "ALTER DATABASE " + database + " OWNER TO " + role);
+  const auto url =
+      "postgresql://" + role + "@127.0.0.1:" + std::to_string(pg.port()) + "/" + database;
+  auto store = postgres_store::open(url, {.max_connections = 3}); // a pool of 2
+  const auto connections = [&] {
+    return pg.exec(database,
+                   "SELECT count(*) FROM pg_stat_activity WHERE usename = '" + role + "'");
+  };
+  // Claims from two threads at once, none failing whatever the pool has.
+  const auto claims_side_by_side = [&] {
+    std::atomic<int> failed{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 2; ++t)
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < 20; ++i)
+          try {
+            claim(*store, t ? "a" : "b", "one", 10s);
+          } catch (const store_error&) {
+            ++failed;
+          }
+      });
+    for (auto& t : threads)
+      t.join();
+    return failed.load();
+  };
+  for (int round = 0; round < 50 && connections() != "2"; ++round)
+    REQUIRE(claims_side_by_side() == 0);
+  REQUIRE(connections() == "2"); // the pool holds both of the role's slots
+
+  // The listener was refused: the pool closes an idle connection, and its slot is free for it.
+  store->yield_connection();
+  for (int i = 0; i < 100 && connections() != "1"; ++i)
+    std::this_thread::sleep_for(20ms);
+  REQUIRE(connections() == "1");
+  std::unique_ptr<PGconn, void (*)(PGconn*)> listener(PQconnectdb(url.c_str()), PQfinish);
+  CHECK_MESSAGE(PQstatus(listener.get()) == CONNECTION_OK, PQerrorMessage(listener.get()));
+  // The pool makes do with the one it kept: no call fails for want of a slot.
+  CHECK(claims_side_by_side() == 0);
+  CHECK(connections() == "2");
+}
