@@ -99,7 +99,7 @@ struct application::parts {
       : cfg(with_descriptor_budget(std::move(c)))
       , threads(thread_count(cfg))
       , parse_pool(threads)
-      , scrape_pool(std::max(1u, threads / 2))
+      , scrape_pool(std::max(1u, threads / 2), low_priority_pool::level::background)
       , filtered_pool(threads)
       , build_pool(1, low_priority_pool::level::background)
       , ioc(static_cast<int>(threads))
@@ -111,7 +111,8 @@ struct application::parts {
       , renderers(ioc, renderer_options_of(cfg))
       // The store opens before anything listens: a broken store file stops startup with its name.
       , store(open_store(cfg.store_path.string(), {.max_connections = cfg.store_max_connections}))
-      , news(ioc, sites, renderers.by_name(), parse_pool, scrape_pool, store.get(), cfg.refresh)
+      , news(ioc, sites, renderers.by_name(), parse_pool, scrape_pool.get_executor(), store.get(),
+             cfg.refresh)
       , routes(news, page, files, build_pool, filtered_pool,
                {cfg.public_url, host_list(cfg.allowed_hosts), cfg.reject_unknown_hosts})
       , live(ioc, parse_pool, store.get(), looks_of(sites))
@@ -482,8 +483,9 @@ struct application::parts {
 
   config cfg;
   unsigned threads;
-  net::thread_pool parse_pool;  // store writes, reloads, representations: never on a network thread
-  net::thread_pool scrape_pool; // parsing pages: a slow page holds up only other pages
+  net::thread_pool parse_pool; // store writes, reloads, representations: never on a network thread
+  // Parsing pages: a slow page holds up only other pages, and, niced, never a request.
+  low_priority_pool scrape_pool;
   low_priority_pool filtered_pool; // filtered views: they wait while anything else runs
   // The views every change rebuilds: one thread (rounds run one at a time), below serving's
   // priority, so /readyz and store writes on the worker pool never queue behind a build.

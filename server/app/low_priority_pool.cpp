@@ -28,8 +28,9 @@ low_priority_pool::low_priority_pool(unsigned threads, level how)
         error = errno; // on Linux a nice value belongs to the thread
       }
       if (error && first)
-        log_warn(std::string("msg=\"") + (how == level::idle ? "filtered views" : "view builds") +
-                 " run at normal priority\" error=" + logfmt_quoted(std::strerror(error)));
+        log_warn(std::string("msg=\"low-priority threads run at normal priority\" level=") +
+                 (how == level::idle ? "idle" : "background") +
+                 " error=" + logfmt_quoted(std::strerror(error)));
       ioc_.run();
     });
 }

@@ -3,9 +3,10 @@
 //   ask for. SCHED_IDLE, the lowest priority a process may give its threads: on a busy machine
 //   the kernel runs everything else first, and /news and /healthz stay fast however many
 //   filtered requests wait; on an idle one these threads use every core.
-// - background: the views every change rebuilds. Niced (+10): they yield to the network threads
-//   and to store writes, yet still get their share of a busy machine (a view that never gets
-//   built would leave the page behind the headlines for good).
+// - background: the views every change rebuilds, and the parsing of rendered pages. Niced (+10):
+//   they yield to the network threads and to store writes, yet still get their share of a busy
+//   machine (a view that never gets built would leave the page behind the headlines for good, a
+//   page never parsed the site).
 //
 // Threads: post from any thread; the destructor runs what is queued, then joins.
 #pragma once

@@ -62,7 +62,7 @@ std::vector<std::string> names_of(const std::vector<site_config>& sites) {
 news_service::news_service(boost::asio::io_context& ioc, std::vector<site_config> sites,
                            std::map<std::string, renderer*> renderers,
                            boost::asio::thread_pool& parse_pool,
-                           boost::asio::thread_pool& scrape_pool, headline_store* store,
+                           boost::asio::any_io_executor scrape, headline_store* store,
                            refresh_settings settings, news_service_seams seams)
     : ioc_(ioc)
     , own_clock_(seams.clock ? nullptr : std::make_unique<asio_clock>(ioc))
@@ -73,7 +73,7 @@ news_service::news_service(boost::asio::io_context& ioc, std::vector<site_config
     , settings_(settings)
     , state_(*clock_, settings.cold_start_wait,
              [&ioc](std::function<void()> fn) { boost::asio::post(ioc, std::move(fn)); })
-    , refresh_(ioc, scrape_pool, *clock_, std::move(renderers), settings,
+    , refresh_(ioc, std::move(scrape), *clock_, std::move(renderers), settings,
                seams.seed ? *seams.seed : std::random_device{}())
     , schedule_(*clock_, parse_pool, cluster_, make_instance_name(), settings,
                 seams.seed ? *seams.seed + 1 : std::random_device{}()) {

@@ -33,6 +33,8 @@
 #include "server/news/site_schedule.hpp"
 #include "server/render/renderer.hpp"
 
+#include <boost/asio/any_io_executor.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -71,10 +73,11 @@ class news_service {
   // `renderers` maps the renderer names `sites` use; `store` may be null (no history). All must
   // outlive the service. Renders start and ready views are answered on `ioc`'s threads; the
   // store is written and listeners are called on `parse_pool` (the worker pool); pages are
-  // parsed on `scrape_pool` (it may be the same pool; production gives parsing its own).
+  // parsed on `scrape` (it may be the same pool's; production gives parsing threads of its own,
+  // below serving's priority).
   news_service(boost::asio::io_context& ioc, std::vector<site_config> sites,
                std::map<std::string, renderer*> renderers, boost::asio::thread_pool& parse_pool,
-               boost::asio::thread_pool& scrape_pool, headline_store* store,
+               boost::asio::any_io_executor scrape, headline_store* store,
                refresh_settings settings, news_service_seams seams = {});
   ~news_service();
 

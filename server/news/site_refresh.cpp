@@ -93,11 +93,11 @@ struct site_refresh::job {
   std::unique_ptr<news_clock::timer> retry; // the next attempt, after a transient failure
 };
 
-site_refresh::site_refresh(boost::asio::io_context& ioc, boost::asio::thread_pool& scrape_pool,
+site_refresh::site_refresh(boost::asio::io_context& ioc, boost::asio::any_io_executor scrape,
                            news_clock& clock, std::map<std::string, renderer*> renderers,
                            const refresh_settings& settings, std::uint64_t seed)
     : ioc_(ioc)
-    , scrape_pool_(scrape_pool)
+    , scrape_(std::move(scrape))
     , clock_(clock)
     , renderers_(std::move(renderers))
     , settings_(settings)
@@ -292,7 +292,7 @@ void site_refresh::on_rendered(const std::shared_ptr<job>& j, render_result resu
   // A 4 MB page takes tens of milliseconds to parse: keep it off the network threads, and on
   // its own pool, so a page that is slow to parse holds up only other pages, never /events
   // set-ups, store writes or the representations the worker pool builds.
-  boost::asio::post(scrape_pool_, [this, j, page = std::move(result)] {
+  boost::asio::post(scrape_, [this, j, page = std::move(result)] {
     auto r = read_page(*j->site, page, settings_.parse_cpu_budget);
     r.elapsed = std::chrono::duration_cast<milliseconds>(clock_.steady_now() - j->started);
     const auto& read = *j->site;

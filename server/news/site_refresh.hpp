@@ -8,7 +8,7 @@
 // result.
 //
 // Threads: every member may be called from any thread. Renders start on the io_context, pages
-// are parsed on the scrape pool, and `done` runs on the scrape pool (a page that was read) or an
+// are parsed on the scrape executor, and `done` runs there (a page that was read) or an
 // io_context thread (a render that failed for good).
 #pragma once
 
@@ -16,6 +16,8 @@
 #include "server/news/news_clock.hpp"
 #include "server/news/site_config.hpp"
 #include "server/render/renderer.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -31,7 +33,6 @@
 
 namespace boost::asio {
 class io_context;
-class thread_pool;
 } // namespace boost::asio
 
 namespace newsdesk::server {
@@ -58,9 +59,9 @@ refresh_result read_page(const site_config& site, const render_result& page,
 class site_refresh {
  public:
   // `renderers` by name; each must outlive this. Jitter comes from `seed`.
-  site_refresh(boost::asio::io_context& ioc, boost::asio::thread_pool& scrape_pool,
-               news_clock& clock, std::map<std::string, renderer*> renderers,
-               const refresh_settings& settings, std::uint64_t seed);
+  site_refresh(boost::asio::io_context& ioc, boost::asio::any_io_executor scrape, news_clock& clock,
+               std::map<std::string, renderer*> renderers, const refresh_settings& settings,
+               std::uint64_t seed);
   ~site_refresh();
 
   bool has_renderer(const std::string& name) const { return renderers_.count(name) > 0; }
@@ -95,7 +96,7 @@ class site_refresh {
   void on_rendered(const std::shared_ptr<job>& j, render_result result);
 
   boost::asio::io_context& ioc_;
-  boost::asio::thread_pool& scrape_pool_;
+  boost::asio::any_io_executor scrape_;
   news_clock& clock_;
   const std::map<std::string, renderer*> renderers_;
   const refresh_settings settings_;

@@ -53,7 +53,7 @@ TEST_CASE("an instance's headlines follow a story merge another instance made, a
   a.name = "a";
   a.url = "https://a.test/";
   a.renderer = "silent";
-  news_service service(ioc, {a}, {{"silent", &silent}}, pool, pool, store.get(), {},
+  news_service service(ioc, {a}, {{"silent", &silent}}, pool, pool.get_executor(), store.get(), {},
                        news_service_seams{&clock, 1});
   service.start();
 

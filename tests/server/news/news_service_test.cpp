@@ -129,7 +129,7 @@ struct policy_rig {
     site.interval = settings.interval;
     service = std::make_unique<news_service>(
         ioc, std::vector<site_config>{site}, std::map<std::string, renderer*>{{"manual", &fake}},
-        pool, pool, store, settings, news_service_seams{&clock, seed});
+        pool, pool.get_executor(), store, settings, news_service_seams{&clock, seed});
     service->on_refresh_done([this](const site_config&, milliseconds, failure_kind kind) {
       std::lock_guard lock(mutex);
       outcomes.emplace_back(kind == failure_kind::none ? "" : to_string(kind));
@@ -447,7 +447,7 @@ TEST_CASE("refreshes that wait for a render slot past half their interval are co
   manual_renderer fake;
   auto settings = policy_rig::quiet();
   settings.max_concurrent_renders = 1;
-  site_refresh refresh(ioc, pool, clock, {{"manual", &fake}}, settings, 1);
+  site_refresh refresh(ioc, pool.get_executor(), clock, {{"manual", &fake}}, settings, 1);
   auto site = [](std::string name) {
     auto s = std::make_shared<site_config>();
     s->name = std::move(name);
