@@ -75,6 +75,7 @@ void headline_state::set_sites(const std::vector<site_config>& sites) {
       e.report.display_name = c.display_name;
       e.report.colour = c.colour;
       e.report.url = c.url;
+      e.report.home = c.home;
       e.report.renderer = c.renderer;
       e.changed = true;
       next.push_back(std::move(e));
