@@ -373,6 +373,7 @@ feed parse_feed(std::string_view bytes, std::string_view feed_url, std::string_v
   // common in hand-made RSS) is read again in recovery mode, which drops those references.
   const int options = XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_NOCDATA;
   headline_collector collector(std::string(site), feed_url, no_page);
+  collector.authored_titles();
   feed_stream stream{collector, {}, 0, false};
   try {
     stream.read(bytes, base, encoding, options);
@@ -381,6 +382,7 @@ feed parse_feed(std::string_view bytes, std::string_view feed_url, std::string_v
       throw;
     // HTML's named entities: read as a tree in recovery mode (read_xml), which drops them.
     headline_collector again(std::string(site), feed_url, no_page);
+    again.authored_titles();
     feed_stream tree{again, {}, 0, false};
     tree.walk(read_xml(bytes, feed_url, "feed").get());
     tree.out.headlines = again.take();

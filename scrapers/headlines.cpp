@@ -2,6 +2,7 @@
 
 #include "scrapers/dom.hpp"
 #include "scrapers/text.hpp"
+#include "scrapers/titles.hpp"
 #include "scrapers/url.hpp"
 
 #include <algorithm>
@@ -364,8 +365,24 @@ title_parts split_title(dom::node element) {
       first = rest;
     }
   }
+  // A byline in an element of its own after the title ("<span>By Jane Doe</span>"), whatever
+  // its class: the last run that starts one, if the text from there on is a byline.
+  std::size_t end = runs.size();
+  for (std::size_t i = runs.size(); i-- > first + 1;) {
+    const auto& t = runs[i].text;
+    if (!(t.starts_with("By ") || t.starts_with("by ") || t.starts_with("BY ")))
+      continue;
+    if (runs[i].holder != runs[i - 1].holder) {
+      std::string rest;
+      for (std::size_t k = i; k < runs.size(); ++k)
+        rest += (rest.empty() || !runs[k].space_before ? "" : " ") + runs[k].text;
+      if (is_byline(collapse_whitespace(rest)))
+        end = i;
+    }
+    break;
+  }
   std::string title;
-  for (std::size_t i = first; i < runs.size(); ++i)
+  for (std::size_t i = first; i < end; ++i)
     title += (title.empty() || !runs[i].space_before ? "" : " ") + runs[i].text;
   title = collapse_whitespace(title);
   // "1. Title" written as one text.
@@ -440,27 +457,77 @@ bool headline_collector::add_link(dom::node link, std::string_view href, dom::no
 
 bool headline_collector::add(std::string_view raw_title, std::string_view href,
                              std::optional<std::int64_t> published_ms, std::string_view kicker) {
-  if (headlines_.size() >= max_headlines_per_site) {
-    return false;
-  }
-  std::string title = collapse_whitespace(raw_title);
-  if (title.empty()) {
-    return false;
-  }
+  std::string title = strip_byline(normalise_title_text(raw_title));
   std::optional<std::string> resolved = resolve(href);
+  const std::string_view shown_url = resolved ? std::string_view(*resolved) : href;
+  if (headlines_.size() >= max_headlines_per_site) {
+    leave_out(title, shown_url, refusal::over_limit,
+              "over the limit of " + std::to_string(max_headlines_per_site) + " headlines");
+    return false;
+  }
+  if (title.empty()) {
+    leave_out(title, shown_url, refusal::bad_title, "bad title: empty");
+    return false;
+  }
+  if (!authored_titles_ && title_words(title) < min_title_words) {
+    leave_out(title, shown_url, refusal::bad_title, "bad title: one word");
+    return false;
+  }
   if (!resolved || !url::is_http_url(*resolved)) {
+    leave_out(title, shown_url, refusal::not_http, "not an http(s) link");
     return false;
   }
   if (!seen_urls_.insert(*resolved).second) {
+    follow_numbering(title, std::string::npos);
+    leave_out(title, shown_url, refusal::duplicate,
+              "duplicate: the same URL is already a headline");
     return false;
   }
   headlines_.push_back({std::move(title), std::move(*resolved), site_, published_ms,
                         collapse_whitespace(cut_utf8(kicker, 200))});
+  follow_numbering(headlines_.back().title, headlines_.size() - 1);
   return true;
+}
+
+void headline_collector::leave_out(std::string_view title, std::string_view url, refusal why,
+                                   std::string reason) {
+  last_refusal_ = why;
+  if (left_out_)
+    left_out_->push_back(
+        {std::string(cut_utf8(title, max_left_out_title)), std::string(url), std::move(reason)});
+}
+
+void headline_collector::follow_numbering(const std::string& title, std::size_t kept_at) {
+  // Three in a row is a list's numbering: two could be chance ("10 things...", "11 dead...").
+  constexpr std::size_t run_length = 3;
+  std::optional<leading_number> number;
+  if (!authored_titles_)
+    number = leading_number_of(title);
+  if (!number) {
+    numbered_run_.clear();
+    return;
+  }
+  if (numbered_run_.empty() || number->value != numbered_run_.back().first + 1)
+    numbered_run_.clear();
+  numbered_run_.emplace_back(number->value, kept_at);
+  if (numbered_run_.size() < run_length)
+    return;
+  // Each member is stripped once: from the third on, the earlier ones already were.
+  const auto from = numbered_run_.size() == run_length ? 0 : numbered_run_.size() - 1;
+  for (auto i = from; i < numbered_run_.size(); ++i) {
+    const auto at = numbered_run_[i].second;
+    if (at == std::string::npos)
+      continue;
+    auto& kept = headlines_[at].title;
+    const auto n = leading_number_of(kept);
+    if (n && title_words(std::string_view(kept).substr(n->title_start)) >= min_title_words)
+      kept.erase(0, n->title_start);
+  }
 }
 
 std::vector<headline> headline_collector::take() {
   seen_urls_.clear();
+  numbered_run_.clear();
   return std::exchange(headlines_, {});
 }
 

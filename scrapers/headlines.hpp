@@ -25,7 +25,12 @@ std::string collapse_whitespace(std::string_view text);
 inline constexpr std::size_t max_headlines_per_site = 500;
 
 // Collects the headlines of one page, applying the shared rules:
-//  - the title is collapse_whitespace(raw_title); empty titles are dropped;
+//  - the title is normalise_title_text(raw_title) (Unicode spaces collapsed, invisible characters
+//    dropped) without a trailing byline (strip_byline); empty titles and titles of one word
+//    (title_words) are dropped;
+//  - rank numbers written into titles are taken off when three or more headlines in a row
+//    start with consecutive numbers (a most-read list: "1 UK economy...", "2 ..."), so a lone
+//    "10 things to know" keeps its number;
 //  - the href is resolved (url::resolve) against the document's <base href> if it has one
 //    (itself resolved against the page URL), else against the page URL;
 //  - only http and https results are kept, so javascript:, data:, mailto: never survive;
@@ -61,9 +66,30 @@ title_parts split_title(dom::node element);
 // kept when plausible_date accepts it.
 std::optional<std::int64_t> time_near(dom::node link, std::int64_t now_ms);
 
+// The most of a left-out link's text kept: enough to recognise it; a matched box can hold a page.
+inline constexpr std::size_t max_left_out_title = 200;
+
+// A link a scraper saw but did not keep, and why: what `--try-site` lists so that the effect of a
+// rule can be seen ("duplicate", "bad title: one word", "furniture: media file"...).
+struct left_out_link {
+  std::string
+      title;       // as the page wrote it, cleaned, at most max_left_out_title bytes; may be empty
+  std::string url; // resolved when it resolves, else as written
+  std::string reason;
+};
+
 class headline_collector {
  public:
   headline_collector(std::string site, std::string_view page_url, const dom::document& page);
+
+  // Every link add() refuses is appended to `sink` (until the collector is destroyed or this is
+  // called again with null), with its reason. `sink` must outlive the collector's use of it.
+  void report_left_out(std::vector<left_out_link>* sink) { left_out_ = sink; }
+  // A feed's item titles are its authors' titles, not text read off a page: a one-word title
+  // there is the title ("Obituary" in a blog's feed is what the author called the post), and
+  // numbered items ("1 Introduction", "2 Setup") are numbered by their author, not ranked by a
+  // list around them. Both rules are off; the text is still normalised and bylines taken off.
+  void authored_titles() { authored_titles_ = true; }
 
   // The absolute URL `href` resolves to under this collector's base, as add() would use it
   // (before the http/https check); nullopt when it does not resolve. Lets a scraper filter
@@ -77,6 +103,10 @@ class headline_collector {
   // (`title` defaults to the link), its published time from time_near(link).
   bool add_link(dom::node link, std::string_view href, dom::node title = {});
 
+  // Why the last add() that returned false refused its link.
+  enum class refusal { none, over_limit, bad_title, not_http, duplicate };
+  refusal last_refusal() const { return last_refusal_; }
+
   // The time this collector was made (Unix ms): what "plausible" dates are judged against.
   std::int64_t now_ms() const { return now_ms_; }
 
@@ -86,11 +116,21 @@ class headline_collector {
   std::vector<headline> take();
 
  private:
+  void leave_out(std::string_view title, std::string_view url, refusal why, std::string reason);
+  // Follows the run of titles starting with consecutive numbers; see the rules above.
+  void follow_numbering(const std::string& title, std::size_t kept_at);
+
   std::string site_;
   std::string base_;
   std::int64_t now_ms_ = 0;
   std::unordered_set<std::string> seen_urls_;
   std::vector<headline> headlines_;
+  std::vector<left_out_link>* left_out_ = nullptr;
+  bool authored_titles_ = false;
+  refusal last_refusal_ = refusal::none;
+  // The current run of added titles numbered n, n+1, n+2...: each number and the index of its
+  // headline in headlines_ (npos for a duplicate, which still continues the run).
+  std::vector<std::pair<int, std::size_t>> numbered_run_;
 };
 
 } // namespace newsdesk::scrapers

@@ -38,9 +38,12 @@ struct headline {
 // What a scraper knows about its site: the defaults the service uses unless the config
 // overrides them. Render options left empty take the service-wide defaults.
 struct site_info {
-  std::string name;                      // stable id, [a-z0-9_-]+, used in config and query strings
-  std::string display_name;              // shown to people, e.g. "CNN"
-  std::string url;                       // the front page to render
+  std::string name;         // stable id, [a-z0-9_-]+, used in config and query strings
+  std::string display_name; // shown to people, e.g. "CNN"
+  std::string url;          // the front page to render (a feed site: its feed)
+  // The site's home page for people, when it is not `url`: a feed site file's "url" beside its
+  // "feed". Never fetched. Empty: `url` is the home page.
+  std::string home_url;
   std::string colour;                    // CSS colour of the site's boxes, e.g. "#cc0000"
   std::optional<double> wait_seconds;    // renderer wait after the load event
   std::optional<double> timeout_seconds; // whole-render deadline

@@ -97,7 +97,7 @@ class site_file_scraper final : public scraper {
 
   std::vector<headline> extract(const dom::document& page,
                                 std::string_view page_url) const override {
-    return run(page, page_url, nullptr);
+    return run(page, page_url, nullptr, false);
   }
 
   // Selectors first; detection when the file has none, or when they find nothing (a redesign):
@@ -106,19 +106,21 @@ class site_file_scraper final : public scraper {
   std::vector<headline> parse(std::string_view html, std::string_view page_url,
                               std::string* note) const override {
     site_trial trial;
-    auto found = read(parse_page(html), page_url, trial);
+    auto found = read(parse_page(html), page_url, trial, false);
     if (note)
       *note = trial.method == fallback_method ? "found by detection; the selectors matched nothing"
                                               : "";
     return found;
   }
 
-  // run(), then detection when the selectors found nothing; `s.method` says which.
-  std::vector<headline> read(const dom::document& page, std::string_view page_url,
-                             site_trial& s) const {
-    auto found = run(page, page_url, &s);
+  // run(), then detection when the selectors found nothing; `s.method` says which. With
+  // `explain`, s.left_out lists every link left out and why (for --try-site; the service does
+  // without the list).
+  std::vector<headline> read(const dom::document& page, std::string_view page_url, site_trial& s,
+                             bool explain) const {
+    auto found = run(page, page_url, &s, explain);
     if (found.empty() && s.method == "selectors") {
-      found = detect_headlines(page, page_url, info_.name);
+      found = detect_headlines(page, page_url, info_.name, explain ? &s.left_out : nullptr);
       if (!found.empty()) {
         s.method = fallback_method;
       }
@@ -128,16 +130,23 @@ class site_file_scraper final : public scraper {
   static constexpr const char* fallback_method = "detection (the selectors matched nothing)";
 
   // Never throws except std::bad_alloc (which terminates a noexcept caller as it would anyway).
-  std::vector<headline> run(const dom::document& page, std::string_view page_url,
-                            site_trial* stats) const {
+  std::vector<headline> run(const dom::document& page, std::string_view page_url, site_trial* stats,
+                            bool explain) const {
     site_trial ignored;
     site_trial& s = stats ? *stats : ignored;
+    std::vector<left_out_link>* left_out = stats && explain ? &s.left_out : nullptr;
     if (rules_.empty()) { // a file with only a name and a URL: detection is its rule
       s.method = "detection";
-      return detect_headlines(page, page_url, info_.name);
+      return detect_headlines(page, page_url, info_.name, left_out);
     }
     s.method = "selectors";
     headline_collector collector(info_.name, page_url, page);
+    collector.report_left_out(left_out);
+    auto leave_out = [&](dom::node link, std::string_view url, const char* reason) {
+      if (left_out)
+        left_out->push_back({collapse_whitespace(cut_utf8(link.text(), max_left_out_title)),
+                             std::string(url), reason});
+    };
     // Per rule: elements matched, and how many of those had no URL but hold a link.
     std::map<const rule*, std::pair<std::size_t, std::size_t>> holders;
     for (const auto& [link, r] : matches(page)) {
@@ -147,6 +156,7 @@ class site_file_scraper final : public scraper {
       std::optional<std::string> target = href ? collector.resolve(*href) : std::nullopt;
       if (!target || !url::is_http_url(*target)) {
         ++s.without_url;
+        leave_out(link, href ? *href : std::string_view(), "no usable URL");
         if (!href && css::select_first(link, links_inside())) {
           ++holders[r].second;
         }
@@ -160,14 +170,25 @@ class site_file_scraper final : public scraper {
       const std::string& text = parts.title;
       if (text.empty()) {
         ++s.without_title;
+        leave_out(link, *target, "bad title: the title selector found no text");
         continue;
       }
       if (!passes_filters(*r, *target)) {
         ++s.filtered_out;
+        leave_out(link, *target, "filtered out by include/exclude");
         continue;
       }
       if (!collector.add(text, *href, time_near(link, collector.now_ms()), parts.kicker)) {
-        ++s.duplicates;
+        switch (collector.last_refusal()) {
+        case headline_collector::refusal::bad_title:
+          ++s.bad_titles;
+          break;
+        case headline_collector::refusal::not_http:
+          ++s.without_url;
+          break;
+        default:
+          ++s.duplicates;
+        }
       }
     }
     // A selector that matches the boxes around links rather than the links is the commonest
@@ -610,15 +631,20 @@ std::unique_ptr<scraper> parse_site_file(std::string_view json_text,
       in.fail("display_name", "must not be empty");
     }
   }
-  // A feed site's URL is its feed's: that is what is fetched.
+  // A feed site's URL is its feed's: that is what is fetched. Its "url", when given, is the
+  // site's home page, shown to people and never fetched.
   const char* url_field = is_feed ? "feed" : "url";
-  if (is_feed && j.contains("url")) {
-    in.fail("url", "not for a feed: give the feed's address in feed");
-  }
   info.url = in.string_field(j.at(url_field), url_field);
   if (!url::is_http_url(info.url)) {
     in.fail(url_field,
             "expected an absolute http:// or https:// URL, got " + json(info.url).dump());
+  }
+  if (is_feed && j.contains("url")) {
+    info.home_url = in.string_field(j.at("url"), "url");
+    if (!url::is_http_url(info.home_url)) {
+      in.fail("url", "expected the site's home page as an absolute http:// or https:// URL, got " +
+                         json(info.home_url).dump());
+    }
   }
   info.colour = colour_from(info.name);
   if (j.contains("colour")) {
@@ -787,7 +813,7 @@ site_trial try_scraper(const scraper& s, std::string_view html, std::string_view
   trial.site = s.site();
   std::string base(page_url.empty() ? std::string_view(trial.site.url) : page_url);
   if (const auto* site = dynamic_cast<const site_file_scraper*>(&s)) {
-    trial.headlines = site->read(dom::document::parse(html), base, trial);
+    trial.headlines = site->read(dom::document::parse(html), base, trial, true);
   } else {
     trial.method =
         trial.site.renderer == "feed" ? "feed" : "built-in scraper (" + origin_of(trial.site) + ")";

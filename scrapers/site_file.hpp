@@ -12,6 +12,7 @@
 //   sites/bbc.json: link: bad selector "a[" at column 3: expected attribute name
 #pragma once
 
+#include "scrapers/headlines.hpp"
 #include "scrapers/registry.hpp"
 #include "scrapers/scraper.hpp"
 
@@ -102,7 +103,12 @@ struct site_trial {
   std::size_t without_title = 0;   // the title selector found nothing, or the text was empty
   std::size_t filtered_out = 0;    // rejected by include/exclude (or URL over the filter limit)
   std::size_t duplicates = 0;      // a URL already collected (or over max_headlines_per_site)
+  std::size_t bad_titles = 0;      // a title of one word (titles.hpp), or empty once cleaned
   std::vector<headline> headlines; // exactly what /news shows for this page
+  // Every link left out and why, in page order: for selectors, the matches refused (no URL,
+  // no title, filtered, duplicate, bad title); for detection, every link of the page not kept,
+  // with the furniture rule, bad title, duplicate or score that kept it out.
+  std::vector<left_out_link> left_out;
   // When a link selector matched only elements that hold links (not links), what to change:
   // "link: 'h3.title' matched 12 elements but none is a link (an <a href>); they contain
   // links: try 'h3.title a'". Empty otherwise.

@@ -686,6 +686,8 @@ std::vector<site_config> resolve_sites(const config& cfg,
     read(entry, "name", site.name, where);
     read(entry, "display_name", site.display_name, where);
     read(entry, "url", site.url, where);
+    // A page's home is the page; a feed site file may name its home beside its feed.
+    site.home = info.home_url.empty() || entry.contains("url") ? site.url : info.home_url;
     read(entry, "colour", site.colour, where);
     read(entry, "renderer", site.renderer, where);
     read(entry, "wait", wait, where);

@@ -101,6 +101,50 @@ struct trial_report {
   bool counted = false; // a site file with selectors: the trial's counts mean something
 };
 
+// How many links of each reason the text output names; the rest are counted (--json lists all).
+constexpr std::size_t left_out_shown_per_reason = 10;
+
+// The left-out links grouped by reason, reasons in the order they first occur. A reason's
+// detail in parentheses ("score 2, 4 needed") stays with each link, not in the group's name.
+struct left_out_group {
+  std::string reason;
+  std::vector<const scrapers::left_out_link*> links;
+};
+std::vector<left_out_group> group_left_out(const std::vector<scrapers::left_out_link>& left_out) {
+  std::vector<left_out_group> groups;
+  std::unordered_map<std::string, std::size_t> index;
+  for (const auto& l : left_out) {
+    const auto reason = l.reason.substr(0, l.reason.find(" ("));
+    auto [it, added] = index.try_emplace(reason, groups.size());
+    if (added)
+      groups.push_back({reason, {}});
+    groups[it->second].links.push_back(&l);
+  }
+  return groups;
+}
+
+void print_left_out(const scrapers::site_trial& t, std::ostream& out) {
+  if (t.left_out.empty())
+    return;
+  out << "\nleft out: " << t.left_out.size() << (t.left_out.size() == 1 ? " link" : " links")
+      << "\n";
+  for (const auto& g : group_left_out(t.left_out)) {
+    out << "\n" << g.links.size() << " " << g.reason << "\n";
+    std::size_t n = 0;
+    for (const auto* l : g.links) {
+      if (++n > left_out_shown_per_reason) {
+        out << "   ... and " << g.links.size() - left_out_shown_per_reason
+            << " more (--json lists every one)\n";
+        break;
+      }
+      const auto detail =
+          l->reason.size() > g.reason.size() ? l->reason.substr(g.reason.size()) : std::string();
+      out << " - " << (l->title.empty() ? "(no text)" : "\"" + l->title + "\"") << detail << "\n   "
+          << l->url << "\n";
+    }
+  }
+}
+
 void print_text(const trial_report& r, std::ostream& out) {
   const auto& t = r.trial;
   out << t.site.display_name << " (" << t.site.name << ") on " << r.source
@@ -110,7 +154,7 @@ void print_text(const trial_report& r, std::ostream& out) {
   if (r.counted)
     out << "; the link selector matched " << t.link_matches << "; left out: " << t.without_url
         << " without a usable URL, " << t.without_title << " without a title, " << t.filtered_out
-        << " filtered, " << t.duplicates << " duplicates";
+        << " filtered, " << t.duplicates << " duplicates, " << t.bad_titles << " bad titles";
   out << "\n";
   if (!t.hint.empty())
     out << "hint: " << t.hint << "\n";
@@ -118,6 +162,7 @@ void print_text(const trial_report& r, std::ostream& out) {
   std::size_t n = 0;
   for (const auto& h : t.headlines)
     out << ++n << ". " << h.title << "\n   " << h.url << "\n";
+  print_left_out(t, out);
 }
 
 void print_json(const trial_report& r, std::ostream& out) {
@@ -131,12 +176,15 @@ void print_json(const trial_report& r, std::ostream& out) {
   if (!t.hint.empty())
     j["hint"] = t.hint;
   if (r.counted)
-    j["left_out"] = {{"link_matches", t.link_matches},
-                     {"without_url", t.without_url},
-                     {"without_title", t.without_title},
-                     {"filtered", t.filtered_out},
-                     {"duplicates", t.duplicates}};
-  out << j.dump(2) << "\n";
+    j["left_out"] = {{"link_matches", t.link_matches},   {"without_url", t.without_url},
+                     {"without_title", t.without_title}, {"filtered", t.filtered_out},
+                     {"duplicates", t.duplicates},       {"bad_titles", t.bad_titles}};
+  nlohmann::json left_out = nlohmann::json::array();
+  for (const auto& l : t.left_out)
+    left_out.push_back({{"title", l.title}, {"url", l.url}, {"reason", l.reason}});
+  j["left_out_links"] = std::move(left_out);
+  // Page text may hold bytes that are not UTF-8: replaced, as JSON allows nothing else.
+  out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
 // Renders `site`'s page live with the renderer it would use in the service.
@@ -260,6 +308,9 @@ int import_opml(std::vector<std::string> args, std::ostream& out, std::ostream& 
     nlohmann::json site = {{"name", name}, {"feed", o.feed_url}};
     if (!o.title.empty())
       site["display_name"] = o.title;
+    // The list's htmlUrl is the site's home page: the site file keeps it beside the feed.
+    if (scrapers::url::is_http_url(o.home_url))
+      site["url"] = o.home_url;
     const auto path = dir / (name + ".json");
     const auto text = site.dump(2);
     try {

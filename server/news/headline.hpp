@@ -132,7 +132,7 @@ struct site_report {
   std::string name;
   std::string display_name;
   std::string colour;
-  std::string url;
+  std::string url; // what is fetched
   std::string renderer;
   bool ok = false;    // the last refresh succeeded
   bool stale = false; // the last refresh failed, older headlines are shown
@@ -151,6 +151,7 @@ struct site_report {
   // The snapshot version in which this site's headlines or state last changed: a view of this
   // site alone built for that version is still the right one in any later snapshot.
   std::uint64_t version = 0;
+  std::string home; // the site's home page (site_config::home)
 };
 
 struct news_snapshot {

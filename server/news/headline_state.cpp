@@ -78,6 +78,7 @@ void headline_state::set_sites(const std::vector<site_config>& sites) {
       e.report.display_name = c.display_name;
       e.report.colour = c.colour;
       e.report.url = c.url;
+      e.report.home = c.home;
       e.report.renderer = c.renderer;
       if (e.origin.empty() || !c.scraper || e.origin != scrapers::origin_of(c.scraper->site()))
         e.health = site_health(c.interval); // a new definition starts a new history

@@ -562,6 +562,7 @@ std::string news_json(const news_snapshot& snapshot) {
          {"display_name", s.display_name},
          {"colour", s.colour},
          {"url", s.url},
+         {"home", s.home},
          {"renderer", s.renderer},
          {"ok", s.ok},
          {"stale", s.stale},

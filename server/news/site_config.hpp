@@ -18,12 +18,13 @@ struct site_config {
   // a refresh with the old scraper is still parsing.
   std::shared_ptr<const scrapers::scraper> scraper;
   std::string display_name;
-  std::string url;
+  std::string url;    // what is fetched: the page, or a feed site's feed
   std::string colour; // "#rgb" or "#rrggbb"
   std::string renderer;
   std::chrono::milliseconds wait{};
   std::chrono::milliseconds timeout{};
   std::chrono::milliseconds interval{}; // between background refreshes
+  std::string home; // the site's home page for people: `url`, or a feed site file's "url"
 };
 
 // The background refresh ("refresh": {...} in the config file; durations in seconds there).

@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <set>
@@ -136,4 +137,131 @@ TEST_CASE("detection: empty and deeply nested pages") {
   deep += "<h2><a href='/2026/a-story-deep-inside'>A story deep inside many boxes</a></h2>";
   auto found = detect_headlines(dom::document::parse(deep), "https://e.example/", "t");
   CHECK(found.size() <= 1);
+}
+
+namespace {
+
+// Six story cards under headings, with story-shaped addresses, then `extra` inside <main>: the
+// page a furniture rule is tried on.
+std::string page_with(const std::string& extra) {
+  std::string html = "<html><body><main>";
+  for (int i = 0; i < 6; ++i)
+    html += "<article class=card><h3><a href='/2026/11/24/story-number-" + std::to_string(i) +
+            "-is-here'>Story number " + std::to_string(i) +
+            " is a real headline</a></h3></article>";
+  return html + extra + "</main></body></html>";
+}
+
+struct detection {
+  std::vector<std::string> titles;
+  std::vector<left_out_link> left_out;
+
+  bool has(const std::string& title) const {
+    return std::find(titles.begin(), titles.end(), title) != titles.end();
+  }
+  // The reason `title` was left out, or "" when it was not.
+  std::string reason(const std::string& title) const {
+    for (const auto& l : left_out)
+      if (l.title == title)
+        return l.reason;
+    return "";
+  }
+};
+
+detection detect(const std::string& html) {
+  detection d;
+  for (const auto& h :
+       detect_headlines(dom::document::parse(html), "https://news.example/", "t", &d.left_out))
+    d.titles.push_back(h.title);
+  return d;
+}
+
+std::string repeated(int times, const std::string& html_with_index) {
+  std::string out;
+  for (int i = 0; i < times; ++i) {
+    auto part = html_with_index;
+    for (auto at = part.find("{i}"); at != std::string::npos; at = part.find("{i}"))
+      part.replace(at, 3, std::to_string(i));
+    out += part;
+  }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("detection furniture: actions and labels, whatever their score") {
+  auto d = detect(page_with(
+      "<h3><a href='/business/2026/11/24/markets-wrap-up-today'>More from Business Day »</a></h3>"
+      "<h3><a href='/2026/11/24/story-number-1-is-here#comments'>Comments (12)</a></h3>"));
+  CHECK(d.titles.size() == 6);
+  CHECK_FALSE(d.has("More from Business Day »"));
+  CHECK(d.reason("More from Business Day »") == "furniture: an action or label");
+  CHECK(d.reason("Comments (12)") == "furniture: an action or label");
+}
+
+TEST_CASE("detection furniture: links to media files") {
+  auto d = detect(page_with(repeated(
+      3, "<article><h3><a href='/audio/2026/11/24/morning-briefing-episode-{i}.mp3'>Morning "
+         "briefing for Tuesday number {i}</a></h3></article>")));
+  CHECK(d.titles.size() == 6);
+  CHECK(d.reason("Morning briefing for Tuesday number 0") == "furniture: a media file");
+}
+
+TEST_CASE("detection furniture: widget rows of weather, tickers and dates") {
+  auto d = detect(page_with(
+      repeated(3, "<article><h3><a href='/weather/264374{i}'>Thu 3{i}°C 25°C</a></h3></article>") +
+      "<article><h3><a href='/markets/2026/11/24/ftse-100-index-closing-level'>FTSE 100 7,123.45 "
+      "+0.5%</a></h3></article>"));
+  CHECK(d.titles.size() == 6);
+  CHECK(d.reason("Thu 30°C 25°C") == "furniture: a widget row: weather, a ticker or a date");
+  CHECK(d.reason("FTSE 100 7,123.45 +0.5%") ==
+        "furniture: a widget row: weather, a ticker or a date");
+}
+
+TEST_CASE("detection furniture: section pages where the page's stories have story addresses") {
+  const std::string sections =
+      "<h2><a href='/news/entertainment_and_arts'>Entertainment and the Arts today</a></h2>"
+      "<h2><a href='/ws/languages'>BBC in other languages</a></h2>"
+      "<h2><a href='/section/realestate/'>Search for Homes for Sale or Rent</a></h2>";
+  auto d = detect(page_with(sections));
+  CHECK(d.titles.size() == 6);
+  CHECK(d.reason("Entertainment and the Arts today") == "furniture: a section or index page");
+  CHECK(d.reason("BBC in other languages") == "furniture: a section or index page");
+  // A site whose stories have plain addresses keeps them: the rule compares with the page.
+  std::string plain = "<html><body><main>";
+  for (int i = 0; i < 6; ++i)
+    plain += "<article><h3><a href='/world/tale" + std::to_string(i) + "'>A story told plainly " +
+             "number " + std::to_string(i) + "</a></h3></article>";
+  plain += "</main></body></html>";
+  CHECK(detect(plain).titles.size() == 6);
+}
+
+TEST_CASE("detection furniture: a list that is mostly labels is navigation, all of it") {
+  auto d =
+      detect(page_with("<div class=links><ul>"
+                       "<li><a href='/world'>World</a></li><li><a href='/business'>Business</a>"
+                       "</li><li><a href='/opinion'>Opinion</a></li><li><a href='/sports'>"
+                       "Sports</a></li><li><a href='/realestate/sell/your-home'>Sell your "
+                       "home with one of our local agents</a></li></ul></div>"));
+  CHECK(d.titles.size() == 6);
+  CHECK(d.reason("Sell your home with one of our local agents") == "furniture: a navigation list");
+  CHECK(d.reason("World") == "bad title: one word");
+}
+
+TEST_CASE("detection furniture: one title on several targets is a control") {
+  auto d = detect(page_with(repeated(
+      3, "<article><h4><a href='/2026/11/24/story-number-{i}-is-here/audio-version'>Listen to "
+         "this story</a></h4></article>")));
+  CHECK(d.titles.size() == 6);
+  CHECK(d.reason("Listen to this story") == "furniture: the same title on several links");
+}
+
+TEST_CASE("detection keeps story links in side lists (most read, related)") {
+  auto d = detect(page_with(
+      "<aside-list><ol class=most-read>" +
+      repeated(5, "<li><span>{i}</span><a href='/2026/11/23/most-read-story-{i}-about-things'>A "
+                  "most read story number {i} today</a></li>") +
+      "</ol></aside-list>"));
+  CHECK(d.titles.size() == 11);
+  CHECK(d.has("A most read story number 0 today"));
 }

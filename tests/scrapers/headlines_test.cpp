@@ -9,6 +9,7 @@
 using newsdesk::scrapers::collapse_whitespace;
 using newsdesk::scrapers::headline;
 using newsdesk::scrapers::headline_collector;
+using newsdesk::scrapers::left_out_link;
 using newsdesk::scrapers::max_headlines_per_site;
 namespace dom = newsdesk::scrapers::dom;
 
@@ -67,37 +68,37 @@ TEST_CASE("the collector drops empty and whitespace-only titles") {
 
 TEST_CASE("the collector keeps only http and https links") {
   headline_collector c("site", "https://news.test/", empty_page());
-  CHECK_FALSE(c.add("x", "javascript:alert(1)"));
-  CHECK_FALSE(c.add("x", " JavaScript:alert(1)"));
-  CHECK_FALSE(c.add("x", "data:text/html,<b>hi</b>"));
-  CHECK_FALSE(c.add("x", "mailto:desk@news.test"));
-  CHECK_FALSE(c.add("x", "ftp://news.test/file"));
-  CHECK_FALSE(c.add("x", "http:relative-without-host"));
-  CHECK(c.add("plain", "http://other.test/a"));
-  CHECK(c.add("secure", "HTTPS://other.test/b"));
+  CHECK_FALSE(c.add("Two words", "javascript:alert(1)"));
+  CHECK_FALSE(c.add("Two words", " JavaScript:alert(1)"));
+  CHECK_FALSE(c.add("Two words", "data:text/html,<b>hi</b>"));
+  CHECK_FALSE(c.add("Two words", "mailto:desk@news.test"));
+  CHECK_FALSE(c.add("Two words", "ftp://news.test/file"));
+  CHECK_FALSE(c.add("Two words", "http:relative-without-host"));
+  CHECK(c.add("Plain story", "http://other.test/a"));
+  CHECK(c.add("Secure story", "HTTPS://other.test/b"));
   CHECK(c.size() == 2);
 }
 
 TEST_CASE("the collector keeps the first of duplicate URLs and the order of the rest") {
   headline_collector c("site", "https://news.test/", empty_page());
-  CHECK(c.add("First", "/a"));
-  CHECK(c.add("Second", "/b"));
+  CHECK(c.add("First story", "/a"));
+  CHECK(c.add("Second story", "/b"));
   CHECK_FALSE(c.add("First again, spelled differently", "https://news.test/a"));
-  CHECK(c.add("Third", "/c"));
+  CHECK(c.add("Third story", "/c"));
   auto got = c.take();
   REQUIRE(got.size() == 3);
-  CHECK(got[0].title == "First");
-  CHECK(got[1].title == "Second");
-  CHECK(got[2].title == "Third");
+  CHECK(got[0].title == "First story");
+  CHECK(got[1].title == "Second story");
+  CHECK(got[2].title == "Third story");
   CHECK(c.size() == 0);
 }
 
 TEST_CASE("the collector drops hrefs that do not resolve") {
   headline_collector c("site", "https://news.test/", empty_page());
-  CHECK_FALSE(c.add("x", "http://[broken"));
+  CHECK_FALSE(c.add("Two words", "http://[broken"));
   headline_collector no_base("site", "not a url", empty_page());
-  CHECK_FALSE(no_base.add("x", "/relative"));
-  CHECK(no_base.add("x", "https://news.test/absolute"));
+  CHECK_FALSE(no_base.add("Two words", "/relative"));
+  CHECK(no_base.add("Two words", "https://news.test/absolute"));
 }
 
 TEST_CASE("the collector resolves against <base href>, itself relative to the page URL") {
@@ -106,7 +107,7 @@ TEST_CASE("the collector resolves against <base href>, itself relative to the pa
       "<body><a href='story.html'>x</a></body></html>");
   headline_collector c("site", "https://news.test/world/", page);
   CHECK(c.resolve("story.html") == "https://news.test/mirror/story.html");
-  CHECK(c.add("Story", "story.html"));
+  CHECK(c.add("A story", "story.html"));
   CHECK(c.headlines()[0].url == "https://news.test/mirror/story.html");
 }
 
@@ -118,15 +119,71 @@ TEST_CASE("the collector ignores a <base href> that does not resolve") {
 
 TEST_CASE("titles are kept as literal text, markup-looking or not") {
   headline_collector c("site", "https://news.test/", empty_page());
-  CHECK(c.add("<script>alert(1)</script>", "/x"));
-  CHECK(c.headlines()[0].title == "<script>alert(1)</script>");
+  CHECK(c.add("<script>alert(1)</script> <b>", "/x"));
+  CHECK(c.headlines()[0].title == "<script>alert(1)</script> <b>");
 }
 
 TEST_CASE("the collector stops at max_headlines_per_site") {
   headline_collector c("site", "https://news.test/", empty_page());
   for (std::size_t i = 0; i < max_headlines_per_site; ++i) {
-    REQUIRE(c.add("t", "/" + std::to_string(i)));
+    REQUIRE(c.add("Story " + std::to_string(i), "/" + std::to_string(i)));
   }
   CHECK_FALSE(c.add("one too many", "/last"));
   CHECK(c.size() == max_headlines_per_site);
+}
+
+TEST_CASE("the collector drops empty and one-word titles, and says why") {
+  std::vector<left_out_link> left_out;
+  headline_collector c("site", "https://news.test/", empty_page());
+  c.report_left_out(&left_out);
+  CHECK_FALSE(c.add("Video", "/v"));
+  CHECK_FALSE(c.add("\u00a0\u200b", "/empty"));
+  CHECK_FALSE(c.add("速報", "/breaking"));
+  CHECK(c.add("日本の首相が辞任", "/resigns"));
+  CHECK(c.add("Storm\u00a0hits the\u00adcoast", "/storm"));
+  CHECK_FALSE(c.add("Storm hits the coast again", "/storm"));
+  REQUIRE(c.size() == 2);
+  CHECK(c.headlines()[1].title == "Storm hits thecoast");
+  REQUIRE(left_out.size() == 4);
+  CHECK(left_out[0].title == "Video");
+  CHECK(left_out[0].url == "https://news.test/v");
+  CHECK(left_out[0].reason == "bad title: one word");
+  CHECK(left_out[1].reason == "bad title: empty");
+  CHECK(left_out[2].reason == "bad title: one word");
+  CHECK(left_out[3].reason == "duplicate: the same URL is already a headline");
+  CHECK(c.last_refusal() == headline_collector::refusal::duplicate);
+  // A feed's titles are its authors': one word is a title there.
+  headline_collector feed("site", "https://news.test/", empty_page());
+  feed.authored_titles();
+  CHECK(feed.add("Obituary", "/obituary"));
+}
+
+TEST_CASE("the collector takes off a most-read list's rank numbers, not a title's own number") {
+  headline_collector c("site", "https://news.test/", empty_page());
+  c.add("10 things to know today", "/ten");
+  c.add("1 UK economy 'resilient' despite hit", "/a");
+  c.add("2Pope Francis' funeral Mass details", "/b");
+  c.add("3 Who will be the next pope?", "/c");
+  c.add("4 UK economy 'resilient' despite hit", "/a"); // a duplicate keeps the run going
+  c.add("5 Border officers saw a couple", "/d");
+  c.add("6 Ways to save on heating", "/e");
+  c.add("Unnumbered story ends the run", "/f");
+  c.add("7 killed as storm hits coast", "/g");
+  auto got = c.take();
+  REQUIRE(got.size() == 8);
+  CHECK(got[0].title == "10 things to know today");
+  CHECK(got[1].title == "UK economy 'resilient' despite hit");
+  CHECK(got[2].title == "Pope Francis' funeral Mass details");
+  CHECK(got[3].title == "Who will be the next pope?");
+  CHECK(got[4].title == "Border officers saw a couple");
+  CHECK(got[5].title == "Ways to save on heating");
+  CHECK(got[7].title == "7 killed as storm hits coast");
+}
+
+TEST_CASE("the collector takes a byline off the end of a title") {
+  headline_collector c("site", "https://news.test/", empty_page());
+  CHECK(c.add("Asia's winners and losers By Karishma Vaswani", "/asia"));
+  CHECK(c.add("Man Crushed By Falling Tree", "/tree"));
+  CHECK(c.headlines()[0].title == "Asia's winners and losers");
+  CHECK(c.headlines()[1].title == "Man Crushed By Falling Tree");
 }

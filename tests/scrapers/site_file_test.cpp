@@ -216,11 +216,11 @@ TEST_CASE("site files: the title is the link's text, or the first title match in
     <a class=story href="/two"><img alt=x></a>
     <a class=story>no href</a>
     <a class=story href="javascript:void(0)">Script</a>
-    <a class=story href="https://other.org/three">Three</a>
+    <a class=story href="https://other.org/three">Story three</a>
     <a class=story href="one">Repeat</a>)html";
   auto plain = run("", html);
   // The kicker is kept apart from the title (issue 28).
-  CHECK(titles(plain) == std::vector<std::string>{"One headline second h3", "Three"});
+  CHECK(titles(plain) == std::vector<std::string>{"One headline second h3", "Story three"});
   CHECK(plain[0].kicker == "Live");
   CHECK(plain[0].url == "https://example.com/base/one");
   CHECK(plain[0].site == "t");
@@ -329,36 +329,57 @@ TEST_CASE("site files: a feed site reads its feed, through the feed renderer") {
   CHECK(got[0].site == "blog");
 }
 
+TEST_CASE("site files: a feed site may name its home page in url; only the feed is fetched") {
+  auto s = parse_site_file(R"({"name": "blog", "feed": "https://feeds.example/blog.xml",
+                               "url": "https://blog.example/"})",
+                           "sites/blog.json");
+  CHECK(s->site().url == "https://feeds.example/blog.xml"); // what the feed renderer fetches
+  CHECK(s->site().home_url == "https://blog.example/");
+  CHECK(s->site().renderer == "feed");
+  // Without it, there is no separate home page.
+  CHECK(parse_site_file(R"({"name": "blog", "feed": "https://feeds.example/blog.xml"})",
+                        "sites/blog.json")
+            ->site()
+            .home_url.empty());
+  // A page site's url is its page, never a home_url.
+  CHECK(parse_site_file(R"({"name": "p", "url": "https://p.example/"})", "p.json")
+            ->site()
+            .home_url.empty());
+}
+
 TEST_CASE("site files: url_attribute reads the URL from another attribute") {
-  auto got = run(R"(, "url_attribute": "data-href")",
-                 R"(<div class=story data-href="/x">X</div><a class=story href="/y">Y</a>)",
-                 "https://example.com/");
+  auto got =
+      run(R"(, "url_attribute": "data-href")",
+          R"(<div class=story data-href="/x">Story X</div><a class=story href="/y">Story Y</a>)",
+          "https://example.com/");
   CHECK(got.empty()); // the link selector is a.story; the div is not matched
-  got = parse_site_file(site_json("t", R"(, "url_attribute": "data-HREF")", ".story"), "t.json")
-            ->parse(R"(<div class=story data-href="/x">X</div><a class=story href="/y">Y</a>)",
-                    "https://example.com/");
+  got =
+      parse_site_file(site_json("t", R"(, "url_attribute": "data-HREF")", ".story"), "t.json")
+          ->parse(
+              R"(<div class=story data-href="/x">Story X</div><a class=story href="/y">Story Y</a>)",
+              "https://example.com/");
   REQUIRE(got.size() == 1);
   CHECK(got[0].url == "https://example.com/x");
 }
 
 TEST_CASE("site files: include needs every given kind, exclude any one test") {
   const std::string html = R"(
-    <a class=story href="/world/a.html">A</a>
-    <a class=story href="/world/b">B</a>
-    <a class=story href="/sport/c.html">C</a>
-    <a class=story href="/world/live/d.html">D</a>
-    <a class=story href="https://cdn.example.com/world/e.html">E</a>)";
+    <a class=story href="/world/a.html">Story A</a>
+    <a class=story href="/world/b">Story B</a>
+    <a class=story href="/sport/c.html">Story C</a>
+    <a class=story href="/world/live/d.html">Story D</a>
+    <a class=story href="https://cdn.example.com/world/e.html">Story E</a>)";
   auto got = run(R"(, "include": {"prefix": ["https://example.com/world/", "https://x/"],
                                   "suffix": [".html"]})",
                  html);
-  CHECK(titles(got) == std::vector<std::string>{"A", "D"});
+  CHECK(titles(got) == std::vector<std::string>{"Story A", "Story D"});
   got = run(R"(, "include": {"contains": ["/world/"]}, "exclude": {"contains": ["/live/"]})", html);
-  CHECK(titles(got) == std::vector<std::string>{"A", "B", "E"});
+  CHECK(titles(got) == std::vector<std::string>{"Story A", "Story B", "Story E"});
   got =
       run(R"(, "include": {"regex": "^https://example\\.com/(world|sport)/[a-z]\\.html$"})", html);
-  CHECK(titles(got) == std::vector<std::string>{"A", "C"});
+  CHECK(titles(got) == std::vector<std::string>{"Story A", "Story C"});
   got = run(R"(, "exclude": {"prefix": ["https://cdn."], "regex": "/[bc]"})", html);
-  CHECK(titles(got) == std::vector<std::string>{"A", "D"});
+  CHECK(titles(got) == std::vector<std::string>{"Story A", "Story D"});
   // Filters see the resolved URL, not the href as written.
   got = run(R"(, "include": {"prefix": ["/world/"]})", html);
   CHECK(got.empty());
@@ -367,39 +388,52 @@ TEST_CASE("site files: include needs every given kind, exclude any one test") {
 TEST_CASE("site files: URLs longer than the filter limit are dropped when filters exist") {
   std::string long_path(max_filtered_url_bytes, 'x');
   std::string html = "<a class=story href=\"/" + long_path +
-                     "\">Long</a><a class=story "
-                     "href=\"/short\">Short</a>";
-  CHECK(titles(run("", html)) == std::vector<std::string>{"Long", "Short"});
+                     "\">Long one</a><a class=story "
+                     "href=\"/short\">Short one</a>";
+  CHECK(titles(run("", html)) == std::vector<std::string>{"Long one", "Short one"});
   CHECK(titles(run(R"(, "exclude": {"contains": ["nothing"]})", html)) ==
-        std::vector<std::string>{"Short"});
+        std::vector<std::string>{"Short one"});
 }
 
 TEST_CASE("site files: try_site_file counts why links were left out") {
   temp_dir dir;
   fs::path file = dir.write("t.json", site_json("t", R"(, "title": "b",
                                                        "exclude": {"suffix": ["/skip"]})"));
-  site_trial t = try_site_file(file, R"(<a class=story href="/1"><b>One</b></a>
-      <a class=story href="/1"><b>Again</b></a> <a class=story><b>No URL</b></a>
-      <a class=story href="/2">no b</a> <a class=story href="/skip"><b>Skipped</b></a>)");
+  site_trial t = try_site_file(file, R"(<a class=story href="/1"><b>Story one</b></a>
+      <a class=story href="/1"><b>Story again</b></a> <a class=story><b>No URL</b></a>
+      <a class=story href="/2">no b</a> <a class=story href="/skip"><b>Story skipped</b></a>
+      <a class=story href="/3"><b>Video</b></a>)");
   CHECK(t.site.name == "t");
-  CHECK(t.link_matches == 5);
+  CHECK(t.link_matches == 6);
   CHECK(t.without_url == 1);
   CHECK(t.without_title == 1);
   CHECK(t.filtered_out == 1);
   CHECK(t.duplicates == 1);
+  CHECK(t.bad_titles == 1);
   REQUIRE(t.headlines.size() == 1);
+  // Each one is listed with its reason, in page order.
+  std::vector<std::string> reasons;
+  for (const auto& l : t.left_out)
+    reasons.push_back(l.reason);
+  CHECK(reasons ==
+        std::vector<std::string>{"duplicate: the same URL is already a headline", "no usable URL",
+                                 "bad title: the title selector found no text",
+                                 "filtered out by include/exclude", "bad title: one word"});
+  CHECK(t.left_out.back().title == "Video");
+  CHECK(t.left_out.back().url == "https://example.com/3");
   // With no page URL given, the site's own url is the base.
   CHECK(t.headlines[0].url == "https://example.com/1");
-  CHECK(try_site(file, R"(<a class=story href="/1"><b>x</b></a>)", "https://x.org/a/").at(0).url ==
-        "https://x.org/1");
+  CHECK(try_site(file, R"(<a class=story href="/1"><b>Story x</b></a>)", "https://x.org/a/")
+            .at(0)
+            .url == "https://x.org/1");
 }
 
 TEST_CASE("site files: a link selector matching boxes around links says how to fix it") {
   temp_dir dir;
   auto file = dir.write("t.json", R"({"name": "t", "url": "https://example.com/",
                                        "link": "h3.title"})");
-  const std::string html = R"(<h3 class=title><a href="/a">A</a></h3>
-                              <h3 class=title><a href="/b">B</a></h3>)";
+  const std::string html = R"(<h3 class=title><a href="/a">Story A</a></h3>
+                              <h3 class=title><a href="/b">Story B</a></h3>)";
   auto trial = try_site_file(file, html);
   CHECK(trial.headlines.empty());
   CHECK(trial.hint == "link: 'h3.title' matched 2 elements but none is a link (an <a href>); "
@@ -471,8 +505,9 @@ TEST_CASE("site files: every validation error names the file, the field and the 
        "sites/x.json: title_fallback: expected true or false, got string \"yes\""},
       {R"({"name": "x", "feed": "https://x.org/rss", "link": "a"})",
        "sites/x.json: link: not for a feed: a feed's items are its headlines"},
-      {R"({"name": "x", "feed": "https://x.org/rss", "url": "https://x.org/"})",
-       "sites/x.json: url: not for a feed: give the feed's address in feed"},
+      {R"({"name": "x", "feed": "https://x.org/rss", "url": "x.org"})",
+       "sites/x.json: url: expected the site's home page as an absolute http:// or https:// "
+       "URL, got \"x.org\""},
       {R"({"name": "x", "feed": "ftp://x.org/rss"})",
        "sites/x.json: feed: expected an absolute http:// or https:// URL, got \"ftp://x.org/rss\""},
       {R"({"name": "x", "feed": "https://x.org/rss", "renderer": "splash"})",
@@ -609,9 +644,9 @@ TEST_CASE("site files: a site file added to the folder is there on the next load
   registry after = load();
   CHECK(after.size() == before + 1);
   REQUIRE(after.find("example") != nullptr);
-  CHECK(after.find("example")->parse(R"(<a class=story href="/n">News</a>)",
+  CHECK(after.find("example")->parse(R"(<a class=story href="/n">Latest news</a>)",
                                      "https://example.com/") ==
-        std::vector<headline>{{"News", "https://example.com/n", "example"}});
+        std::vector<headline>{{"Latest news", "https://example.com/n", "example"}});
 }
 
 TEST_CASE("site files: the first error in a folder stops loading; names clash loudly") {

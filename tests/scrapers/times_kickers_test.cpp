@@ -126,7 +126,8 @@ TEST_CASE("titles: kickers, labels, ranks, bylines and times are kept out") {
 <a href="/9"><strong>PARIS ATTACKS: Everything we know so far</strong></a>
 <a href="/10">10 things to know today</a>
 <a href="/11"><span class="label">LIVE</span></a>
-<a href="/12">Biden<span>'s</span> plan for <b>US</b>-China trade</a>)");
+<a href="/12">Biden<span>'s</span> plan for <b>US</b>-China trade</a>
+<a href="/13"><span class="title">Council Approves Harbour Plan</span> <span>By Jane Doe</span></a>)");
   REQUIRE(got.size() == 12);
   CHECK(got[0].title == "Bomb destroyed Metrojet: Russia");
   CHECK(got[0].kicker == "PLANE CRASH");
@@ -141,9 +142,11 @@ TEST_CASE("titles: kickers, labels, ranks, bylines and times are kept out") {
   CHECK(got[7].title == "NASA launches a new probe"); // capitals inside one text: a title
   CHECK(got[8].title == "PARIS ATTACKS: Everything we know so far"); // one element: all title
   CHECK(got[9].title == "10 things to know today"); // a number without a dot is the title's
-  CHECK(got[10].title == "LIVE");                   // nothing else: the label is the title
+  // /11: nothing else but the label, a one-word title: dropped.
   // Elements inside a word or next to punctuation add no space the page did not have.
-  CHECK(got[11].title == "Biden's plan for US-China trade");
+  CHECK(got[10].title == "Biden's plan for US-China trade");
+  // A byline in an element of its own, even after a Title Case headline.
+  CHECK(got[11].title == "Council Approves Harbour Plan");
 }
 
 TEST_CASE("cnn 2015: kickers are no longer glued to titles") {

@@ -107,7 +107,8 @@ TEST_CASE("three instances on one PostgreSQL share the renders: each does a fair
   for (int i = 1; i <= 6; ++i) {
     const auto name = "s" + std::to_string(i);
     urls.push_back("https://" + name + ".cnn.com/");
-    splash.set(urls.back(), standin_page::page(cnn_page({{"/" + name + "/index.html", name}})));
+    splash.set(urls.back(),
+               standin_page::page(cnn_page({{"/" + name + "/index.html", name + " story"}})));
     sites.push_back(site(name, "cnn", urls.back(), {{"interval", 2}}));
   }
   const auto config = cluster_config(splash, sites, {});
@@ -191,12 +192,13 @@ TEST_CASE("an instance whose LISTEN connection is cut reconnects and misses noth
   auto& pg = postgres_cluster::shared();
   const auto store = pg.fresh_database();
   splash_standin splash;
-  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a1/index.html", "First"}})));
+  splash.set("https://a.cnn.com/",
+             standin_page::page(cnn_page({{"/a1/index.html", "First story"}})));
   const auto config =
       cluster_config(splash, {site("a", "cnn", "https://a.cnn.com/", {{"interval", 600}})}, {});
   auto a = instance(config, store);
   auto b = instance(config, store);
-  REQUIRE(eventually([&] { return titles(b->port).count("First") == 1; }));
+  REQUIRE(eventually([&] { return titles(b->port).count("First story") == 1; }));
   sse_client live(b->port);
   REQUIRE(live.wait_for("retry: 3000"));
   REQUIRE(b->process->wait_for_log("msg=\"change listener: listening\""));
@@ -207,14 +209,15 @@ TEST_CASE("an instance whose LISTEN connection is cut reconnects and misses noth
                            "application_name = 'newsdesk-listen-" +
                                std::to_string(b->process->pid()) + "'");
   REQUIRE(cut == "1");
-  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a1/index.html", "First"},
-                                                                {"/a2/index.html", "Second"}})));
+  splash.set("https://a.cnn.com/",
+             standin_page::page(cnn_page(
+                 {{"/a1/index.html", "First story"}, {"/a2/index.html", "Second story"}})));
   REQUIRE(send_request(a->port, "POST", "/api/refresh").status == 202);
   // On a loaded machine a's refresh of the start may still hold the site (the request is then
   // "already running" and refreshes nothing): asked again until a has the change.
   REQUIRE(eventually(
       [&] {
-        if (titles(a->port).count("Second") == 1)
+        if (titles(a->port).count("Second story") == 1)
           return true;
         std::this_thread::sleep_for(200ms);
         (void)send_request(a->port, "POST", "/api/refresh");
@@ -222,10 +225,10 @@ TEST_CASE("an instance whose LISTEN connection is cut reconnects and misses noth
       },
       15s));
 
-  CHECK(live.wait_for("Second", 10s));
-  CHECK(occurrences(live.received, "\"title\":\"Second\"") == 1);
+  CHECK(live.wait_for("Second story", 10s));
+  CHECK(occurrences(live.received, "\"title\":\"Second story\"") == 1);
   // Live events go out first; the page follows when its views are rebuilt.
-  CHECK(eventually([&] { return titles(b->port).count("Second") == 1; }, 5s));
+  CHECK(eventually([&] { return titles(b->port).count("Second story") == 1; }, 5s));
   CHECK(b->process->wait_for_log("msg=\"change listener: connection lost\"", 1s));
   CHECK(b->process->wait_for_log("recovered=true", 5s));
   // What the server said as it cut the connection is a log line (logged before the loss was),
@@ -241,65 +244,66 @@ TEST_CASE("an SSE client moving from one instance to another with Last-Event-ID 
   auto& pg = postgres_cluster::shared();
   const auto store = pg.fresh_database();
   splash_standin splash;
-  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/1/index.html", "One"}})));
+  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/1/index.html", "One story"}})));
   const auto config =
       cluster_config(splash, {site("a", "cnn", "https://a.cnn.com/", {{"interval", 600}})}, {});
   auto a = instance(config, store);
   auto b = instance(config, store);
-  REQUIRE(eventually([&] { return titles(a->port).count("One") == 1; }));
+  REQUIRE(eventually([&] { return titles(a->port).count("One story") == 1; }));
 
   std::string resume_from;
   {
     sse_client on_a(a->port);
     REQUIRE(on_a.wait_for("retry: 3000"));
     splash.set("https://a.cnn.com/",
-               standin_page::page(cnn_page({{"/1/index.html", "One"}, {"/2/index.html", "Two"}})));
+               standin_page::page(
+                   cnn_page({{"/1/index.html", "One story"}, {"/2/index.html", "Two story"}})));
     REQUIRE(send_request(a->port, "POST", "/api/refresh").status == 202);
-    REQUIRE(on_a.wait_for("\"title\":\"Two\""));
+    REQUIRE(on_a.wait_for("\"title\":\"Two story\""));
     REQUIRE(on_a.wait_for("\n\n"));
     resume_from = last_event_id(on_a.received);
   } // the browser loses its connection to a
 
   // While it is away, two more headlines arrive.
-  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/1/index.html", "One"},
-                                                                {"/2/index.html", "Two"},
-                                                                {"/3/index.html", "Three"},
-                                                                {"/4/index.html", "Four"}})));
-  // Asked again until a has them: the request can meet the refresh of "Two" still finishing,
+  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/1/index.html", "One story"},
+                                                                {"/2/index.html", "Two story"},
+                                                                {"/3/index.html", "Three story"},
+                                                                {"/4/index.html", "Four story"}})));
+  // Asked again until a has them: the request can meet the refresh of "Two story" still finishing,
   // and a refresh already running is not repeated.
   REQUIRE(eventually(
       [&] {
-        if (titles(a->port).count("Four") == 1)
+        if (titles(a->port).count("Four story") == 1)
           return true;
         std::this_thread::sleep_for(200ms);
         (void)send_request(a->port, "POST", "/api/refresh");
         return false;
       },
       15s));
-  REQUIRE(eventually([&] { return titles(b->port).count("Four") == 1; }));
+  REQUIRE(eventually([&] { return titles(b->port).count("Four story") == 1; }));
 
   sse_client on_b(b->port, "/events", resume_from);
-  REQUIRE(on_b.wait_for("\"title\":\"Four\""));
+  REQUIRE(on_b.wait_for("\"title\":\"Four story\""));
   // And one more, live, after the replay.
-  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/1/index.html", "One"},
-                                                                {"/2/index.html", "Two"},
-                                                                {"/3/index.html", "Three"},
-                                                                {"/4/index.html", "Four"},
-                                                                {"/5/index.html", "Five"}})));
+  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/1/index.html", "One story"},
+                                                                {"/2/index.html", "Two story"},
+                                                                {"/3/index.html", "Three story"},
+                                                                {"/4/index.html", "Four story"},
+                                                                {"/5/index.html", "Five story"}})));
   REQUIRE(send_request(b->port, "POST", "/api/refresh").status == 202);
-  REQUIRE(on_b.wait_for("\"title\":\"Five\""));
+  REQUIRE(on_b.wait_for("\"title\":\"Five story\""));
   std::this_thread::sleep_for(300ms);
   on_b.wait_for("never", 200ms);
-  CHECK(occurrences(on_b.received, "\"title\":\"One\"") == 0);
-  CHECK(occurrences(on_b.received, "\"title\":\"Two\"") == 0);
-  CHECK(occurrences(on_b.received, "\"title\":\"Three\"") == 1);
-  CHECK(occurrences(on_b.received, "\"title\":\"Four\"") == 1);
-  CHECK(occurrences(on_b.received, "\"title\":\"Five\"") == 1);
+  CHECK(occurrences(on_b.received, "\"title\":\"One story\"") == 0);
+  CHECK(occurrences(on_b.received, "\"title\":\"Two story\"") == 0);
+  CHECK(occurrences(on_b.received, "\"title\":\"Three story\"") == 1);
+  CHECK(occurrences(on_b.received, "\"title\":\"Four story\"") == 1);
+  CHECK(occurrences(on_b.received, "\"title\":\"Five story\"") == 1);
 
   // An id from another store starts the client over with what is current.
   sse_client stranger(b->port, "/events", "0123456789abcdef:5");
   CHECK(stranger.wait_for("event: reset"));
-  CHECK(stranger.wait_for("\"title\":\"Five\""));
+  CHECK(stranger.wait_for("\"title\":\"Five story\""));
 }
 
 TEST_CASE("with PostgreSQL down every instance stays in HAProxy, serving from memory, degraded "
@@ -307,12 +311,13 @@ TEST_CASE("with PostgreSQL down every instance stays in HAProxy, serving from me
   postgres_cluster pg; // its own: this test stops it
   const auto store = pg.fresh_database();
   splash_standin splash;
-  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/1/index.html", "Before"}})));
+  splash.set("https://a.cnn.com/",
+             standin_page::page(cnn_page({{"/1/index.html", "Before story"}})));
   const auto config = cluster_config(
       splash, {site("a", "cnn", "https://a.cnn.com/", {{"interval", 1}})}, {{"retries", 0}});
   auto a = instance(config, store);
   auto b = instance(config, store);
-  REQUIRE(eventually([&] { return titles(b->port).count("Before") == 1; }));
+  REQUIRE(eventually([&] { return titles(b->port).count("Before story") == 1; }));
   REQUIRE(eventually([&] { return http_get(b->port, "/readyz").status == 200; }));
 
   // HAProxy as deploy/haproxy-cluster.cfg checks the instances (GET /readyz, 200 expected, two
@@ -357,7 +362,7 @@ TEST_CASE("with PostgreSQL down every instance stays in HAProxy, serving from me
   while (std::chrono::steady_clock::now() - stopped < 6s) {
     auto page = http_get(lb_port, "/news");
     ++asked;
-    if (page.status == 200 && page.body.find("Before") != std::string::npos)
+    if (page.status == 200 && page.body.find("Before story") != std::string::npos)
       ++served;
     std::this_thread::sleep_for(50ms);
   }
@@ -365,11 +370,12 @@ TEST_CASE("with PostgreSQL down every instance stays in HAProxy, serving from me
   CHECK(asked >= 20);
   CHECK(served == asked);
 
-  splash.set("https://a.cnn.com/", standin_page::page(cnn_page(
-                                       {{"/1/index.html", "Before"}, {"/2/index.html", "After"}})));
+  splash.set("https://a.cnn.com/",
+             standin_page::page(
+                 cnn_page({{"/1/index.html", "Before story"}, {"/2/index.html", "After story"}})));
   pg.start();
-  CHECK(eventually([&] { return titles(b->port).count("After") == 1; }, 15s));
-  CHECK(eventually([&] { return titles(a->port).count("After") == 1; }, 5s));
+  CHECK(eventually([&] { return titles(b->port).count("After story") == 1; }, 15s));
+  CHECK(eventually([&] { return titles(a->port).count("After story") == 1; }, 5s));
   CHECK(eventually(
       [&] {
         auto ready = http_get(b->port, "/readyz");
@@ -419,7 +425,8 @@ TEST_CASE("out of PostgreSQL connection slots, a running instance works on with 
   json sites = json::array();
   for (const char* name : {"a", "b", "c", "d"}) {
     const auto url = std::string("https://") + name + ".cnn.com/";
-    splash.set(url, standin_page::page(cnn_page({{std::string("/") + name + "/x.html", name}})));
+    splash.set(url, standin_page::page(cnn_page(
+                        {{std::string("/") + name + "/x.html", std::string(name) + " story"}})));
     sites.push_back(site(name, "cnn", url, {{"interval", 600}}));
   }
   auto config = cluster_config(splash, sites, {});

@@ -381,7 +381,7 @@ TEST_CASE("scraped markup is shown as text and unsafe links never reach the page
   splash_standin splash;
   splash.set("https://evil.cnn.com/",
              standin_page::page(
-                 cnn_page({{"/x/index.html", "&lt;script&gt;alert(1)&lt;/script&gt;"},
+                 cnn_page({{"/x/index.html", "&lt;script&gt;alert(1)&lt;/script&gt; here"},
                            {"javascript:alert(2)", "Click me"},
                            {"data:text/html,hi", "Data link"},
                            {"/y/index.html&quot; onmouseover=&quot;alert(3)", "Quote breaker"}})));
@@ -1068,6 +1068,44 @@ TEST_CASE("--try-site prints what a site file extracts from a saved page") {
   CHECK(p.wait_for_line("1. ").value_or("") == "Tried & tested");
   CHECK(p.wait_for_line("   ").value_or("") == "https://news.example.com/2026/11/22/story.html");
   CHECK(p.wait_exit() == 0);
+}
+
+TEST_CASE("--try-site lists what detection left out, each with its rule") {
+  temp_dir dir;
+  auto site = dir.write("plain.json", R"({"name": "plain", "url": "https://news.example.com/"})");
+  std::string html = "<html><body><main>";
+  for (int i = 0; i < 6; ++i)
+    html += "<article><h3><a href='/2026/11/24/story-number-" + std::to_string(i) +
+            "-is-here'>Story number " + std::to_string(i) + " is a real headline</a></h3>" +
+            "<a href='/audio/2026/11/24/story-" + std::to_string(i) + ".mp3'>Download</a>" +
+            "</article>";
+  html += "<h3><a href='/2026/11/24/story-number-0-is-here'>Story number 0 again</a></h3>"
+          "<h3><a href='/weather/2643743'>Thu 30°C 25°C</a></h3>"
+          "<h3><a href='/section/realestate/'>Search for Homes for Sale or Rent</a></h3>"
+          "</main></body></html>";
+  auto page = dir.write("page.html", html);
+  child_process text(NEWSDESK_BINARY, {"--try-site", site, "--html", page});
+  CHECK(text.wait_for_line("6 headlines, found by detection").has_value());
+  CHECK(text.wait_for_line("left out: ").has_value());
+  CHECK(text.wait_for_line("6 furniture: a media file").has_value());
+  CHECK(text.wait_for_line(" - \"Download\"").has_value());
+  CHECK(text.wait_for_line("   https://news.example.com/audio/2026/11/24/story-0.mp3").has_value());
+  CHECK(text.wait_exit() == 0);
+  const auto printed = text.output();
+  CHECK(printed.find("1 duplicate: the same URL is already a headline") != std::string::npos);
+  CHECK(printed.find("1 furniture: a widget row: weather, a ticker or a date") !=
+        std::string::npos);
+  CHECK(printed.find("1 furniture: a section or index page") != std::string::npos);
+
+  child_process as_json(NEWSDESK_BINARY, {"--try-site", site, "--html", page, "--json"});
+  CHECK(as_json.wait_exit() == 0);
+  auto j = json::parse(as_json.output());
+  std::map<std::string, std::string> reason_of;
+  for (const auto& l : j.at("left_out_links"))
+    reason_of[l.at("title").get<std::string>()] = l.at("reason").get<std::string>();
+  CHECK(reason_of["Thu 30°C 25°C"] == "furniture: a widget row: weather, a ticker or a date");
+  CHECK(reason_of["Story number 0 again"] == "duplicate: the same URL is already a headline");
+  CHECK(reason_of["Download"] == "furniture: a media file");
 }
 
 TEST_CASE("--try-site works for built-in scrapers, feeds (with --json) and live pages") {

@@ -39,9 +39,9 @@ const json* site_of(const json& news, const std::string& name) {
 TEST_CASE("200 concurrent views during a refresh cause one render per site") {
   splash_standin splash;
   splash.set("https://one.cnn.com/",
-             standin_page::page(cnn_page({{"/a/index.html", "One"}}), 700ms));
+             standin_page::page(cnn_page({{"/a/index.html", "One story"}}), 700ms));
   splash.set("https://two.cnn.com/",
-             standin_page::page(cnn_page({{"/b/index.html", "Two"}}), 700ms));
+             standin_page::page(cnn_page({{"/b/index.html", "Two story"}}), 700ms));
   newsdesk_process nd(json{
       {"splash_url", splash.base_url()},
       {"sites",
@@ -53,7 +53,7 @@ TEST_CASE("200 concurrent views during a refresh cause one render per site") {
   for (int i = 0; i < 200; ++i)
     views.emplace_back([&] {
       auto page = http_get(nd.port, "/news");
-      if (page.status == 200 && page.body.find(">One</a>") != std::string::npos)
+      if (page.status == 200 && page.body.find(">One story</a>") != std::string::npos)
         ++ok;
     });
   for (auto& v : views)
@@ -86,8 +86,10 @@ TEST_CASE("no more than max_concurrent_renders sites render at once") {
 
 TEST_CASE("each site refreshes on its own interval") {
   splash_standin splash;
-  splash.set("https://fast.cnn.com/", standin_page::page(cnn_page({{"/a/index.html", "Fast"}})));
-  splash.set("https://slow.cnn.com/", standin_page::page(cnn_page({{"/b/index.html", "Slow"}})));
+  splash.set("https://fast.cnn.com/",
+             standin_page::page(cnn_page({{"/a/index.html", "Fast story"}})));
+  splash.set("https://slow.cnn.com/",
+             standin_page::page(cnn_page({{"/b/index.html", "Slow story"}})));
   newsdesk_process nd(json{{"splash_url", splash.base_url()},
                            {"refresh", {{"jitter", 0}}},
                            {"sites",
@@ -190,7 +192,8 @@ TEST_CASE("during a cold start each view waits cold_start_wait from its own arri
 
 TEST_CASE("a restart serves the stored headlines at once") {
   splash_standin splash;
-  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a/index.html", "Remembered"}})));
+  splash.set("https://a.cnn.com/",
+             standin_page::page(cnn_page({{"/a/index.html", "Remembered story"}})));
   temp_dir keep;
   auto store = (keep.path / "news.db").string();
   json cfg = {{"splash_url", splash.base_url()},
@@ -208,7 +211,7 @@ TEST_CASE("a restart serves the stored headlines at once") {
   CHECK(answer.elapsed < 1s);
   auto news = json::parse(answer.body);
   REQUIRE(news.at("headlines").size() == 1);
-  CHECK(news.at("headlines")[0].at("title") == "Remembered");
+  CHECK(news.at("headlines")[0].at("title") == "Remembered story");
 }
 
 TEST_CASE("new headlines are marked new, go first, go out over /events, and replay after a "
@@ -314,7 +317,7 @@ TEST_CASE("/events takes the page's site= and q=: a filtered stream hears only w
 
 TEST_CASE("/events ids name the store; an id from another store starts the client over") {
   splash_standin splash;
-  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/1/index.html", "One"}})));
+  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/1/index.html", "One story"}})));
   newsdesk_process nd(json{{"splash_url", splash.base_url()},
                            {"refresh", {{"manual_min_interval", 0}}},
                            {"sites", {site("a", "cnn", "https://a.cnn.com/")}}});
@@ -323,10 +326,10 @@ TEST_CASE("/events ids name the store; an id from another store starts the clien
 
   sse_client live(nd.port);
   REQUIRE(live.wait_for("retry: 3000"));
-  splash.set("https://a.cnn.com/",
-             standin_page::page(cnn_page({{"/1/index.html", "One"}, {"/2/index.html", "Two"}})));
+  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/1/index.html", "One story"},
+                                                                {"/2/index.html", "Two story"}})));
   REQUIRE(send_request(nd.port, "POST", "/api/refresh").status == 202);
-  REQUIRE(live.wait_for("\"title\":\"Two\""));
+  REQUIRE(live.wait_for("\"title\":\"Two story\""));
   // "id: EPOCH:ID", the epoch 32 hex digits made when the store was created.
   auto at = live.received.find("\nid: ");
   REQUIRE(at != std::string::npos);
@@ -342,8 +345,8 @@ TEST_CASE("/events ids name the store; an id from another store starts the clien
   // An id from another store cannot be replayed: a reset with every current headline.
   sse_client stranger(nd.port, "/events", std::string(32, 'f') + ":1");
   REQUIRE(stranger.wait_for("event: reset"));
-  CHECK(stranger.wait_for("\"title\":\"Two\""));
-  CHECK(stranger.received.find("\"title\":\"One\"") != std::string::npos);
+  CHECK(stranger.wait_for("\"title\":\"Two story\""));
+  CHECK(stranger.received.find("\"title\":\"One story\"") != std::string::npos);
 
   // An id past the newest (a browser open across a restore from a backup) and malformed ones
   // start over too, and then hear what comes next: never a silent stream.
@@ -354,17 +357,18 @@ TEST_CASE("/events ids name the store; an id from another store starts the clien
     others.push_back(std::make_unique<sse_client>(nd.port, "/events", bad));
     CAPTURE(bad);
     REQUIRE(others.back()->wait_for("event: reset"));
-    CHECK(others.back()->wait_for("\"title\":\"Two\""));
+    CHECK(others.back()->wait_for("\"title\":\"Two story\""));
   }
   others.push_back(std::make_unique<sse_client>(nd.port, "/events?after="));
   REQUIRE(others.back()->wait_for("event: reset"));
-  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/1/index.html", "One"},
-                                                                {"/2/index.html", "Two"},
-                                                                {"/3/index.html", "Three"}})));
+  splash.set("https://a.cnn.com/",
+             standin_page::page(cnn_page({{"/1/index.html", "One story"},
+                                          {"/2/index.html", "Two story"},
+                                          {"/3/index.html", "Three story"}})));
   REQUIRE(send_request(nd.port, "POST", "/api/refresh").status == 202);
   for (auto& other : others)
     CHECK(other->wait_for("event: headline"));
-  CHECK(resumed.wait_for("\"title\":\"Three\""));
+  CHECK(resumed.wait_for("\"title\":\"Three story\""));
 }
 
 TEST_CASE("a site whose page stops giving what it used to is flagged on its chip, in /readyz, "
@@ -416,7 +420,7 @@ TEST_CASE("a site whose page stops giving what it used to is flagged on its chip
 
 TEST_CASE("a headline forged on the broker's port never reaches /events") {
   splash_standin splash;
-  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a/index.html", "Real"}})));
+  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a/index.html", "Real story"}})));
   newsdesk_process nd(
       json{{"splash_url", splash.base_url()}, {"sites", {site("a", "cnn", "https://a.cnn.com/")}}});
   REQUIRE_MESSAGE(nd.port != 0, nd.log());
@@ -443,7 +447,7 @@ TEST_CASE("a stalled /events client is cut off while others get every event") {
   json sites = json::array();
   for (const auto& n : names) {
     splash.set("https://" + n + ".cnn.com/",
-               standin_page::page(cnn_page({{"/" + n + "/first/index.html", "First"}})));
+               standin_page::page(cnn_page({{"/" + n + "/first/index.html", "First story"}})));
     sites.push_back(site(n, "cnn", "https://" + n + ".cnn.com/"));
   }
   newsdesk_process nd(json{{"splash_url", splash.base_url()}, {"sites", sites}});
@@ -525,7 +529,7 @@ TEST_CASE("the Atom and JSON feeds parse cleanly in a real feed reader") {
   splash_standin splash;
   splash.set("https://a.cnn.com/", standin_page::page(cnn_page(
                                        {{"/1/index.html", "Q&amp;A: &lt;tags&gt; &amp; \"quotes\""},
-                                        {"/2/index.html", "Second"}})));
+                                        {"/2/index.html", "Second story"}})));
   newsdesk_process nd(
       json{{"splash_url", splash.base_url()}, {"sites", {site("a", "cnn", "https://a.cnn.com/")}}});
   REQUIRE_MESSAGE(nd.port != 0, nd.log());
@@ -541,7 +545,7 @@ d = feedparser.parse(sys.argv[1])
 assert d.bozo == 0, d.get("bozo_exception")
 assert d.version == "atom10", d.version
 titles = sorted(e.title for e in d.entries)
-assert titles == ['Q&A: <tags> & "quotes"', "Second"], titles
+assert titles == ['Q&A: <tags> & "quotes"', "Second story"], titles
 assert all(e.id and e.link.startswith("https://a.cnn.com/") and e.published_parsed for e in d.entries)
 f = json.load(open(sys.argv[2]))
 assert f["version"] == "https://jsonfeed.org/version/1.1"
@@ -554,7 +558,7 @@ assert {i["id"] for i in f["items"]} == {e.id for e in d.entries}, "ids differ b
 
 TEST_CASE("manual refreshes are rate limited per site") {
   splash_standin splash;
-  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a/index.html", "A"}})));
+  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a/index.html", "A story"}})));
   newsdesk_process nd(
       json{{"splash_url", splash.base_url()}, {"sites", {site("a", "cnn", "https://a.cnn.com/")}}});
   REQUIRE_MESSAGE(nd.port != 0, nd.log());

@@ -235,8 +235,10 @@ TEST_CASE("filtered views are built at the lowest priority; unfiltered ones neve
 TEST_CASE("work follows the change: a refresh that finds the same page builds nothing, one site's "
           "change leaves another site's view alone") {
   splash_standin splash;
-  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a/1/index.html", "Apples"}})));
-  splash.set("https://b.cnn.com/", standin_page::page(cnn_page({{"/b/1/index.html", "Pears"}})));
+  splash.set("https://a.cnn.com/",
+             standin_page::page(cnn_page({{"/a/1/index.html", "Apples story"}})));
+  splash.set("https://b.cnn.com/",
+             standin_page::page(cnn_page({{"/b/1/index.html", "Pears story"}})));
   // Manual refreshes as often as the test asks (the default allows one per site every 10 s).
   newsdesk_process nd(json{
       {"splash_url", splash.base_url()},
@@ -274,8 +276,9 @@ TEST_CASE("work follows the change: a refresh that finds the same page builds no
   CHECK(http_get(nd.port, "/news.json").header("ETag") == etag);
 
   // A new headline on a: the shared views are rebuilt; b's own view is not.
-  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a/2/index.html", "Plums"},
-                                                                {"/a/1/index.html", "Apples"}})));
+  splash.set("https://a.cnn.com/",
+             standin_page::page(cnn_page(
+                 {{"/a/2/index.html", "Plums story"}, {"/a/1/index.html", "Apples story"}})));
   REQUIRE(send_request(nd.port, "POST", "/api/refresh?site=a").status == 202);
   REQUIRE(eventually(
       [&] { return json::parse(http_get(nd.port, "/news.json").body).at("headlines").size() == 3; },

@@ -94,9 +94,11 @@ TEST_CASE("two sites with the same headline tell one story: in /news.json, on th
           "/events") {
   splash_standin splash;
   const std::string title = "Volcano erupts near Naples, thousands evacuated";
-  splash.set("https://a.cnn.com/", standin_page::page(cnn_page(
-                                       {{"/v/index.html", title}, {"/w/index.html", "Markets"}})));
-  splash.set("https://b.cnn.com/", standin_page::page(cnn_page({{"/x/index.html", "Sports"}})));
+  splash.set(
+      "https://a.cnn.com/",
+      standin_page::page(cnn_page({{"/v/index.html", title}, {"/w/index.html", "Markets rally"}})));
+  splash.set("https://b.cnn.com/",
+             standin_page::page(cnn_page({{"/x/index.html", "Sports results"}})));
   newsdesk_process nd(json{
       {"splash_url", splash.base_url()},
       {"refresh", {{"manual_min_interval", 0}}},
@@ -106,7 +108,7 @@ TEST_CASE("two sites with the same headline tell one story: in /news.json, on th
   sse_client live(nd.port);
   REQUIRE(live.wait_for("retry: 3000"));
 
-  splash.set("https://b.cnn.com/", standin_page::page(cnn_page({{"/x/index.html", "Sports"},
+  splash.set("https://b.cnn.com/", standin_page::page(cnn_page({{"/x/index.html", "Sports results"},
                                                                 {"/naples/index.html", title}})));
   REQUIRE(send_request(nd.port, "POST", "/api/refresh?site=b").status == 202);
   REQUIRE(live.wait_for("Naples"));

@@ -203,6 +203,28 @@ TEST_CASE("a site file's bad render options are reported against the site file")
   }
 }
 
+TEST_CASE("a feed site file's url is the site's home page; its feed is what is fetched") {
+  auto r = std::make_shared<newsdesk::scrapers::registry>();
+  r->add(newsdesk::scrapers::parse_site_file(
+      R"({"name": "blog", "feed": "https://feeds.example/blog.xml", "url": "https://blog.example/"})",
+      "sites/blog.json"));
+  r->add(newsdesk::scrapers::parse_site_file(
+      R"({"name": "plain", "feed": "https://plain.example/rss"})", "sites/plain.json"));
+  r->add(newsdesk::scrapers::parse_site_file(R"({"name": "page", "url": "https://page.example/"})",
+                                             "sites/page.json"));
+  const std::shared_ptr<const newsdesk::scrapers::registry> registry = std::move(r);
+  auto sites = resolve_sites(config(), registry);
+  REQUIRE(sites.size() == 3);
+  std::map<std::string, site_config> by_name;
+  for (const auto& s : sites)
+    by_name[s.name] = s;
+  CHECK(by_name["blog"].url == "https://feeds.example/blog.xml");
+  CHECK(by_name["blog"].renderer == "feed");
+  CHECK(by_name["blog"].home == "https://blog.example/");
+  CHECK(by_name["plain"].home == "https://plain.example/rss"); // no home given: the feed
+  CHECK(by_name["page"].home == "https://page.example/");
+}
+
 TEST_CASE("config.example.json lists every setting of the table, each at its default") {
   std::ifstream in(std::string(NEWSDESK_SOURCE_DIR) + "/config.example.json");
   REQUIRE(in);

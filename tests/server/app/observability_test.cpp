@@ -23,8 +23,8 @@ double metric(const std::string& text, const std::string& series) {
 
 TEST_CASE("/metrics counts requests, refreshes, site state and the broker in Prometheus format") {
   splash_standin splash;
-  splash.set("https://a.cnn.com/",
-             standin_page::page(cnn_page({{"/a/index.html", "A"}, {"/b/index.html", "B"}})));
+  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a/index.html", "A story"},
+                                                                {"/b/index.html", "B story"}})));
   splash.set("https://down.cnn.com/", standin_page::error(502));
   newsdesk_process nd(json{
       {"splash_url", splash.base_url()},
@@ -83,7 +83,7 @@ TEST_CASE("/readyz says why it is not ready until a site has refreshed") {
   CHECK(body.at("reasons")[0] == "no site has refreshed within its interval yet");
   CHECK(http_get(nd.port, "/healthz").status == 200); // alive all the same
 
-  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a/index.html", "A"}})));
+  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a/index.html", "A story"}})));
   // Until the hanging render times out (2 s + grace, later on a slow sanitized build) a manual
   // refresh only finds it running; ask until one starts.
   REQUIRE(eventually(
