@@ -42,6 +42,9 @@ namespace {
 
 // The topic new headlines go out on, for any broker client to follow.
 constexpr const char* headlines_topic = "/topic/headlines";
+// Each site's headlines, one message each, the latest retained: MQTT's newsdesk/headlines/<site>
+// (the broker maps MQTT topic T to channel /topic/T; only newsdesk may publish under it).
+constexpr std::string_view site_headlines_prefix = "/topic/newsdesk/headlines/";
 
 std::int64_t unix_ms_now() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -245,6 +248,10 @@ struct application::parts {
         if (pubsub)
           try {
             pubsub->publish(headlines_topic, headlines_json(update.added));
+            // Ids ascend, so each site's last one, the one kept, is its latest.
+            for (const auto& item : update.added)
+              pubsub->publish_retained(std::string(site_headlines_prefix) + item.headline.site,
+                                       headline_json(item));
           } catch (const std::exception& e) {
             log_warn("msg=\"cannot publish headlines\" error=" + logfmt_quoted(e.what()));
           }
@@ -310,6 +317,11 @@ struct application::parts {
       auto endpoint = pubsub->local_endpoint();
       log_info("msg=listening service=broker address=" + endpoint.address().to_string() + ":" +
                std::to_string(endpoint.port()));
+      if (cfg.broker.mqtt.enabled) {
+        auto mqtt = pubsub->mqtt_endpoint();
+        log_info("msg=listening service=mqtt address=" + mqtt.address().to_string() + ":" +
+                 std::to_string(mqtt.port()));
+      }
     }
     wait_for_hangup();
     terminate.async_wait([this](boost::system::error_code ec, int signal) {
