@@ -130,6 +130,21 @@ void server::publish(std::string_view channel, std::string_view data, bool retai
                               retain] { c->publish_local(name, b, size, retain); });
 }
 
+void server::retain(std::string_view channel, std::string_view data) {
+  const config& cfg = core_->cfg();
+  if (!channel.starts_with("/topic/") || channel.size() == 7)
+    throw std::invalid_argument("broker: only /topic/ channels have retained messages");
+  if (channel.size() > cfg.max_channel_name)
+    throw std::length_error("broker: channel name exceeds max_channel_name");
+  if (data.size() > cfg.max_frame_bytes)
+    throw std::length_error("broker: retained message exceeds max_frame_bytes");
+  net::post(core_->strand(),
+            [c = core_, topic = std::string(channel.substr(7)), d = std::string(data)] {
+              if (!c->shutting_down())
+                c->mqtt().retain(topic, d, 1);
+            });
+}
+
 subscription server::subscribe(std::string_view channel, message_handler on_message) {
   if (channel.empty())
     throw std::invalid_argument("broker: subscribe to an empty channel name");

@@ -99,6 +99,9 @@ class server {
   /// publish(), and on a /topic/ channel also keeps `data` as the MQTT retained message of its
   /// topic (sent to every later MQTT subscriber; bounded by cfg.mqtt.max_retained_*).
   void publish_retained(std::string_view channel, std::string_view data);
+  /// Keeps `data` as the MQTT retained message of a /topic/ channel's topic without publishing
+  /// it: later MQTT subscribers get it, nobody gets it now. Same limits as publish().
+  void retain(std::string_view channel, std::string_view data);
 
   /// Subscribes code in this process to a fan-out channel (/topic or any name not starting with
   /// /queue): `on_message` gets the data of every message published on exactly that channel,
