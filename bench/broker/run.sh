@@ -6,8 +6,8 @@
 #
 #   bench/broker/run.sh     # REPEAT=5 MESSAGES=100000 RATES="10000 50000" CONNS=10000
 #   PROTOS=mqtt bench/broker/run.sh   # only the MQTT loads (PROTOS="frame mqtt" by default)
-#   MQTT loads: MQTT_SUBS=100 subscribers, MQTT_MESSAGES=20000, MQTT_RATE=50000 msg/s to
-#   MQTT_LAT_SUBS=10 subscribers for latency, CONNS idle connections; QoS 0, 100-byte payloads.
+#   MQTT loads: MQTT_SUBS=100 subscribers, MQTT_MESSAGES=50000, MQTT_RATE=50000 msg/s to each
+#   of MQTT_LAT_SUBS="1 10" subscribers for latency, CONNS idle connections; QoS 0, 100 bytes.
 #
 # Exits non-zero if any run of any load lost, duplicated or reordered a message, if a load
 # generator run failed, or if the idle probe did not reach every idle subscriber.
@@ -23,9 +23,9 @@ COUNT="${COUNT:-1000}"
 REDIS_PORT="${REDIS_PORT:-26399}"
 PROTOS="${PROTOS:-frame mqtt}"
 MQTT_SUBS="${MQTT_SUBS:-100}"
-MQTT_MESSAGES="${MQTT_MESSAGES:-20000}"
+MQTT_MESSAGES="${MQTT_MESSAGES:-50000}"
 MQTT_RATE="${MQTT_RATE:-50000}"
-MQTT_LAT_SUBS="${MQTT_LAT_SUBS:-10}"
+MQTT_LAT_SUBS="${MQTT_LAT_SUBS:-1 10}"
 MOSQUITTO_PORT="${MOSQUITTO_PORT:-26883}"
 frame=0; mqtt=0
 [[ " $PROTOS " == *" frame "* ]] && frame=1
@@ -165,7 +165,9 @@ if ((frame)); then
 fi
 if ((mqtt)); then
   mpair mfan --mode topic --subs "$MQTT_SUBS" --messages "$MQTT_MESSAGES"
-  mpair mlat --mode topic --subs "$MQTT_LAT_SUBS" --messages "$((MQTT_RATE * 2))" --rate "$MQTT_RATE"
+  for subs in $MQTT_LAT_SUBS; do
+    mpair "mlat$subs" --mode topic --subs "$subs" --messages "$((MQTT_RATE * 2))" --rate "$MQTT_RATE"
+  done
 fi
 # Fresh servers for the idle figures: nothing left over from the runs above in any RSS.
 stop_servers
@@ -242,16 +244,21 @@ if ((mqtt)); then
   }
   mrow "fan-out 1->$MQTT_SUBS, deliveries/s" mfan deliveries_per_s
   mrow "fan-out 1->$MQTT_SUBS, deliveries per server CPU-second" mfan deliveries_per_server_cpu_s
-  for p in p50 p99; do
-    mrow "1->$MQTT_LAT_SUBS at $MQTT_RATE msg/s, $p latency (us)" mlat "${p}_us"
+  for subs in $MQTT_LAT_SUBS; do
+    mrow "1->$subs at $MQTT_RATE msg/s, deliveries/s" "mlat$subs" deliveries_per_s
+    for p in p50 p99; do
+      mrow "1->$subs at $MQTT_RATE msg/s, $p latency (us)" "mlat$subs" "${p}_us"
+    done
   done
   mrow "RSS per idle MQTT connection, $CONNS conns (bytes)" midle bytes_per_conn
   echo
   echo "idle connections that received the probe: newsdesk=$(med midle m reached) mosquitto=$(med midle q reached) of $CONNS"
   echo "median server CPU share / run-queue wait, fan-out: newsdesk $(med mfan m server_cpu) / $(med mfan m server_runq), mosquitto $(med mfan q server_cpu) / $(med mfan q server_runq)"
-  echo "mosquitto median losses (reported, not checked): fan-out $(med mfan q lost), latency $(med mlat q lost)"
+  echo "mosquitto median losses (reported, not checked): fan-out $(med mfan q lost), latency $(for subs in $MQTT_LAT_SUBS; do printf '%s ' "$(med "mlat$subs" q lost)"; done)"
   check mfan m
-  check mlat m
+  for subs in $MQTT_LAT_SUBS; do
+    check "mlat$subs" m
+  done
   [[ "$(med midle m reached)" == "$CONNS" ]] || failures+=("midle/m: probe reached $(med midle m reached) of $CONNS")
 fi
 if ((${#failures[@]})); then
