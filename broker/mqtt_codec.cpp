@@ -559,7 +559,9 @@ error parse_disconnect(std::string_view body, std::uint8_t flags, std::uint8_t v
 }
 
 std::size_t varint_bytes(std::uint32_t n) noexcept {
-  return n < 128 ? 1 : n < 16384 ? 2 : n < 2097152 ? 3 : 4;
+  // Past 268435455 MQTT has no encoding; counting the fifth byte write_varint then writes keeps
+  // buffers sized by this function safe (only a max_frame_bytes above 256 MiB gets there).
+  return n < 128 ? 1 : n < 16384 ? 2 : n < 2097152 ? 3 : n < 268435456 ? 4 : 5;
 }
 
 char* write_varint(char* out, std::uint32_t n) noexcept {

@@ -194,7 +194,8 @@ struct connack_properties {
   std::string_view assigned_client_id;
 };
 
-/// Bytes of the variable-length integer `n` (n < 268435456).
+/// Bytes of the variable-length integer `n` (5 past 268435455, which MQTT cannot encode:
+/// write_varint writes that many, so buffers stay safe though the packet is invalid).
 [[nodiscard]] std::size_t varint_bytes(std::uint32_t n) noexcept;
 /// Writes it at out; returns the position after it.
 char* write_varint(char* out, std::uint32_t n) noexcept;
