@@ -11,6 +11,9 @@
 //   core.hpp            registry, sweep, shutdown: the protocol-neutral broker
 //   listener.hpp        the accept loop
 //   session.hpp         the frame protocol's connection
+//   mqtt_codec.hpp      MQTT 3.1.1 / 5.0 packets (pure)
+//   mqtt_router.hpp     MQTT sessions, wildcard tree, retained messages, QoS 1 windows
+//   mqtt_session.hpp    an MQTT connection
 #include "broker/broker.hpp"
 
 #include <cstring>
@@ -24,6 +27,7 @@
 #include "broker/core.hpp"
 #include "broker/frame.hpp"
 #include "broker/listener.hpp"
+#include "broker/mqtt_session.hpp"
 #include "broker/session.hpp"
 
 namespace newsdesk::broker {
@@ -37,43 +41,78 @@ using boost::system::error_code;
 
 server::server(net::io_context& ioc, config cfg)
     : core_(detail::core::create(ioc, std::move(cfg)))
-    , listener_(std::make_shared<detail::listener>(core_, &detail::make_frame_session)) {}
+    , listener_(std::make_shared<detail::listener>(core_, &detail::make_frame_session)) {
+  if (core_->cfg().mqtt.enabled)
+    mqtt_listener_ = std::make_shared<detail::listener>(core_, &detail::make_mqtt_session);
+}
 
 server::~server() {
   // Connections still open keep the core alive through their pending operations; make sure
   // nothing keeps accepting once the owner is gone.
-  net::post(core_->strand(), [c = core_, l = listener_] {
+  net::post(core_->strand(), [c = core_, l = listener_, m = mqtt_listener_] {
     if (!c->shutting_down()) {
       l->close();
+      if (m)
+        m->close();
       c->shutdown(nullptr);
     }
   });
 }
 
 void server::listen(error_code& ec) {
-  listener_->listen(core_->cfg().address, core_->cfg().port, ec);
+  const config& cfg = core_->cfg();
+  listener_->listen(cfg.address, cfg.port, ec);
+  if (!ec && mqtt_listener_) {
+    mqtt_listener_->listen(cfg.address, cfg.mqtt.port, ec);
+    if (ec)
+      listener_->close();
+  }
 }
 
 void server::listen() {
+  const config& cfg = core_->cfg();
   error_code ec;
-  listen(ec);
+  listener_->listen(cfg.address, cfg.port, ec);
   if (ec)
-    throw std::system_error(ec, "broker: cannot listen on " + core_->cfg().address + ":" +
-                                    std::to_string(core_->cfg().port));
+    throw std::system_error(ec, "broker: cannot listen on " + cfg.address + ":" +
+                                    std::to_string(cfg.port));
+  if (mqtt_listener_) {
+    mqtt_listener_->listen(cfg.address, cfg.mqtt.port, ec);
+    if (ec) {
+      listener_->close();
+      throw std::system_error(ec, "broker: cannot listen for MQTT on " + cfg.address + ":" +
+                                      std::to_string(cfg.mqtt.port));
+    }
+  }
 }
 
 tcp::endpoint server::local_endpoint() const {
   return listener_->local_endpoint();
 }
 
+tcp::endpoint server::mqtt_endpoint() const {
+  return mqtt_listener_ ? mqtt_listener_->local_endpoint() : tcp::endpoint{};
+}
+
 void server::start() {
-  net::post(core_->strand(), [c = core_, l = listener_] {
-    if (c->start())
+  net::post(core_->strand(), [c = core_, l = listener_, m = mqtt_listener_] {
+    if (c->start()) {
       l->start();
+      if (m)
+        m->start();
+    }
   });
 }
 
 void server::publish(std::string_view channel, std::string_view data) {
+  publish(channel, data, false);
+}
+
+void server::publish_retained(std::string_view channel, std::string_view data) {
+  publish(channel, data, true);
+}
+
+void server::publish(std::string_view channel, std::string_view data, bool retain) {
   const config& cfg = core_->cfg();
   // The same limits a network publisher meets; a longer name would become a table key that
   // no network client could ever subscribe to.
@@ -87,9 +126,23 @@ void server::publish(std::string_view channel, std::string_view data) {
   auto block = detail::make_block(size);
   write_length(block.get(), static_cast<std::uint32_t>(data.size()));
   std::memcpy(block.get() + frame_header_bytes, data.data(), data.size());
-  net::post(core_->strand(), [c = core_, name = std::string(channel), b = std::move(block), size] {
-    c->publish_local(name, b, size);
-  });
+  net::post(core_->strand(), [c = core_, name = std::string(channel), b = std::move(block), size,
+                              retain] { c->publish_local(name, b, size, retain); });
+}
+
+void server::retain(std::string_view channel, std::string_view data) {
+  const config& cfg = core_->cfg();
+  if (!channel.starts_with("/topic/") || channel.size() == 7)
+    throw std::invalid_argument("broker: only /topic/ channels have retained messages");
+  if (channel.size() > cfg.max_channel_name)
+    throw std::length_error("broker: channel name exceeds max_channel_name");
+  if (data.size() > cfg.max_frame_bytes)
+    throw std::length_error("broker: retained message exceeds max_frame_bytes");
+  net::post(core_->strand(),
+            [c = core_, topic = std::string(channel.substr(7)), d = std::string(data)] {
+              if (!c->shutting_down())
+                c->mqtt().retain(topic, d, 1);
+            });
 }
 
 subscription server::subscribe(std::string_view channel, message_handler on_message) {
@@ -114,10 +167,13 @@ stats_snapshot server::stats() const {
 }
 
 void server::async_shutdown(std::function<void()> handler) {
-  net::post(core_->strand(), [c = core_, l = listener_, h = std::move(handler)]() mutable {
-    l->close();
-    c->shutdown(std::move(h));
-  });
+  net::post(core_->strand(),
+            [c = core_, l = listener_, m = mqtt_listener_, h = std::move(handler)]() mutable {
+              l->close();
+              if (m)
+                m->close();
+              c->shutdown(std::move(h));
+            });
 }
 
 const config& server::settings() const noexcept {

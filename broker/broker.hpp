@@ -74,13 +74,16 @@ class server {
   server(const server&) = delete;
   server& operator=(const server&) = delete;
 
-  /// Opens, binds and listens on cfg.address:cfg.port. Not thread-safe; call once, before
-  /// start(). The first form throws std::system_error whose message names the address.
+  /// Opens, binds and listens on cfg.address:cfg.port, and on cfg.address:cfg.mqtt.port for
+  /// MQTT when cfg.mqtt.enabled. Not thread-safe; call once, before start(). The first form
+  /// throws std::system_error whose message names the address; on failure neither listens.
   void listen();
   void listen(boost::system::error_code& ec);
 
   /// The bound endpoint (the real port when cfg.port was 0). Valid after listen().
   [[nodiscard]] boost::asio::ip::tcp::endpoint local_endpoint() const;
+  /// The MQTT listener's bound endpoint; a default endpoint (port 0) when MQTT is disabled.
+  [[nodiscard]] boost::asio::ip::tcp::endpoint mqtt_endpoint() const;
 
   /// Starts accepting connections and the housekeeping timer. Returns at once.
   void start();
@@ -93,6 +96,12 @@ class server {
   /// cfg.max_frame_bytes (the limits a network publisher meets), std::invalid_argument if
   /// channel is empty.
   void publish(std::string_view channel, std::string_view data);
+  /// publish(), and on a /topic/ channel also keeps `data` as the MQTT retained message of its
+  /// topic (sent to every later MQTT subscriber; bounded by cfg.mqtt.max_retained_*).
+  void publish_retained(std::string_view channel, std::string_view data);
+  /// Keeps `data` as the MQTT retained message of a /topic/ channel's topic without publishing
+  /// it: later MQTT subscribers get it, nobody gets it now. Same limits as publish().
+  void retain(std::string_view channel, std::string_view data);
 
   /// Subscribes code in this process to a fan-out channel (/topic or any name not starting with
   /// /queue): `on_message` gets the data of every message published on exactly that channel,
@@ -138,6 +147,8 @@ class server {
  private:
   std::shared_ptr<detail::core> core_;
   std::shared_ptr<detail::listener> listener_;
+  std::shared_ptr<detail::listener> mqtt_listener_; // null when MQTT is disabled
+  void publish(std::string_view channel, std::string_view data, bool retain);
 };
 
 } // namespace newsdesk::broker

@@ -25,7 +25,8 @@ std::shared_ptr<channel> channel_index::find_or_create(std::string_view name, bo
 }
 
 void channel_index::maybe_erase(channel& ch) {
-  if (ch.subs.empty() && ch.locals.empty() && ch.backlog.empty() && ch.blocked.empty()) {
+  if (ch.subs.empty() && ch.locals.empty() && ch.mqtt_subs.empty() && ch.backlog.empty() &&
+      ch.blocked.empty()) {
     // Only the table's own entry: a channel erased before may still be referenced by a step
     // posted earlier, and a new one of the same name must not go with it.
     if (auto it = channels_.find(ch.name); it != channels_.end() && it->second.get() == &ch) {

@@ -27,6 +27,7 @@
 namespace newsdesk::broker::detail {
 
 class peer;
+struct mqtt_subscription;
 
 /// /queue channels deliver round-robin with a backlog; every other name fans out (/topic).
 [[nodiscard]] inline bool is_queue_name(std::string_view name) {
@@ -39,6 +40,9 @@ struct channel {
   std::vector<peer*> subs; // index kept in peer::chan_index_, so removal is O(1)
   // In-process subscribers (never on a /queue): few per channel, so removal is a linear erase.
   std::vector<std::shared_ptr<local_subscriber>> locals;
+  // MQTT subscriptions whose filter is exactly this /topic/ channel's topic (mqtt_router.hpp);
+  // index kept in mqtt_subscription::slot.
+  std::vector<mqtt_subscription*> mqtt_subs;
 
   // /queue delivery state (queue_delivery).
   std::size_t rr = 0; // next subscriber in turn

@@ -1,5 +1,6 @@
 #include "broker/config.hpp"
 
+#include "broker/mqtt_codec.hpp"
 #include "server/core/settings.hpp"
 
 #include <fstream>
@@ -28,6 +29,95 @@ settings::setting slow_consumer_row() {
       [](config& c, const nlohmann::json& v) {
         c.slow_consumer = v == "disconnect" ? slow_consumer_policy::disconnect
                                             : slow_consumer_policy::drop_newest;
+      });
+}
+
+// A row for a field of config::mqtt, under "mqtt.".
+template <class T> settings::setting mqtt_field(T mqtt_config::*member, const settings::spec& s) {
+  return settings::project(field(member, s), &config::mqtt);
+}
+
+settings::setting mqtt_anonymous_row() {
+  return settings::custom<config>(
+      {.path = "mqtt.anonymous",
+       .choices = {"loopback", "always", "never"},
+       .help = "MQTT clients without a user name: from loopback addresses only, from anywhere, "
+               "or never"},
+      kind::text,
+      [](const config& c) {
+        switch (c.mqtt.anonymous) {
+        case mqtt_anonymous::always:
+          return nlohmann::json("always");
+        case mqtt_anonymous::never:
+          return nlohmann::json("never");
+        case mqtt_anonymous::loopback:
+          break;
+        }
+        return nlohmann::json("loopback");
+      },
+      [](config& c, const nlohmann::json& v) {
+        c.mqtt.anonymous = v == "always"  ? mqtt_anonymous::always
+                           : v == "never" ? mqtt_anonymous::never
+                                          : mqtt_anonymous::loopback;
+      });
+}
+
+// A list of topic filters in a user entry: an array of strings, each a valid filter.
+std::vector<std::string> filters_of(const nlohmann::json& v, const std::string& path) {
+  std::vector<std::string> out;
+  if (!v.is_array())
+    throw settings::error(path + ": expected an array of topic filters");
+  for (const auto& f : v) {
+    if (!f.is_string() || !mqtt::valid_topic_filter(f.get<std::string>()))
+      throw settings::error(path + ": " + f.dump() + " is not an MQTT topic filter");
+    out.push_back(f.get<std::string>());
+  }
+  return out;
+}
+
+settings::setting mqtt_users_row() {
+  return settings::custom<config>(
+      {.path = "mqtt.users",
+       .help = "MQTT users: [{\"name\", \"password\", \"read\": [filters], \"write\": "
+               "[filters]}]; read defaults to [\"newsdesk/#\"], write to []"},
+      kind::list,
+      [](const config& c) {
+        auto out = nlohmann::json::array();
+        for (const auto& u : c.mqtt.users)
+          out.push_back(
+              {{"name", u.name}, {"password", u.password}, {"read", u.read}, {"write", u.write}});
+        return out;
+      },
+      [](config& c, const nlohmann::json& v) {
+        std::vector<mqtt_user> users;
+        for (std::size_t i = 0; i < v.size(); ++i) {
+          const std::string path = "mqtt.users[" + std::to_string(i) + "]";
+          const auto& e = v[i];
+          if (!e.is_object())
+            throw settings::error(path + ": expected an object with name and password");
+          mqtt_user u;
+          for (const auto& [key, value] : e.items()) {
+            if (key == "name" && value.is_string())
+              u.name = value.get<std::string>();
+            else if (key == "password" && value.is_string())
+              u.password = value.get<std::string>();
+            else if (key == "read")
+              u.read = filters_of(value, path + ".read");
+            else if (key == "write")
+              u.write = filters_of(value, path + ".write");
+            else
+              throw settings::error(path + "." + key +
+                                    ": unknown key or wrong type (name, password: strings; "
+                                    "read, write: arrays of topic filters)");
+          }
+          if (u.name.empty() || !mqtt::valid_utf8(u.name))
+            throw settings::error(path + ".name: expected a non-empty UTF-8 user name");
+          for (const auto& other : users)
+            if (other.name == u.name)
+              throw settings::error(path + ".name: \"" + u.name + "\" is listed twice");
+          users.push_back(std::move(u));
+        }
+        c.mqtt.users = std::move(users);
       });
 }
 
@@ -134,6 +224,52 @@ settings::table<config> make_table() {
                 {.path = "send_buffer_bytes",
                  .unit = "bytes",
                  .help = "SO_SNDBUF of each connection (0: the kernel's autotuning)"}),
+          mqtt_field(&mqtt_config::enabled,
+                     {.path = "mqtt.enabled", .help = "run the MQTT listener beside the broker"}),
+          mqtt_field(&mqtt_config::port,
+                     {.path = "mqtt.port", .help = "MQTT listen port, on address (0: any free)"}),
+          mqtt_field(&mqtt_config::max_packet_bytes,
+                     {.path = "mqtt.max_packet_bytes",
+                      .unit = "bytes",
+                      .min = 64,
+                      .max = 268435455,
+                      .help = "largest MQTT packet; a larger one closes the connection"}),
+          mqtt_field(&mqtt_config::max_inflight,
+                     {.path = "mqtt.max_inflight",
+                      .min = 1,
+                      .max = 65535,
+                      .help = "QoS 1 messages sent to a client and not yet acknowledged"}),
+          mqtt_field(&mqtt_config::max_queued_messages,
+                     {.path = "mqtt.max_queued_messages",
+                      .help = "QoS 1 messages kept for one session behind its window"}),
+          mqtt_field(&mqtt_config::max_session_expiry,
+                     {.path = "mqtt.max_session_expiry",
+                      .unit = "seconds",
+                      .min = 0,
+                      .max = 4294967,
+                      .help = "longest a session is kept after its client left"}),
+          mqtt_field(&mqtt_config::max_sessions,
+                     {.path = "mqtt.max_sessions",
+                      .min = 1,
+                      .help = "MQTT sessions at once, connected or kept"}),
+          mqtt_field(&mqtt_config::max_subscriptions,
+                     {.path = "mqtt.max_subscriptions",
+                      .min = 1,
+                      .help = "subscriptions of one MQTT session"}),
+          mqtt_field(&mqtt_config::max_retained_messages,
+                     {.path = "mqtt.max_retained_messages", .help = "retained messages kept"}),
+          mqtt_field(&mqtt_config::max_retained_bytes,
+                     {.path = "mqtt.max_retained_bytes",
+                      .unit = "bytes",
+                      .help = "payload bytes of all retained messages"}),
+          mqtt_anonymous_row(),
+          mqtt_field(&mqtt_config::anonymous_read,
+                     {.path = "mqtt.anonymous_read",
+                      .help = "topic filters anonymous clients may subscribe to, comma-separated"}),
+          mqtt_field(&mqtt_config::anonymous_write,
+                     {.path = "mqtt.anonymous_write",
+                      .help = "topic filters anonymous clients may publish to, comma-separated"}),
+          mqtt_users_row(),
       },
   }});
 }
@@ -198,6 +334,10 @@ void apply_listen_spec(config& c, const std::string& spec) {
     throw std::invalid_argument("--listen: port out of range in \"" + spec + "\"");
   c.address = addr.empty() ? "127.0.0.1" : addr;
   c.port = static_cast<std::uint16_t>(port);
+  // Port 0 is how tests start a broker: the MQTT listener then takes any free port too, instead
+  // of every test's broker racing for 1883.
+  if (port == 0)
+    c.mqtt.port = 0;
 }
 
 } // namespace newsdesk::broker

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -28,6 +29,66 @@ enum class slow_consumer_policy {
   drop_newest,
   /// The subscriber is disconnected as soon as a message does not fit in its queue.
   disconnect,
+};
+
+/// A user of the MQTT listener and the topics it may use, as MQTT topic filters ("newsdesk/#").
+struct mqtt_user {
+  std::string name;
+  /// Compared by SHA-256 digest in constant time, like the frame protocol's token.
+  std::string password;
+  std::vector<std::string> read{"newsdesk/#"};
+  std::vector<std::string> write;
+};
+
+/// Who may connect to the MQTT listener without a user name.
+enum class mqtt_anonymous {
+  loopback, ///< clients connecting from 127.0.0.0/8 or ::1 only
+  always,
+  never,
+};
+
+/// The MQTT 3.1.1 / 5.0 listener (docs/broker.md, "MQTT"). It shares the channel index, queues
+/// and slow-consumer policy of config below: MQTT topic `a/b` is channel `/topic/a/b`.
+struct mqtt_config {
+  /// Listens beside the frame protocol, on config::address.
+  bool enabled = true;
+  /// The IANA port for MQTT. apply_listen_spec with port 0 (tests) sets this to 0 too, so two
+  /// brokers started for tests never race for 1883.
+  std::uint16_t port = 1883;
+  /// Largest packet accepted (and announced to MQTT 5 clients as Maximum Packet Size); a
+  /// larger announced length closes the connection before the body is read. 1 MiB matches
+  /// max_frame_bytes: a message either protocol accepts can be delivered to the other.
+  std::size_t max_packet_bytes = 1024 * 1024;
+  /// QoS 1 messages sent to one client and not yet acknowledged (the in-flight window; an MQTT
+  /// 5 client's Receive Maximum lowers it). 32 keeps a round trip's worth in flight on a
+  /// fast link while bounding what a reconnect resends.
+  std::size_t max_inflight = 32;
+  /// QoS 1 messages waiting for one session behind its window, connected or not: what a
+  /// persistent session collects while its client is away. Past it, new ones are dropped
+  /// (drops.queue_full). 1000 headlines is days of news.
+  std::size_t max_queued_messages = 1000;
+  /// A session that persists (clean session 0 in 3.1.1, Session Expiry Interval in 5) is
+  /// kept at most this long after its client left; 3.1.1 sessions, which ask for "forever",
+  /// get this. Bounds what clients that never come back cost.
+  std::chrono::milliseconds max_session_expiry{3600 * 1000};
+  /// Sessions at once, connected or kept. A CONNECT needing one more is refused (quota
+  /// exceeded / server unavailable). Twice max_connections' default leaves room for as many
+  /// kept sessions as live ones.
+  std::size_t max_sessions = 32768;
+  /// Subscriptions of one session; past it SUBACK refuses the filter. Wildcard filters live in
+  /// a tree every publish walks, so this bounds that tree per client.
+  std::size_t max_subscriptions = 100;
+  /// Retained messages kept, in count and payload bytes; past either, a new retained topic is
+  /// not kept (the message is still delivered). 10000 is thousands of sites' latest headline.
+  std::size_t max_retained_messages = 10000;
+  std::size_t max_retained_bytes = 16 * 1024 * 1024;
+  mqtt_anonymous anonymous = mqtt_anonymous::loopback;
+  /// Topic filters anonymous clients may subscribe to and publish to, comma-separated.
+  /// Publishing under reserved_prefixes (newsdesk/) is refused to everyone.
+  std::string anonymous_read = "#";
+  std::string anonymous_write = "#";
+  /// Named users; a client presenting a user name must match one.
+  std::vector<mqtt_user> users;
 };
 
 struct config {
@@ -101,9 +162,10 @@ struct config {
   /// Channel name prefixes network clients may not publish to (comma-separated): only the
   /// process the broker runs in publishes there (server::publish). newsdesk's headlines go out
   /// on /topic/headlines, which /events shows to every reader, so a network client publishing
-  /// there could put words on everyone's page. A publish there closes the connection
-  /// (disconnects.reserved_channel). Empty: none reserved.
-  std::string reserved_prefixes = "/topic/headlines";
+  /// there could put words on everyone's page; the same holds for MQTT's newsdesk/ topics
+  /// (/topic/newsdesk/...). A frame-protocol publish there closes the connection
+  /// (disconnects.reserved_channel); MQTT's answer is in docs/broker.md. Empty: none reserved.
+  std::string reserved_prefixes = "/topic/headlines,/topic/newsdesk/";
   /// A shared secret. When set, a client's first frame must be exactly this token (compared in
   /// constant time) before its subscribe frame; any other first frame closes the connection
   /// (disconnects.auth_failed). Empty: no authentication (listen on loopback, as by default).
@@ -136,6 +198,8 @@ struct config {
   /// Linux). A small value makes the queue limits above, not kernel memory, bound what a stuck
   /// subscriber costs.
   std::size_t send_buffer_bytes = 0;
+
+  mqtt_config mqtt;
 };
 
 /// Every broker setting, one row each: key, unit, range, help. Built once; any thread may read it.
@@ -150,6 +214,7 @@ void from_json(const nlohmann::json& j, config& c);
 config load_config_file(const std::string& path);
 
 /// Parses "ADDR:PORT" (or "[v6]:PORT") into c.address/c.port; throws std::invalid_argument.
+/// Port 0 also sets c.mqtt.port to 0 (tests: every listener on a free port).
 void apply_listen_spec(config& c, const std::string& spec);
 
 } // namespace newsdesk::broker

@@ -30,12 +30,15 @@ core::core(boost::asio::io_context& ioc, config cfg)
     , index_(ctx_)
     , flush_(ctx_)
     , queues_(ctx_, index_, flush_)
-    , delivery_(ctx_, index_, queues_, flush_)
+    , mqtt_(ctx_, index_, flush_)
+    , delivery_(ctx_, index_, queues_, flush_, mqtt_)
     , sweep_timer_(ctx_.strand)
     , shutdown_timer_(ctx_.strand) {
   const config& c = ctx_.cfg;
+  // The leftover of either protocol (a frame pair, or one MQTT packet) plus one read.
   read_buffer_size_ =
-      c.read_chunk_bytes + c.max_frame_bytes + c.max_channel_name + 2 * frame_header_bytes;
+      c.read_chunk_bytes + std::max(c.max_frame_bytes + c.max_channel_name + 2 * frame_header_bytes,
+                                    c.mqtt.enabled ? c.mqtt.max_packet_bytes : 0);
   iov_.reserve(max_iov);
   ping_block_ = make_block(frame_header_bytes);
   write_length(ping_block_.get(), 0);
@@ -96,6 +99,7 @@ void core::sweep() {
   for (auto& [p, why] : doomed)
     p->close(why);
   queues_.expire_unattended(now);
+  mqtt_.expire(now);
   if (cfg.ping_interval.count() > 0 && now >= next_ping_) {
     next_ping_ = now + cfg.ping_interval;
     ping_quiet(now);
@@ -267,11 +271,14 @@ void core::unsubscribe(peer& p) {
   index_.unsubscribe(p);
 }
 
-void core::publish_local(std::string_view name, const block_ptr& block, std::size_t size) {
+void core::publish_local(std::string_view name, const block_ptr& block, std::size_t size,
+                         bool retain) {
   if (shutting_down_) {
     add(ctx_.ctr.drop_shutdown, 1);
     return;
   }
+  if (retain && name.starts_with("/topic/") && name.size() > 7)
+    mqtt_.retain(name.substr(7), {block.get() + frame_header_bytes, size - frame_header_bytes}, 1);
   const msg_view m{block.get(), static_cast<std::uint32_t>(size), 0};
   delivery_.publish(name, std::span<const msg_view>(&m, 1), nullptr, &block);
 }
@@ -322,6 +329,7 @@ void core::maybe_finish_shutdown() {
     shutdown_done_ = true;
     shutdown_timer_.cancel();
     sweep_timer_.cancel();
+    mqtt_.clear();
     index_.clear();
     queues_.reset();
     counters& ctr = ctx_.ctr;

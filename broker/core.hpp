@@ -26,6 +26,7 @@
 #include "broker/config.hpp"
 #include "broker/context.hpp"
 #include "broker/delivery.hpp"
+#include "broker/mqtt_router.hpp"
 #include "broker/peer.hpp"
 #include "broker/queue_delivery.hpp"
 #include "broker/slice_ring.hpp"
@@ -84,9 +85,21 @@ class core : public std::enable_shared_from_this<core> {
   /// p leaves the channel it subscribes to (it has one).
   void unsubscribe(peer& p);
   /// See delivery::publish; `from` is the publishing peer.
-  std::size_t publish(std::string_view name, std::span<const msg_view> msgs, peer& from) {
-    return delivery_.publish(name, msgs, &from, nullptr);
+  std::size_t publish(std::string_view name, std::span<const msg_view> msgs, peer& from,
+                      std::uint8_t qos = 1) {
+    return delivery_.publish(name, msgs, &from, nullptr, qos);
   }
+  /// Publishes one message held in `block` (stored form, `size` bytes) on behalf of no
+  /// connection (an MQTT will: its connection is gone).
+  void publish_block(std::string_view name, const block_ptr& block, std::size_t size,
+                     std::uint8_t qos) {
+    const msg_view m{block.get(), static_cast<std::uint32_t>(size), 0};
+    delivery_.publish(name, std::span<const msg_view>(&m, 1), nullptr, &block, qos);
+  }
+  /// MQTT's sessions, wildcard tree and retained messages.
+  [[nodiscard]] mqtt_router& mqtt() noexcept { return mqtt_; }
+  /// Calls p.flush() after the current step (flush_scheduler::mark).
+  void mark_flush(peer& p) { flush_.mark(p); }
   /// See queue_delivery::room_freed (peer::sent calls it).
   void room_freed(peer& p) { queues_.room_freed(p); }
   /// See flush_scheduler::defer_close.
@@ -104,6 +117,8 @@ class core : public std::enable_shared_from_this<core> {
   char* read_buffer();
   std::vector<msg_view>& run_scratch() noexcept { return run_; }
   std::vector<boost::asio::const_buffer>& iov_scratch() noexcept { return iov_; }
+  /// The MQTT control packets (acknowledgements) one read produces, before they are queued.
+  std::string& mqtt_control_scratch() noexcept { return mqtt_control_; }
   /// At most one warn line about refused connections per this long: a flood of connections
   /// writes a dozen lines a minute, each with the counts since the last, not one per socket.
   static constexpr std::chrono::seconds refusal_log_interval{5};
@@ -113,8 +128,9 @@ class core : public std::enable_shared_from_this<core> {
   // In-process side of the public API (server::publish, server::subscribe, subscription).
 
   /// Publishes one message held in `block` (stored form, `size` bytes); dropped and counted
-  /// once shutdown began.
-  void publish_local(std::string_view name, const block_ptr& block, std::size_t size);
+  /// once shutdown began. `retain`: also kept as the MQTT retained message of a /topic/ channel.
+  void publish_local(std::string_view name, const block_ptr& block, std::size_t size,
+                     bool retain = false);
   /// Registers s on `name`, unless shutdown began or s was cancelled meanwhile (then drops it).
   void subscribe_local(const std::shared_ptr<local_subscriber>& s, std::string_view name);
   void unsubscribe_local(local_subscriber& s) { index_.unsubscribe_local(s); }
@@ -131,6 +147,7 @@ class core : public std::enable_shared_from_this<core> {
   channel_index index_;
   flush_scheduler flush_;
   queue_delivery queues_;
+  mqtt_router mqtt_;
   delivery delivery_;
 
   boost::asio::steady_timer sweep_timer_;
@@ -152,6 +169,7 @@ class core : public std::enable_shared_from_this<core> {
   std::size_t read_buffer_size_ = 0;
   std::vector<msg_view> run_;
   std::vector<boost::asio::const_buffer> iov_;
+  std::string mqtt_control_;
 
   bool started_ = false;
   bool shutting_down_ = false;

@@ -23,6 +23,9 @@ stats_snapshot counters::snapshot() const {
   s.backlog_messages = get(backlog_messages);
   s.backlog_bytes = get(backlog_bytes);
   s.publishers_paused = get(publishers_paused);
+  s.mqtt_sessions_current = get(mqtt_sessions_current);
+  s.retained_messages = get(retained_messages);
+  s.retained_bytes = get(retained_bytes);
   s.drops.no_subscriber = get(drop_no_subscriber);
   s.drops.queue_full = get(drop_queue_full);
   s.drops.backlog_full = get(drop_backlog_full);
@@ -30,6 +33,8 @@ stats_snapshot counters::snapshot() const {
   s.drops.disconnected = get(drop_disconnected);
   s.drops.shutdown = get(drop_shutdown);
   s.drops.expired = get(drop_expired);
+  s.drops.not_authorized = get(drop_not_authorized);
+  s.drops.too_large = get(drop_too_large);
   auto& d = s.disconnects;
   std::uint64_t* fields[] = {&d.client_closed,
                              &d.done,
@@ -46,7 +51,18 @@ stats_snapshot counters::snapshot() const {
                              &d.reserved_channel,
                              &d.auth_failed,
                              &d.first_frame_timeout,
-                             &d.unidentified_limit};
+                             &d.unidentified_limit,
+                             &d.mqtt_malformed_length,
+                             &d.mqtt_packet_too_large,
+                             &d.mqtt_malformed,
+                             &d.mqtt_bad_utf8,
+                             &d.mqtt_bad_topic,
+                             &d.mqtt_before_connect,
+                             &d.mqtt_protocol_error,
+                             &d.mqtt_keep_alive,
+                             &d.mqtt_taken_over,
+                             &d.mqtt_refused,
+                             &d.not_authorized};
   static_assert(std::size(fields) == close_reason_count);
   for (std::size_t i = 0; i < close_reason_count; ++i)
     *fields[i] = get(disconnects[i]);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "broker/frame.hpp"
+#include "broker/mqtt_router.hpp"
 #include "broker/peer.hpp"
 #include "broker/queue_delivery.hpp"
 #include "server/core/log.hpp"
@@ -12,7 +13,7 @@
 namespace newsdesk::broker::detail {
 
 std::size_t delivery::publish(std::string_view name, std::span<const msg_view> msgs, peer* from,
-                              const block_ptr* whole) {
+                              const block_ptr* whole, std::uint8_t qos) {
   const config& cfg = ctx_.cfg;
   counters& ctr = ctx_.ctr;
   const std::size_t n = msgs.size();
@@ -33,32 +34,31 @@ std::size_t delivery::publish(std::string_view name, std::span<const msg_view> m
     if (from)
       ++from->channels_created_;
   }
-  if (!ch || (!ch->is_queue && ch->subs.empty() && ch->locals.empty())) {
-    add(ctr.messages_in, n);
-    add(ctr.drop_no_subscriber, n);
-    return n;
-  }
-  if (ch->is_queue) {
+  if (ch && ch->is_queue) {
     const std::size_t taken = queues_.publish(*ch, msgs, from);
     add(ctr.messages_in, taken);
     index_.maybe_erase(*ch); // a channel this call created but left empty (all dropped) must go
     return taken;
   }
+  block_ptr block;
+  if (whole)
+    block = *whole;
+  // MQTT sessions first: the wildcard ones may match where the channel has no subscriber.
+  const bool mqtt_may_match = (ch && !ch->mqtt_subs.empty()) || mqtt_.has_wildcards();
+  const std::size_t mqtt_targets =
+      mqtt_may_match ? mqtt_.fan_out(name, ch.get(), msgs, from, qos, block) : 0;
+  if (!ch || (ch->subs.empty() && ch->locals.empty())) {
+    add(ctr.messages_in, n);
+    if (mqtt_targets == 0)
+      add(ctr.drop_no_subscriber, n);
+    return n;
+  }
   if (!ch->subs.empty()) {
     std::size_t total = 0;
     for (const auto& m : msgs)
       total += m.size;
-    block_ptr block;
-    if (whole) {
-      block = *whole;
-    } else {
-      block = make_block(total);
-      char* p = block.get();
-      for (const auto& m : msgs) {
-        std::memcpy(p, m.data, m.size);
-        p += m.size;
-      }
-    }
+    if (!block)
+      block = copy_run(msgs, total);
     for (peer* s : ch->subs)
       offer(*s, block, total, msgs);
   }

@@ -9,9 +9,13 @@
 // It never touches a socket: writes and disconnects it decides on are deferred through the
 // flush_scheduler, so the subscriber lists it loops over never change under it.
 //
+// Fan-out publishes on /topic/ channels also reach MQTT sessions (mqtt_router::fan_out), which
+// encode the run once per MQTT version.
+//
 // Threads: strand only.
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string_view>
 
@@ -24,23 +28,28 @@ namespace newsdesk::broker::detail {
 class peer;
 class flush_scheduler;
 class queue_delivery;
+class mqtt_router;
 
 class delivery {
  public:
-  delivery(context& ctx, channel_index& index, queue_delivery& queues, flush_scheduler& flush)
+  delivery(context& ctx, channel_index& index, queue_delivery& queues, flush_scheduler& flush,
+           mqtt_router& mqtt)
       : ctx_(ctx)
       , index_(index)
       , queues_(queues)
-      , flush_(flush) {}
+      , flush_(flush)
+      , mqtt_(mqtt) {}
 
   /// Publishes a run of messages (in stored form, see slice_ring.hpp) on channel `name`.
   /// `from` is the network publisher (null: in-process); `whole`, if not null, is a block
   /// holding exactly the run, shared instead of copied. Returns how many messages were taken, a
   /// prefix: fewer than all only when a /queue backlog paused `from`. Messages that cannot be
   /// delivered under the limits are dropped and counted; a publisher over
-  /// max_channels_per_connection is closed (deferred).
+  /// max_channels_per_connection is closed (deferred). `qos`: the highest QoS MQTT subscribers
+  /// get it at (an MQTT publisher's; 1 for the frame protocol and in-process publishers, whose
+  /// messages the broker has taken for good).
   std::size_t publish(std::string_view name, std::span<const msg_view> msgs, peer* from,
-                      const block_ptr* whole);
+                      const block_ptr* whole, std::uint8_t qos = 1);
 
  private:
   void offer(peer& s, const block_ptr& block, std::size_t total, std::span<const msg_view> msgs);
@@ -50,6 +59,7 @@ class delivery {
   channel_index& index_;
   queue_delivery& queues_;
   flush_scheduler& flush_;
+  mqtt_router& mqtt_;
 };
 
 } // namespace newsdesk::broker::detail

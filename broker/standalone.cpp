@@ -78,6 +78,10 @@ int run_standalone(const std::vector<std::string>& args, const std::string& prog
 
   const auto ep = srv.local_endpoint();
   std::cout << "listening on " << ep.address().to_string() << ':' << ep.port() << std::endl;
+  if (cfg.mqtt.enabled) {
+    const auto mq = srv.mqtt_endpoint();
+    std::cout << "mqtt listening on " << mq.address().to_string() << ':' << mq.port() << std::endl;
+  }
 
   std::vector<std::thread> pool;
   for (unsigned i = 1; i < threads; ++i)

@@ -21,6 +21,9 @@ void to_json(nlohmann::json& j, const stats_snapshot& s) {
                      {"backlog_messages", s.backlog_messages},
                      {"backlog_bytes", s.backlog_bytes},
                      {"publishers_paused", s.publishers_paused},
+                     {"mqtt_sessions_current", s.mqtt_sessions_current},
+                     {"retained_messages", s.retained_messages},
+                     {"retained_bytes", s.retained_bytes},
                      {"drops",
                       {{"no_subscriber", d.no_subscriber},
                        {"queue_full", d.queue_full},
@@ -28,7 +31,9 @@ void to_json(nlohmann::json& j, const stats_snapshot& s) {
                        {"channel_limit", d.channel_limit},
                        {"disconnected", d.disconnected},
                        {"shutdown", d.shutdown},
-                       {"expired", d.expired}}},
+                       {"expired", d.expired},
+                       {"not_authorized", d.not_authorized},
+                       {"too_large", d.too_large}}},
                      {"disconnects",
                       {{"client_closed", x.client_closed},
                        {"done", x.done},
@@ -45,7 +50,18 @@ void to_json(nlohmann::json& j, const stats_snapshot& s) {
                        {"reserved_channel", x.reserved_channel},
                        {"auth_failed", x.auth_failed},
                        {"first_frame_timeout", x.first_frame_timeout},
-                       {"unidentified_limit", x.unidentified_limit}}}};
+                       {"unidentified_limit", x.unidentified_limit},
+                       {"mqtt_malformed_length", x.mqtt_malformed_length},
+                       {"mqtt_packet_too_large", x.mqtt_packet_too_large},
+                       {"mqtt_malformed", x.mqtt_malformed},
+                       {"mqtt_bad_utf8", x.mqtt_bad_utf8},
+                       {"mqtt_bad_topic", x.mqtt_bad_topic},
+                       {"mqtt_before_connect", x.mqtt_before_connect},
+                       {"mqtt_protocol_error", x.mqtt_protocol_error},
+                       {"mqtt_keep_alive", x.mqtt_keep_alive},
+                       {"mqtt_taken_over", x.mqtt_taken_over},
+                       {"mqtt_refused", x.mqtt_refused},
+                       {"not_authorized", x.not_authorized}}}};
 }
 
 } // namespace newsdesk::broker

@@ -19,6 +19,8 @@ struct drop_counts {
   std::uint64_t disconnected = 0;  ///< still queued for a subscriber when it was closed
   std::uint64_t shutdown = 0;      ///< in-process publish after shutdown began
   std::uint64_t expired = 0;       ///< in a /queue backlog nobody subscribed to for backlog_ttl
+  std::uint64_t not_authorized = 0; ///< MQTT 5 publish refused (PUBACK 0x87 or, at QoS 0, none)
+  std::uint64_t too_large = 0; ///< larger than an MQTT 5 client's Maximum Packet Size, not sent
 };
 
 struct disconnect_counts {
@@ -40,6 +42,23 @@ struct disconnect_counts {
   std::uint64_t unidentified_limit = 0;    ///< closed to make room for a new connection (still
                                            ///< unidentified at max_unidentified_connections or
                                            ///< max_connections)
+  std::uint64_t mqtt_malformed_length = 0; ///< MQTT remaining length over 4 bytes
+  std::uint64_t mqtt_packet_too_large =
+      0; ///< MQTT packet above mqtt.max_packet_bytes (or payload above max_frame_bytes)
+  std::uint64_t mqtt_malformed =
+      0; ///< MQTT packet with a field past its end, a reserved bit set or a bad value
+  std::uint64_t mqtt_bad_utf8 = 0; ///< MQTT string that is not well-formed UTF-8
+  std::uint64_t mqtt_bad_topic =
+      0; ///< MQTT PUBLISH topic with a wildcard, empty, or too long for a channel name
+  std::uint64_t mqtt_before_connect = 0; ///< MQTT packet before CONNECT, or a second CONNECT
+  std::uint64_t mqtt_protocol_error =
+      0; ///< MQTT packet not allowed (QoS 2, topic alias, unknown type, bad version)
+  std::uint64_t mqtt_keep_alive = 0; ///< MQTT client silent for 1.5 times its keep-alive
+  std::uint64_t mqtt_taken_over =
+      0; ///< MQTT session taken over by a new connection with the same client id
+  std::uint64_t mqtt_refused = 0;   ///< MQTT CONNECT refused: session quota, client id rejected
+  std::uint64_t not_authorized = 0; ///< MQTT client without the right: anonymous where not allowed,
+                                    ///< a publish its user may not make (3.1.1)
 };
 
 struct stats_snapshot {
@@ -56,7 +75,10 @@ struct stats_snapshot {
   std::uint64_t queued_bytes = 0;     ///< bytes waiting in all subscriber queues
   std::uint64_t backlog_messages = 0; ///< messages waiting in all /queue backlogs
   std::uint64_t backlog_bytes = 0;
-  std::uint64_t publishers_paused = 0; ///< publishers not read because a backlog is full
+  std::uint64_t publishers_paused = 0;     ///< publishers not read because a backlog is full
+  std::uint64_t mqtt_sessions_current = 0; ///< MQTT sessions, connected or kept for a client
+  std::uint64_t retained_messages = 0;     ///< MQTT retained messages kept
+  std::uint64_t retained_bytes = 0;        ///< their payload bytes
   drop_counts drops;
   disconnect_counts disconnects;
 };

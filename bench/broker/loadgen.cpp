@@ -1,10 +1,11 @@
 // Load generator for the newsdesk broker and for redis-server's pub/sub, on 127.0.0.1 only.
 //
-//   broker_loadgen --proto newsdesk|redis --port P --mode topic|queue|idle|stuck
+//   broker_loadgen --proto newsdesk|redis|mqtt --port P --mode topic|queue|idle|stuck
 //                  [--subs N] [--messages M] [--payload BYTES] [--rate MSG_PER_S]
 //                  [--conns N] [--server-pid PID] [--window W] [--count C]
 //
-// topic: 1 publisher, N subscribers of one channel (/topic/bench; Redis: SUBSCRIBE/PUBLISH).
+// topic: 1 publisher, N subscribers of one channel (/topic/bench; Redis: SUBSCRIBE/PUBLISH;
+//        MQTT: topic "bench", QoS 0, MQTT 3.1.1, the same client for newsdesk and Mosquitto).
 // queue: 1 publisher, N consumers of one queue (/queue/bench; Redis: the publisher pipelines
 //        RPUSH, one message per command, and each consumer keeps W pipelined
 //        "BLMPOP 0 1 key LEFT COUNT C" outstanding, so a consumer takes up to C messages per
@@ -235,6 +236,54 @@ std::size_t parse_blmpop(const char* p, const char* end, std::vector<std::string
   return static_cast<std::size_t>(c - p);
 }
 
+// MQTT 3.1.1 packets the load generator sends (QoS 0 only).
+void append_varint(std::string& out, std::uint32_t n) {
+  do {
+    auto b = static_cast<unsigned char>(n & 0x7f);
+    n >>= 7;
+    if (n > 0)
+      b |= 0x80;
+    out.push_back(static_cast<char>(b));
+  } while (n > 0);
+}
+void append_mqtt_string(std::string& out, std::string_view s) {
+  out.push_back(static_cast<char>(s.size() >> 8));
+  out.push_back(static_cast<char>(s.size() & 0xff));
+  out.append(s);
+}
+std::string mqtt_connect(const std::string& client_id) {
+  std::string body;
+  append_mqtt_string(body, "MQTT");
+  body += '\x04'; // 3.1.1
+  body += '\x02'; // clean session
+  body += '\x00'; // keep-alive 0: none (bench connections are not idle long enough to matter)
+  body += '\x00';
+  append_mqtt_string(body, client_id);
+  std::string out(1, '\x10');
+  append_varint(out, static_cast<std::uint32_t>(body.size()));
+  return out + body;
+}
+std::string mqtt_subscribe(std::string_view topic) {
+  std::string body("\x00\x01", 2);
+  append_mqtt_string(body, topic);
+  body += '\x00';
+  std::string out(1, '\x82');
+  append_varint(out, static_cast<std::uint32_t>(body.size()));
+  return out + body;
+}
+// Everything of a QoS 0 PUBLISH before its payload.
+std::string mqtt_publish_head(std::string_view topic, std::size_t payload) {
+  std::string out(1, '\x30');
+  append_varint(out, static_cast<std::uint32_t>(2 + topic.size() + payload));
+  append_mqtt_string(out, topic);
+  return out;
+}
+// A unique client id per connection: Mosquitto closes an older connection with the same id.
+std::string next_client_id(const char* role) {
+  static std::uint64_t n = 0;
+  return std::string(role) + "-" + std::to_string(::getpid()) + "-" + std::to_string(++n);
+}
+
 std::string blmpop_command(std::string_view key, int count) {
   return resp_command({"BLMPOP", "0", "1", key, "LEFT", "COUNT", std::to_string(count)});
 }
@@ -244,6 +293,7 @@ struct shared_state {
   net::io_context* ioc = nullptr;
   tcp::endpoint ep;
   bool redis = false;
+  bool mqtt = false;
   bool queue = false;
   std::string channel;
   // What precedes the payload of every Redis pub/sub message on `channel`; matched with one
@@ -288,7 +338,9 @@ class subscriber : public std::enable_shared_from_this<subscriber> {
         throw std::runtime_error("connect: " + ec.message());
       self->sock_.set_option(tcp::no_delay(true));
       std::string hello;
-      if (!self->st_.redis) {
+      if (self->st_.mqtt) {
+        hello = mqtt_connect(next_client_id("sub")) + mqtt_subscribe(self->st_.channel);
+      } else if (!self->st_.redis) {
         append_frame(hello, self->st_.channel);
       } else if (!self->st_.queue) {
         hello = resp_command({"SUBSCRIBE", self->st_.channel});
@@ -323,7 +375,9 @@ class subscriber : public std::enable_shared_from_this<subscriber> {
     const char* p = buf_.data();
     const char* end = p + have_;
     std::size_t replies = 0;
-    if (!st_.redis) {
+    if (st_.mqtt) {
+      p = parse_mqtt(p, end);
+    } else if (!st_.redis) {
       while (end - p >= 4) {
         const std::uint32_t len = get_be32(p);
         if (static_cast<std::size_t>(end - p) < 4 + len)
@@ -359,6 +413,35 @@ class subscriber : public std::enable_shared_from_this<subscriber> {
     }
     if (!st_.finished)
       do_read();
+  }
+
+  // Every complete MQTT packet in [p, end): PUBLISH payloads counted, CONNACK and SUBACK
+  // skipped. Returns where the incomplete rest begins.
+  const char* parse_mqtt(const char* p, const char* end) {
+    while (end - p >= 2) {
+      std::size_t i = 1;
+      std::size_t remaining = 0;
+      bool complete = false;
+      for (int shift = 0; i < 5 && p + i < end; shift += 7) {
+        const auto b = static_cast<unsigned char>(p[i++]);
+        remaining |= static_cast<std::size_t>(b & 0x7f) << shift;
+        if ((b & 0x80) == 0) {
+          complete = true;
+          break;
+        }
+      }
+      if (!complete || static_cast<std::size_t>(end - p) < i + remaining)
+        break;
+      if ((static_cast<unsigned char>(p[0]) >> 4) == 3) { // PUBLISH, QoS 0
+        const char* q = p + i;
+        const std::size_t topic =
+            (static_cast<std::size_t>(static_cast<unsigned char>(q[0])) << 8) |
+            static_cast<unsigned char>(q[1]);
+        on_payload(q + 2 + topic, remaining - 2 - topic);
+      }
+      p += i + remaining;
+    }
+    return p;
   }
 
   // One pub/sub push at p: the fast path for "message" on our channel, the general parser for
@@ -433,7 +516,9 @@ class publisher : public std::enable_shared_from_this<publisher> {
       , timer_(*st.ioc)
       , payload_(st.opt.payload, 'x') {
     // Everything but the payload is the same for every message: build it once.
-    if (!st_.redis) {
+    if (st_.mqtt) {
+      head_ = mqtt_publish_head(st_.channel, payload_.size());
+    } else if (!st_.redis) {
       append_frame(head_, st_.channel);
       append_be32(head_, static_cast<std::uint32_t>(payload_.size()));
     } else {
@@ -450,7 +535,9 @@ class publisher : public std::enable_shared_from_this<publisher> {
   void start() {
     sock_.connect(st_.ep);
     sock_.set_option(tcp::no_delay(true));
-    if (!st_.redis) {
+    if (st_.mqtt) {
+      net::write(sock_, net::buffer(mqtt_connect(next_client_id("pub"))));
+    } else if (!st_.redis) {
       std::string hello;
       append_frame(hello, "/null");
       net::write(sock_, net::buffer(hello));
@@ -678,12 +765,16 @@ int run_idle(shared_state& st) {
   tcp::socket pub(*st.ioc);
   pub.connect(st.ep);
   std::string probe;
-  if (!st.redis)
+  if (st.mqtt)
+    probe = mqtt_connect(next_client_id("probe"));
+  else if (!st.redis)
     append_frame(probe, "/null");
   std::string payload(st.opt.payload, 'x');
   put_u64(payload.data(), probe_seq);
   std::string one;
-  if (!st.redis) {
+  if (st.mqtt) {
+    one = mqtt_publish_head(st.channel, payload.size()) + payload;
+  } else if (!st.redis) {
     append_frame(one, st.channel);
     append_frame(one, payload);
   } else {
@@ -815,11 +906,19 @@ int main(int argc, char** argv) {
   st.ioc = &ioc;
   st.ep = tcp::endpoint(net::ip::address_v4::loopback(), opt.port);
   st.redis = opt.proto == "redis";
+  st.mqtt = opt.proto == "mqtt";
   st.queue = opt.mode == "queue";
   const bool topic_like = !st.queue;
   st.channel = st.queue ? "/queue/bench" : (opt.mode == "idle" ? "/topic/idle" : "/topic/bench");
   if (opt.mode == "stuck")
     st.channel = "/topic/stuck";
+  if (st.mqtt) { // MQTT topic T is newsdesk's channel /topic/T; Mosquitto takes it as it is
+    if (st.queue || opt.mode == "stuck") {
+      std::cerr << "--proto mqtt runs the topic and idle modes\n";
+      return 1;
+    }
+    st.channel = opt.mode == "idle" ? "idle" : "bench";
+  }
   (void)topic_like;
   st.push_prefix = "*3\r\n";
   append_bulk(st.push_prefix, "message");

@@ -30,9 +30,11 @@
 #include <algorithm>
 #include <atomic>
 #include <csignal>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <unordered_set>
 
 namespace newsdesk::server {
 
@@ -42,6 +44,9 @@ namespace {
 
 // The topic new headlines go out on, for any broker client to follow.
 constexpr const char* headlines_topic = "/topic/headlines";
+// Each site's headlines, one message each, the latest retained: MQTT's newsdesk/headlines/<site>
+// (the broker maps MQTT topic T to channel /topic/T; only newsdesk may publish under it).
+constexpr std::string_view site_headlines_prefix = "/topic/newsdesk/headlines/";
 
 std::int64_t unix_ms_now() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -248,10 +253,16 @@ struct application::parts {
         if (pubsub)
           try {
             pubsub->publish(headlines_topic, headlines_json(update.added));
+            // Ids ascend, so each site's last one, the one kept, is its latest.
+            for (const auto& item : update.added)
+              pubsub->publish_retained(std::string(site_headlines_prefix) + item.headline.site,
+                                       headline_json(item));
           } catch (const std::exception& e) {
             log_warn("msg=\"cannot publish headlines\" error=" + logfmt_quoted(e.what()));
           }
       }
+      if (pubsub)
+        retain_first_headlines(update);
       routes.prebuild(update.snapshot);
     });
     if (cfg.metrics)
@@ -259,6 +270,38 @@ struct application::parts {
           [this](const site_config& site, std::chrono::milliseconds took, failure_kind kind) {
             counters.observe_fetch(site.name, took, kind);
           });
+  }
+
+  // A site's first refresh is shown, not announced (nothing is published for it), yet an MQTT
+  // subscriber should see every site at once: each site's newest headline is kept as its
+  // retained message, without publishing it, the first time the site has headlines. Later ones
+  // replace it as they are published.
+  void retain_first_headlines(const headline_update& update) {
+    std::lock_guard lock(retained_mutex);
+    for (const auto& item : update.added)
+      retained_sites.insert(item.headline.site);
+    bool missing = false;
+    for (const auto& r : update.snapshot->sites)
+      missing = missing || (r.headline_count > 0 && !retained_sites.contains(r.name));
+    if (!missing)
+      return;
+    std::map<std::string, const news_item*> newest;
+    for (const auto& item : update.snapshot->headlines) {
+      if (retained_sites.contains(item.headline.site))
+        continue;
+      auto& best = newest[item.headline.site];
+      if (!best || item.id > best->id)
+        best = &item;
+    }
+    for (const auto& [site, item] : newest) {
+      try {
+        pubsub->retain(std::string(site_headlines_prefix) + site, headline_json(*item));
+        retained_sites.insert(site);
+      } catch (const std::exception& e) {
+        log_warn("msg=\"cannot keep a retained headline\" site=" + logfmt_quoted(site) +
+                 " error=" + logfmt_quoted(e.what()));
+      }
+    }
   }
 
   // The first log lines: where the configuration came from and what was chosen.
@@ -313,6 +356,11 @@ struct application::parts {
       auto endpoint = pubsub->local_endpoint();
       log_info("msg=listening service=broker address=" + endpoint.address().to_string() + ":" +
                std::to_string(endpoint.port()));
+      if (cfg.broker.mqtt.enabled) {
+        auto mqtt = pubsub->mqtt_endpoint();
+        log_info("msg=listening service=mqtt address=" + mqtt.address().to_string() + ":" +
+                 std::to_string(mqtt.port()));
+      }
     }
     wait_for_hangup();
     terminate.async_wait([this](boost::system::error_code ec, int signal) {
@@ -506,7 +554,9 @@ struct application::parts {
   site_icons icons; // after the store and the news service it reads and tells
   server::metrics counters;
   std::unique_ptr<broker::server> pubsub;
-  std::unique_ptr<change_listener> changes; // shared stores only
+  std::mutex retained_mutex;                      // on_update listeners may run on any worker
+  std::unordered_set<std::string> retained_sites; // sites with a retained headline
+  std::unique_ptr<change_listener> changes;       // shared stores only
   std::unique_ptr<http_server> http;
   net::signal_set hangup;
   net::signal_set terminate;

@@ -78,6 +78,10 @@ headline_list::replace(const std::vector<const site_items*>& gone,
   return out;
 }
 
+std::string headline_json(const news_item& item) {
+  return nlohmann::json(item).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 std::string headlines_json(const std::vector<news_item>& items) {
   return nlohmann::json(items).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -182,6 +182,8 @@ void to_json(nlohmann::json& j, const news_item& item);
 // A refresh's new headlines as the broker carries them to /events and other subscribers: a JSON
 // array of the shape above. Invalid UTF-8 in scraped text is replaced, never thrown on.
 std::string headlines_json(const std::vector<news_item>& items);
+// One headline as a JSON object of that shape (MQTT's newsdesk/headlines/<site>).
+std::string headline_json(const news_item& item);
 // A list as a JSON array of that shape.
 void to_json(nlohmann::json& j, const headline_list& items);
 

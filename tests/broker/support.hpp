@@ -45,6 +45,7 @@ inline config test_config() {
   config c;
   c.port = 0;
   c.send_buffer_bytes = 16 * 1024; // so a stuck reader fills its queue, not kernel buffers
+  c.mqtt.port = 0;
   return c;
 }
 
@@ -79,6 +80,7 @@ class running_broker {
   }
 
   std::uint16_t port() const { return server_.local_endpoint().port(); }
+  std::uint16_t mqtt_port() const { return server_.mqtt_endpoint().port(); }
   server& srv() { return server_; }
   stats_snapshot stats() const { return server_.stats(); }
 

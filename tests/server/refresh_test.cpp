@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -437,6 +438,52 @@ TEST_CASE("a headline forged on the broker's port never reaches /events") {
   CHECK_FALSE(reader.wait_for("FORGED", 1s));
   auto broker = json::parse(http_get(nd.port, "/api/broker").body);
   CHECK(broker.at("disconnects").at("reserved_channel") == 1);
+}
+
+TEST_CASE("each new headline goes out on MQTT newsdesk/headlines/<site>, the latest retained") {
+  // Mosquitto's own client (mosquitto-clients, installed by scripts/setup), not ours.
+  const std::string sub_bin = "/usr/bin/mosquitto_sub";
+  INFO("mosquitto_sub is missing: scripts/setup installs mosquitto-clients");
+  REQUIRE(::access(sub_bin.c_str(), X_OK) == 0);
+  splash_standin splash;
+  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a/one/index.html", "One"},
+                                                                {"/a/two/index.html", "Two"}})));
+  newsdesk_process nd(json{{"splash_url", splash.base_url()},
+                           {"refresh", {{"manual_min_interval", 0}}},
+                           {"sites", {site("a", "cnn", "https://a.cnn.com/")}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  const auto mqtt_port = nd.process->wait_for_log("msg=listening service=mqtt address=127.0.0.1:");
+  REQUIRE(mqtt_port);
+  const auto news = news_json(nd.port);
+  REQUIRE(news.at("headlines").size() == 2);
+  // Subscribing after the first refresh, which is shown but not announced: the site's newest
+  // headline is retained all the same and arrives at once.
+  child_process sub(sub_bin, {"-h", "127.0.0.1", "-p", *mqtt_port, "-V", "mqttv5", "-t",
+                              "newsdesk/headlines/+", "-v", "-F", "%r %t %p"});
+  const auto line = sub.wait_for_line("1 newsdesk/headlines/a ", 20s);
+  INFO(http_get(nd.port, "/api/broker").body);
+  REQUIRE(line);
+  const auto item = json::parse(*line);
+  CHECK(item.at("site") == "a");
+  CHECK(item.at("url").get<std::string>().find("https://a.cnn.com/a/") == 0);
+  std::int64_t newest = 0;
+  for (const auto& h : news.at("headlines"))
+    newest = std::max(newest, h.at("id").get<std::int64_t>());
+  CHECK(item.at("id") == newest);
+
+  // A later refresh's new headline goes out live (RETAIN clear), and becomes the retained one.
+  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a/three/index.html", "Three"},
+                                                                {"/a/one/index.html", "One"},
+                                                                {"/a/two/index.html", "Two"}})));
+  REQUIRE(send_request(nd.port, "POST", "/api/refresh?site=a").status == 202);
+  const auto live = sub.wait_for_line("0 newsdesk/headlines/a ", 20s);
+  REQUIRE(live);
+  CHECK(json::parse(*live).at("title") == "Three");
+  child_process late(sub_bin, {"-h", "127.0.0.1", "-p", *mqtt_port, "-t", "newsdesk/headlines/a",
+                               "-C", "1", "-W", "20"});
+  const auto kept = late.wait_for_line("{", 20s);
+  REQUIRE(kept);
+  CHECK(json::parse("{" + *kept).at("title") == "Three");
 }
 
 TEST_CASE("a stalled /events client is cut off while others get every event") {

@@ -1,0 +1,689 @@
+#include "broker/mqtt_codec.hpp"
+
+#include <cstring>
+
+namespace newsdesk::broker::mqtt {
+
+namespace {
+
+// Reads fields from a packet body; any read past the end turns `ok` false and yields zeros, so
+// a parser checks `ok` once per field group instead of before every byte.
+class reader {
+ public:
+  explicit reader(std::string_view s) noexcept
+      : p_(reinterpret_cast<const unsigned char*>(s.data()))
+      , end_(p_ + s.size())
+      , begin_(p_) {}
+
+  bool ok = true;
+
+  [[nodiscard]] std::size_t left() const noexcept { return static_cast<std::size_t>(end_ - p_); }
+  [[nodiscard]] std::size_t offset() const noexcept {
+    return static_cast<std::size_t>(p_ - begin_);
+  }
+
+  std::uint8_t u8() noexcept {
+    if (left() < 1)
+      return fail<std::uint8_t>();
+    return *p_++;
+  }
+  std::uint16_t u16() noexcept {
+    if (left() < 2)
+      return fail<std::uint16_t>();
+    const auto v = static_cast<std::uint16_t>((p_[0] << 8) | p_[1]);
+    p_ += 2;
+    return v;
+  }
+  std::uint32_t u32() noexcept {
+    if (left() < 4)
+      return fail<std::uint32_t>();
+    const std::uint32_t v = (std::uint32_t{p_[0]} << 24) | (std::uint32_t{p_[1]} << 16) |
+                            (std::uint32_t{p_[2]} << 8) | std::uint32_t{p_[3]};
+    p_ += 4;
+    return v;
+  }
+  // At most 4 bytes, as every MQTT variable-length integer.
+  std::uint32_t varint() noexcept {
+    std::uint32_t v = 0;
+    for (int i = 0; i < 4; ++i) {
+      if (left() < 1)
+        return fail<std::uint32_t>();
+      const std::uint8_t b = *p_++;
+      v |= std::uint32_t{b & 0x7fu} << (7 * i);
+      if ((b & 0x80) == 0)
+        return v;
+    }
+    return fail<std::uint32_t>();
+  }
+  std::string_view bytes(std::size_t n) noexcept {
+    if (left() < n)
+      return fail<std::string_view>();
+    const std::string_view v(reinterpret_cast<const char*>(p_), n);
+    p_ += n;
+    return v;
+  }
+  /// A length-prefixed field (string or binary data).
+  std::string_view field() noexcept { return bytes(u16()); }
+  std::string_view rest() noexcept { return bytes(left()); }
+
+ private:
+  template <class T> T fail() noexcept {
+    ok = false;
+    p_ = end_;
+    return T{};
+  }
+
+  const unsigned char* p_;
+  const unsigned char* end_;
+  const unsigned char* begin_;
+};
+
+// The MQTT 5 properties the broker acts on; every other one is checked and skipped.
+struct properties {
+  bool session_expiry_set = false;
+  std::uint32_t session_expiry = 0;
+  bool receive_maximum_set = false;
+  std::uint16_t receive_maximum = 0;
+  bool maximum_packet_size_set = false;
+  std::uint32_t maximum_packet_size = 0;
+  bool topic_alias = false;
+  bool authentication_method = false;
+};
+
+// Reads a property list (its length, then the properties) and checks each one's type and
+// bounds. Unknown identifiers are malformed: a property's length depends on its identifier, so
+// one we do not know cannot be skipped.
+error read_properties(reader& r, properties& out) {
+  const std::uint32_t length = r.varint();
+  if (!r.ok || length > r.left())
+    return error::malformed;
+  reader pr(r.bytes(length));
+  while (pr.ok && pr.left() > 0) {
+    const std::uint32_t id = pr.varint();
+    switch (id) {
+    case 0x01: // payload format indicator
+    case 0x17: // request problem information
+    case 0x19: // request response information
+    case 0x24: // maximum QoS
+    case 0x25: // retain available
+    case 0x28: // wildcard subscription available
+    case 0x29: // subscription identifiers available
+    case 0x2a: // shared subscription available
+      pr.u8();
+      break;
+    case 0x13: // server keep alive
+    case 0x22: // topic alias maximum
+      pr.u16();
+      break;
+    case 0x21: // receive maximum
+      out.receive_maximum = pr.u16();
+      out.receive_maximum_set = true;
+      if (pr.ok && out.receive_maximum == 0)
+        return error::protocol_error;
+      break;
+    case 0x23: // topic alias
+      pr.u16();
+      out.topic_alias = true;
+      break;
+    case 0x02: // message expiry interval
+    case 0x18: // will delay interval
+      pr.u32();
+      break;
+    case 0x11: // session expiry interval
+      out.session_expiry = pr.u32();
+      out.session_expiry_set = true;
+      break;
+    case 0x27: // maximum packet size
+      out.maximum_packet_size = pr.u32();
+      out.maximum_packet_size_set = true;
+      if (pr.ok && out.maximum_packet_size == 0)
+        return error::protocol_error;
+      break;
+    case 0x0b: // subscription identifier
+      pr.varint();
+      break;
+    case 0x15: // authentication method
+      out.authentication_method = true;
+      [[fallthrough]];
+    case 0x03: // content type
+    case 0x08: // response topic
+    case 0x12: // assigned client identifier
+    case 0x1a: // response information
+    case 0x1c: // server reference
+    case 0x1f: // reason string
+      if (!valid_utf8(pr.field()))
+        return pr.ok ? error::bad_utf8 : error::malformed;
+      break;
+    case 0x09: // correlation data
+    case 0x16: // authentication data
+      pr.field();
+      break;
+    case 0x26: // user property: a string pair
+      if (!valid_utf8(pr.field()) || !valid_utf8(pr.field()))
+        return pr.ok ? error::bad_utf8 : error::malformed;
+      break;
+    default:
+      return error::malformed;
+    }
+  }
+  return pr.ok ? error::none : error::malformed;
+}
+
+error skip_properties(reader& r) {
+  properties ignored;
+  return read_properties(r, ignored);
+}
+
+// A UTF-8 string field, checked.
+error read_string(reader& r, std::string_view& out) {
+  out = r.field();
+  if (!r.ok)
+    return error::malformed;
+  return valid_utf8(out) ? error::none : error::bad_utf8;
+}
+
+void put_u16(std::string& out, std::uint16_t v) {
+  out.push_back(static_cast<char>(v >> 8));
+  out.push_back(static_cast<char>(v & 0xff));
+}
+
+void put_u32(std::string& out, std::uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8)
+    out.push_back(static_cast<char>((v >> shift) & 0xff));
+}
+
+void put_varint(std::string& out, std::uint32_t n) {
+  char buf[4];
+  const char* end = write_varint(buf, n);
+  out.append(buf, static_cast<std::size_t>(end - buf));
+}
+
+} // namespace
+
+header_result try_decode_header(std::string_view in, std::size_t max_packet) noexcept {
+  header_result r;
+  if (in.size() < 2)
+    return r;
+  const auto* u = reinterpret_cast<const unsigned char*>(in.data());
+  r.first = u[0];
+  std::size_t remaining = 0;
+  std::size_t i = 1;
+  for (;; ++i) {
+    if (i > 4) { // a fifth length byte: the specification allows four
+      r.status = header_status::error;
+      r.err = error::malformed_length;
+      return r;
+    }
+    if (i >= in.size())
+      return r; // need the next length byte
+    const unsigned char b = u[i];
+    remaining |= static_cast<std::size_t>(b & 0x7f) << (7 * (i - 1));
+    if ((b & 0x80) == 0)
+      break;
+  }
+  r.header_bytes = i + 1;
+  r.remaining = remaining;
+  // Checked before the body is waited for: an oversized announcement costs nothing.
+  if (r.size() > max_packet) {
+    r.status = header_status::error;
+    r.err = error::too_large;
+    return r;
+  }
+  if (in.size() >= r.size())
+    r.status = header_status::packet;
+  return r;
+}
+
+bool valid_utf8(std::string_view s) noexcept {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const auto* end = p + s.size();
+  while (p < end) {
+    const unsigned char c = *p;
+    if (c < 0x80) {
+      if (c == 0)
+        return false;
+      ++p;
+      continue;
+    }
+    std::size_t n = 0;
+    std::uint32_t cp = 0;
+    std::uint32_t min = 0;
+    if ((c & 0xe0) == 0xc0) {
+      n = 1;
+      cp = c & 0x1f;
+      min = 0x80;
+    } else if ((c & 0xf0) == 0xe0) {
+      n = 2;
+      cp = c & 0x0f;
+      min = 0x800;
+    } else if ((c & 0xf8) == 0xf0) {
+      n = 3;
+      cp = c & 0x07;
+      min = 0x10000;
+    } else {
+      return false;
+    }
+    if (static_cast<std::size_t>(end - p) <= n)
+      return false;
+    for (std::size_t k = 1; k <= n; ++k) {
+      if ((p[k] & 0xc0) != 0x80)
+        return false;
+      cp = (cp << 6) | (p[k] & 0x3f);
+    }
+    // Overlong forms, UTF-16 surrogates and code points past Unicode are not UTF-8.
+    if (cp < min || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+      return false;
+    p += n + 1;
+  }
+  return true;
+}
+
+bool valid_topic_name(std::string_view s) noexcept {
+  return !s.empty() && s.find_first_of("+#") == std::string_view::npos && valid_utf8(s);
+}
+
+bool valid_topic_filter(std::string_view s) noexcept {
+  if (s.empty() || !valid_utf8(s))
+    return false;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t slash = s.find('/', start);
+    const std::size_t end = slash == std::string_view::npos ? s.size() : slash;
+    const std::string_view level = s.substr(start, end - start);
+    if (level.find_first_of("+#") != std::string_view::npos) {
+      if (level.size() != 1)
+        return false;
+      if (level == "#" && end != s.size())
+        return false;
+    }
+    if (slash == std::string_view::npos)
+      return true;
+    start = slash + 1;
+  }
+}
+
+namespace {
+
+// Splits off the next level of `s` at `pos`: [pos, end) and whether it was the last.
+std::string_view level_at(std::string_view s, std::size_t pos, std::size_t& next, bool& last) {
+  const std::size_t slash = s.find('/', pos);
+  last = slash == std::string_view::npos;
+  const std::size_t end = last ? s.size() : slash;
+  next = end + 1;
+  return s.substr(pos, end - pos);
+}
+
+} // namespace
+
+bool topic_matches(std::string_view filter, std::string_view topic) noexcept {
+  if (!topic.empty() && topic.front() == '$' && !filter.empty() &&
+      (filter.front() == '+' || filter.front() == '#'))
+    return false;
+  std::size_t f = 0;
+  std::size_t t = 0;
+  for (;;) {
+    bool f_last = false;
+    bool t_last = false;
+    std::size_t f_next = 0;
+    std::size_t t_next = 0;
+    const std::string_view fl = level_at(filter, f, f_next, f_last);
+    if (fl == "#")
+      return true;
+    const std::string_view tl = level_at(topic, t, t_next, t_last);
+    if (fl != "+" && fl != tl)
+      return false;
+    if (f_last)
+      return t_last;
+    if (t_last) // "a/#" also matches "a": the parent level
+      return filter.substr(f_next) == "#";
+    f = f_next;
+    t = t_next;
+  }
+}
+
+bool filter_covers(std::string_view outer, std::string_view inner) noexcept {
+  if (!inner.empty() && inner.front() == '$' && !outer.empty() &&
+      (outer.front() == '+' || outer.front() == '#'))
+    return false;
+  std::size_t o = 0;
+  std::size_t i = 0;
+  for (;;) {
+    bool o_last = false;
+    bool i_last = false;
+    std::size_t o_next = 0;
+    std::size_t i_next = 0;
+    const std::string_view ol = level_at(outer, o, o_next, o_last);
+    if (ol == "#")
+      return true;
+    const std::string_view il = level_at(inner, i, i_next, i_last);
+    if (il == "#")
+      return false; // only '#' covers '#'
+    if (ol != "+" && (il == "+" || ol != il))
+      return false;
+    if (o_last)
+      return i_last;
+    if (i_last)
+      return outer.substr(o_next) == "#";
+    o = o_next;
+    i = i_next;
+  }
+}
+
+error parse_connect(std::string_view body, std::uint8_t flags, connect_packet& out) noexcept {
+  if (flags != 0)
+    return error::malformed;
+  reader r(body);
+  const std::string_view name = r.field();
+  const std::uint8_t level = r.u8();
+  const std::uint8_t cf = r.u8();
+  out.keep_alive = r.u16();
+  if (!r.ok)
+    return error::malformed;
+  out.version = level;
+  if (name != "MQTT")
+    return name == "MQIsdp" ? error::unsupported_version : error::malformed;
+  if (level != v311 && level != v5)
+    return error::unsupported_version;
+  if (cf & 0x01) // reserved
+    return error::malformed;
+  out.clean_start = (cf & 0x02) != 0;
+  out.has_will = (cf & 0x04) != 0;
+  out.will.qos = static_cast<std::uint8_t>((cf >> 3) & 0x03);
+  out.will.retain = (cf & 0x20) != 0;
+  out.has_password = (cf & 0x40) != 0;
+  out.has_username = (cf & 0x80) != 0;
+  if (out.will.qos == 3 || (!out.has_will && (out.will.qos != 0 || out.will.retain)))
+    return error::malformed;
+  if (level == v311 && out.has_password && !out.has_username)
+    return error::malformed;
+  if (level == v5) {
+    properties p;
+    if (const error e = read_properties(r, p); e != error::none)
+      return e;
+    if (p.authentication_method) // enhanced authentication is not offered
+      return error::protocol_error;
+    out.session_expiry = p.session_expiry;
+    if (p.receive_maximum_set)
+      out.receive_maximum = p.receive_maximum;
+    out.maximum_packet_size = p.maximum_packet_size;
+  }
+  if (const error e = read_string(r, out.client_id); e != error::none)
+    return e;
+  if (out.has_will) {
+    if (level == v5)
+      if (const error e = skip_properties(r); e != error::none)
+        return e;
+    if (const error e = read_string(r, out.will.topic); e != error::none)
+      return e;
+    if (!valid_topic_name(out.will.topic))
+      return error::wildcard_topic;
+    out.will.payload = r.field();
+  }
+  if (out.has_username)
+    if (const error e = read_string(r, out.username); e != error::none)
+      return e;
+  if (out.has_password)
+    out.password = r.field();
+  if (!r.ok || r.left() != 0)
+    return error::malformed;
+  return error::none;
+}
+
+error parse_publish(std::string_view body, std::uint8_t flags, std::uint8_t version,
+                    publish_packet& out) noexcept {
+  out.retain = (flags & 0x01) != 0;
+  out.qos = static_cast<std::uint8_t>((flags >> 1) & 0x03);
+  out.dup = (flags & 0x08) != 0;
+  if (out.qos == 3)
+    return error::malformed;
+  reader r(body);
+  out.topic = r.field();
+  if (!r.ok)
+    return error::malformed;
+  if (out.qos > 0) {
+    out.packet_id = r.u16();
+    if (!r.ok || out.packet_id == 0)
+      return error::malformed;
+  }
+  if (version == v5) {
+    properties p;
+    if (const error e = read_properties(r, p); e != error::none)
+      return e;
+    if (p.topic_alias) // the broker offers no topic aliases (Topic Alias Maximum 0)
+      return error::protocol_error;
+  }
+  if (!valid_utf8(out.topic))
+    return error::bad_utf8;
+  if (!valid_topic_name(out.topic))
+    return error::wildcard_topic;
+  out.payload_offset = r.offset();
+  out.payload = r.rest();
+  return error::none;
+}
+
+error parse_subscribe(std::string_view body, std::uint8_t flags, std::uint8_t version,
+                      std::size_t max_entries, std::uint16_t& packet_id,
+                      std::vector<subscribe_entry>& out) noexcept {
+  out.clear();
+  if (flags != 0x02)
+    return error::malformed;
+  reader r(body);
+  packet_id = r.u16();
+  if (!r.ok || packet_id == 0)
+    return error::malformed;
+  if (version == v5)
+    if (const error e = skip_properties(r); e != error::none)
+      return e;
+  while (r.left() > 0) {
+    if (out.size() >= max_entries)
+      return error::malformed;
+    subscribe_entry s;
+    if (const error e = read_string(r, s.filter); e != error::none)
+      return e;
+    const std::uint8_t o = r.u8();
+    if (!r.ok)
+      return error::malformed;
+    s.qos = o & 0x03;
+    if (version == v5) {
+      s.no_local = (o & 0x04) != 0;
+      s.retain_as_published = (o & 0x08) != 0;
+      s.retain_handling = static_cast<std::uint8_t>((o >> 4) & 0x03);
+      if ((o & 0xc0) != 0 || s.retain_handling == 3)
+        return error::malformed;
+    } else if ((o & 0xfc) != 0) {
+      return error::malformed;
+    }
+    if (s.qos == 3)
+      return error::malformed;
+    out.push_back(s);
+  }
+  return out.empty() ? error::protocol_error : error::none;
+}
+
+error parse_unsubscribe(std::string_view body, std::uint8_t flags, std::uint8_t version,
+                        std::size_t max_entries, std::uint16_t& packet_id,
+                        std::vector<std::string_view>& out) noexcept {
+  out.clear();
+  if (flags != 0x02)
+    return error::malformed;
+  reader r(body);
+  packet_id = r.u16();
+  if (!r.ok || packet_id == 0)
+    return error::malformed;
+  if (version == v5)
+    if (const error e = skip_properties(r); e != error::none)
+      return e;
+  while (r.left() > 0) {
+    if (out.size() >= max_entries)
+      return error::malformed;
+    std::string_view f;
+    if (const error e = read_string(r, f); e != error::none)
+      return e;
+    out.push_back(f);
+  }
+  return out.empty() ? error::protocol_error : error::none;
+}
+
+error parse_puback(std::string_view body, std::uint8_t flags, std::uint8_t version,
+                   std::uint16_t& packet_id) noexcept {
+  if (flags != 0)
+    return error::malformed;
+  reader r(body);
+  packet_id = r.u16();
+  if (!r.ok || packet_id == 0)
+    return error::malformed;
+  if (version == v5 && r.left() > 0) {
+    r.u8(); // the client's reason: the message counts as delivered either way
+    if (r.left() > 0)
+      if (const error e = skip_properties(r); e != error::none)
+        return e;
+  }
+  return r.ok && r.left() == 0 ? error::none : error::malformed;
+}
+
+error parse_disconnect(std::string_view body, std::uint8_t flags, std::uint8_t version,
+                       std::uint8_t& reason) noexcept {
+  reason = 0;
+  if (flags != 0)
+    return error::malformed;
+  if (version != v5)
+    return body.empty() ? error::none : error::malformed;
+  reader r(body);
+  if (r.left() > 0) {
+    reason = r.u8();
+    if (r.left() > 0)
+      if (const error e = skip_properties(r); e != error::none)
+        return e;
+  }
+  return r.ok && r.left() == 0 ? error::none : error::malformed;
+}
+
+std::size_t varint_bytes(std::uint32_t n) noexcept {
+  // Past 268435455 MQTT has no encoding; counting the fifth byte write_varint then writes keeps
+  // buffers sized by this function safe (only a max_frame_bytes above 256 MiB gets there).
+  return n < 128 ? 1 : n < 16384 ? 2 : n < 2097152 ? 3 : n < 268435456 ? 4 : 5;
+}
+
+char* write_varint(char* out, std::uint32_t n) noexcept {
+  do {
+    auto b = static_cast<unsigned char>(n & 0x7f);
+    n >>= 7;
+    if (n > 0)
+      b |= 0x80;
+    *out++ = static_cast<char>(b);
+  } while (n > 0);
+  return out;
+}
+
+void append_connack(std::string& out, std::uint8_t version, bool session_present, std::uint8_t code,
+                    const connack_properties& props) {
+  out.push_back(0x20);
+  if (version != v5) {
+    out.push_back(0x02);
+    out.push_back(session_present ? 0x01 : 0x00);
+    out.push_back(static_cast<char>(code));
+    return;
+  }
+  std::string p;
+  if (props.maximum_packet_size > 0) {
+    p.push_back(0x27);
+    put_u32(p, props.maximum_packet_size);
+  }
+  p.push_back(0x24); // maximum QoS: 1
+  p.push_back(0x01);
+  p.push_back(0x29); // subscription identifiers: not available
+  p.push_back(0x00);
+  p.push_back(0x2a); // shared subscriptions: not available
+  p.push_back(0x00);
+  if (props.send_session_expiry) {
+    p.push_back(0x11);
+    put_u32(p, props.session_expiry);
+  }
+  if (!props.assigned_client_id.empty()) {
+    p.push_back(0x12);
+    put_u16(p, static_cast<std::uint16_t>(props.assigned_client_id.size()));
+    p.append(props.assigned_client_id);
+  }
+  const auto body =
+      static_cast<std::uint32_t>(2 + varint_bytes(static_cast<std::uint32_t>(p.size())) + p.size());
+  put_varint(out, body);
+  out.push_back(session_present ? 0x01 : 0x00);
+  out.push_back(static_cast<char>(code));
+  put_varint(out, static_cast<std::uint32_t>(p.size()));
+  out.append(p);
+}
+
+void append_puback(std::string& out, std::uint8_t version, std::uint16_t packet_id,
+                   std::uint8_t code) {
+  out.push_back(0x40);
+  const bool with_code = version == v5 && code != reason::success;
+  out.push_back(with_code ? 0x03 : 0x02);
+  put_u16(out, packet_id);
+  if (with_code)
+    out.push_back(static_cast<char>(code));
+}
+
+void append_suback(std::string& out, std::uint8_t version, std::uint16_t packet_id,
+                   std::span<const std::uint8_t> codes) {
+  out.push_back(static_cast<char>(0x90));
+  const std::size_t props = version == v5 ? 1 : 0;
+  put_varint(out, static_cast<std::uint32_t>(2 + props + codes.size()));
+  put_u16(out, packet_id);
+  if (props)
+    out.push_back(0x00);
+  for (const std::uint8_t c : codes)
+    out.push_back(static_cast<char>(c));
+}
+
+void append_unsuback(std::string& out, std::uint8_t version, std::uint16_t packet_id,
+                     std::span<const std::uint8_t> codes) {
+  out.push_back(static_cast<char>(0xb0));
+  if (version != v5) {
+    out.push_back(0x02);
+    put_u16(out, packet_id);
+    return;
+  }
+  put_varint(out, static_cast<std::uint32_t>(3 + codes.size()));
+  put_u16(out, packet_id);
+  out.push_back(0x00);
+  for (const std::uint8_t c : codes)
+    out.push_back(static_cast<char>(c));
+}
+
+void append_pingresp(std::string& out) {
+  out.push_back(static_cast<char>(0xd0));
+  out.push_back(0x00);
+}
+
+void append_disconnect(std::string& out, std::uint8_t code) {
+  out.push_back(static_cast<char>(0xe0));
+  out.push_back(0x01);
+  out.push_back(static_cast<char>(code));
+}
+
+std::size_t publish_bytes(std::uint8_t version, std::size_t topic, std::size_t payload,
+                          std::uint8_t qos) noexcept {
+  const std::size_t body = 2 + topic + (qos > 0 ? 2 : 0) + (version == v5 ? 1 : 0) + payload;
+  return 1 + varint_bytes(static_cast<std::uint32_t>(body)) + body;
+}
+
+char* write_publish_header(char* out, std::uint8_t version, std::string_view topic,
+                           std::size_t payload, std::uint8_t qos, bool retain, bool dup,
+                           std::uint16_t packet_id) noexcept {
+  const std::size_t body = 2 + topic.size() + (qos > 0 ? 2 : 0) + (version == v5 ? 1 : 0) + payload;
+  *out++ = static_cast<char>(0x30 | (dup ? 0x08 : 0) | (qos << 1) | (retain ? 0x01 : 0));
+  out = write_varint(out, static_cast<std::uint32_t>(body));
+  *out++ = static_cast<char>(topic.size() >> 8);
+  *out++ = static_cast<char>(topic.size() & 0xff);
+  std::memcpy(out, topic.data(), topic.size());
+  out += topic.size();
+  if (qos > 0) {
+    *out++ = static_cast<char>(packet_id >> 8);
+    *out++ = static_cast<char>(packet_id & 0xff);
+  }
+  if (version == v5)
+    *out++ = 0x00; // no properties
+  return out;
+}
+
+} // namespace newsdesk::broker::mqtt

@@ -1,0 +1,319 @@
+#pragma once
+// Test helpers for MQTT: a blocking raw-socket client that sends bytes the test builds (well
+// formed or not) and reads packets back, packet builders, and where the real client programs
+// (mosquitto_sub, mosquitto_pub, python3 with paho) are.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "broker/mqtt_codec.hpp"
+
+namespace newsdesk::broker::test {
+
+using namespace std::chrono_literals;
+
+/// The full path of `name` on PATH, or "" when it is not installed.
+inline std::string program_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::string_view rest = path ? path : "/usr/bin:/bin";
+  while (!rest.empty()) {
+    const auto colon = rest.find(':');
+    const std::string dir(rest.substr(0, colon));
+    rest = colon == std::string_view::npos ? std::string_view{} : rest.substr(colon + 1);
+    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+  }
+  return "";
+}
+
+namespace mqtt_bytes {
+
+inline void u16(std::string& out, std::uint16_t v) {
+  out.push_back(static_cast<char>(v >> 8));
+  out.push_back(static_cast<char>(v & 0xff));
+}
+inline void str(std::string& out, std::string_view s) {
+  u16(out, static_cast<std::uint16_t>(s.size()));
+  out.append(s);
+}
+/// A packet: first byte, remaining length, body.
+inline std::string packet(std::uint8_t first, std::string_view body) {
+  std::string out(1, static_cast<char>(first));
+  char len[4];
+  const char* end = mqtt::write_varint(len, static_cast<std::uint32_t>(body.size()));
+  out.append(len, static_cast<std::size_t>(end - len));
+  out.append(body);
+  return out;
+}
+
+struct connect_options {
+  std::uint8_t version = mqtt::v311;
+  std::string client_id;
+  bool clean = true;
+  std::uint16_t keep_alive = 60;
+  std::optional<std::string> user;
+  std::optional<std::string> password;
+  std::optional<std::string> will_topic;
+  std::string will_payload;
+  std::uint32_t session_expiry = 0; // MQTT 5
+};
+
+inline std::string connect(const connect_options& o) {
+  std::string b;
+  str(b, "MQTT");
+  b.push_back(static_cast<char>(o.version));
+  std::uint8_t flags = o.clean ? 0x02 : 0x00;
+  if (o.will_topic)
+    flags |= 0x04;
+  if (o.password)
+    flags |= 0x40;
+  if (o.user)
+    flags |= 0x80;
+  b.push_back(static_cast<char>(flags));
+  u16(b, o.keep_alive);
+  if (o.version == mqtt::v5) {
+    if (o.session_expiry > 0) {
+      b.push_back(5);
+      b.push_back(0x11);
+      for (int shift = 24; shift >= 0; shift -= 8)
+        b.push_back(static_cast<char>((o.session_expiry >> shift) & 0xff));
+    } else {
+      b.push_back(0);
+    }
+  }
+  str(b, o.client_id);
+  if (o.will_topic) {
+    if (o.version == mqtt::v5)
+      b.push_back(0);
+    str(b, *o.will_topic);
+    str(b, o.will_payload);
+  }
+  if (o.user)
+    str(b, *o.user);
+  if (o.password)
+    str(b, *o.password);
+  return packet(0x10, b);
+}
+
+inline std::string subscribe(std::uint16_t id, std::string_view filter, std::uint8_t qos,
+                             std::uint8_t version = mqtt::v311) {
+  std::string b;
+  u16(b, id);
+  if (version == mqtt::v5)
+    b.push_back(0);
+  str(b, filter);
+  b.push_back(static_cast<char>(qos));
+  return packet(0x82, b);
+}
+
+inline std::string unsubscribe(std::uint16_t id, std::string_view filter,
+                               std::uint8_t version = mqtt::v311) {
+  std::string b;
+  u16(b, id);
+  if (version == mqtt::v5)
+    b.push_back(0);
+  str(b, filter);
+  return packet(0xa2, b);
+}
+
+inline std::string publish(std::string_view topic, std::string_view payload, std::uint8_t qos = 0,
+                           std::uint16_t id = 0, bool retain = false,
+                           std::uint8_t version = mqtt::v311) {
+  std::string b;
+  str(b, topic);
+  if (qos > 0)
+    u16(b, id);
+  if (version == mqtt::v5)
+    b.push_back(0);
+  b.append(payload);
+  return packet(static_cast<std::uint8_t>(0x30 | (qos << 1) | (retain ? 1 : 0)), b);
+}
+
+inline std::string puback(std::uint16_t id) {
+  std::string b;
+  u16(b, id);
+  return packet(0x40, b);
+}
+
+inline std::string pingreq() {
+  return std::string("\xc0\x00", 2);
+}
+
+inline std::string disconnect() {
+  return std::string("\xe0\x00", 2);
+}
+
+} // namespace mqtt_bytes
+
+/// One packet as read: its first byte and body.
+struct mqtt_packet {
+  std::uint8_t first = 0;
+  std::string body;
+  [[nodiscard]] mqtt::packet_type type() const {
+    return static_cast<mqtt::packet_type>(first >> 4);
+  }
+};
+
+/// The parts of a PUBLISH the broker sent (3.1.1 layout, or 5 with an empty property list).
+struct received_publish {
+  std::string topic;
+  std::string payload;
+  std::uint8_t qos = 0;
+  bool retain = false;
+  bool dup = false;
+  std::uint16_t id = 0;
+};
+
+inline received_publish parse_received(const mqtt_packet& p, std::uint8_t version) {
+  received_publish r;
+  r.qos = (p.first >> 1) & 3;
+  r.retain = (p.first & 1) != 0;
+  r.dup = (p.first & 8) != 0;
+  mqtt::publish_packet pp;
+  if (mqtt::parse_publish(p.body, p.first & 0x0f, version, pp) != mqtt::error::none)
+    throw std::runtime_error("broker sent a malformed PUBLISH");
+  r.topic = std::string(pp.topic);
+  r.payload = std::string(pp.payload);
+  r.id = pp.packet_id;
+  return r;
+}
+
+/// A blocking MQTT client on a plain socket, with timeouts; it sends what the test gives it.
+class mqtt_raw {
+ public:
+  explicit mqtt_raw(std::uint16_t port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd_ < 0)
+      throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+    int one = 1;
+    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      const int e = errno;
+      ::close(fd_);
+      throw std::runtime_error(std::string("connect: ") + std::strerror(e));
+    }
+  }
+  mqtt_raw(const mqtt_raw&) = delete;
+  mqtt_raw& operator=(const mqtt_raw&) = delete;
+  ~mqtt_raw() { close(); }
+
+  void close() {
+    if (fd_ >= 0)
+      ::close(fd_);
+    fd_ = -1;
+  }
+
+  /// False when the broker has closed the connection already.
+  bool send(std::string_view bytes) {
+    std::size_t off = 0;
+    while (off < bytes.size()) {
+      const auto n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+      if (n <= 0)
+        return false;
+      off += static_cast<std::size_t>(n);
+    }
+    return true;
+  }
+
+  /// The next packet, or nullopt on timeout, EOF or error.
+  std::optional<mqtt_packet> read(std::chrono::milliseconds timeout = 5000ms) {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      const auto h = mqtt::try_decode_header(buf_, 1 << 28);
+      if (h.status == mqtt::header_status::packet) {
+        mqtt_packet p{h.first, buf_.substr(h.header_bytes, h.remaining)};
+        buf_.erase(0, h.size());
+        return p;
+      }
+      if (h.status == mqtt::header_status::error || !fill(end))
+        return std::nullopt;
+    }
+  }
+
+  /// Connects and returns the CONNACK's reason code (its second body byte), or -1.
+  int handshake(const mqtt_bytes::connect_options& o) {
+    send(mqtt_bytes::connect(o));
+    const auto p = read();
+    if (!p || p->type() != mqtt::packet_type::connack || p->body.size() < 2)
+      return -1;
+    session_present = (p->body[0] & 1) != 0;
+    return static_cast<unsigned char>(p->body[1]);
+  }
+
+  /// Subscribes and returns SUBACK's first code, or -1.
+  int subscribe(std::uint16_t id, std::string_view filter, std::uint8_t qos,
+                std::uint8_t version = mqtt::v311) {
+    send(mqtt_bytes::subscribe(id, filter, qos, version));
+    const auto p = read();
+    if (!p || p->type() != mqtt::packet_type::suback)
+      return -1;
+    const std::size_t at = version == mqtt::v5 ? 3 : 2;
+    return p->body.size() > at ? static_cast<unsigned char>(p->body[at]) : -1;
+  }
+
+  /// The next PUBLISH (skipping nothing: another packet type is an error), or nullopt.
+  std::optional<received_publish> next_publish(std::uint8_t version = mqtt::v311,
+                                               std::chrono::milliseconds timeout = 5000ms) {
+    const auto p = read(timeout);
+    if (!p || p->type() != mqtt::packet_type::publish)
+      return std::nullopt;
+    return parse_received(*p, version);
+  }
+
+  /// True once the broker closed the connection (EOF or reset), discarding data meanwhile.
+  bool wait_closed(std::chrono::milliseconds timeout = 5000ms) {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (fill(end))
+      buf_.clear();
+    return eof_;
+  }
+
+  bool session_present = false;
+
+ private:
+  bool fill(std::chrono::steady_clock::time_point end) {
+    if (fd_ < 0 || eof_)
+      return false;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        end - std::chrono::steady_clock::now());
+    if (left.count() <= 0)
+      return false;
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0)
+      return false;
+    char tmp[65536];
+    const auto n = ::recv(fd_, tmp, sizeof tmp, 0);
+    if (n <= 0) {
+      eof_ = true;
+      return false;
+    }
+    buf_.append(tmp, static_cast<std::size_t>(n));
+    return true;
+  }
+
+  int fd_ = -1;
+  bool eof_ = false;
+  std::string buf_;
+};
+
+} // namespace newsdesk::broker::test
