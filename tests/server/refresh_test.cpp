@@ -446,8 +446,9 @@ TEST_CASE("each new headline goes out on MQTT newsdesk/headlines/<site>, the lat
   INFO("mosquitto_sub is missing: scripts/setup installs mosquitto-clients");
   REQUIRE(::access(sub_bin.c_str(), X_OK) == 0);
   splash_standin splash;
-  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a/one/index.html", "One"},
-                                                                {"/a/two/index.html", "Two"}})));
+  splash.set("https://a.cnn.com/",
+             standin_page::page(cnn_page(
+                 {{"/a/one/index.html", "One story"}, {"/a/two/index.html", "Two story"}})));
   newsdesk_process nd(json{{"splash_url", splash.base_url()},
                            {"refresh", {{"manual_min_interval", 0}}},
                            {"sites", {site("a", "cnn", "https://a.cnn.com/")}}});
@@ -472,18 +473,19 @@ TEST_CASE("each new headline goes out on MQTT newsdesk/headlines/<site>, the lat
   CHECK(item.at("id") == newest);
 
   // A later refresh's new headline goes out live (RETAIN clear), and becomes the retained one.
-  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a/three/index.html", "Three"},
-                                                                {"/a/one/index.html", "One"},
-                                                                {"/a/two/index.html", "Two"}})));
+  splash.set("https://a.cnn.com/",
+             standin_page::page(cnn_page({{"/a/three/index.html", "Three story"},
+                                          {"/a/one/index.html", "One story"},
+                                          {"/a/two/index.html", "Two story"}})));
   REQUIRE(send_request(nd.port, "POST", "/api/refresh?site=a").status == 202);
   const auto live = sub.wait_for_line("0 newsdesk/headlines/a ", 20s);
   REQUIRE(live);
-  CHECK(json::parse(*live).at("title") == "Three");
+  CHECK(json::parse(*live).at("title") == "Three story");
   child_process late(sub_bin, {"-h", "127.0.0.1", "-p", *mqtt_port, "-t", "newsdesk/headlines/a",
                                "-C", "1", "-W", "20"});
   const auto kept = late.wait_for_line("{", 20s);
   REQUIRE(kept);
-  CHECK(json::parse("{" + *kept).at("title") == "Three");
+  CHECK(json::parse("{" + *kept).at("title") == "Three story");
 }
 
 TEST_CASE("a stalled /events client is cut off while others get every event") {
