@@ -131,6 +131,50 @@ struct stream_reader {
   }
 };
 
+// A connection LISTENing on the store's event channel, as the instances do.
+PGconn* listen_to_events(const std::string& store) {
+  PGconn* listen = PQconnectdb(store.c_str());
+  if (PQstatus(listen) != CONNECTION_OK)
+    throw std::runtime_error(std::string("cannot connect: ") + PQerrorMessage(listen));
+  PQclear(PQexec(listen, "LISTEN newsdesk_events"));
+  return listen;
+}
+
+struct commit_and_frame {
+  clock_type::time_point committed, framed;
+};
+
+// Waits for `site`'s commit (its event's notification on `listen`) and for `needle` on `sse`.
+commit_and_frame await_commit_and_frame(PGconn* listen, stream_reader& sse, const std::string& site,
+                                        const std::string& needle) {
+  std::optional<clock_type::time_point> committed, framed;
+  while (!framed || !committed) {
+    pollfd fds[2] = {{PQsocket(listen), POLLIN, 0}, {sse.fd, POLLIN, 0}};
+    if (::poll(fds, 2, 10'000) <= 0)
+      throw std::runtime_error("no notification or frame within 10 s");
+    const auto now = clock_type::now();
+    if (fds[0].revents & POLLIN) {
+      PQconsumeInput(listen);
+      while (PGnotify* n = PQnotifies(listen)) {
+        // Other sites commit too: the notification's payload is its event's seq.
+        const char* seq = n->extra;
+        PGresult* r = PQexecParams(listen, "SELECT site FROM events WHERE seq = $1", 1, nullptr,
+                                   &seq, nullptr, nullptr, 0);
+        if (!committed && PQntuples(r) == 1 && PQgetvalue(r, 0, 0) == site)
+          committed = now;
+        PQclear(r);
+        PQfreemem(n);
+      }
+    }
+    if (fds[1].revents & POLLIN) {
+      sse.read_some();
+      if (!framed && sse.received.find(needle) != std::string::npos)
+        framed = now;
+    }
+  }
+  return {*committed, *framed};
+}
+
 // 2. Commit to SSE frame on another instance.
 void propagation(postgres_cluster& pg, int rounds) {
   splash_standin splash;
@@ -146,10 +190,7 @@ void propagation(postgres_cluster& pg, int rounds) {
       }))
     throw std::runtime_error("the first refresh did not arrive");
 
-  PGconn* listen = PQconnectdb(store.c_str());
-  if (PQstatus(listen) != CONNECTION_OK)
-    throw std::runtime_error(std::string("cannot connect: ") + PQerrorMessage(listen));
-  PQclear(PQexec(listen, "LISTEN newsdesk_events"));
+  PGconn* listen = listen_to_events(store);
   stream_reader sse(reader->port);
 
   std::vector<double> to_frame, end_to_end;
@@ -162,30 +203,10 @@ void propagation(postgres_cluster& pg, int rounds) {
     const auto posted = clock_type::now();
     if (send_request(writer->port, "POST", "/api/refresh?site=p").status != 202)
       throw std::runtime_error("refresh refused");
-    std::optional<clock_type::time_point> committed, framed;
     const auto needle = "\"title\":\"" + title + "\"";
-    while (!framed || !committed) {
-      pollfd fds[2] = {{PQsocket(listen), POLLIN, 0}, {sse.fd, POLLIN, 0}};
-      if (::poll(fds, 2, 10'000) <= 0)
-        throw std::runtime_error("no notification or frame within 10 s (round " +
-                                 std::to_string(i) + ")");
-      const auto now = clock_type::now();
-      if (fds[0].revents & POLLIN) {
-        PQconsumeInput(listen);
-        while (PGnotify* n = PQnotifies(listen)) {
-          if (!committed)
-            committed = now;
-          PQfreemem(n);
-        }
-      }
-      if (fds[1].revents & POLLIN) {
-        sse.read_some();
-        if (!framed && sse.received.find(needle) != std::string::npos)
-          framed = now;
-      }
-    }
-    to_frame.push_back(std::chrono::duration<double, std::milli>(*framed - *committed).count());
-    end_to_end.push_back(std::chrono::duration<double, std::milli>(*framed - posted).count());
+    const auto [committed, framed] = await_commit_and_frame(listen, sse, "p", needle);
+    to_frame.push_back(std::chrono::duration<double, std::milli>(framed - committed).count());
+    end_to_end.push_back(std::chrono::duration<double, std::milli>(framed - posted).count());
   }
   PQfinish(listen);
   std::printf("propagation, commit -> SSE frame on another instance (%d refreshes): p50 %.1f ms, "
@@ -420,10 +441,7 @@ void busy_cluster(postgres_cluster& pg, const std::string& haproxy, int rounds,
   std::thread readers([&] { busy = paced_news(nds, span); });
   // Commit -> frame, the probe refreshed on instance 0 and read on instance 1, while the others
   // refresh in the background: a notification is the probe's when its event names the probe.
-  PGconn* listen = PQconnectdb(store.c_str());
-  if (PQstatus(listen) != CONNECTION_OK)
-    throw std::runtime_error(std::string("cannot connect: ") + PQerrorMessage(listen));
-  PQclear(PQexec(listen, "LISTEN newsdesk_events"));
+  PGconn* listen = listen_to_events(store);
   stream_reader sse(nds[1]->port);
   std::vector<double> to_frame;
   const auto probing_until = clock_type::now() + span - 2s;
@@ -435,32 +453,9 @@ void busy_cluster(postgres_cluster& pg, const std::string& haproxy, int rounds,
     splash.set(probe, standin_page::page(cnn_page(stories)));
     if (send_request(nds[0]->port, "POST", "/api/refresh?site=probe").status != 202)
       throw std::runtime_error("refresh refused");
-    std::optional<clock_type::time_point> committed, framed;
     const auto needle = "\"title\":\"" + title + "\"";
-    while (!framed || !committed) {
-      pollfd fds[2] = {{PQsocket(listen), POLLIN, 0}, {sse.fd, POLLIN, 0}};
-      if (::poll(fds, 2, 10'000) <= 0)
-        throw std::runtime_error("no notification or frame within 10 s");
-      const auto now = clock_type::now();
-      if (fds[0].revents & POLLIN) {
-        PQconsumeInput(listen);
-        while (PGnotify* n = PQnotifies(listen)) {
-          const char* seq = n->extra;
-          PGresult* r = PQexecParams(listen, "SELECT site FROM events WHERE seq = $1", 1, nullptr,
-                                     &seq, nullptr, nullptr, 0);
-          if (!committed && PQntuples(r) == 1 && std::string(PQgetvalue(r, 0, 0)) == "probe")
-            committed = now;
-          PQclear(r);
-          PQfreemem(n);
-        }
-      }
-      if (fds[1].revents & POLLIN) {
-        sse.read_some();
-        if (!framed && sse.received.find(needle) != std::string::npos)
-          framed = now;
-      }
-    }
-    to_frame.push_back(std::chrono::duration<double, std::milli>(*framed - *committed).count());
+    const auto [committed, framed] = await_commit_and_frame(listen, sse, "probe", needle);
+    to_frame.push_back(std::chrono::duration<double, std::milli>(framed - committed).count());
     std::this_thread::sleep_for(100ms);
   }
   PQfinish(listen);

@@ -400,6 +400,12 @@ await run(async () => {
     sites: sites.map((s) => ({ name: s.name, scraper: "cnn", url: urlOf(s), display_name: s.display_name, colour: s.colour })),
   });
   await eventually("every headline in /news.json", async () => (await newsdesk.json()).headlines.length === total, 30000);
+  // The page is built after the JSON (each view answers with its previous bytes until its next
+  // ones are ready, and a sanitized build is slow): wait until /news has the shared story too.
+  await eventually("the shared story on /news", async () => {
+    const html = await (await fetch(`${newsdesk.base}/news`)).text();
+    return html.includes('class="top-story') && html.includes(shared);
+  }, 30000);
   const browser = await launchBrowser();
   await storiesFirst(browser);
   await keysAndReading(browser);
