@@ -151,7 +151,8 @@ std::optional<std::string> page_icon(std::string_view page, std::string_view pag
 
 } // namespace
 
-std::vector<std::string> icon_urls(std::string_view body, std::string_view page_url) {
+std::vector<std::string> icon_urls(std::string_view body, std::string_view page_url,
+                                   std::string_view home_url) {
   std::vector<std::string> out;
   if (!url::is_http_url(page_url))
     return out;
@@ -160,7 +161,8 @@ std::vector<std::string> icon_urls(std::string_view body, std::string_view page_
   if (declared)
     if (auto link = url::resolve(page_url, *declared); link && url::is_http_url(*link))
       out.push_back(*link);
-  if (auto origin = url::resolve(page_url, "/favicon.ico"); origin && url::is_http_url(*origin))
+  const auto origin_of = url::is_http_url(home_url) ? home_url : page_url;
+  if (auto origin = url::resolve(origin_of, "/favicon.ico"); origin && url::is_http_url(*origin))
     if (std::find(out.begin(), out.end(), *origin) == out.end())
       out.push_back(*origin);
   return out;

@@ -16,8 +16,10 @@ inline constexpr std::size_t max_icon_scan_bytes = 256 * 1024;
 
 // The icon URLs to try for a page or feed fetched from `page_url`, best first, each absolute
 // http(s), no duplicates: the declared icon (of several links, the first PNG or ICO whose
-// `sizes` is at least 32 px, else the first), then ORIGIN/favicon.ico. Empty when `page_url` is
-// not http(s).
-std::vector<std::string> icon_urls(std::string_view body, std::string_view page_url);
+// `sizes` is at least 32 px, else the first), then ORIGIN/favicon.ico, where ORIGIN is
+// `home_url`'s when that is http(s) (a feed's site: the feed's own host is often a feed service
+// whose icon is not the site's), else `page_url`'s. Empty when `page_url` is not http(s).
+std::vector<std::string> icon_urls(std::string_view body, std::string_view page_url,
+                                   std::string_view home_url = {});
 
 } // namespace newsdesk::scrapers

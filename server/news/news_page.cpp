@@ -474,10 +474,20 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
   // What the view is: all sites, one site (in its own order), a search, or several.
   std::string view_name;
   std::string view_heading = "Latest headlines";
+  std::string home_href, home_text;
   if (query.one_site()) {
     auto it = by_name.find(query.sites.front());
     view_name = it != by_name.end() ? it->second->display_name : query.sites.front();
     view_heading = view_name + ", in the site's own order";
+    // The way to the site itself: its home page (a feed site's file names it beside the feed).
+    const auto* home_url = it == by_name.end()        ? nullptr
+                           : it->second->home.empty() ? &it->second->url
+                                                      : &it->second->home;
+    if (home_url)
+      if (auto home = scrapers::url::split_http_url(*home_url)) {
+        home_href = *home_url;
+        home_text = home->host.starts_with("www.") ? home->host.substr(4) : home->host;
+      }
   } else if (!query.sites.empty()) {
     std::vector<std::string> names;
     for (const auto& site : query.sites)
@@ -539,6 +549,10 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
   page.set("view_heading", view_heading);
   if (!query.q.empty() && query.sites.size() == 1)
     page.set("search_all_href", "/news?q=" + form_encode(query.q));
+  if (!home_href.empty()) {
+    page.set("home_href", home_href);
+    page.set("home_text", home_text);
+  }
   page.set("order", query.one_site() ? "site" : "latest");
   page.set("events_query", filters);
   page.set("feed_query", feed_query.empty() ? std::string() : "?" + feed_query);

@@ -76,7 +76,8 @@ refresh_result read_page(const site_config& site, const render_result& page,
   }
   // The icon's address costs a parse of the page's head only (scrapers::max_icon_scan_bytes).
   if (r.error.empty())
-    r.icon_urls = scrapers::icon_urls(page.html, page.url.empty() ? site.url : page.url);
+    r.icon_urls = scrapers::icon_urls(page.html, page.url.empty() ? site.url : page.url,
+                                      site.home != site.url ? site.home : std::string());
   return r;
 }
 

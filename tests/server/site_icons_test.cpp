@@ -55,6 +55,13 @@ TEST_CASE("site icons: a page's icon link, resolved, best first; the origin's fa
   CHECK(icon_urls(R"(<feed xmlns="http://www.w3.org/2005/Atom"><icon>/a.ico</icon></feed>)",
                   "https://f.example/atom.xml")
             .front() == "https://f.example/a.ico");
+  // A feed site's home page gives the fallback icon: the feed's host may be a feed service.
+  CHECK(icon_urls("<rss><channel></channel></rss>", "https://feeds.example/site",
+                  "https://www.site.example/news") ==
+        std::vector<std::string>{"https://www.site.example/favicon.ico"});
+  CHECK(icon_urls(R"(<feed xmlns="http://www.w3.org/2005/Atom"><icon>/a.ico</icon></feed>)",
+                  "https://feeds.example/site", "https://www.site.example/")
+            .front() == "https://feeds.example/a.ico");
   CHECK(icon_urls("<html></html>", "file:///etc/passwd").empty());
 }
 

@@ -292,6 +292,24 @@ TEST_CASE("one site's view is named after it, and its feeds too") {
   CHECK(html.find("<input type=\"hidden\" name=\"site\" value=\"cnn\">") != std::string::npos);
   CHECK(html.find("data-order=\"site\"") != std::string::npos);
   CHECK(html.find("data-events=\"site=cnn\"") != std::string::npos);
+  // The way to the site itself: its home page, named by its host.
+  CHECK(html.find("<a class=\"site-home\" href=\"https://edition.cnn.com/\" "
+                  "rel=\"noreferrer\">edition.cnn.com ↗</a>") != std::string::npos);
+  // Not on a view of several sites.
+  query.sites = {"cnn", "aj"};
+  CHECK(page().render(sample(), query).find("site-home") == std::string::npos);
+}
+
+TEST_CASE("a feed site's view links to the home page its file names, not to its feed") {
+  auto s = sample();
+  s.sites[0].url = "https://feeds.example/cnn.rss";
+  s.sites[0].home = "https://www.cnn.com/";
+  news_query query;
+  query.sites = {"cnn"};
+  auto html = page().render(s, query);
+  CHECK(html.find("href=\"https://www.cnn.com/\" rel=\"noreferrer\">cnn.com ↗</a>") !=
+        std::string::npos);
+  CHECK(html.find("feeds.example") == std::string::npos);
 }
 
 TEST_CASE("news.json carries sites and headlines built from the snapshot") {
