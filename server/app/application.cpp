@@ -209,21 +209,26 @@ struct application::parts {
         res.with_header("Cache-Control", "no-store");
         respond(std::move(res));
       });
-    // The store check is a query (a network round trip with PostgreSQL): on the pool.
+    // The store check reads the disk (SQLite's file and a query): on the pool.
     routes.bind(route_id::readyz, [this](http_request, responder respond) {
       net::post(parse_pool, [this, respond = std::move(respond)] {
-        // A lost file first: reading what is left of it fails with SQLite's words, not ours.
         store_check check{.shared = store->cluster() != nullptr};
         try {
-          if (auto lost = store->identity_problem(); !lost.empty()) {
+          // A lost file first: reading what is left of it fails with SQLite's words, not ours.
+          if (auto lost = store->identity_problem(); !lost.empty())
             check.error = std::move(lost);
-          } else {
-            (void)store->last_id();
-            if (changes && !changes->connected())
-              check.error = "not listening for changes from the other instances (reconnecting)";
-            else if (auto write = news.store_write_error(); !write.empty())
+          else if (!changes)
+            (void)store->last_id(); // a local file: cheap, and one that cannot be read throws
+          // A shared store is asked by the 2 s watch (check_store), whose verdict is used here:
+          // a query per health check would add one for every balancer's probe, each holding a
+          // pool thread while the database hangs.
+          else if (auto unreachable = news.store_unreachable(); !unreachable.empty())
+            check.error = std::move(unreachable);
+          else if (!changes->connected())
+            check.error = "not listening for changes from the other instances (reconnecting)";
+          if (!check.error)
+            if (auto write = news.store_write_error(); !write.empty())
               check.error = "the store cannot be written: " + write;
-          }
         } catch (const std::exception& e) {
           check.error = e.what();
         }
