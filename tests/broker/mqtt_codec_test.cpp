@@ -108,7 +108,7 @@ TEST_CASE("CONNECT of 3.1.1 and 5.0 parse; a reserved flag or another protocol d
                                      .will_topic = "w/t",
                                      .will_payload = "gone",
                                      .session_expiry = 300});
-  CHECK(parse_connect(p5.substr(2), 0, c5) == error::none);
+  CHECK(parse_connect(std::string_view(p5).substr(2), 0, c5) == error::none);
   CHECK(c5.version == v5);
   CHECK(c5.session_expiry == 300);
   CHECK(c5.will.topic == "w/t");
@@ -127,7 +127,12 @@ TEST_CASE("CONNECT of 3.1.1 and 5.0 parse; a reserved flag or another protocol d
 
 TEST_CASE("PUBLISH: wildcards, bad UTF-8, QoS 3 and topic aliases are refused") {
   publish_packet p;
-  auto body = [](const std::string& packet) { return packet.substr(2); };
+  // The packet parsed stays alive while `p` views into it.
+  std::string packet;
+  auto body = [&packet](std::string built) {
+    packet = std::move(built);
+    return std::string_view(packet).substr(2);
+  };
   CHECK(parse_publish(body(b::publish("a/b", "data")), 0, v311, p) == error::none);
   CHECK(p.topic == "a/b");
   CHECK(p.payload == "data");
@@ -162,13 +167,14 @@ TEST_CASE("SUBSCRIBE: flags must be 0010, options checked, entries bounded") {
   std::vector<subscribe_entry> out;
   std::uint16_t id = 0;
   const std::string s = b::subscribe(9, "a/+", 1);
-  CHECK(parse_subscribe(s.substr(2), 0x02, v311, 10, id, out) == error::none);
+  CHECK(parse_subscribe(std::string_view(s).substr(2), 0x02, v311, 10, id, out) == error::none);
   CHECK(id == 9);
   REQUIRE(out.size() == 1);
   CHECK(out[0].filter == "a/+");
   CHECK(out[0].qos == 1);
-  CHECK(parse_subscribe(s.substr(2), 0x00, v311, 10, id, out) == error::malformed);
-  CHECK(parse_subscribe(s.substr(2), 0x02, v311, 0, id, out) == error::malformed);
+  CHECK(parse_subscribe(std::string_view(s).substr(2), 0x00, v311, 10, id, out) ==
+        error::malformed);
+  CHECK(parse_subscribe(std::string_view(s).substr(2), 0x02, v311, 0, id, out) == error::malformed);
   std::string bad_qos = s.substr(2);
   bad_qos.back() = 3;
   CHECK(parse_subscribe(bad_qos, 0x02, v311, 10, id, out) == error::malformed);
