@@ -83,8 +83,14 @@ TEST_CASE("three instances on one PostgreSQL render each site once per interval 
     CHECK(splash.renders(url) >= 2);
     CHECK(splash.renders(url) <= most);
   }
+  // Each instance's page follows the store's events once its views are rebuilt: waited for, not
+  // left to the sleep above.
   for (auto& nd : nds)
-    CHECK(titles(nd->port) == std::set<std::string>{"A one", "B one"});
+    CHECK(eventually(
+        [&] {
+          return titles(nd->port) == std::set<std::string>{"A one", "B one"};
+        },
+        5s));
 
   // A change rendered by whichever instance holds the site reaches every instance's page and
   // SSE stream.

@@ -125,7 +125,13 @@ TEST_CASE("transient failures are retried with backoff a bounded number of times
   std::this_thread::sleep_for(1s);
   CHECK(splash.renders("https://down.cnn.com/") == 4); // then it waits for the next interval
   CHECK(splash.renders("https://bad.cnn.com/") == 1);  // a refused request is not retried
-  auto down = *site_of(news_json(nd.port), "down");
+  // The last try's failure is recorded after the stand-in counted it, and the JSON follows once
+  // rebuilt: waited for, not left to the sleep above.
+  json down;
+  CHECK(eventually([&] {
+    down = *site_of(news_json(nd.port), "down");
+    return !down.at("error").is_null();
+  }));
   CHECK(down.at("ok") == false);
   CHECK(down.at("error") == "Splash could not load the page: Connection refused");
 }
@@ -405,7 +411,10 @@ TEST_CASE("a site whose page stops giving what it used to is flagged on its chip
   auto ready = json::parse(http_get(nd.port, "/readyz").body);
   REQUIRE(ready.at("sites_looking_broken").size() == 1);
   CHECK(ready.at("sites_looking_broken")[0].at("site") == "a");
-  CHECK(news_json(nd.port).at("sites")[0].at("health").get<std::string>().find("found 3") == 0);
+  // /metrics and /readyz read the snapshot; the JSON follows once its view is rebuilt.
+  CHECK(eventually([&] {
+    return news_json(nd.port).at("sites")[0].at("health").get<std::string>().find("found 3") == 0;
+  }));
   CHECK(eventually(
       [&] { return http_get(nd.port, "/news").body.find("chip-broken") != std::string::npos; }));
   // The page back as it was: one good refresh clears it.
