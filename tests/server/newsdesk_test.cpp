@@ -250,8 +250,12 @@ TEST_CASE("through /execute a failing advert frame leaves its site alone and a s
       10s));
   CHECK(errors["ads"] == "Splash could not load the page: Host ads.example not found");
   CHECK(errors["gone"].rfind("no headlines found on the page", 0) == 0);
-  CHECK(nd.log().find("splash has no /execute (Lua disabled?); rendering with render.html") !=
-        std::string::npos);
+  // Logged before those renders, but written by the log's thread and read from the pipe by
+  // another: wait for it.
+  CHECK(eventually([&] {
+    return nd.log().find("splash has no /execute (Lua disabled?); rendering with render.html") !=
+           std::string::npos;
+  }));
 }
 
 TEST_CASE("Splash that cannot be reached gives one notice, not an error page nor its address") {
