@@ -463,7 +463,7 @@ TEST_CASE("out of PostgreSQL connection slots, a running instance works on with 
   // It works on: every site rendered and shown, live updates listening.
   CHECK(eventually(
       [&] {
-        return titles(a->port) == std::set<std::string>{"a", "b", "c", "d"};
+        return titles(a->port) == std::set<std::string>{"a story", "b story", "c story", "d story"};
       },
       15s));
   CHECK(a->process->wait_for_log("msg=\"change listener: listening\""));
