@@ -233,9 +233,10 @@ TEST_CASE("a full /queue backlog stops reading the publisher until a subscriber 
   }
   CHECK(still == 3);
   CHECK(stalled_at < 5 * 1024 * 1024 / 2); // far from everything
-  const auto s = b.stats();
-  CHECK(s.backlog_messages == 100);
-  CHECK(s.messages_in == 100); // the rest is held back, not dropped
+  CHECK(b.stats().backlog_messages == 100);
+  // The rest is held back, not dropped. The pause is counted before the paused run's messages_in
+  // (separate relaxed counters): waited for, not assumed.
+  CHECK(wait_until([&] { return b.stats().messages_in == 100; }));
 
   client sub(b.port());
   sub.send_frame("/queue/bp");
@@ -335,7 +336,8 @@ TEST_CASE("a subscriber making no write progress within the write deadline is di
   REQUIRE(b.wait_subscribers(2));
   publish_many(pub, "/topic/w", 20000, 200);
   REQUIRE(wait_until([&] { return b.stats().disconnects.write_timeout == 1; }, 5000ms));
-  CHECK(b.stats().queued_bytes == 0);
+  // The disconnect is counted before the strand drops the connection's queue.
+  CHECK(wait_until([&] { return b.stats().queued_bytes == 0; }));
 }
 
 TEST_CASE("the disconnect policy closes a subscriber as soon as its queue is full") {
@@ -714,7 +716,12 @@ TEST_CASE("backlogs spread over many /queue channels stop at the broker-wide cap
     off += static_cast<std::size_t>(n);
   }
   REQUIRE(wait_until([&] { return b.stats().publishers_paused == 1; }));
-  std::this_thread::sleep_for(100ms);
+  // The pause is counted before the paused run's messages_in: wait until every message read is
+  // counted, all of them in backlogs (paused, nothing dropped).
+  REQUIRE(wait_until([&] {
+    const auto now = b.stats();
+    return now.messages_in == now.backlog_messages;
+  }));
   const auto s = b.stats();
   CHECK(s.backlog_bytes <= cfg.backlog_total_max_bytes);
   CHECK(s.backlog_messages > 10);
@@ -724,7 +731,8 @@ TEST_CASE("backlogs spread over many /queue channels stop at the broker-wide cap
   // In-process publishes cannot wait: dropped, and they leave no empty channel behind.
   b.srv().publish("/queue/inproc", std::string(1000, 'i'));
   REQUIRE(wait_until([&] { return b.stats().drops.backlog_full == 1; }));
-  CHECK(b.stats().channels_current == s.channels_current);
+  // The drop is counted before its channel is erased.
+  CHECK(wait_until([&] { return b.stats().channels_current == s.channels_current; }));
   // Draining one channel makes room: the publisher resumes and takes the next message.
   client sub(b.port());
   sub.send_frame("/queue/h0");

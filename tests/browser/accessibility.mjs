@@ -192,6 +192,9 @@ await run(async () => {
   await standin.setError(urlOf(sites.find((s) => s.name === "stale")), 504);
   await newsdesk.refresh("stale");
   await eventually("the stale site", async () => (await newsdesk.json()).sites.find((s) => s.name === "stale").stale === true);
+  // The page is built after the JSON (each view answers with its previous bytes until its next
+  // ones are ready): wait until /news shows the stale site too, the last change.
+  await eventually("the stale site on /news", async () => (await (await fetch(`${newsdesk.base}/news`)).text()).includes("is-stale"));
 
   // Two headlines read, the newest three new since the last visit.
   const ids = (await newsdesk.json()).headlines.map((h) => h.id).sort((a, b) => a - b);

@@ -356,9 +356,12 @@ async function failureToldOnce(browser) {
     (await newsdesk.json()).sites.every((s) => s.failure === "renderer_down"), 20000);
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const page = await watchedPage(context);
+  // The page follows the JSON once rebuilt, and one failed site is enough for the notice: wait
+  // for every site's chip to say it too.
   await eventually("the page to tell it", async () => {
     await page.goto(`${newsdesk.base}/news`, { waitUntil: "load" });
-    return (await page.locator(".problems").count()) === 1;
+    return (await page.locator(".problems").count()) === 1 &&
+      (await page.locator(".chip.chip-renderer").count()) === sites.length;
   });
   const text = await page.evaluate(() => document.body.innerText);
   const told = text.split("the page renderer isn’t answering").length - 1;
@@ -401,10 +404,12 @@ await run(async () => {
   });
   await eventually("every headline in /news.json", async () => (await newsdesk.json()).headlines.length === total, 30000);
   // The page is built after the JSON (each view answers with its previous bytes until its next
-  // ones are ready, and a sanitized build is slow): wait until /news has the shared story too.
-  await eventually("the shared story on /news", async () => {
+  // ones are ready, and a sanitized build is slow): wait until /news has the shared story and
+  // every site's headlines too (each site's come in one refresh: its last one stands for all).
+  await eventually("the shared story and every site's headlines on /news", async () => {
     const html = await (await fetch(`${newsdesk.base}/news`)).text();
-    return html.includes('class="top-story') && html.includes(shared);
+    return html.includes('class="top-story') && html.includes(shared) &&
+      sites.every((s) => html.includes(`${s.display_name} story number ${s.count} of the day`));
   }, 30000);
   const browser = await launchBrowser();
   await storiesFirst(browser);

@@ -96,8 +96,10 @@ async function liveArrival(browser, setPage) {
   await page.waitForTimeout(1300); // let the arrival animation settle before the screenshot
   await page.screenshot({ path: join(artifacts, "browser-news-after.png"), fullPage: true });
 
-  // A reload shows the same order.
+  // A reload shows the same order. Live events go out before the views are rebuilt, and /news
+  // answers with its previous bytes until then: wait for the page to have it first.
   const afterArrival = await titles(page);
+  await eventually("the new headline on /news", async () => (await (await fetch(`${newsdesk.base}/news`)).text()).includes(breaking[1]));
   await page.reload({ waitUntil: "load" });
   const afterReload = await titles(page);
   assert(JSON.stringify(afterArrival) === JSON.stringify(afterReload),
@@ -107,7 +109,9 @@ async function liveArrival(browser, setPage) {
   await page.goto("about:blank"); // pagehide: the page remembers what it showed
   await setPage(liveUrl, cnnPage([...liveStories, breaking, whileAway]));
   await newsdesk.refresh("live");
-  await eventually("the story in /news.json", async () => (await newsdesk.json()).headlines.some((h) => h.title === whileAway[1]));
+  // The page is rebuilt after the JSON (each answers with its previous bytes until then): wait
+  // for the page itself.
+  await eventually("the story on /news", async () => (await (await fetch(`${newsdesk.base}/news`)).text()).includes(whileAway[1]));
   await page.goto(`${newsdesk.base}/news`, { waitUntil: "load" });
   assert((await boxes.first().locator(".story").textContent()) === whileAway[1], "the story that came while away is first");
   assert((await boxes.first().locator(".badge").count()) === 1, "it is marked new since the last visit");
@@ -190,6 +194,12 @@ await run(async () => {
   });
   await eventually("both sites' headlines in /news.json", async () =>
     (await newsdesk.json()).headlines.length === liveStories.length + worldStories.length);
+  // The page is built after the JSON (each view answers with its previous bytes until its next
+  // ones are ready): wait until /news lists them too.
+  await eventually("both sites' headlines on /news", async () => {
+    const html = await (await fetch(`${newsdesk.base}/news`)).text();
+    return [...liveStories, ...worldStories].every(([, title]) => html.includes(title));
+  });
   const browser = await launchBrowser();
   await liveArrival(browser, standin.setPage);
   await filteredView(browser, standin.setPage);

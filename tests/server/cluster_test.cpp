@@ -83,8 +83,14 @@ TEST_CASE("three instances on one PostgreSQL render each site once per interval 
     CHECK(splash.renders(url) >= 2);
     CHECK(splash.renders(url) <= most);
   }
+  // Each instance's page follows the store's events once its views are rebuilt: waited for, not
+  // left to the sleep above.
   for (auto& nd : nds)
-    CHECK(titles(nd->port) == std::set<std::string>{"A one", "B one"});
+    CHECK(eventually(
+        [&] {
+          return titles(nd->port) == std::set<std::string>{"A one", "B one"};
+        },
+        5s));
 
   // A change rendered by whichever instance holds the site reaches every instance's page and
   // SSE stream.
@@ -387,7 +393,11 @@ TEST_CASE("with PostgreSQL down every instance stays in HAProxy, serving from me
       },
       10s));
   CHECK(eventually([&] { return news_json(a->port).value("notice", "").empty(); }));
-  CHECK(http_get(a->port, "/metrics").body.find("\nnewsdesk_degraded 0\n") != std::string::npos);
+  // The notice goes once a query answers; the LISTEN connection comes back on its own backoff
+  // (up to 5 s), and a's pages may have caught up by polling meanwhile.
+  CHECK(eventually([&] {
+    return http_get(a->port, "/metrics").body.find("\nnewsdesk_degraded 0\n") != std::string::npos;
+  }));
 }
 
 TEST_CASE("an unreachable PostgreSQL at start stops newsdesk with a message naming it") {
