@@ -29,6 +29,7 @@
 #include "broker/mqtt_router.hpp"
 #include "broker/peer.hpp"
 #include "broker/queue_delivery.hpp"
+#include "broker/reactor.hpp"
 #include "broker/slice_ring.hpp"
 #include "broker/stats.hpp"
 
@@ -98,6 +99,9 @@ class core : public std::enable_shared_from_this<core> {
   }
   /// MQTT's sessions, wildcard tree and retained messages.
   [[nodiscard]] mqtt_router& mqtt() noexcept { return mqtt_; }
+  /// Readiness of the sockets protocols register there instead of with Asio (reactor.hpp);
+  /// closed when shutdown is done.
+  [[nodiscard]] fd_reactor& reactor() noexcept { return reactor_; }
   /// Calls p.flush() after the current step (flush_scheduler::mark).
   void mark_flush(peer& p) { flush_.mark(p); }
   /// See queue_delivery::room_freed (peer::sent calls it).
@@ -123,7 +127,7 @@ class core : public std::enable_shared_from_this<core> {
   /// writes a dozen lines a minute, each with the counts since the last, not one per socket.
   static constexpr std::chrono::seconds refusal_log_interval{5};
   /// Most buffers in one gathered write.
-  static constexpr std::size_t max_iov = 64;
+  static constexpr std::size_t max_iov = max_write_buffers;
 
   // In-process side of the public API (server::publish, server::subscribe, subscription).
 
@@ -149,6 +153,7 @@ class core : public std::enable_shared_from_this<core> {
   queue_delivery queues_;
   mqtt_router mqtt_;
   delivery delivery_;
+  fd_reactor reactor_;
 
   boost::asio::steady_timer sweep_timer_;
   boost::asio::steady_timer shutdown_timer_;
