@@ -120,6 +120,9 @@ class core : public std::enable_shared_from_this<core> {
   /// for that leftover (a channel frame and a data frame at their limits) plus one read.
   char* read_buffer();
   std::vector<msg_view>& run_scratch() noexcept { return run_; }
+  /// The channel of the run in run_scratch() while an MQTT read collects it (a run never
+  /// outlives the read that collected it, so no connection keeps a name of its own).
+  std::string& run_channel_scratch() noexcept { return run_channel_; }
   std::vector<boost::asio::const_buffer>& iov_scratch() noexcept { return iov_; }
   /// The MQTT control packets (acknowledgements) one read produces, before they are queued.
   std::string& mqtt_control_scratch() noexcept { return mqtt_control_; }
@@ -173,6 +176,7 @@ class core : public std::enable_shared_from_this<core> {
   std::unique_ptr<char[]> read_buffer_;
   std::size_t read_buffer_size_ = 0;
   std::vector<msg_view> run_;
+  std::string run_channel_;
   std::vector<boost::asio::const_buffer> iov_;
   std::string mqtt_control_;
 

@@ -127,7 +127,6 @@ class mqtt_session final : public mqtt_connection {
   steady::time_point last_read_{};
   const mqtt_permissions* perms_ = nullptr;
   std::unique_ptr<will_data> will_;
-  std::string run_channel_; // the channel of the run being collected (run_scratch)
 };
 
 void mqtt_session::start() {
@@ -396,8 +395,9 @@ void mqtt_session::on_publish(const mqtt::header_result& h, char* packet, std::s
     return fail(close_reason::mqtt_bad_topic, reason::topic_name_invalid);
   }
   auto& run = c.run_scratch();
+  std::string& run_channel = c.run_channel_scratch();
   const bool continues = !run.empty() && p.qos == run_qos_ && !p.retain &&
-                         std::string_view(run_channel_).substr(topic_prefix.size()) == p.topic;
+                         std::string_view(run_channel).substr(topic_prefix.size()) == p.topic;
   if (!continues) {
     publish_run();
     bool reserved = false;
@@ -411,8 +411,8 @@ void mqtt_session::on_publish(const mqtt::header_result& h, char* packet, std::s
         mqtt::append_puback(control(), version_, p.packet_id, reason::not_authorized);
       return;
     }
-    run_channel_.assign(topic_prefix);
-    run_channel_ += p.topic;
+    run_channel.assign(topic_prefix);
+    run_channel += p.topic;
     run_qos_ = p.qos;
   }
   if (p.retain)
@@ -434,7 +434,7 @@ void mqtt_session::publish_run() {
   auto& run = core_->run_scratch();
   if (run.empty() || closed_)
     return;
-  core_->publish(run_channel_, run, *this, run_qos_);
+  core_->publish(core_->run_channel_scratch(), run, *this, run_qos_);
   run.clear();
 }
 
