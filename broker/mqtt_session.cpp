@@ -7,8 +7,6 @@
 #include <vector>
 
 #include <sys/epoll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <boost/asio/post.hpp>
 

@@ -5,8 +5,6 @@
 #include <string>
 
 #include <sys/epoll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <boost/asio/post.hpp>
 
