@@ -6,9 +6,10 @@
 // Threads: the server runs on an io_context supplied by the caller, which may be run by any
 // number of threads. All broker state (channels, queues, sessions) lives on one strand, so
 // there are no mutexes; the member functions below may be called from any thread unless
-// noted. Ownership: each connection is owned by its own pending operations; the server object
-// owns the listener and the tables. Destroy the server only after async_shutdown() completed
-// or after the io_context has stopped running.
+// noted. Ownership: each connection is owned by its own pending operations (its registration
+// with the broker's reactor among them, until it closes); the server object owns the listener
+// and the tables. Destroy the server only after async_shutdown() completed or after the
+// io_context has stopped running.
 
 #include <functional>
 #include <memory>

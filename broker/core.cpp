@@ -32,6 +32,7 @@ core::core(boost::asio::io_context& ioc, config cfg)
     , queues_(ctx_, index_, flush_)
     , mqtt_(ctx_, index_, flush_)
     , delivery_(ctx_, index_, queues_, flush_, mqtt_)
+    , reactor_(ctx_)
     , sweep_timer_(ctx_.strand)
     , shutdown_timer_(ctx_.strand) {
   const config& c = ctx_.cfg;
@@ -329,6 +330,7 @@ void core::maybe_finish_shutdown() {
     shutdown_done_ = true;
     shutdown_timer_.cancel();
     sweep_timer_.cancel();
+    reactor_.close();
     mqtt_.clear();
     index_.clear();
     queues_.reset();

@@ -29,6 +29,7 @@
 #include "broker/mqtt_router.hpp"
 #include "broker/peer.hpp"
 #include "broker/queue_delivery.hpp"
+#include "broker/reactor.hpp"
 #include "broker/slice_ring.hpp"
 #include "broker/stats.hpp"
 
@@ -98,6 +99,9 @@ class core : public std::enable_shared_from_this<core> {
   }
   /// MQTT's sessions, wildcard tree and retained messages.
   [[nodiscard]] mqtt_router& mqtt() noexcept { return mqtt_; }
+  /// Readiness of the sockets protocols register there instead of with Asio (reactor.hpp);
+  /// closed when shutdown is done.
+  [[nodiscard]] fd_reactor& reactor() noexcept { return reactor_; }
   /// Calls p.flush() after the current step (flush_scheduler::mark).
   void mark_flush(peer& p) { flush_.mark(p); }
   /// See queue_delivery::room_freed (peer::sent calls it).
@@ -116,6 +120,9 @@ class core : public std::enable_shared_from_this<core> {
   /// for that leftover (a channel frame and a data frame at their limits) plus one read.
   char* read_buffer();
   std::vector<msg_view>& run_scratch() noexcept { return run_; }
+  /// The channel of the run in run_scratch() while an MQTT read collects it (a run never
+  /// outlives the read that collected it, so no connection keeps a name of its own).
+  std::string& run_channel_scratch() noexcept { return run_channel_; }
   std::vector<boost::asio::const_buffer>& iov_scratch() noexcept { return iov_; }
   /// The MQTT control packets (acknowledgements) one read produces, before they are queued.
   std::string& mqtt_control_scratch() noexcept { return mqtt_control_; }
@@ -123,7 +130,7 @@ class core : public std::enable_shared_from_this<core> {
   /// writes a dozen lines a minute, each with the counts since the last, not one per socket.
   static constexpr std::chrono::seconds refusal_log_interval{5};
   /// Most buffers in one gathered write.
-  static constexpr std::size_t max_iov = 64;
+  static constexpr std::size_t max_iov = max_write_buffers;
 
   // In-process side of the public API (server::publish, server::subscribe, subscription).
 
@@ -149,6 +156,7 @@ class core : public std::enable_shared_from_this<core> {
   queue_delivery queues_;
   mqtt_router mqtt_;
   delivery delivery_;
+  fd_reactor reactor_;
 
   boost::asio::steady_timer sweep_timer_;
   boost::asio::steady_timer shutdown_timer_;
@@ -168,6 +176,7 @@ class core : public std::enable_shared_from_this<core> {
   std::unique_ptr<char[]> read_buffer_;
   std::size_t read_buffer_size_ = 0;
   std::vector<msg_view> run_;
+  std::string run_channel_;
   std::vector<boost::asio::const_buffer> iov_;
   std::string mqtt_control_;
 

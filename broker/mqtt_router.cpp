@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
@@ -187,14 +188,16 @@ void mqtt_router::clear() {
 }
 
 void mqtt_router::destroy(const std::shared_ptr<mqtt_client_state>& s) {
-  while (!s->subs.empty()) {
-    remove(*s->subs.back());
-    s->subs.pop_back();
+  while (s->subs) {
+    remove(*s->subs);
+    s->subs = std::move(s->subs->next);
   }
-  std::size_t owed = s->inflight.size() + (s->pending ? s->pending->size() : 0);
-  add(ctx_.ctr.drop_disconnected, owed);
-  s->inflight.clear();
-  s->pending.reset();
+  s->subs_count = 0;
+  if (s->qos1) {
+    const mqtt_qos1_queue& q = *s->qos1;
+    add(ctx_.ctr.drop_disconnected, q.inflight.size() + (q.pending ? q.pending->size() : 0));
+    s->qos1.reset();
+  }
   if (auto it = states_.find(s->client_id); it != states_.end() && it->second == s) {
     states_.erase(it);
     sub(ctx_.ctr.mqtt_sessions_current, 1);
@@ -207,14 +210,15 @@ void mqtt_router::destroy(const std::shared_ptr<mqtt_client_state>& s) {
 std::uint8_t mqtt_router::subscribe(mqtt_client_state& s, std::string_view filter, std::uint8_t qos,
                                     bool no_local, bool& existed) {
   existed = false;
-  for (auto& sub : s.subs)
+  for (mqtt_subscription* sub = s.subs.get(); sub; sub = sub->next.get())
     if (sub->filter == filter) {
       sub->qos = qos;
       sub->no_local = no_local;
       existed = true;
       return qos;
     }
-  if (s.subs.size() >= ctx_.cfg.mqtt.max_subscriptions)
+  if (s.subs_count >= ctx_.cfg.mqtt.max_subscriptions ||
+      s.subs_count == std::numeric_limits<std::uint16_t>::max())
     return mqtt::reason::quota_exceeded;
   auto sub = std::make_unique<mqtt_subscription>();
   sub->owner = &s;
@@ -229,7 +233,7 @@ std::uint8_t mqtt_router::subscribe(mqtt_client_state& s, std::string_view filte
     auto ch = index_.find_or_create(name);
     if (!ch)
       return mqtt::reason::quota_exceeded;
-    sub->slot = ch->mqtt_subs.size();
+    sub->slot = static_cast<std::uint32_t>(ch->mqtt_subs.size());
     ch->mqtt_subs.push_back(sub.get());
     ch->unattended_since = {};
     sub->chan = std::move(ch);
@@ -257,22 +261,24 @@ std::uint8_t mqtt_router::subscribe(mqtt_client_state& s, std::string_view filte
       start = slash + 1;
     }
     auto& list = sub->hash ? n->hash_subs : n->subs;
-    sub->slot = list.size();
+    sub->slot = static_cast<std::uint32_t>(list.size());
     list.push_back(sub.get());
     sub->node = n;
     ++wildcard_subs_;
   }
   add(ctx_.ctr.subscribers_current, 1);
-  s.subs.push_back(std::move(sub));
+  sub->next = std::move(s.subs);
+  s.subs = std::move(sub);
+  ++s.subs_count;
   return qos;
 }
 
 bool mqtt_router::unsubscribe(mqtt_client_state& s, std::string_view filter) {
-  for (std::size_t i = 0; i < s.subs.size(); ++i)
-    if (s.subs[i]->filter == filter) {
-      remove(*s.subs[i]);
-      s.subs[i] = std::move(s.subs.back());
-      s.subs.pop_back();
+  for (std::unique_ptr<mqtt_subscription>* at = &s.subs; *at; at = &(*at)->next)
+    if ((*at)->filter == filter) {
+      remove(**at);
+      *at = std::move((*at)->next); // the old one goes as its owner is replaced
+      --s.subs_count;
       return true;
     }
   return false;
@@ -556,24 +562,29 @@ void mqtt_router::deliver_one(mqtt_client_state& s, const std::shared_ptr<const 
 }
 
 void mqtt_router::queue_qos1(mqtt_client_state& s, mqtt_message m) {
-  if (!s.pending)
-    s.pending = std::make_unique<std::deque<mqtt_message>>();
-  if (s.pending->size() >= ctx_.cfg.mqtt.max_queued_messages) {
+  if (!s.qos1)
+    s.qos1 = std::make_unique<mqtt_qos1_queue>();
+  auto& pending = s.qos1->pending;
+  if (!pending)
+    pending = std::make_unique<std::deque<mqtt_message>>();
+  if (pending->size() >= ctx_.cfg.mqtt.max_queued_messages) {
     add(ctx_.ctr.drop_queue_full, 1);
     return;
   }
-  s.pending->push_back(std::move(m));
+  pending->push_back(std::move(m));
 }
 
 // Sends pending QoS 1 messages while the window has room.
 void mqtt_router::pump(mqtt_client_state& s) {
   mqtt_connection* c = s.conn;
-  if (!s.pending || !c || !c->takes_deliveries())
+  if (!s.qos1 || !s.qos1->pending || !c || !c->takes_deliveries())
     return;
+  auto& inflight = s.qos1->inflight;
+  auto& pending = s.qos1->pending;
   bool sent = false;
-  while (s.inflight.size() < s.window && !s.pending->empty()) {
-    mqtt_message m = std::move(s.pending->front());
-    s.pending->pop_front();
+  while (inflight.size() < s.window && !pending->empty()) {
+    mqtt_message m = std::move(pending->front());
+    pending->pop_front();
     if (c->client_max_packet_ != 0 &&
         mqtt::publish_bytes(c->version_, m.topic->size(), m.length, 1) > c->client_max_packet_) {
       add(ctx_.ctr.drop_too_large, 1);
@@ -583,16 +594,19 @@ void mqtt_router::pump(mqtt_client_state& s) {
     do {
       if (++s.next_id == 0)
         s.next_id = 1;
-    } while (std::any_of(s.inflight.begin(), s.inflight.end(),
+    } while (std::any_of(inflight.begin(), inflight.end(),
                          [&](const mqtt_message& f) { return f.packet_id == s.next_id; }));
     m.packet_id = s.next_id;
     enqueue_one(*c, *m.topic, m.block.get() + m.offset, m.length, 1, m.retain, false, m.packet_id);
     add(ctx_.ctr.deliveries, 1);
-    s.inflight.push_back(std::move(m));
+    inflight.push_back(std::move(m));
     sent = true;
   }
-  if (s.pending->empty())
-    s.pending.reset();
+  if (pending->empty()) {
+    pending.reset();
+    if (inflight.empty())
+      s.qos1.reset();
+  }
   if (sent)
     flush_.mark(*c);
 }
@@ -600,19 +614,26 @@ void mqtt_router::pump(mqtt_client_state& s) {
 // A resumed session: what was sent and never acknowledged goes again, DUP set, same ids.
 void mqtt_router::resend(mqtt_client_state& s) {
   mqtt_connection* c = s.conn;
-  if (!c || s.inflight.empty())
+  if (!c || !s.qos1 || s.qos1->inflight.empty())
     return;
-  for (const mqtt_message& m : s.inflight)
+  for (const mqtt_message& m : s.qos1->inflight)
     enqueue_one(*c, *m.topic, m.block.get() + m.offset, m.length, 1, m.retain, true, m.packet_id);
   flush_.mark(*c);
 }
 
 void mqtt_router::acknowledged(mqtt_client_state& s, std::uint16_t id) {
-  auto it = std::find_if(s.inflight.begin(), s.inflight.end(),
+  if (!s.qos1)
+    return; // nothing owed
+  auto& inflight = s.qos1->inflight;
+  auto it = std::find_if(inflight.begin(), inflight.end(),
                          [&](const mqtt_message& m) { return m.packet_id == id; });
-  if (it == s.inflight.end())
+  if (it == inflight.end())
     return; // a duplicate or stale PUBACK: nothing owed
-  s.inflight.erase(it);
+  inflight.erase(it);
+  if (inflight.empty() && !s.qos1->pending) {
+    s.qos1.reset();
+    return;
+  }
   pump(s);
 }
 

@@ -56,13 +56,14 @@ class mqtt_connection : public peer {
 
 struct mqtt_subscription {
   mqtt_client_state* owner = nullptr;
+  std::unique_ptr<mqtt_subscription> next; // the owner's next subscription
   std::string filter;
-  std::uint8_t qos = 0;
-  bool no_local = false;
-  bool hash = false;             // ends in '#': listed in node->hash_subs
-  std::size_t slot = 0;          // position in the list holding it (O(1) removal)
   std::shared_ptr<channel> chan; // a filter without wildcards: its channel
   wildcard_node* node = nullptr; // a filter with wildcards: its node in the tree
+  std::uint32_t slot = 0;        // position in the list holding it (O(1) removal)
+  std::uint8_t qos = 0;
+  bool no_local = false;
+  bool hash = false; // ends in '#': listed in node->hash_subs
 };
 
 /// A QoS 1 message owed to a session: its payload is a part of a shared block.
@@ -75,15 +76,26 @@ struct mqtt_message {
   bool retain = false;
 };
 
+/// The QoS 1 messages a session owes, made when the first is queued and dropped when none is
+/// left, so a session that only takes QoS 0 holds none of it.
+struct mqtt_qos1_queue {
+  std::vector<mqtt_message> inflight;                // sent, not acknowledged
+  std::unique_ptr<std::deque<mqtt_message>> pending; // waiting for the window; made on use
+};
+
+// Every idle MQTT connection holds one of these: its layout is kept small (bench/broker
+// measures the memory of idle connections).
 struct mqtt_client_state {
   std::string client_id;
-  std::vector<std::unique_ptr<mqtt_subscription>> subs; // few: found by linear search
-  mqtt_connection* conn = nullptr;                      // the live connection, if any
-  std::vector<mqtt_message> inflight;                   // sent, not acknowledged
-  std::unique_ptr<std::deque<mqtt_message>> pending;    // waiting for the window; made on use
-  std::uint32_t expiry_s = 0; // kept this long after the connection ends (0: dropped at once)
+  // A list (few: found by linear search) and not a vector: a session with one subscription
+  // holds no array for it.
+  std::unique_ptr<mqtt_subscription> subs;
+  mqtt_connection* conn = nullptr;       // the live connection, if any
+  std::unique_ptr<mqtt_qos1_queue> qos1; // null while nothing QoS 1 is owed
   steady::time_point expires_at{};
-  std::uint64_t stamp = 0; // the publish that last matched it (one delivery per publish)
+  std::uint64_t stamp = 0;    // the publish that last matched it (one delivery per publish)
+  std::uint32_t expiry_s = 0; // kept this long after the connection ends (0: dropped at once)
+  std::uint16_t subs_count = 0;
   std::uint16_t next_id = 0;
   std::uint16_t window = 32;
   std::uint8_t stamp_qos = 0; // the highest QoS of its subscriptions matching that publish
@@ -212,8 +224,10 @@ class mqtt_router {
   std::unordered_map<std::string, user_entry, channel_index::string_hash, std::equal_to<>> users_;
   mqtt_permissions anonymous_;
 
-  std::unordered_map<std::string, std::shared_ptr<mqtt_client_state>, channel_index::string_hash,
-                     std::equal_to<>>
+  // Keyed by a view of the state's own client_id: the entry keeps the state, so the key lives
+  // as long as the entry, and a session stores its id once.
+  std::unordered_map<std::string_view, std::shared_ptr<mqtt_client_state>,
+                     channel_index::string_hash, std::equal_to<>>
       states_;
   std::size_t kept_ = 0; // states without a connection (expire() has work only then)
   std::uint64_t auto_ids_ = 0;

@@ -6,8 +6,7 @@
 #include <string>
 #include <vector>
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
+#include <sys/epoll.h>
 
 #include <boost/asio/post.hpp>
 
@@ -15,6 +14,7 @@
 #include "broker/frame.hpp"
 #include "broker/mqtt_codec.hpp"
 #include "broker/mqtt_router.hpp"
+#include "broker/reactor.hpp"
 
 namespace newsdesk::broker::detail {
 
@@ -66,9 +66,8 @@ struct will_data {
 
 class mqtt_session final : public mqtt_connection {
  public:
-  mqtt_session(std::shared_ptr<core> c, tcp::socket socket)
-      : mqtt_connection(std::move(c))
-      , socket_(std::move(socket)) {}
+  mqtt_session(std::shared_ptr<core> c, int fd)
+      : mqtt_connection(std::move(c), fd) {}
 
   void start() override;
   void flush() override;
@@ -76,6 +75,7 @@ class mqtt_session final : public mqtt_connection {
   void begin_drain() override;
   void close(close_reason why) override;
   std::optional<close_reason> read_overdue(steady::time_point now) const override;
+  void on_io(std::uint32_t events) override;
 
  private:
   std::shared_ptr<mqtt_session> self() {
@@ -84,7 +84,6 @@ class mqtt_session final : public mqtt_connection {
 
   // Read side
   void do_read();
-  void on_readable(const error_code& ec);
   std::size_t consume(char* data, std::size_t size);
   void on_connect(const mqtt::header_result& h, std::string_view body);
   void on_publish(const mqtt::header_result& h, char* packet, std::string_view body);
@@ -106,7 +105,6 @@ class mqtt_session final : public mqtt_connection {
   // Write side
   void do_write();
   void wait_write();
-  void on_writable(const error_code& ec);
 
   void publish_will();
 
@@ -121,43 +119,23 @@ class mqtt_session final : public mqtt_connection {
   std::uint16_t keep_alive_ = 0; // seconds; 0: none
   close_reason done_reason_ = close_reason::done;
 
-  tcp::socket socket_;
   std::string in_; // bytes of an incomplete packet
   // Until CONNECT: when the connection was accepted (first_frame_timeout); then the last read
   // (keep-alive).
   steady::time_point last_read_{};
   const mqtt_permissions* perms_ = nullptr;
   std::unique_ptr<will_data> will_;
-  std::string run_channel_; // the channel of the run being collected (run_scratch)
 };
 
 void mqtt_session::start() {
-  const config& cfg = core_->cfg();
   error_code ec;
-  socket_.non_blocking(true, ec);
+  open_socket(ec);
   if (!ec)
-    socket_.set_option(tcp::no_delay(true), ec);
-  if (!ec && cfg.send_buffer_bytes > 0)
-    socket_.set_option(net::socket_base::send_buffer_size(static_cast<int>(cfg.send_buffer_bytes)),
-                       ec);
-#ifdef TCP_USER_TIMEOUT
-  // As the frame protocol's session: unacknowledged data this long aborts the connection.
-  if (!ec && cfg.write_deadline.count() > 0) {
-    using user_timeout = net::detail::socket_option::integer<IPPROTO_TCP, TCP_USER_TIMEOUT>;
-    socket_.set_option(user_timeout(static_cast<int>(cfg.write_deadline.count())), ec);
-  }
-#endif
-  tcp::endpoint remote;
-  if (!ec)
-    remote = socket_.remote_endpoint(ec);
+    loopback_ = peer_is_loopback(fd_, ec);
   if (ec) {
     broker::detail::fail(ec, "mqtt socket options");
     return close(close_reason::io_error);
   }
-  auto addr = remote.address();
-  if (addr.is_v6() && addr.to_v6().is_v4_mapped())
-    addr = net::ip::make_address_v4(net::ip::v4_mapped, addr.to_v6());
-  loopback_ = addr.is_loopback();
   last_read_ = steady::now();
   do_read();
 }
@@ -174,11 +152,9 @@ void mqtt_session::do_read() {
   const std::size_t have = in_.size();
   std::memcpy(buf, in_.data(), have);
   error_code ec;
-  const std::size_t n = socket_.read_some(net::buffer(buf + have, chunk), ec);
+  const std::size_t n = read_some(fd_, buf + have, chunk, ec);
   if (ec == net::error::would_block || ec == net::error::try_again) {
-    waiting_read_ = true;
-    socket_.async_wait(tcp::socket::wait_read,
-                       [self = self()](const error_code& e) { self->on_readable(e); });
+    waiting_read_ = true; // the reactor says when more arrives
     return;
   }
   if (ec == net::error::timed_out)
@@ -211,21 +187,24 @@ void mqtt_session::do_read() {
   if (n == chunk) {
     net::post(c.strand(), [self = self()] { self->do_read(); });
   } else {
+    // A short read emptied the socket: whatever arrives later is a new edge (reactor.hpp).
     waiting_read_ = true;
-    socket_.async_wait(tcp::socket::wait_read,
-                       [self = self()](const error_code& e) { self->on_readable(e); });
   }
 }
 
-void mqtt_session::on_readable(const error_code& ec) {
-  waiting_read_ = false;
-  if (ec == net::error::operation_aborted || closed_)
+// Readiness from the reactor: a wait that was pending goes on. EPOLLERR and EPOLLHUP end
+// either wait, so the next system call reports the error or the end of the stream.
+void mqtt_session::on_io(std::uint32_t events) {
+  if (closed_)
     return;
-  if (ec) {
-    broker::detail::fail(ec, "mqtt wait read");
-    return close(close_reason::io_error);
+  if (waiting_read_ && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) {
+    waiting_read_ = false;
+    do_read();
   }
-  do_read();
+  if (!closed_ && waiting_write_ && (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0) {
+    waiting_write_ = false;
+    do_write();
+  }
 }
 
 // Handles every complete packet in data[0, size); returns how many bytes it used.
@@ -414,8 +393,9 @@ void mqtt_session::on_publish(const mqtt::header_result& h, char* packet, std::s
     return fail(close_reason::mqtt_bad_topic, reason::topic_name_invalid);
   }
   auto& run = c.run_scratch();
+  std::string& run_channel = c.run_channel_scratch();
   const bool continues = !run.empty() && p.qos == run_qos_ && !p.retain &&
-                         std::string_view(run_channel_).substr(topic_prefix.size()) == p.topic;
+                         std::string_view(run_channel).substr(topic_prefix.size()) == p.topic;
   if (!continues) {
     publish_run();
     bool reserved = false;
@@ -429,8 +409,8 @@ void mqtt_session::on_publish(const mqtt::header_result& h, char* packet, std::s
         mqtt::append_puback(control(), version_, p.packet_id, reason::not_authorized);
       return;
     }
-    run_channel_.assign(topic_prefix);
-    run_channel_ += p.topic;
+    run_channel.assign(topic_prefix);
+    run_channel += p.topic;
     run_qos_ = p.qos;
   }
   if (p.retain)
@@ -452,7 +432,7 @@ void mqtt_session::publish_run() {
   auto& run = core_->run_scratch();
   if (run.empty() || closed_)
     return;
-  core_->publish(run_channel_, run, *this, run_qos_);
+  core_->publish(core_->run_channel_scratch(), run, *this, run_qos_);
   run.clear();
 }
 
@@ -564,8 +544,7 @@ void mqtt_session::fail(close_reason why, std::uint8_t v5_code) {
   if (connected_ && version_ == mqtt::v5 && out_.empty()) {
     std::string d;
     mqtt::append_disconnect(d, v5_code);
-    error_code ignored;
-    socket_.write_some(net::buffer(d), ignored);
+    write_now(fd_, d.data(), d.size());
   }
   close(why);
 }
@@ -601,7 +580,7 @@ void mqtt_session::do_write() {
     iov.clear();
     const std::size_t asked = gather(iov, core::max_iov);
     error_code ec;
-    const std::size_t n = socket_.write_some(iov, ec);
+    const std::size_t n = write_some(fd_, iov, ec);
     if (ec == net::error::would_block || ec == net::error::try_again)
       return wait_write();
     if (ec == net::error::timed_out)
@@ -633,19 +612,7 @@ void mqtt_session::wait_write() {
   waiting_write_ = true;
   if (stalled_since_ == steady::time_point{})
     stalled_since_ = steady::now();
-  socket_.async_wait(tcp::socket::wait_write,
-                     [self = self()](const error_code& e) { self->on_writable(e); });
-}
-
-void mqtt_session::on_writable(const error_code& ec) {
-  waiting_write_ = false;
-  if (ec == net::error::operation_aborted || closed_)
-    return;
-  if (ec) {
-    broker::detail::fail(ec, "mqtt wait write");
-    return close(close_reason::io_error);
-  }
-  do_write();
+  // The reactor says when the socket takes more (on_io).
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -677,10 +644,7 @@ void mqtt_session::close(close_reason why) {
   closed_ = true;
   add(core_->ctx().ctr.disconnect(why), 1);
   std::string().swap(in_);
-  error_code ignored;
-  if (why == close_reason::done || why == close_reason::shutdown)
-    socket_.shutdown(tcp::socket::shutdown_send, ignored);
-  socket_.close(ignored);
+  close_socket(why == close_reason::done || why == close_reason::shutdown);
   // Taken over: the session is the new connection's, and so is the decision about the will.
   if (state_)
     publish_will();
@@ -692,7 +656,7 @@ void mqtt_session::close(close_reason why) {
 } // namespace
 
 std::shared_ptr<peer> make_mqtt_session(const std::shared_ptr<core>& c, tcp::socket socket) {
-  return std::make_shared<mqtt_session>(c, std::move(socket));
+  return std::make_shared<mqtt_session>(c, release_socket(socket));
 }
 
 } // namespace newsdesk::broker::detail

@@ -12,7 +12,11 @@
 // (mqtt_keep_alive). Its will is published when it goes without a DISCONNECT (or with reason
 // 0x04), unless the broker is shutting down.
 //
-// Threads: strand only. Ownership: owned by its pending operations, like every peer.
+// Its socket leaves Asio for the core's reactor (reactor.hpp), which tells it readiness: an
+// idle connection holds no Asio operation.
+//
+// Threads: strand only. Ownership: owned by its pending operations and its registration with
+// the reactor, like every peer (peer.hpp).
 
 #include <memory>
 

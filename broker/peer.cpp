@@ -1,10 +1,38 @@
 #include "broker/peer.hpp"
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <boost/asio/post.hpp>
 
 #include "broker/core.hpp"
+#include "broker/reactor.hpp"
 
 namespace newsdesk::broker::detail {
+
+peer::~peer() {
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+void peer::open_socket(boost::system::error_code& ec) {
+  prepare_socket(fd_, core_->cfg(), ec);
+  if (!ec)
+    core_->reactor().add(fd_, *this, ec);
+  if (!ec)
+    registered_ = shared_from_this();
+}
+
+void peer::close_socket(bool shutdown_send) {
+  if (fd_ >= 0) {
+    if (shutdown_send)
+      ::shutdown(fd_, SHUT_WR);
+    ::close(fd_); // leaves the reactor's set
+    fd_ = -1;
+  }
+  if (registered_)
+    boost::asio::post(core_->strand(), [last = std::move(registered_)] {});
+}
 
 void peer::enqueue(slice s) {
   out_bytes_ += s.length;

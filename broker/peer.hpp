@@ -9,9 +9,11 @@
 // The protocol provides the virtual steps: reading, writing the queue, closing.
 //
 // Threads: strand only, every member. Ownership: a peer is owned by its own pending operations
-// (shared_from_this() bound into each); the channel index and the registry hold raw pointers,
-// the flush list and a channel's paused publishers short-lived shared_ptrs, and close() takes
-// it out of all of them (core::remove_peer).
+// (shared_from_this() bound into each posted step) and, while its socket is registered with
+// the core's reactor, by a reference to itself that close() drops after the step (the
+// reactor's registration is its pending wait); the channel index and the registry hold raw
+// pointers, the flush list and a channel's paused publishers short-lived shared_ptrs, and
+// close() takes it out of all of them (core::remove_peer).
 
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include <boost/asio/buffer.hpp>
+#include <boost/system/error_code.hpp>
 
 #include "broker/config.hpp"
 #include "broker/context.hpp"
@@ -33,9 +36,11 @@ struct channel;
 
 class peer : public std::enable_shared_from_this<peer> {
  public:
-  explicit peer(std::shared_ptr<core> c)
-      : core_(std::move(c)) {}
-  virtual ~peer() = default;
+  /// `fd`: its accepted socket, taken out of Asio (release_socket in reactor.hpp); -1 if none.
+  peer(std::shared_ptr<core> c, int fd)
+      : core_(std::move(c))
+      , fd_(fd) {}
+  virtual ~peer();
   peer(const peer&) = delete;
   peer& operator=(const peer&) = delete;
 
@@ -53,6 +58,19 @@ class peer : public std::enable_shared_from_this<peer> {
   virtual void close(close_reason why) = 0;
   /// The protocol's read deadline, asked by the periodic sweep: why to close if it passed.
   [[nodiscard]] virtual std::optional<close_reason> read_overdue(steady::time_point now) const = 0;
+  /// Readiness of its socket (epoll events) from the core's reactor (reactor.hpp). Called on
+  /// the strand, also after close() within the same batch of events: a closed peer ignores it.
+  virtual void on_io(std::uint32_t events) = 0;
+
+  // The socket. Strand only.
+
+  /// Makes the socket non-blocking with the broker's options (prepare_socket) and registers it
+  /// with the core's reactor; the registration owns the peer until close_socket().
+  void open_socket(boost::system::error_code& ec);
+  /// Closes the socket (after a FIN for the data written, if `shutdown_send`), which leaves the
+  /// reactor. The registration's reference goes after the step: the reactor may still hold the
+  /// peer in the batch of events it is handling. Idempotent.
+  void close_socket(bool shutdown_send);
 
   // The outbound queue. Strand only.
 
@@ -81,6 +99,7 @@ class peer : public std::enable_shared_from_this<peer> {
   void sent(std::size_t n);
 
   std::shared_ptr<core> core_;
+  std::shared_ptr<peer> registered_; // itself, while its socket is in the reactor
 
   // Subscriber side of the two-way index (channel_index): the one channel this connection
   // subscribes to, and its position in that channel's subscriber list (O(1) removal).
@@ -109,6 +128,7 @@ class peer : public std::enable_shared_from_this<peer> {
   // this class's tail padding: a connection costs no more than before the broker was split
   // (bench/broker measures the memory of idle connections).
   std::uint32_t front_written_ = 0; // bytes of out_.front() already written
+  int fd_ = -1;                     // its socket
   bool paused_ = false;
   bool closed_ = false;
   bool close_posted_ = false; // a close is deferred (flush_scheduler::defer_close)

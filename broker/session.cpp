@@ -4,14 +4,14 @@
 #include <optional>
 #include <string>
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
+#include <sys/epoll.h>
 
 #include <boost/asio/post.hpp>
 
 #include "broker/core.hpp"
 #include "broker/frame.hpp"
 #include "broker/peer.hpp"
+#include "broker/reactor.hpp"
 
 namespace newsdesk::broker::detail {
 
@@ -29,10 +29,9 @@ bool is_expected_close(const error_code& ec) {
 
 class session final : public peer {
  public:
-  session(std::shared_ptr<core> c, tcp::socket socket, bool authenticated)
-      : peer(std::move(c))
-      , authenticated_(authenticated)
-      , socket_(std::move(socket)) {}
+  session(std::shared_ptr<core> c, int fd, bool authenticated)
+      : peer(std::move(c), fd)
+      , authenticated_(authenticated) {}
 
   void start() override;
   void flush() override;
@@ -40,13 +39,13 @@ class session final : public peer {
   void begin_drain() override;
   void close(close_reason why) override;
   std::optional<close_reason> read_overdue(steady::time_point now) const override;
+  void on_io(std::uint32_t events) override;
 
  private:
   std::shared_ptr<session> self() { return std::static_pointer_cast<session>(shared_from_this()); }
 
   // Read side
   void do_read();
-  void on_readable(const error_code& ec);
   void process(std::size_t have, bool fresh);
   std::size_t consume(const char* data, std::size_t size);
   void keep_leftover(const char* p, std::size_t n);
@@ -56,7 +55,6 @@ class session final : public peer {
   // Write side
   void do_write();
   void wait_write();
-  void on_writable(const error_code& ec);
 
   // The flags first: they fill peer's tail padding (see there).
   bool subscribed_ = false;    // read its subscribe frame
@@ -65,7 +63,6 @@ class session final : public peer {
   bool waiting_read_ = false;
   bool draining_ = false; // shutdown: flush, then close
 
-  tcp::socket socket_;
   std::string in_; // bytes of an incomplete frame pair (or held while paused)
   // Until the first complete frame: when the connection was accepted (first_frame_timeout).
   // Then: since when in_ has held part of a frame (partial_frame_timeout); empty while none.
@@ -74,23 +71,10 @@ class session final : public peer {
 };
 
 void session::start() {
-  const config& cfg = core_->cfg();
   error_code ec;
-  socket_.non_blocking(true, ec);
-  if (!ec)
-    socket_.set_option(tcp::no_delay(true), ec);
-  if (!ec && cfg.send_buffer_bytes > 0)
-    socket_.set_option(net::socket_base::send_buffer_size(static_cast<int>(cfg.send_buffer_bytes)),
-                       ec);
-#ifdef TCP_USER_TIMEOUT
-  // Data unacknowledged this long (a ping to a peer that vanished without FIN or RST, whose
-  // queue never fills) makes the kernel abort the connection: the write deadline also finds
-  // dead peers that owe the broker nothing.
-  if (!ec && cfg.write_deadline.count() > 0) {
-    using user_timeout = net::detail::socket_option::integer<IPPROTO_TCP, TCP_USER_TIMEOUT>;
-    socket_.set_option(user_timeout(static_cast<int>(cfg.write_deadline.count())), ec);
-  }
-#endif
+  // TCP_USER_TIMEOUT among them: a ping to a peer that vanished without FIN or RST, whose
+  // queue never fills, ends in a timed_out error after write_deadline.
+  open_socket(ec);
   if (ec) {
     fail(ec, "socket options");
     return close(close_reason::io_error);
@@ -111,11 +95,9 @@ void session::do_read() {
   const std::size_t have = in_.size();
   std::memcpy(buf, in_.data(), have);
   error_code ec;
-  const std::size_t n = socket_.read_some(net::buffer(buf + have, chunk), ec);
+  const std::size_t n = read_some(fd_, buf + have, chunk, ec);
   if (ec == net::error::would_block || ec == net::error::try_again) {
-    waiting_read_ = true;
-    socket_.async_wait(tcp::socket::wait_read,
-                       [self = self()](const error_code& e) { self->on_readable(e); });
+    waiting_read_ = true; // the reactor says when more arrives
     return;
   }
   if (ec == net::error::timed_out) // TCP_USER_TIMEOUT: see start()
@@ -137,21 +119,24 @@ void session::do_read() {
     // Likely more in the kernel: read again after the flush this read scheduled.
     net::post(c.strand(), [self = self()] { self->do_read(); });
   } else {
+    // A short read emptied the socket: whatever arrives later is a new edge (reactor.hpp).
     waiting_read_ = true;
-    socket_.async_wait(tcp::socket::wait_read,
-                       [self = self()](const error_code& e) { self->on_readable(e); });
   }
 }
 
-void session::on_readable(const error_code& ec) {
-  waiting_read_ = false;
-  if (ec == net::error::operation_aborted || closed_)
+// Readiness from the reactor: a wait that was pending goes on. EPOLLERR and EPOLLHUP end
+// either wait, so the next system call reports the error or the end of the stream.
+void session::on_io(std::uint32_t events) {
+  if (closed_)
     return;
-  if (ec) {
-    fail(ec, "wait read");
-    return close(close_reason::io_error);
+  if (waiting_read_ && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) {
+    waiting_read_ = false;
+    do_read();
   }
-  do_read();
+  if (!closed_ && waiting_write_ && (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0) {
+    waiting_write_ = false;
+    do_write();
+  }
 }
 
 // Decodes read_buffer[0, total): everything complete is published; the rest is kept in in_.
@@ -352,7 +337,7 @@ void session::do_write() {
     iov.clear();
     const std::size_t asked = gather(iov, core::max_iov);
     error_code ec;
-    const std::size_t n = socket_.write_some(iov, ec);
+    const std::size_t n = write_some(fd_, iov, ec);
     if (ec == net::error::would_block || ec == net::error::try_again)
       return wait_write();
     if (ec == net::error::timed_out) // TCP_USER_TIMEOUT: see start()
@@ -384,19 +369,7 @@ void session::wait_write() {
   waiting_write_ = true;
   if (stalled_since_ == steady::time_point{})
     stalled_since_ = steady::now();
-  socket_.async_wait(tcp::socket::wait_write,
-                     [self = self()](const error_code& e) { self->on_writable(e); });
-}
-
-void session::on_writable(const error_code& ec) {
-  waiting_write_ = false;
-  if (ec == net::error::operation_aborted || closed_)
-    return;
-  if (ec) {
-    fail(ec, "wait write");
-    return close(close_reason::io_error);
-  }
-  do_write();
+  // The reactor says when the socket takes more (on_io).
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -416,17 +389,14 @@ void session::close(close_reason why) {
   closed_ = true;
   add(core_->ctx().ctr.disconnect(why), 1);
   std::string().swap(in_);
-  error_code ignored;
-  if (why == close_reason::done || why == close_reason::shutdown)
-    socket_.shutdown(tcp::socket::shutdown_send, ignored);
-  socket_.close(ignored);
+  close_socket(why == close_reason::done || why == close_reason::shutdown);
   core_->remove_peer(*this);
 }
 
 } // namespace
 
 std::shared_ptr<peer> make_frame_session(const std::shared_ptr<core>& c, tcp::socket socket) {
-  return std::make_shared<session>(c, std::move(socket), c->cfg().token.empty());
+  return std::make_shared<session>(c, release_socket(socket), c->cfg().token.empty());
 }
 
 } // namespace newsdesk::broker::detail

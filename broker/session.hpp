@@ -11,8 +11,12 @@
 // on one channel at once; it writes its queue with gathered non-blocking writes, waiting for
 // readiness only when the kernel says would_block. A full /queue backlog pauses its reading.
 //
-// Threads: strand only. Ownership: the session is owned by its pending operations; the caller
-// registers it with the core (core::register_peer) and calls start().
+// Its socket leaves Asio for the core's reactor (reactor.hpp), which tells it readiness: an
+// idle connection holds no Asio operation.
+//
+// Threads: strand only. Ownership: the session is owned by its pending operations and its
+// registration with the reactor (peer.hpp); the caller registers it with the core
+// (core::register_peer) and calls start().
 
 #include <memory>
 

@@ -153,6 +153,30 @@ TEST_CASE("every subscriber of a /topic channel gets every message, the publishe
   CHECK(b.stats().deliveries == 800);
 }
 
+TEST_CASE("more connections than one batch of the reactor, ready at once, are all served") {
+  running_broker b;
+  // 300 > the reactor's batch of 256 (reactor.hpp): the subscribe frames, and later the done
+  // frames, are sent in a burst, so the reactor likely finds more ready than it takes at once.
+  constexpr int n = 300;
+  std::vector<std::unique_ptr<client>> subs;
+  for (int i = 0; i < n; ++i)
+    subs.push_back(std::make_unique<client>(b.port()));
+  for (auto& s : subs)
+    s->send_frame("/topic/crowd");
+  REQUIRE(b.wait_subscribers(n));
+  client pub(b.port());
+  pub.send_frame("/null");
+  publish_many(pub, "/topic/crowd", 3);
+  for (auto& s : subs)
+    for (int i = 0; i < 3; ++i)
+      CHECK(s->read_frame() == msg(i));
+  for (auto& s : subs)
+    s->send_frame(""); // done: each is closed by the broker after its queue is written
+  for (auto& s : subs)
+    CHECK(s->wait_closed());
+  CHECK(wait_until([&] { return b.stats().connections_current == 1; }));
+}
+
 TEST_CASE("a channel name without /topic or /queue fans out like /topic") {
   running_broker b;
   client a(b.port()), c(b.port()), pub(b.port());

@@ -18,12 +18,13 @@ namespace {
 class bare_peer final : public detail::peer {
  public:
   bare_peer()
-      : peer(nullptr) {}
+      : peer(nullptr, -1) {}
   void start() override {}
   void flush() override {}
   void resume() override {}
   void begin_drain() override {}
   void close(detail::close_reason) override {}
+  void on_io(std::uint32_t) override {}
   std::optional<detail::close_reason> read_overdue(detail::steady::time_point) const override {
     return std::nullopt;
   }

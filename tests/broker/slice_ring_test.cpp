@@ -48,6 +48,7 @@ TEST_CASE("a drained or cleared slice ring takes new slices and releases the blo
   while (!r.empty())
     r.pop_front();
   CHECK(block.use_count() == 1);
+  CHECK(r.capacity() == 0); // an idle connection holds no queue storage
   r.push_back(slice{block, 0, 4, 1});
   CHECK(r.size() == 1);
   r.clear();
