@@ -47,6 +47,10 @@ constexpr const char* headlines_topic = "/topic/headlines";
 // Each site's headlines, one message each, the latest retained: MQTT's newsdesk/headlines/<site>
 // (the broker maps MQTT topic T to channel /topic/T; only newsdesk may publish under it).
 constexpr std::string_view site_headlines_prefix = "/topic/newsdesk/headlines/";
+// A story's growth, when a new headline joins a story another one started: MQTT's
+// newsdesk/stories/<id>, not retained (one topic per story ever told would fill the retained
+// store; the story's state is in /news.json?story=ID).
+constexpr std::string_view story_prefix = "/topic/newsdesk/stories/";
 
 std::int64_t unix_ms_now() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -257,6 +261,7 @@ struct application::parts {
             for (const auto& item : update.added)
               pubsub->publish_retained(std::string(site_headlines_prefix) + item.headline.site,
                                        headline_json(item));
+            publish_story_updates(update);
           } catch (const std::exception& e) {
             log_warn("msg=\"cannot publish headlines\" error=" + logfmt_quoted(e.what()));
           }
@@ -270,6 +275,16 @@ struct application::parts {
           [this](const site_config& site, std::chrono::milliseconds took, failure_kind kind) {
             counters.observe_fetch(site.name, took, kind);
           });
+  }
+
+  // Each new headline that joined a story another headline started, with how many sites tell
+  // that story now: the shape of /events' story event.
+  void publish_story_updates(const headline_update& update) {
+    for (const auto& item : update.added)
+      if (auto found = update.story_sources.find(item.story);
+          found != update.story_sources.end() && item.story != item.id)
+        pubsub->publish(std::string(story_prefix) + std::to_string(item.story),
+                        story_update_json(item, found->second));
   }
 
   // A site's first refresh is shown, not announced (nothing is published for it), yet an MQTT
