@@ -207,7 +207,7 @@ struct webhook_queue::state : std::enable_shared_from_this<state> {
   http_client& client;
   const std::string alert;
   const webhook_config cfg;
-  std::deque<webhook_message> waiting;   // oldest first, the one in flight not among them
+  std::deque<webhook_message> waiting;    // oldest first, the one in flight not among them
   std::optional<webhook_message> sending; // in flight, or waiting to be retried
   unsigned attempt = 0;                   // of `sending`, from 1
   bool stopped = false;
@@ -224,9 +224,8 @@ webhook_queue::~webhook_queue() {
 }
 
 void webhook_queue::push(webhook_message message) {
-  net::post(state_->strand, [s = state_, message = std::move(message)]() mutable {
-    s->push(std::move(message));
-  });
+  net::post(state_->strand,
+            [s = state_, message = std::move(message)]() mutable { s->push(std::move(message)); });
 }
 
 void webhook_queue::stop() {

@@ -1,6 +1,7 @@
 #include "server/app/application.hpp"
 
 #include "broker/broker.hpp"
+#include "server/alerts/alerts.hpp"
 #include "server/app/low_priority_pool.hpp"
 #include "server/app/metrics.hpp"
 #include "server/app/readiness.hpp"
@@ -128,6 +129,11 @@ struct application::parts {
       , icons(
             renderers.client(), store.get(), parse_pool,
             [this](const std::string& site, const std::string& etag) { news.set_icon(site, etag); })
+      , alert_rules(ioc, renderers.client(), resolve_alerts(cfg, sites),
+                    [this](const std::string& channel, const std::string& payload) {
+                      if (pubsub)
+                        pubsub->publish(channel, payload);
+                    })
       , hangup(ioc, SIGHUP)
       , terminate(ioc, SIGINT, SIGTERM)
       , drain_timer(ioc)
@@ -209,7 +215,7 @@ struct application::parts {
                         queue.behind},
                        {.degraded = changes &&
                                     (!news.store_unreachable().empty() || !changes->connected())}) +
-                   routes.cache_metrics();
+                   routes.cache_metrics() + render_alert_metrics(alert_rules.stats());
         res.with_header("Cache-Control", "no-store");
         respond(std::move(res));
       });
@@ -265,6 +271,8 @@ struct application::parts {
           } catch (const std::exception& e) {
             log_warn("msg=\"cannot publish headlines\" error=" + logfmt_quoted(e.what()));
           }
+        // Only what this change added is matched: never the whole snapshot again.
+        alert_rules.match(update.added, update.snapshot->sites);
       }
       if (pubsub)
         retain_first_headlines(update);
@@ -333,6 +341,13 @@ struct application::parts {
     for (const auto& s : sites)
       site_list.push_back(s.name + "(" + s.renderer + ")");
     log_info("msg=sites count=" + std::to_string(sites.size()) + " sites=" + joined(site_list));
+    if (!alert_rules.empty()) {
+      std::vector<std::string> alert_list;
+      for (const auto& a : alert_rules.stats())
+        alert_list.push_back(a.name + (a.has_webhook ? "(webhook)" : ""));
+      log_info("msg=alerts count=" + std::to_string(alert_list.size()) +
+               " alerts=" + joined(alert_list));
+    }
   }
 
   void start() {
@@ -488,6 +503,7 @@ struct application::parts {
     store_watch.cancel();
     news.stop();
     icons.stop();
+    alert_rules.stop(); // matches still waiting for their webhooks are given up
     if (changes)
       changes->stop();
     live.stop(); // SSE connections end here, so the connection drain below can finish
@@ -567,6 +583,9 @@ struct application::parts {
   server::routes routes;
   live_events live;
   site_icons icons; // after the store and the news service it reads and tells
+  // Saved searches: matched in on_update, published through `pubsub` (declared later: the
+  // publisher looks it up when called), webhooks through the renderers' HTTP client.
+  alerts::alert_service alert_rules;
   server::metrics counters;
   std::unique_ptr<broker::server> pubsub;
   std::mutex retained_mutex;                      // on_update listeners may run on any worker

@@ -79,7 +79,8 @@ TEST_CASE("other answers and the last attempt give up, saying why") {
 }
 
 TEST_CASE("a match is the headline's JSON with the alert's name; ntfy gets the title as text") {
-  news_item item{{"Storm hits the coast", "https://a.example/storm", "a", {}}, 42, 1'700'000'000'000};
+  news_item item{
+      {"Storm hits the coast", "https://a.example/storm", "a", {}}, 42, 1'700'000'000'000};
   item.story = 42;
   auto j = nlohmann::json::parse(match_json(item, "storms"));
   CHECK(j.at("alert") == "storms");
@@ -96,9 +97,8 @@ TEST_CASE("a match is the headline's JSON with the alert's name; ntfy gets the t
   auto ntfy = webhook_message_of(item, "storms", webhook_format::ntfy, "Le Monde\r\nX-Evil: 1");
   CHECK(ntfy.body == "Storm hits the coast");
   CHECK(ntfy.content_type == "text/plain; charset=utf-8");
-  const header_list expected{{"Title", "Le Monde  X-Evil: 1"},
-                             {"Click", "https://a.example/storm"},
-                             {"Tags", "storms"}};
+  const header_list expected{
+      {"Title", "Le Monde  X-Evil: 1"}, {"Click", "https://a.example/storm"}, {"Tags", "storms"}};
   CHECK(ntfy.headers == expected);
   // Outside ASCII: one RFC 2047 encoded word, as ntfy decodes it.
   CHECK(webhook_message_of(item, "storms", webhook_format::ntfy, "Élysée").headers[0].second ==
