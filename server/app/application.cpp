@@ -1,6 +1,7 @@
 #include "server/app/application.hpp"
 
 #include "broker/broker.hpp"
+#include "server/alerts/alerts.hpp"
 #include "server/app/low_priority_pool.hpp"
 #include "server/app/metrics.hpp"
 #include "server/app/readiness.hpp"
@@ -47,6 +48,10 @@ constexpr const char* headlines_topic = "/topic/headlines";
 // Each site's headlines, one message each, the latest retained: MQTT's newsdesk/headlines/<site>
 // (the broker maps MQTT topic T to channel /topic/T; only newsdesk may publish under it).
 constexpr std::string_view site_headlines_prefix = "/topic/newsdesk/headlines/";
+// A story's growth, when a new headline joins a story another one started: MQTT's
+// newsdesk/stories/<id>, not retained (one topic per story ever told would fill the retained
+// store; the story's state is in /news.json?story=ID).
+constexpr std::string_view story_prefix = "/topic/newsdesk/stories/";
 
 std::int64_t unix_ms_now() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -124,6 +129,11 @@ struct application::parts {
       , icons(
             renderers.client(), store.get(), parse_pool,
             [this](const std::string& site, const std::string& etag) { news.set_icon(site, etag); })
+      , alert_rules(ioc, renderers.client(), resolve_alerts(cfg, sites),
+                    [this](const std::string& channel, const std::string& payload) {
+                      if (pubsub)
+                        pubsub->publish(channel, payload);
+                    })
       , hangup(ioc, SIGHUP)
       , terminate(ioc, SIGINT, SIGTERM)
       , drain_timer(ioc)
@@ -205,7 +215,7 @@ struct application::parts {
                         queue.behind},
                        {.degraded = changes &&
                                     (!news.store_unreachable().empty() || !changes->connected())}) +
-                   routes.cache_metrics();
+                   routes.cache_metrics() + render_alert_metrics(alert_rules.stats());
         res.with_header("Cache-Control", "no-store");
         respond(std::move(res));
       });
@@ -262,9 +272,12 @@ struct application::parts {
             for (const auto& item : update.added)
               pubsub->publish_retained(std::string(site_headlines_prefix) + item.headline.site,
                                        headline_json(item));
+            publish_story_updates(update);
           } catch (const std::exception& e) {
             log_warn("msg=\"cannot publish headlines\" error=" + logfmt_quoted(e.what()));
           }
+        // Only what this change added is matched: never the whole snapshot again.
+        alert_rules.match(update.added, update.snapshot->sites);
       }
       if (pubsub)
         retain_first_headlines(update);
@@ -275,6 +288,16 @@ struct application::parts {
           [this](const site_config& site, std::chrono::milliseconds took, failure_kind kind) {
             counters.observe_fetch(site.name, took, kind);
           });
+  }
+
+  // Each new headline that joined a story another headline started, with how many sites tell
+  // that story now: the shape of /events' story event.
+  void publish_story_updates(const headline_update& update) {
+    for (const auto& item : update.added)
+      if (auto found = update.story_sources.find(item.story);
+          found != update.story_sources.end() && item.story != item.id)
+        pubsub->publish(std::string(story_prefix) + std::to_string(item.story),
+                        story_update_json(item, found->second));
   }
 
   // A site's first refresh is shown, not announced (nothing is published for it), yet an MQTT
@@ -323,6 +346,13 @@ struct application::parts {
     for (const auto& s : sites)
       site_list.push_back(s.name + "(" + s.renderer + ")");
     log_info("msg=sites count=" + std::to_string(sites.size()) + " sites=" + joined(site_list));
+    if (!alert_rules.empty()) {
+      std::vector<std::string> alert_list;
+      for (const auto& a : alert_rules.stats())
+        alert_list.push_back(a.name + (a.has_webhook ? "(webhook)" : ""));
+      log_info("msg=alerts count=" + std::to_string(alert_list.size()) +
+               " alerts=" + joined(alert_list));
+    }
   }
 
   void start() {
@@ -478,6 +508,7 @@ struct application::parts {
     store_watch.cancel();
     news.stop();
     icons.stop();
+    alert_rules.stop(); // matches still waiting for their webhooks are given up
     if (changes)
       changes->stop();
     live.stop(); // SSE connections end here, so the connection drain below can finish
@@ -557,6 +588,9 @@ struct application::parts {
   server::routes routes;
   live_events live;
   site_icons icons; // after the store and the news service it reads and tells
+  // Saved searches: matched in on_update, published through `pubsub` (declared later: the
+  // publisher looks it up when called), webhooks through the renderers' HTTP client.
+  alerts::alert_service alert_rules;
   server::metrics counters;
   std::unique_ptr<broker::server> pubsub;
   std::mutex retained_mutex;                      // on_update listeners may run on any worker

@@ -6,6 +6,9 @@
 #include "scrapers/text.hpp"
 #include "scrapers/url.hpp"
 #include "server/core/read_file.hpp"
+#include "server/http/http_message.hpp"
+#include "server/news/news_query.hpp"
+#include "server/news/search.hpp"
 #include "server/render/renderer.hpp"
 
 #include <nlohmann/json.hpp>
@@ -188,6 +191,14 @@ settings::table<config> make_table() {
                "commas"},
       kind::list, [](const config& c) { return c.sites ? *c.sites : json(); },
       [](config& c, const json& v) { c.sites = std::make_shared<const json>(v); });
+  auto alerts_row = settings::custom<config>(
+      {.path = "alerts",
+       .help = "saved searches, each told on MQTT newsdesk/alerts/NAME and to an optional "
+               "webhook: objects {name, q, site, enabled, webhook: {url, format (json or ntfy), "
+               "secret, timeout, attempts, retry_base, retry_max, queue}} (see "
+               "config.example.json and README, Alerts). In the environment: a JSON array"},
+      kind::list, [](const config& c) { return c.alerts ? *c.alerts : json::array(); },
+      [](config& c, const json& v) { c.alerts = std::make_shared<const json>(v); });
   using c = config;
   const std::string renderer_help = renderer_choice_help();
   std::vector<setting> rendering{
@@ -260,6 +271,7 @@ settings::table<config> make_table() {
                   .help = "answer 400 to a request whose Host is not in allowed_hosts (health "
                           "checks and /metrics excepted)"}),
            sites_row,
+           alerts_row,
        }},
       {"logging and observability",
        {
@@ -730,6 +742,99 @@ std::vector<site_config> resolve_sites(const config& cfg,
     sites.push_back(std::move(site));
   }
   return sites;
+}
+
+std::vector<alerts::alert_config> resolve_alerts(const config& cfg,
+                                                 const std::vector<site_config>& sites) {
+  std::vector<alerts::alert_config> out;
+  if (!cfg.alerts)
+    return out;
+  if (!cfg.alerts->is_array())
+    fail("alerts", "expected an array of objects");
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < cfg.alerts->size(); ++i) {
+    const std::string where = "alerts[" + std::to_string(i) + "]";
+    const json& entry = (*cfg.alerts)[i];
+    if (!entry.is_object())
+      fail(where, "expected an object with a name and q, site or both");
+    reject_unknown_keys(entry, where, {"name", "q", "site", "enabled", "webhook"});
+    alerts::alert_config alert;
+    if (!read(entry, "name", alert.name, where))
+      fail(where, "missing \"name\"");
+    if (!alerts::usable_name(alert.name))
+      fail(where + ".name", "'" + alert.name.substr(0, 80) +
+                                "' cannot be an MQTT topic level: expected letters, digits, '-', "
+                                "'_' or '.' (no '/', '+', '#' or spaces), at most " +
+                                std::to_string(alerts::max_name_bytes) + " bytes");
+    if (!names.insert(alert.name).second)
+      fail(where + ".name", "duplicate alert name '" + alert.name + "'");
+    bool enabled = true;
+    read(entry, "enabled", enabled, where);
+    // q= and site= as /news reads them: the same words, the same matcher.
+    if (read(entry, "q", alert.q, where)) {
+      if (alert.q.size() > max_q_bytes)
+        fail(where + ".q", "longer than " + std::to_string(max_q_bytes) + " bytes");
+      alert.words = search_words(alert.q);
+      if (alert.words.empty())
+        fail(where + ".q", "no words to search for in '" + alert.q + "'");
+    }
+    if (read(entry, "site", alert.site, where)) {
+      auto parsed = parse_news_query("site=" + form_encode(alert.site), [&](std::string_view s) {
+        return std::any_of(sites.begin(), sites.end(),
+                           [&](const site_config& c) { return c.name == s; });
+      });
+      if (auto* problem = std::get_if<std::string>(&parsed)) {
+        std::string known;
+        for (const auto& s : sites)
+          known += (known.empty() ? "" : ", ") + s.name;
+        fail(where + ".site", problem->substr(problem->find(':') + 2) + " (sites: " + known + ")");
+      }
+      alert.sites = std::get<news_query>(parsed).sites;
+    }
+    if (alert.words.empty() && alert.sites.empty())
+      fail(where, "give q, site or both (with neither, every headline would match)");
+    if (auto hook = entry.find("webhook"); hook != entry.end()) {
+      const std::string at = where + ".webhook";
+      if (!hook->is_object())
+        fail(at, "expected an object with a url");
+      reject_unknown_keys(
+          *hook, at,
+          {"url", "format", "secret", "timeout", "attempts", "retry_base", "retry_max", "queue"});
+      alerts::webhook_config w;
+      if (!read(*hook, "url", w.url, at))
+        fail(at, "missing \"url\"");
+      if (!scrapers::url::is_http_url(w.url))
+        fail(at + ".url", "expected an http:// or https:// URL, got '" + w.url + "'");
+      std::string format = "json";
+      read(*hook, "format", format, at);
+      if (format == "ntfy")
+        w.format = alerts::webhook_format::ntfy;
+      else if (format != "json")
+        fail(at + ".format", "unknown format '" + format + "' (known: json, ntfy)");
+      read(*hook, "secret", w.secret, at);
+      auto seconds = [&](const char* key, std::chrono::milliseconds& value_ms, double min,
+                         double max) {
+        double value = static_cast<double>(value_ms.count()) / 1000.0;
+        if (read(*hook, key, value, at) && !(value >= min && value <= max))
+          fail(at + "." + key, "expected seconds from " + settings::format_number(min) + " to " +
+                                   settings::format_number(max));
+        value_ms = seconds_to_ms(value);
+      };
+      seconds("timeout", w.timeout, 0.1, 300);
+      seconds("retry_base", w.retry_base, 0.01, 3600);
+      seconds("retry_max", w.retry_max, 0.01, 86400);
+      if (w.retry_max < w.retry_base)
+        fail(at + ".retry_max", "expected at least retry_base");
+      if (read(*hook, "attempts", w.attempts, at) && (w.attempts < 1 || w.attempts > 100))
+        fail(at + ".attempts", "expected a whole number from 1 to 100");
+      if (read(*hook, "queue", w.queue, at) && (w.queue < 1 || w.queue > 1'000'000))
+        fail(at + ".queue", "expected a whole number from 1 to 1000000");
+      alert.webhook = std::move(w);
+    }
+    if (enabled)
+      out.push_back(std::move(alert));
+  }
+  return out;
 }
 
 std::vector<site_config> load_sites(const config& cfg) {

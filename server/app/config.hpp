@@ -4,6 +4,7 @@
 #pragma once
 
 #include "broker/config.hpp"
+#include "server/alerts/alert.hpp"
 #include "server/core/log.hpp"
 #include "server/core/settings.hpp"
 #include "server/http/http_server.hpp"
@@ -87,6 +88,9 @@ struct config {
 
   // The "sites" entries as given (strings or objects); absent: every registered scraper.
   std::shared_ptr<const nlohmann::json> sites;
+  // The "alerts" entries as given (objects: name, q, site, enabled, webhook); absent: none.
+  // resolve_alerts checks them against the sites.
+  std::shared_ptr<const nlohmann::json> alerts;
   // The embedded broker ("broker": {...} in the file, or false to turn it off).
   broker::config broker;
 
@@ -141,6 +145,13 @@ void fit_descriptor_budget(config& cfg, std::size_t open_file_limit);
 
 std::vector<site_config> resolve_sites(const config& cfg,
                                        const std::shared_ptr<const scrapers::registry>& registry);
+
+// The enabled alerts, in config order, each checked: a usable and unique name, words to search
+// for or sites to watch (`sites`, as loaded), a webhook's URL, format and limits. Disabled
+// entries are checked too, then left out. Throws config_error naming the entry and the field:
+// "alerts[1].name: duplicate alert name 'cnn'".
+std::vector<alerts::alert_config> resolve_alerts(const config& cfg,
+                                                 const std::vector<site_config>& sites);
 
 // What the renderers are made from (renderer_set).
 const renderer_options& renderer_options_of(const config& cfg);

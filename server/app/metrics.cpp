@@ -1,6 +1,7 @@
 #include "server/app/metrics.hpp"
 
 #include "broker/stats.hpp"
+#include "server/alerts/alerts.hpp"
 #include "server/core/log.hpp"
 #include "server/news/news_service.hpp"
 
@@ -245,6 +246,42 @@ std::string metrics::render(const std::vector<site_report>& sites,
       sample(out, "newsdesk_broker_disconnects_total", label("reason", reason),
              static_cast<double>(n));
   }
+  return out;
+}
+
+std::string render_alert_metrics(const std::vector<alerts::alert_stats>& alerts) {
+  std::string out;
+  if (alerts.empty())
+    return out;
+  header(out, "newsdesk_alert_matches_total", "counter",
+         "New headlines an alert matched (each published on newsdesk/alerts/NAME).");
+  for (const auto& a : alerts)
+    sample(out, "newsdesk_alert_matches_total", label("alert", a.name),
+           static_cast<double>(a.matches));
+  header(out, "newsdesk_alert_webhook_deliveries_total", "counter",
+         "Matches an alert's webhook was sent (ok), gave up on (failed: a final answer or out of "
+         "attempts) or dropped from its full queue (dropped).");
+  for (const auto& a : alerts)
+    if (a.has_webhook) {
+      const std::pair<const char*, std::uint64_t> results[] = {{"ok", a.webhook.delivered},
+                                                               {"failed", a.webhook.failed},
+                                                               {"dropped", a.webhook.dropped}};
+      for (const auto& [result, n] : results)
+        sample(out, "newsdesk_alert_webhook_deliveries_total",
+               label("alert", a.name) + "," + label("result", result), static_cast<double>(n));
+    }
+  header(out, "newsdesk_alert_webhook_retries_total", "counter",
+         "Webhook attempts after a match's first.");
+  for (const auto& a : alerts)
+    if (a.has_webhook)
+      sample(out, "newsdesk_alert_webhook_retries_total", label("alert", a.name),
+             static_cast<double>(a.webhook.retries));
+  header(out, "newsdesk_alert_webhook_queued", "gauge",
+         "Matches waiting for an alert's webhook, the one in flight included.");
+  for (const auto& a : alerts)
+    if (a.has_webhook)
+      sample(out, "newsdesk_alert_webhook_queued", label("alert", a.name),
+             static_cast<double>(a.webhook.waiting));
   return out;
 }
 

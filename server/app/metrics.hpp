@@ -27,6 +27,9 @@
 namespace newsdesk::broker {
 struct stats_snapshot;
 }
+namespace newsdesk::server::alerts {
+struct alert_stats;
+}
 
 namespace newsdesk::server {
 
@@ -105,6 +108,10 @@ class metrics {
   std::map<std::string, std::unique_ptr<histogram>> fetch_latency_;
   std::map<std::pair<std::string, std::string>, std::uint64_t> fetch_errors_;
 };
+
+// Each alert's counters (alerts.hpp): matches, webhook deliveries by result (ok, failed,
+// dropped), retries and matches waiting. Labels: the alerts' names, from the config.
+std::string render_alert_metrics(const std::vector<alerts::alert_stats>& alerts);
 
 // Wraps `next` so each request, once its response is ready, is counted in `counters` (when
 // not null) and written as one logfmt access line to `access_log` (when set):

@@ -82,6 +82,11 @@ std::string headline_json(const news_item& item) {
   return nlohmann::json(item).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+std::string story_update_json(const news_item& item, std::size_t sources) {
+  const nlohmann::json j = {{"story", item.story}, {"headline", item}, {"sources", sources}};
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 std::string headlines_json(const std::vector<news_item>& items) {
   return nlohmann::json(items).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -184,6 +184,10 @@ void to_json(nlohmann::json& j, const news_item& item);
 std::string headlines_json(const std::vector<news_item>& items);
 // One headline as a JSON object of that shape (MQTT's newsdesk/headlines/<site>).
 std::string headline_json(const news_item& item);
+// A headline that joined story `item.story`, which `sources` sites tell now: {"story": ID,
+// "headline": <the shape above>, "sources": N} (/events' story event, MQTT's
+// newsdesk/stories/<id>).
+std::string story_update_json(const news_item& item, std::size_t sources);
 // A list as a JSON array of that shape.
 void to_json(nlohmann::json& j, const headline_list& items);
 

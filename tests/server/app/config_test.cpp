@@ -165,6 +165,79 @@ TEST_CASE("site entries override the scraper's defaults and are validated") {
   fails(R"({"sites": [42]})", "sites[0]: expected a scraper name or an object");
 }
 
+TEST_CASE("alerts are read with /news's q= and site=, and a bad one is refused by entry and "
+          "field") {
+  auto with_alerts = [](const std::string& alerts) {
+    auto cfg = from_json(R"({"sites": ["cnn", "aljazeera"], "alerts": )" + alerts + "}");
+    return resolve_alerts(cfg, resolve_sites(cfg, builtins()));
+  };
+  auto found = with_alerts(R"([
+      {"name": "storms", "q": "Élysée STORM"},
+      {"name": "aj-all", "site": "aljazeera"},
+      {"name": "off", "q": "x", "enabled": false},
+      {"name": "phone", "q": "storm", "site": "cnn,aljazeera",
+       "webhook": {"url": "https://ntfy.example/t", "format": "ntfy", "secret": "k",
+                   "timeout": 2.5, "attempts": 3, "retry_base": 0.5, "retry_max": 10,
+                   "queue": 50}}])");
+  REQUIRE(found.size() == 3);
+  CHECK(found[0].name == "storms");
+  CHECK(found[0].words == std::vector<std::string>{"elysee", "storm"});
+  CHECK(found[0].sites.empty());
+  CHECK_FALSE(found[0].webhook);
+  CHECK(found[1].sites == std::vector<std::string>{"aljazeera"});
+  CHECK(found[1].words.empty());
+  REQUIRE(found[2].webhook);
+  const auto& w = *found[2].webhook;
+  CHECK(found[2].sites == std::vector<std::string>{"cnn", "aljazeera"});
+  CHECK(w.url == "https://ntfy.example/t");
+  CHECK(w.format == alerts::webhook_format::ntfy);
+  CHECK(w.secret == "k");
+  CHECK(w.timeout == std::chrono::milliseconds(2500));
+  CHECK(w.attempts == 3);
+  CHECK(w.retry_base == std::chrono::milliseconds(500));
+  CHECK(w.retry_max == std::chrono::seconds(10));
+  CHECK(w.queue == 50);
+  const alerts::webhook_config defaults;
+  auto plain = with_alerts(R"([{"name": "a", "q": "x", "webhook": {"url": "http://10.0.0.2/"}}])");
+  CHECK(plain[0].webhook->format == alerts::webhook_format::json);
+  CHECK(plain[0].webhook->attempts == defaults.attempts);
+  CHECK(plain[0].webhook->queue == 1000);
+  CHECK(with_alerts("[]").empty());
+
+  auto fails = [&](const std::string& text, const std::string& message) {
+    CAPTURE(text);
+    CHECK_THROWS_WITH_AS(with_alerts(text), doctest::Contains(message.c_str()), config_error);
+  };
+  fails(R"([{"q": "x"}])", "alerts[0]: missing \"name\"");
+  fails(R"([{"name": "a", "q": "x"}, {"name": "a", "q": "y"}])",
+        "alerts[1].name: duplicate alert name 'a'");
+  for (const char* name : {"a/b", "a+", "#", "two words", ""})
+    fails(std::string(R"([{"name": ")") + name + R"(", "q": "x"}])",
+          "alerts[0].name: '" + std::string(name) + "' cannot be an MQTT topic level");
+  fails(R"([{"name": "a"}])", "alerts[0]: give q, site or both");
+  fails(R"([{"name": "a", "q": "!!!"}])", "alerts[0].q: no words to search for in '!!!'");
+  fails(R"([{"name": "a", "q": "x", "site": "cnn,nope"}])",
+        "alerts[0].site: no site named 'nope' (sites: cnn, aljazeera)");
+  fails(R"([{"name": "a", "q": "x", "every": 1}])", "alerts[0].every: unknown key");
+  fails(R"([{"name": "a", "q": 3}])", "alerts[0].q: expected a string, got 3");
+  fails(R"([{"name": "a", "q": "x", "webhook": {}}])", "alerts[0].webhook: missing \"url\"");
+  fails(R"([{"name": "a", "q": "x", "webhook": {"url": "file:///etc/passwd"}}])",
+        "alerts[0].webhook.url: expected an http:// or https:// URL, got 'file:///etc/passwd'");
+  fails(R"([{"name": "a", "q": "x", "webhook": {"url": "http://h/", "format": "slack"}}])",
+        "alerts[0].webhook.format: unknown format 'slack' (known: json, ntfy)");
+  fails(R"([{"name": "a", "q": "x", "webhook": {"url": "http://h/", "attempts": 0}}])",
+        "alerts[0].webhook.attempts: expected a whole number from 1 to 100");
+  fails(R"([{"name": "a", "q": "x", "webhook": {"url": "http://h/", "timeout": 0}}])",
+        "alerts[0].webhook.timeout: expected seconds from 0.1 to 300");
+  fails(R"([{"name": "a", "q": "x", "webhook": {"url": "http://h/", "retry_max": 0.5}}])",
+        "alerts[0].webhook.retry_max: expected at least retry_base");
+  fails(R"([{"name": "a", "q": "x", "webhook": {"url": "http://h/", "queue": 0}}])",
+        "alerts[0].webhook.queue: expected a whole number from 1 to 1000000");
+  fails(R"([42])", "alerts[0]: expected an object");
+  // A disabled entry is checked all the same.
+  fails(R"([{"name": "a/b", "q": "x", "enabled": false}])", "alerts[0].name");
+}
+
 TEST_CASE("a site file's bad render options are reported against the site file") {
   // Values the site file supplies fail checks only the service can make (Splash's
   // --max-timeout, the service's default timeout); the message names the file, not a
@@ -239,19 +312,27 @@ TEST_CASE("config.example.json lists every setting of the table, each at its def
     std::replace(pointer.begin(), pointer.end(), '.', '/');
     REQUIRE_MESSAGE(example.contains(nlohmann::json::json_pointer(pointer)),
                     "config.example.json lacks " << row->path);
-    if (row->path != "sites") // the example lists the shipped sites; unset means all of them
+    // The example lists the shipped sites (unset means all of them) and shows an alert (disabled:
+    // the default is none).
+    if (row->path != "sites" && row->path != "alerts")
       CHECK(example.at(nlohmann::json::json_pointer(pointer)) ==
             row->get(static_cast<const void*>(&config_defaults())));
   }
   // And nothing else: every key it has is a setting (apply_config_json refused none above).
   auto loaded = config_to_json(cfg);
   loaded.erase("sites");
-  CHECK(loaded == config_to_json(config_defaults()));
+  loaded.erase("alerts");
+  auto defaults = config_to_json(config_defaults());
+  defaults.erase("alerts");
+  CHECK(loaded == defaults);
   // The example shows every shipped site: the C++ scrapers and the site files in sites/.
   auto shipped = std::make_shared<newsdesk::scrapers::registry>();
   newsdesk::scrapers::register_builtin_scrapers(*shipped);
   newsdesk::scrapers::load_site_folder(std::string(NEWSDESK_SOURCE_DIR) + "/sites", *shipped);
-  CHECK(resolve_sites(cfg, shipped).size() == shipped->size());
+  const auto sites = resolve_sites(cfg, shipped);
+  CHECK(sites.size() == shipped->size());
+  // Its alert is valid, and disabled.
+  CHECK(resolve_alerts(cfg, sites).empty());
 }
 
 TEST_CASE("every config key has an environment variable, in the file's units") {
