@@ -223,9 +223,9 @@ TEST_CASE("an alert's matches go out on newsdesk/alerts/<name> and to its webhoo
 
   // Subscribed to the alert and to site a's headlines, whose retained one says the subscription
   // is in place.
-  child_process sub(sub_bin, {"-h", "127.0.0.1", "-p", *mqtt_port, "-V", "mqttv5", "-t",
-                              "newsdesk/alerts/storms", "-t", "newsdesk/headlines/a", "-F",
-                              "%r %t %p"});
+  child_process sub(sub_bin,
+                    {"-h", "127.0.0.1", "-p", *mqtt_port, "-V", "mqttv5", "-t",
+                     "newsdesk/alerts/storms", "-t", "newsdesk/headlines/a", "-F", "%r %t %p"});
   REQUIRE(sub.wait_for_line("1 newsdesk/headlines/a ", 20s));
 
   second_page(splash);
@@ -254,8 +254,8 @@ TEST_CASE("an alert's matches go out on newsdesk/alerts/<name> and to its webhoo
         "storms:" + std::to_string(match.at("id").get<std::int64_t>()));
   const auto timestamp = got.headers.at("x-newsdesk-timestamp");
   CHECK(std::abs(std::stoll(timestamp) - std::chrono::duration_cast<std::chrono::seconds>(
-                                              std::chrono::system_clock::now().time_since_epoch())
-                                              .count()) < 60);
+                                             std::chrono::system_clock::now().time_since_epoch())
+                                             .count()) < 60);
   CHECK(got.headers.at("x-newsdesk-signature") ==
         "sha256=" + hmac_sha256_hex("s3cret", timestamp + "." + got.body));
 
@@ -280,11 +280,11 @@ TEST_CASE("an ntfy webhook gets the title with Title, Click and Tags; a 503 is t
   splash_standin splash;
   first_pages(splash);
   newsdesk_process nd(alerts_config(
-      splash,
-      {{{"name", "phone"},
-        {"q", "storm"},
-        {"webhook", {{"url", receiver.url("/newsdesk")}, {"format", "ntfy"}, {"retry_base", 0.05}}}},
-       {{"name", "gone"}, {"q", "coast"}, {"webhook", {{"url", receiver.url("/gone")}}}}}));
+      splash, {{{"name", "phone"},
+                {"q", "storm"},
+                {"webhook",
+                 {{"url", receiver.url("/newsdesk")}, {"format", "ntfy"}, {"retry_base", 0.05}}}},
+               {{"name", "gone"}, {"q", "coast"}, {"webhook", {{"url", receiver.url("/gone")}}}}}));
   REQUIRE_MESSAGE(nd.port != 0, nd.log());
   REQUIRE(eventually([&] { return news_json(nd.port).at("headlines").size() == 2; }));
   second_page(splash);
@@ -318,8 +318,7 @@ TEST_CASE("an ntfy webhook gets the title with Title, Click and Tags; a 503 is t
   CHECK(failed->find("attempts=1 error=\"HTTP 404\"") != std::string::npos);
   CHECK(eventually([&] {
     return metric(nd.port,
-                  "newsdesk_alert_webhook_deliveries_total{alert=\"gone\",result=\"failed\"}") ==
-           1;
+                  "newsdesk_alert_webhook_deliveries_total{alert=\"gone\",result=\"failed\"}") == 1;
   }));
   CHECK(metric(nd.port, "newsdesk_alert_webhook_retries_total{alert=\"gone\"}") == 0);
   CHECK(count(nd.process->output(), "msg=\"webhook delivery failed\"") == 1);
@@ -329,21 +328,23 @@ TEST_CASE("a webhook receiver that is down is tried again until it is up") {
   const auto port = unused_port();
   splash_standin splash;
   first_pages(splash);
-  newsdesk_process nd(alerts_config(
-      splash, {{{"name", "storms"},
-                {"q", "storm"},
-                {"webhook",
-                 {{"url", "http://127.0.0.1:" + std::to_string(port) + "/hook"},
-                  {"retry_base", 0.1},
-                  {"retry_max", 0.3},
-                  {"attempts", 100}}}}}));
+  newsdesk_process nd(
+      alerts_config(splash, {{{"name", "storms"},
+                              {"q", "storm"},
+                              {"webhook",
+                               {{"url", "http://127.0.0.1:" + std::to_string(port) + "/hook"},
+                                {"retry_base", 0.1},
+                                {"retry_max", 0.3},
+                                {"attempts", 100}}}}}));
   REQUIRE_MESSAGE(nd.port != 0, nd.log());
   REQUIRE(eventually([&] { return news_json(nd.port).at("headlines").size() == 2; }));
   second_page(splash);
   REQUIRE(send_request(nd.port, "POST", "/api/refresh?site=a").status == 202);
   // Refused at least twice, then the receiver starts.
   REQUIRE(eventually(
-      [&] { return metric(nd.port, "newsdesk_alert_webhook_retries_total{alert=\"storms\"}") >= 2; },
+      [&] {
+        return metric(nd.port, "newsdesk_alert_webhook_retries_total{alert=\"storms\"}") >= 2;
+      },
       20s));
   CHECK(metric(nd.port, "newsdesk_alert_webhook_queued{alert=\"storms\"}") == 1);
   webhook_receiver receiver(port);
@@ -389,9 +390,9 @@ TEST_CASE("a headline joining a story goes out on newsdesk/stories/<id> with its
   const auto mqtt_port = nd.process->wait_for_log("msg=listening service=mqtt address=127.0.0.1:");
   REQUIRE(mqtt_port);
   REQUIRE(eventually([&] { return news_json(nd.port).at("headlines").size() == 2; }));
-  child_process sub(sub_bin, {"-h", "127.0.0.1", "-p", *mqtt_port, "-V", "mqttv5", "-t",
-                              "newsdesk/stories/+", "-t", "newsdesk/headlines/b", "-F",
-                              "%r %t %p"});
+  child_process sub(sub_bin,
+                    {"-h", "127.0.0.1", "-p", *mqtt_port, "-V", "mqttv5", "-t",
+                     "newsdesk/stories/+", "-t", "newsdesk/headlines/b", "-F", "%r %t %p"});
   REQUIRE(sub.wait_for_line("1 newsdesk/headlines/b ", 20s));
 
   splash.set("https://b.cnn.com/", standin_page::page(cnn_page({{"/x/index.html", "Sports results"},
