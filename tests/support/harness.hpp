@@ -1,11 +1,10 @@
 // Shared pieces of the end-to-end tests: temporary folders, a running newsdesk binary with its
 // own ports and store, and builders for small pages in real sites' markup.
-// Needs NEWSDESK_BINARY, NEWSDESK_SOURCE_DIR and NEWSDESK_SHARED_PAGES defined (the test
-// CMakeLists does).
 #pragma once
 
 #include "tests/support/child_process.hpp"
 #include "tests/support/splash_standin.hpp"
+#include "tests/support/test_paths.hpp"
 
 #include <nlohmann/json.hpp>
 

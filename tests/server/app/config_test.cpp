@@ -4,6 +4,7 @@
 
 #include "scrapers/registry.hpp"
 #include "scrapers/site_file.hpp"
+#include "tests/support/test_paths.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>

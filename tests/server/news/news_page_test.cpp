@@ -1,4 +1,5 @@
 #include "server/news/news_page.hpp"
+#include "tests/support/test_paths.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>

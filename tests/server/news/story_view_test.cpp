@@ -3,6 +3,7 @@
 #include "server/news/news_page.hpp"
 #include "server/news/news_query.hpp"
 #include "server/news/story_view.hpp"
+#include "tests/support/test_paths.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>

@@ -1,5 +1,6 @@
 // `newsdesk --stories FILE.csv`, run as the real binary.
 #include "tests/support/child_process.hpp"
+#include "tests/support/test_paths.hpp"
 
 #include <doctest/doctest.h>
 
