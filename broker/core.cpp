@@ -1,8 +1,10 @@
 #include "broker/core.hpp"
 
 #include <algorithm>
+#include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <boost/asio/post.hpp>
 #include <openssl/crypto.h>
@@ -19,10 +21,57 @@ void fail(const boost::system::error_code& ec, const char* step) {
       " error=" + newsdesk::server::logfmt_quoted(ec.message()));
 }
 
+namespace {
+
+// Connections own themselves while their sockets are in the reactor (peer::registered_). An
+// io_context stopped and destroyed before the broker's shutdown finished would leave them, and
+// the core they hold, alive for good, where Asio frees its own pending operations then. This
+// service of the io_context lets them go at the same moment: its shutdown comes first, while
+// the io_context's other services still work.
+class connection_release : public boost::asio::execution_context::service {
+ public:
+  static inline boost::asio::execution_context::id id;
+  explicit connection_release(boost::asio::execution_context& ctx)
+      : service(ctx) {}
+
+  void watch(std::weak_ptr<core> c) {
+    std::lock_guard lock(mutex_);
+    std::erase_if(cores_, [](const std::weak_ptr<core>& w) { return w.expired(); });
+    cores_.push_back(std::move(c));
+  }
+
+ private:
+  void shutdown() override {
+    std::vector<std::weak_ptr<core>> cores;
+    {
+      std::lock_guard lock(mutex_);
+      cores.swap(cores_);
+    }
+    for (const auto& w : cores)
+      if (auto c = w.lock())
+        c->release_connections();
+  }
+
+  std::mutex mutex_;
+  std::vector<std::weak_ptr<core>> cores_;
+};
+
+} // namespace
+
 std::shared_ptr<core> core::create(boost::asio::io_context& ioc, config cfg) {
   auto c = std::make_shared<core>(ioc, std::move(cfg));
   c->ctx_.owner_ = c;
+  boost::asio::use_service<connection_release>(ioc).watch(c);
   return c;
+}
+
+void core::release_connections() {
+  std::vector<std::shared_ptr<peer>> owned;
+  for (peer* p : peers_)
+    if (p->registered_)
+      owned.push_back(std::move(p->registered_));
+  peers_.clear();
+  owned.clear(); // each closes its socket
 }
 
 core::core(boost::asio::io_context& ioc, config cfg)

@@ -76,6 +76,9 @@ class core : public std::enable_shared_from_this<core> {
   /// publishers and the registry, and drops (and counts) what its queue still held. p must be
   /// closed already; it may be destroyed when the caller's last reference goes.
   void remove_peer(peer& p);
+  /// Drops every connection's hold on itself, and the registry with them: for an io_context
+  /// destroyed before shutdown finished (see connection_release in core.cpp). Nothing may run.
+  void release_connections();
   /// Shutdown drain of a paused publisher: it stops waiting for backlog room.
   void stop_waiting(peer& p);
 

@@ -186,6 +186,10 @@ void mqtt_session::do_read() {
     return;
   if (n == chunk) {
     net::post(c.strand(), [self = self()] { self->do_read(); });
+  } else if (input_ended_) {
+    // The end of the stream (or an error) came with the data: the reactor will not report it
+    // again, and the next read returns it.
+    net::post(c.strand(), [self = self()] { self->do_read(); });
   } else {
     // A short read emptied the socket: whatever arrives later is a new edge (reactor.hpp).
     waiting_read_ = true;
@@ -197,6 +201,8 @@ void mqtt_session::do_read() {
 void mqtt_session::on_io(std::uint32_t events) {
   if (closed_)
     return;
+  if ((events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0)
+    input_ended_ = true; // kept: the event is reported once, maybe while a read is under way
   if (waiting_read_ && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) {
     waiting_read_ = false;
     do_read();

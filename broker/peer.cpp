@@ -27,7 +27,8 @@ void peer::close_socket(bool shutdown_send) {
   if (fd_ >= 0) {
     if (shutdown_send)
       ::shutdown(fd_, SHUT_WR);
-    ::close(fd_); // leaves the reactor's set
+    core_->reactor().remove(fd_);
+    ::close(fd_);
     fd_ = -1;
   }
   if (registered_)

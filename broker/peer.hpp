@@ -131,6 +131,7 @@ class peer : public std::enable_shared_from_this<peer> {
   int fd_ = -1;                     // its socket
   bool paused_ = false;
   bool closed_ = false;
+  bool input_ended_ = false; // the reactor reported the peer's end of stream, a hang-up or an error
   bool close_posted_ = false; // a close is deferred (flush_scheduler::defer_close)
   bool in_flush_ = false;     // on the flush list
   bool done_ = false;         // the client said it is done: flush, then close

@@ -149,6 +149,11 @@ void fd_reactor::add(int fd, peer& p, error_code& ec) {
     ec = last_error();
 }
 
+void fd_reactor::remove(int fd) noexcept {
+  if (set_.is_open())
+    ::epoll_ctl(set_.native_handle(), EPOLL_CTL_DEL, fd, nullptr);
+}
+
 void fd_reactor::close() {
   closed_ = true;
   error_code ignored;

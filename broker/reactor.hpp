@@ -75,6 +75,10 @@ class fd_reactor {
   /// strand whenever it becomes readable, writable or hung up. The registration ends when the
   /// descriptor is closed. The epoll set is made, and its wait armed, on the first call.
   void add(int fd, peer& p, boost::system::error_code& ec);
+  /// Takes `fd` out of the set, before it is closed: a close alone leaves it there while a copy
+  /// of the descriptor lives on (a child process spawned meanwhile), and the set would then
+  /// report events for a peer that is gone.
+  void remove(int fd) noexcept;
   /// Stops waiting for good (shutdown done: no connection is left). Idempotent.
   void close();
 

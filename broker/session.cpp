@@ -118,6 +118,10 @@ void session::do_read() {
   if (n == chunk) {
     // Likely more in the kernel: read again after the flush this read scheduled.
     net::post(c.strand(), [self = self()] { self->do_read(); });
+  } else if (input_ended_) {
+    // The end of the stream (or an error) came with the data: the reactor will not report it
+    // again, and the next read returns it.
+    net::post(c.strand(), [self = self()] { self->do_read(); });
   } else {
     // A short read emptied the socket: whatever arrives later is a new edge (reactor.hpp).
     waiting_read_ = true;
@@ -129,6 +133,8 @@ void session::do_read() {
 void session::on_io(std::uint32_t events) {
   if (closed_)
     return;
+  if ((events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0)
+    input_ended_ = true; // kept: the event is reported once, maybe while a read is under way
   if (waiting_read_ && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) {
     waiting_read_ = false;
     do_read();

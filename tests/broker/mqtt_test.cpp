@@ -420,6 +420,30 @@ TEST_CASE("a will is published when its client vanishes, not after DISCONNECT") 
   CHECK_FALSE(watcher.next_publish(mqtt::v311, 200ms));
 }
 
+TEST_CASE("a client whose last packet and end of stream arrive together is closed at once") {
+  // The broker's reactor reports readiness once per change (edge-triggered): when the data and
+  // the FIN come in one report, the read that takes the data must not be taken for "the socket
+  // is empty", or the end is never seen and the connection stays (here: 90 s of keep-alive).
+  running_broker br;
+  mqtt_raw watcher(br.mqtt_port());
+  REQUIRE(watcher.handshake(v3("watcher")) == 0);
+  REQUIRE(watcher.subscribe(1, "gone/+", 0) == 0);
+  constexpr int clients = 20;
+  for (int i = 0; i < clients; ++i) {
+    mqtt_raw last_words(br.mqtt_port());
+    auto o = v3("c" + std::to_string(i));
+    o.will_topic = "gone/" + std::to_string(i);
+    o.will_payload = "vanished";
+    REQUIRE(last_words.handshake(o) == 0);
+    last_words.send(b::publish("chatter", std::string(100, 'x')));
+    last_words.close(); // at once: the PUBLISH and the FIN travel together
+  }
+  int wills = 0;
+  while (wills < clients && watcher.next_publish(mqtt::v311, 3000ms))
+    ++wills;
+  CHECK(wills == clients);
+}
+
 TEST_CASE("a second connection with the same client id takes the session over") {
   running_broker br;
   mqtt_raw first(br.mqtt_port());
