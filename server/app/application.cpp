@@ -265,17 +265,18 @@ struct application::parts {
     news.on_update([this](const headline_update& update) {
       if (!update.added.empty()) {
         live.publish(update.added, update.story_sources);
-        if (pubsub)
-          try {
-            pubsub->publish(headlines_topic, headlines_json(update.added));
+        if (pubsub) {
+          // Each on its own: one the broker refuses (a batch over its frame size) keeps the rest.
+          publish_or_warn("headlines",
+                          [&] { pubsub->publish(headlines_topic, headlines_json(update.added)); });
+          publish_or_warn("site headlines", [&] {
             // Ids ascend, so each site's last one, the one kept, is its latest.
             for (const auto& item : update.added)
               pubsub->publish_retained(std::string(site_headlines_prefix) + item.headline.site,
                                        headline_json(item));
-            publish_story_updates(update);
-          } catch (const std::exception& e) {
-            log_warn("msg=\"cannot publish headlines\" error=" + logfmt_quoted(e.what()));
-          }
+          });
+          publish_or_warn("story updates", [&] { publish_story_updates(update); });
+        }
         // Only what this change added is matched: never the whole snapshot again.
         alert_rules.match(update.added, update.snapshot->sites);
       }
@@ -288,6 +289,14 @@ struct application::parts {
           [this](const site_config& site, std::chrono::milliseconds took, failure_kind kind) {
             counters.observe_fetch(site.name, took, kind);
           });
+  }
+
+  template <class Publish> static void publish_or_warn(const char* what, Publish&& publish) {
+    try {
+      publish();
+    } catch (const std::exception& e) {
+      log_warn(std::string("msg=\"cannot publish ") + what + "\" error=" + logfmt_quoted(e.what()));
+    }
   }
 
   // Each new headline that joined a story another headline started, with how many sites tell
