@@ -25,21 +25,21 @@ using namespace std::chrono_literals;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-TEST_CASE("three sites each delayed 2 s give a /news in well under the sum of their delays, "
+TEST_CASE("three sites each delayed 4 s give a /news in well under the sum of their delays, "
           "with every headline") {
   splash_standin splash;
   splash.set(
       "https://one.cnn.com/",
       standin_page::page(cnn_page({{"/2015/11/17/world/a/index.html", "First story of one"},
                                    {"/2015/11/17/world/b/index.html", "Second story of one"}}),
-                         2000ms));
+                         4000ms));
   splash.set(
       "https://two.cnn.com/",
-      standin_page::page(cnn_page({{"/2015/11/17/us/c/index.html", "Story from two"}}), 2000ms));
+      standin_page::page(cnn_page({{"/2015/11/17/us/c/index.html", "Story from two"}}), 4000ms));
   splash.set(
       "https://three.cnn.com/",
       standin_page::page(cnn_page({{"https://edition.cnn.com/x.html", "Absolute link from three"}}),
-                         2000ms));
+                         4000ms));
   newsdesk_process nd(json{{"splash_url", splash.base_url()},
                            {"sites",
                             {site("one", "cnn", "https://one.cnn.com/",
@@ -53,10 +53,11 @@ TEST_CASE("three sites each delayed 2 s give a /news in well under the sum of th
   auto page = http_get(nd.port, "/news");
   CHECK(page.status == 200);
   CHECK(page.header("Content-Type") == "text/html; charset=utf-8");
-  CHECK(page.elapsed >= 2000ms);
-  // Concurrent: about the slowest site, never the sum (6 s). The margin is a loaded sanitizer
-  // build's: parsing, storing and building the page there took up to 1.5 s.
-  CHECK(page.elapsed < 4000ms);
+  CHECK(page.elapsed >= 4000ms);
+  // Concurrent: about the slowest site, never the sum (12 s). The margin is a loaded sanitizer
+  // build's: beside the Chromium tests, starting, parsing, storing and building the page there
+  // took over 2 s.
+  CHECK(page.elapsed < 9000ms);
   CHECK(count(page.body, "<li class=\"headline") == 4);
   CHECK(page.body.find("href=\"https://one.cnn.com/2015/11/17/world/a/index.html\"") !=
         std::string::npos);
