@@ -183,9 +183,16 @@ struct site_icons::impl : std::enable_shared_from_this<impl> {
     fetch(a, std::move(url));
   }
 
-  void refuse(const std::shared_ptr<attempt>& a, const std::string& url, std::string why) {
-    log_warn("msg=\"site icon refused\" site=" + a->site + " url=" + logfmt_quoted(url) +
-             " error=" + logfmt_quoted(why));
+  // `absent`: the address has no icon (404, 410), which most sites' /favicon.ico fallback
+  // says; a note, not a warning, or every such site warns once a day.
+  void refuse(const std::shared_ptr<attempt>& a, const std::string& url, std::string why,
+              bool absent = false) {
+    const auto line = "msg=\"site icon refused\" site=" + a->site + " url=" + logfmt_quoted(url) +
+                      " error=" + logfmt_quoted(why);
+    if (absent)
+      log_info(line);
+    else
+      log_warn(line);
     a->error = std::move(why);
     try_next(a);
   }
@@ -212,7 +219,8 @@ struct site_icons::impl : std::enable_shared_from_this<impl> {
       return fetch(a, *next);
     }
     if (r.status != 200)
-      return refuse(a, url, "the server answered HTTP " + std::to_string(r.status));
+      return refuse(a, url, "the server answered HTTP " + std::to_string(r.status),
+                    r.status == 404 || r.status == 410);
     auto check = check_icon(r.body);
     if (check.content_type.empty())
       return refuse(a, url, std::move(check.error));
