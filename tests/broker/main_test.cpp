@@ -11,6 +11,7 @@
 #include <string>
 
 #include "support.hpp"
+#include "tests/support/test_paths.hpp"
 
 using namespace newsdesk::broker::test;
 
@@ -53,7 +54,7 @@ void spawn(child& c, std::vector<std::string> args) {
     ::close(fds[0]);
     ::close(fds[1]);
     std::vector<char*> argv;
-    std::string bin = NEWSDESK_BROKER_BIN;
+    std::string bin = NEWSDESK_BINARY;
     argv.push_back(bin.data());
     for (auto& a : args)
       argv.push_back(a.data());

@@ -14,6 +14,7 @@
 #include "mqtt_support.hpp"
 #include "support.hpp"
 #include "tests/support/child_process.hpp"
+#include "tests/support/test_paths.hpp"
 
 using namespace newsdesk::broker;
 using namespace newsdesk::broker::test;
@@ -39,7 +40,7 @@ struct broker_process {
     config_path = "mqtt_clients_test_" + name + ".json";
     std::ofstream(config_path) << config_json;
     proc = std::make_unique<child_process>(
-        NEWSDESK_BROKER_BIN,
+        NEWSDESK_BINARY,
         std::vector<std::string>{"--listen", "127.0.0.1:0", "--config", config_path});
     const auto line = proc->wait_for_line("mqtt listening on 127.0.0.1:", 10s);
     REQUIRE(line);

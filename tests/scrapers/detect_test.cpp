@@ -40,7 +40,7 @@ const saved_page pages[] = {
 // A shipped site file, or null for a built-in scraper's name.
 std::unique_ptr<scraper> reference_scraper(const std::string& name) {
   if (name.ends_with(".json"))
-    return load_site_file(std::filesystem::path(NEWSDESK_SITES_DIR) / name);
+    return load_site_file(testing::sites_dir() / name);
   return nullptr;
 }
 
@@ -54,7 +54,7 @@ TEST_CASE("detection finds the headlines of every saved front page without selec
     CAPTURE(p.file);
     auto html = shared_page(p.file);
     if (!html) {
-      MESSAGE("skipped: " << p.file << " not found in " NEWSDESK_SHARED_PAGES);
+      MESSAGE("skipped: " << p.file << " not found in " << NEWSDESK_SHARED_PAGES);
       continue;
     }
     auto file_scraper = reference_scraper(p.reference);
@@ -101,7 +101,7 @@ TEST_CASE("detection finds the headlines of every saved front page without selec
 TEST_CASE("detection: a page that builds its headlines with JavaScript gives next to nothing") {
   auto html = shared_page("cnn-2018-raw-jsonly.html");
   if (!html) {
-    MESSAGE("skipped: cnn-2018-raw-jsonly.html not found in " NEWSDESK_SHARED_PAGES);
+    MESSAGE("skipped: cnn-2018-raw-jsonly.html not found in " << NEWSDESK_SHARED_PAGES);
     return;
   }
   auto found = detect_headlines(dom::document::parse(*html), "https://edition.cnn.com/", "t");

@@ -233,7 +233,7 @@ TEST_CASE("20,000 nested divs parse, walk and free on a 256 KiB stack") {
 TEST_CASE("parent links and child indexes agree on every node of a real page") {
   auto page = newsdesk::scrapers::testing::shared_page("cnn-2025-home-rendered.html");
   if (!page) {
-    MESSAGE("skipped: cnn-2025-home-rendered.html not found in " NEWSDESK_SHARED_PAGES);
+    MESSAGE("skipped: cnn-2025-home-rendered.html not found in " << NEWSDESK_SHARED_PAGES);
     return;
   }
   auto doc = dom::document::parse(*page);

@@ -21,8 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path sites_dir = NEWSDESK_SITES_DIR;
-
 // A fresh empty folder under the system temp dir, removed with everything in it at scope end.
 class temp_dir {
  public:
@@ -91,15 +89,15 @@ bool has_title(const std::vector<headline>& list, const std::string& title) {
 // --- the shipped site files against their saved pages ---------------------------------------
 
 TEST_CASE("site files: every shipped file in sites/ is valid and clashes with no built-in") {
-  CHECK(check_site_folder(sites_dir) == std::vector<std::string>{});
+  CHECK(check_site_folder(testing::sites_dir()) == std::vector<std::string>{});
   registry r;
   register_builtin_scrapers(r);
-  load_site_folder(sites_dir, r);
+  load_site_folder(testing::sites_dir(), r);
   for (const char* name : {"apnews", "bbc", "hackernews", "reuters"}) {
     CAPTURE(name);
     const scraper* s = r.find(name);
     REQUIRE(s != nullptr);
-    CHECK(s->site().origin == (sites_dir / (std::string(name) + ".json")).string());
+    CHECK(s->site().origin == (testing::sites_dir() / (std::string(name) + ".json")).string());
   }
   CHECK(r.find("cnn")->site().origin.empty());
   CHECK(origin_of(r.find("cnn")->site()) == "scrapers/sites/cnn.cpp");
@@ -114,10 +112,10 @@ TEST_CASE("site files: every shipped file in sites/ is valid and clashes with no
 TEST_CASE("site files: hackernews.json gives the 30 stories of hn-2022") {
   auto page = shared_page("hn-2022.html");
   if (!page) {
-    MESSAGE("skipped: hn-2022.html not found in " NEWSDESK_SHARED_PAGES);
+    MESSAGE("skipped: hn-2022.html not found in " << NEWSDESK_SHARED_PAGES);
     return;
   }
-  site_trial t = try_site_file(sites_dir / "hackernews.json", *page);
+  site_trial t = try_site_file(testing::sites_dir() / "hackernews.json", *page);
   CHECK(t.link_matches == 30);
   REQUIRE(t.headlines.size() == 30);
   CHECK(t.headlines[0] ==
@@ -134,10 +132,10 @@ TEST_CASE("site files: hackernews.json gives the 30 stories of hn-2022") {
 TEST_CASE("site files: bbc.json gives 41 unique links from 58 card headlines") {
   auto page = shared_page("bbc-2025-news-rendered.html");
   if (!page) {
-    MESSAGE("skipped: bbc-2025-news-rendered.html not found in " NEWSDESK_SHARED_PAGES);
+    MESSAGE("skipped: bbc-2025-news-rendered.html not found in " << NEWSDESK_SHARED_PAGES);
     return;
   }
-  site_trial t = try_site_file(sites_dir / "bbc.json", *page);
+  site_trial t = try_site_file(testing::sites_dir() / "bbc.json", *page);
   // 91 internal/external links; 33 hold no card headline (navigation, images); the other 58
   // are the README's matches, 17 of them repeat a URL.
   CHECK(t.link_matches == 91);
@@ -156,10 +154,10 @@ TEST_CASE("site files: bbc.json gives 41 unique links from 58 card headlines") {
 TEST_CASE("site files: reuters.json gives the 20 TitleLink stories") {
   auto page = shared_page("reuters-2026-world-rendered.html");
   if (!page) {
-    MESSAGE("skipped: reuters-2026-world-rendered.html not found in " NEWSDESK_SHARED_PAGES);
+    MESSAGE("skipped: reuters-2026-world-rendered.html not found in " << NEWSDESK_SHARED_PAGES);
     return;
   }
-  auto got = try_site(sites_dir / "reuters.json", *page);
+  auto got = try_site(testing::sites_dir() / "reuters.json", *page);
   REQUIRE(got.size() == 20);
   // The title is the heading span, not the aria-label ("..., includes video").
   CHECK(got[0] == headline{"Trump threatens to hit Kharg Island oil network, Iran signals defiance",
@@ -180,10 +178,10 @@ TEST_CASE("site files: reuters.json gives the 20 TitleLink stories") {
 TEST_CASE("site files: apnews.json leaves out the 5 trending-bar links: 88 matches, 86 unique") {
   auto page = shared_page("apnews-2026-world-rendered.html");
   if (!page) {
-    MESSAGE("skipped: apnews-2026-world-rendered.html not found in " NEWSDESK_SHARED_PAGES);
+    MESSAGE("skipped: apnews-2026-world-rendered.html not found in " << NEWSDESK_SHARED_PAGES);
     return;
   }
-  site_trial t = try_site_file(sites_dir / "apnews.json", *page);
+  site_trial t = try_site_file(testing::sites_dir() / "apnews.json", *page);
   CHECK(t.link_matches == 88);
   CHECK(t.duplicates == 2);
   REQUIRE(t.headlines.size() == 86);

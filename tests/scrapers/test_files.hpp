@@ -9,7 +9,14 @@
 #include <stdexcept>
 #include <string>
 
+#include "tests/support/test_paths.hpp"
+
 namespace newsdesk::scrapers::testing {
+
+// The site files shipped in the checkout (sites/).
+inline std::filesystem::path sites_dir() {
+  return std::filesystem::path(NEWSDESK_SOURCE_DIR) / "sites";
+}
 
 inline std::optional<std::string> read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -36,7 +43,7 @@ inline std::optional<std::string> shared_page(const std::string& name) {
 
 // A fixture from tests/fixtures/scrapers; throws when missing, as that is a broken checkout.
 inline std::string own_fixture(const std::string& name) {
-  auto path = std::filesystem::path(NEWSDESK_SCRAPERS_FIXTURES) / name;
+  auto path = std::filesystem::path(NEWSDESK_SOURCE_DIR) / "tests/fixtures/scrapers" / name;
   auto bytes = read_file(path);
   if (!bytes) {
     throw std::runtime_error("missing test fixture " + path.string());

@@ -152,7 +152,7 @@ TEST_CASE("titles: kickers, labels, ranks, bylines and times are kept out") {
 TEST_CASE("cnn 2015: kickers are no longer glued to titles") {
   auto page = shared_page("cnn-2015-edition.html");
   if (!page) {
-    MESSAGE("skipped: cnn-2015-edition.html not found in " NEWSDESK_SHARED_PAGES);
+    MESSAGE("skipped: cnn-2015-edition.html not found in " << NEWSDESK_SHARED_PAGES);
     return;
   }
   static const registry builtins = [] {

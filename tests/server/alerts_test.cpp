@@ -28,12 +28,6 @@ namespace {
 
 const std::string sub_bin = "/usr/bin/mosquitto_sub";
 
-json news_json(unsigned short port, const std::string& query = {}) {
-  auto answer = http_get(port, "/news.json" + query);
-  REQUIRE_MESSAGE(answer.status == 200, answer.body);
-  return json::parse(answer.body);
-}
-
 // One request as the receiver read it; header names in lower case.
 struct received {
   std::string target;

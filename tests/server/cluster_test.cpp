@@ -32,12 +32,6 @@ std::unique_ptr<newsdesk_process> instance(const json& config, const std::string
   return nd;
 }
 
-json news_json(unsigned short port) {
-  auto answer = http_get(port, "/news.json");
-  REQUIRE_MESSAGE(answer.status == 200, answer.body);
-  return json::parse(answer.body);
-}
-
 std::set<std::string> titles(unsigned short port) {
   std::set<std::string> out;
   const auto news = news_json(port); // kept: a range-for over a temporary's member dangles

@@ -13,12 +13,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-json news_json(unsigned short port, const std::string& query = {}) {
-  auto answer = http_get(port, "/news.json" + query);
-  REQUIRE_MESSAGE(answer.status == 200, answer.body);
-  return json::parse(answer.body);
-}
-
 const json* headline_titled(const json& news, const std::string& title) {
   for (const auto& h : news.at("headlines"))
     if (h.at("title") == title)

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "tests/support/child_process.hpp"
+#include "tests/support/http_get.hpp"
 #include "tests/support/splash_standin.hpp"
 #include "tests/support/test_paths.hpp"
 
@@ -15,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -125,6 +127,24 @@ inline json site(const std::string& name, const std::string& scraper, const std:
   json s = {{"name", name}, {"scraper", scraper}, {"url", url}};
   s.update(extra);
   return s;
+}
+
+// GET /news.json (with `query`, "?site=a" for one), parsed; anything but a 200 throws, which fails
+// the test with the answer's body.
+inline json news_json(unsigned short port, const std::string& query = {}) {
+  auto answer = http_get(port, "/news.json" + query);
+  if (answer.status != 200)
+    throw std::runtime_error("/news.json" + query + " answered " + std::to_string(answer.status) +
+                             ": " + answer.body);
+  return json::parse(answer.body);
+}
+
+// Site `name`'s entry in a /news.json answer, or nullptr.
+inline const json* site_of(const json& news, const std::string& name) {
+  for (const auto& s : news.at("sites"))
+    if (s.at("name") == name)
+      return &s;
+  return nullptr;
 }
 
 inline std::size_t count(const std::string& text, const std::string& needle) {

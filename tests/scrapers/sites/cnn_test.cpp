@@ -30,7 +30,7 @@ bool has_url(const std::vector<headline>& list, const std::string& url) {
 TEST_CASE("cnn: the 2015 edition page gives its 18 cd__headline-text headlines") {
   auto page = shared_page("cnn-2015-edition.html");
   if (!page) {
-    MESSAGE("skipped: cnn-2015-edition.html not found in " NEWSDESK_SHARED_PAGES);
+    MESSAGE("skipped: cnn-2015-edition.html not found in " << NEWSDESK_SHARED_PAGES);
     return;
   }
   auto got = cnn().parse(*page, "https://edition.cnn.com/");
@@ -50,7 +50,7 @@ TEST_CASE("cnn: the 2015 edition page gives its 18 cd__headline-text headlines")
 TEST_CASE("cnn: the 2025 rendered page gives 91 unique links, full headlines before labels") {
   auto page = shared_page("cnn-2025-home-rendered.html");
   if (!page) {
-    MESSAGE("skipped: cnn-2025-home-rendered.html not found in " NEWSDESK_SHARED_PAGES);
+    MESSAGE("skipped: cnn-2025-home-rendered.html not found in " << NEWSDESK_SHARED_PAGES);
     return;
   }
   auto got = cnn().parse(*page, "https://www.cnn.com/");
@@ -92,7 +92,7 @@ TEST_CASE("cnn: the 2025 rendered page gives 91 unique links, full headlines bef
 TEST_CASE("cnn: the 2018 unrendered page has no headlines (they need JavaScript)") {
   auto page = shared_page("cnn-2018-raw-jsonly.html");
   if (!page) {
-    MESSAGE("skipped: cnn-2018-raw-jsonly.html not found in " NEWSDESK_SHARED_PAGES);
+    MESSAGE("skipped: cnn-2018-raw-jsonly.html not found in " << NEWSDESK_SHARED_PAGES);
     return;
   }
   CHECK(cnn().parse(*page, "https://edition.cnn.com/").empty());
