@@ -63,9 +63,12 @@ std::string failure_text(const http_fetch_result& result) {
 verdict judge(const http_fetch_result& result, unsigned attempt, const webhook_config& cfg) {
   verdict v;
   bool transient = false;
+  const bool accepted = result.status >= 200 && result.status < 300;
+  // A receiver that accepted the delivery and said more than we read (max_answer_bytes) still
+  // accepted it: its answer's body is not ours to judge.
+  if (accepted && (result.ok() || result.failure == fetch_failure::too_large))
+    return v;
   if (result.ok()) {
-    if (result.status >= 200 && result.status < 300)
-      return v;
     v.why = "HTTP " + std::to_string(result.status);
     if (result.status >= 300 && result.status < 400)
       v.why += " (redirects are not followed)";

@@ -268,6 +268,8 @@ template <class Stream> class fetch_op : public std::enable_shared_from_this<fet
       result.failure = kind;
       result.error = what.empty() ? ec.message() : what + " (" + ec.message() + ")";
     }
+    if (parser_.is_header_done()) // e.g. too_large: the server answered, with a body past the limit
+      result.status = parser_.get().result_int();
     finish(std::move(result));
   }
 

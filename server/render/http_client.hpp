@@ -60,7 +60,7 @@ bool names_internal_address(std::string_view url);
 struct http_fetch_result {
   fetch_failure failure = fetch_failure::none;
   std::string error;   // what went wrong, for logs and notices ("Connection refused")
-  unsigned status = 0; // HTTP status when failure == none
+  unsigned status = 0; // HTTP status when failure == none, or when the failure came after it
   header_list headers;
   std::string body;
   std::chrono::milliseconds elapsed{0};

@@ -52,6 +52,13 @@ TEST_CASE("2xx is delivered; 429, 5xx and network failures are retried with a do
   CHECK(judge(answered(503), 12, cfg).wait == 60s); // capped at retry_max
 }
 
+TEST_CASE("a 2xx whose body is past the size read is delivered: the receiver accepted it") {
+  webhook_config cfg;
+  auto accepted = failed(fetch_failure::too_large, "response larger than 65536 bytes");
+  accepted.status = 200;
+  CHECK(judge(accepted, 1, cfg).what == verdict::delivered);
+}
+
 TEST_CASE("Retry-After in seconds lengthens the wait, within retry_max; a date is ignored") {
   webhook_config cfg;
   CHECK(judge(answered(429, {{"Retry-After", "7"}}), 1, cfg).wait == 7s);
@@ -73,6 +80,9 @@ TEST_CASE("other answers and the last attempt give up, saying why") {
   gives_up(answered(302), 1, "HTTP 302 (redirects are not followed)");
   gives_up(failed(fetch_failure::bad_url, "bad URL"), 1, "bad URL");
   gives_up(failed(fetch_failure::too_large, "too large"), 1, "too large");
+  auto error_too_long = failed(fetch_failure::too_large, "too large");
+  error_too_long.status = 500;
+  gives_up(error_too_long, 1, "too large");
   gives_up(answered(503), 6, "HTTP 503 (after 6 attempts)");
   gives_up(failed(fetch_failure::connect, "Connection refused"), 6,
            "Connection refused (after 6 attempts)");

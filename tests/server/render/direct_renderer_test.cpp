@@ -81,6 +81,15 @@ TEST_CASE("direct: a page over the 16 MiB limit is refused, naming the limit") {
   auto fits = r.render(origin.base_url() + "/origin/just-fits", 20s);
   CHECK(fits.ok());
   CHECK(fits.html.size() == 16 * 1024 * 1024);
+  // The client's own result keeps the status that came before the body went past the limit.
+  http_fetch_options small;
+  small.max_body_bytes = 1024;
+  std::promise<http_fetch_result> p;
+  r.client.get(origin.base_url() + "/origin/huge", small,
+               [&](http_fetch_result result) { p.set_value(std::move(result)); });
+  auto cut = p.get_future().get();
+  CHECK(cut.failure == fetch_failure::too_large);
+  CHECK(cut.status == 200);
 }
 
 TEST_CASE("direct: a server that accepts but never answers hits the deadline") {
