@@ -6,8 +6,6 @@
 #include <string>
 #include <vector>
 
-#include <sys/epoll.h>
-
 #include <boost/asio/post.hpp>
 
 #include "broker/core.hpp"
@@ -75,7 +73,6 @@ class mqtt_session final : public mqtt_connection {
   void begin_drain() override;
   void close(close_reason why) override;
   std::optional<close_reason> read_overdue(steady::time_point now) const override;
-  void on_io(std::uint32_t events) override;
 
  private:
   std::shared_ptr<mqtt_session> self() {
@@ -83,7 +80,7 @@ class mqtt_session final : public mqtt_connection {
   }
 
   // Read side
-  void do_read();
+  void do_read() override;
   std::size_t consume(char* data, std::size_t size);
   void on_connect(const mqtt::header_result& h, std::string_view body);
   void on_publish(const mqtt::header_result& h, char* packet, std::string_view body);
@@ -103,15 +100,13 @@ class mqtt_session final : public mqtt_connection {
   void finish(close_reason why);
 
   // Write side
-  void do_write();
+  void do_write() override;
   void wait_write();
 
   void publish_will();
 
   // The flags first: they fill peer's tail padding (see there).
   bool connected_ = false; // CONNECT accepted
-  bool waiting_write_ = false;
-  bool waiting_read_ = false;
   bool draining_ = false;
   bool loopback_ = false;
   bool will_cancelled_ = false; // a DISCONNECT without "with will"
@@ -184,33 +179,7 @@ void mqtt_session::do_read() {
   }
   if (done_ || draining_)
     return;
-  if (n == chunk) {
-    net::post(c.strand(), [self = self()] { self->do_read(); });
-  } else if (input_ended_) {
-    // The end of the stream (or an error) came with the data: the reactor will not report it
-    // again, and the next read returns it.
-    net::post(c.strand(), [self = self()] { self->do_read(); });
-  } else {
-    // A short read emptied the socket: whatever arrives later is a new edge (reactor.hpp).
-    waiting_read_ = true;
-  }
-}
-
-// Readiness from the reactor: a wait that was pending goes on. EPOLLERR and EPOLLHUP end
-// either wait, so the next system call reports the error or the end of the stream.
-void mqtt_session::on_io(std::uint32_t events) {
-  if (closed_)
-    return;
-  if ((events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0)
-    input_ended_ = true; // kept: the event is reported once, maybe while a read is under way
-  if (waiting_read_ && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) {
-    waiting_read_ = false;
-    do_read();
-  }
-  if (!closed_ && waiting_write_ && (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0) {
-    waiting_write_ = false;
-    do_write();
-  }
+  read_again_or_wait(n == chunk);
 }
 
 // Handles every complete packet in data[0, size); returns how many bytes it used.

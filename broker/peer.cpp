@@ -1,5 +1,6 @@
 #include "broker/peer.hpp"
 
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -33,6 +34,28 @@ void peer::close_socket(bool shutdown_send) {
   }
   if (registered_)
     boost::asio::post(core_->strand(), [last = std::move(registered_)] {});
+}
+
+void peer::on_io(std::uint32_t events) {
+  if (closed_)
+    return;
+  if ((events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0)
+    input_ended_ = true; // kept: the event is reported once, maybe while a read is under way
+  if (waiting_read_ && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) {
+    waiting_read_ = false;
+    do_read();
+  }
+  if (!closed_ && waiting_write_ && (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0) {
+    waiting_write_ = false;
+    do_write();
+  }
+}
+
+void peer::read_again_or_wait(bool filled) {
+  if (filled || input_ended_)
+    boost::asio::post(core_->strand(), [self = shared_from_this()] { self->do_read(); });
+  else
+    waiting_read_ = true; // a short read emptied the socket: what comes later is a new edge
 }
 
 void peer::enqueue(slice s) {

@@ -58,9 +58,21 @@ class peer : public std::enable_shared_from_this<peer> {
   virtual void close(close_reason why) = 0;
   /// The protocol's read deadline, asked by the periodic sweep: why to close if it passed.
   [[nodiscard]] virtual std::optional<close_reason> read_overdue(steady::time_point now) const = 0;
-  /// Readiness of its socket (epoll events) from the core's reactor (reactor.hpp). Called on
-  /// the strand, also after close() within the same batch of events: a closed peer ignores it.
-  virtual void on_io(std::uint32_t events) = 0;
+  /// Its read and write loops: each reads (writes) what it can and, when the socket has no
+  /// more (takes no more), sets waiting_read_ (waiting_write_) for on_io to go on.
+  virtual void do_read() = 0;
+  virtual void do_write() = 0;
+
+  /// Readiness of its socket (epoll events) from the core's reactor (reactor.hpp): a wait that
+  /// was pending goes on. EPOLLERR and EPOLLHUP end either wait, so the next system call reports
+  /// the error or the end of the stream. Called on the strand, also after close() within the
+  /// same batch of events: a closed peer ignores it.
+  void on_io(std::uint32_t events);
+  /// After a read that left the protocol ready for more: reads again, posted (after the flush
+  /// that read scheduled), when the read `filled` its buffer (likely more in the kernel) or the
+  /// end of the stream came with the data (the reactor will not report it again, and the next
+  /// read returns it); else waits for the reactor's next edge.
+  void read_again_or_wait(bool filled);
 
   // The socket. Strand only.
 
@@ -132,9 +144,11 @@ class peer : public std::enable_shared_from_this<peer> {
   bool paused_ = false;
   bool closed_ = false;
   bool input_ended_ = false; // the reactor reported the peer's end of stream, a hang-up or an error
-  bool close_posted_ = false; // a close is deferred (flush_scheduler::defer_close)
-  bool in_flush_ = false;     // on the flush list
-  bool done_ = false;         // the client said it is done: flush, then close
+  bool waiting_read_ = false;  // do_read found the socket empty: on_io goes on
+  bool waiting_write_ = false; // do_write found the socket full: on_io goes on
+  bool close_posted_ = false;  // a close is deferred (flush_scheduler::defer_close)
+  bool in_flush_ = false;      // on the flush list
+  bool done_ = false;          // the client said it is done: flush, then close
   // Sent its first complete frame (core::identified); until then it counts against
   // max_unidentified_connections and first_frame_timeout applies.
   bool identified_ = false;

@@ -4,8 +4,6 @@
 #include <optional>
 #include <string>
 
-#include <sys/epoll.h>
-
 #include <boost/asio/post.hpp>
 
 #include "broker/core.hpp"
@@ -39,13 +37,12 @@ class session final : public peer {
   void begin_drain() override;
   void close(close_reason why) override;
   std::optional<close_reason> read_overdue(steady::time_point now) const override;
-  void on_io(std::uint32_t events) override;
 
  private:
   std::shared_ptr<session> self() { return std::static_pointer_cast<session>(shared_from_this()); }
 
   // Read side
-  void do_read();
+  void do_read() override;
   void process(std::size_t have, bool fresh);
   std::size_t consume(const char* data, std::size_t size);
   void keep_leftover(const char* p, std::size_t n);
@@ -53,15 +50,13 @@ class session final : public peer {
   void identify();
 
   // Write side
-  void do_write();
+  void do_write() override;
   void wait_write();
 
   // The flags first: they fill peer's tail padding (see there).
   bool subscribed_ = false;    // read its subscribe frame
   bool authenticated_ = false; // sent the token (or none is configured)
-  bool waiting_write_ = false;
-  bool waiting_read_ = false;
-  bool draining_ = false; // shutdown: flush, then close
+  bool draining_ = false;      // shutdown: flush, then close
 
   std::string in_; // bytes of an incomplete frame pair (or held while paused)
   // Until the first complete frame: when the connection was accepted (first_frame_timeout).
@@ -115,34 +110,7 @@ void session::do_read() {
   process(have + n, true);
   if (closed_ || paused_ || done_ || draining_)
     return;
-  if (n == chunk) {
-    // Likely more in the kernel: read again after the flush this read scheduled.
-    net::post(c.strand(), [self = self()] { self->do_read(); });
-  } else if (input_ended_) {
-    // The end of the stream (or an error) came with the data: the reactor will not report it
-    // again, and the next read returns it.
-    net::post(c.strand(), [self = self()] { self->do_read(); });
-  } else {
-    // A short read emptied the socket: whatever arrives later is a new edge (reactor.hpp).
-    waiting_read_ = true;
-  }
-}
-
-// Readiness from the reactor: a wait that was pending goes on. EPOLLERR and EPOLLHUP end
-// either wait, so the next system call reports the error or the end of the stream.
-void session::on_io(std::uint32_t events) {
-  if (closed_)
-    return;
-  if ((events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0)
-    input_ended_ = true; // kept: the event is reported once, maybe while a read is under way
-  if (waiting_read_ && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) {
-    waiting_read_ = false;
-    do_read();
-  }
-  if (!closed_ && waiting_write_ && (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0) {
-    waiting_write_ = false;
-    do_write();
-  }
+  read_again_or_wait(n == chunk);
 }
 
 // Decodes read_buffer[0, total): everything complete is published; the rest is kept in in_.

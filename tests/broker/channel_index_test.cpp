@@ -24,7 +24,8 @@ class bare_peer final : public detail::peer {
   void resume() override {}
   void begin_drain() override {}
   void close(detail::close_reason) override {}
-  void on_io(std::uint32_t) override {}
+  void do_read() override {}
+  void do_write() override {}
   std::optional<detail::close_reason> read_overdue(detail::steady::time_point) const override {
     return std::nullopt;
   }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "broker/mqtt_codec.hpp"
+#include "support.hpp"
 
 namespace newsdesk::broker::test {
 
@@ -197,22 +198,8 @@ inline received_publish parse_received(const mqtt_packet& p, std::uint8_t versio
 /// A blocking MQTT client on a plain socket, with timeouts; it sends what the test gives it.
 class mqtt_raw {
  public:
-  explicit mqtt_raw(std::uint16_t port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    if (fd_ < 0)
-      throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
-    int one = 1;
-    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      const int e = errno;
-      ::close(fd_);
-      throw std::runtime_error(std::string("connect: ") + std::strerror(e));
-    }
-  }
+  explicit mqtt_raw(std::uint16_t port)
+      : fd_(connect_loopback(port)) {}
   mqtt_raw(const mqtt_raw&) = delete;
   mqtt_raw& operator=(const mqtt_raw&) = delete;
   ~mqtt_raw() { close(); }
