@@ -199,7 +199,7 @@ inline received_publish parse_received(const mqtt_packet& p, std::uint8_t versio
 class mqtt_raw {
  public:
   explicit mqtt_raw(std::uint16_t port)
-      : fd_(connect_loopback(port)) {}
+      : fd_(connect_nodelay(port)) {}
   mqtt_raw(const mqtt_raw&) = delete;
   mqtt_raw& operator=(const mqtt_raw&) = delete;
   ~mqtt_raw() { close(); }

@@ -24,6 +24,7 @@
 
 #include "broker/broker.hpp"
 #include "broker/frame.hpp"
+#include "tests/support/http_get.hpp"
 
 namespace newsdesk::broker::test {
 
@@ -96,25 +97,14 @@ class running_broker {
   bool shut_ = false;
 };
 
-/// A blocking TCP socket connected to 127.0.0.1:`port`, with TCP_NODELAY (and SO_RCVBUF when
-/// `rcvbuf` > 0: a small one makes a slow reader); throws when the connect fails.
-inline int connect_loopback(std::uint16_t port, int rcvbuf = 0) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+/// A blocking socket connected to 127.0.0.1:`port` (tests/support/http_get.hpp, with SO_RCVBUF
+/// when `rcvbuf` > 0: a small one makes a slow reader), with TCP_NODELAY; throws when it fails.
+inline int connect_nodelay(std::uint16_t port, int rcvbuf = 0) {
+  const int fd = newsdesk::testing::connect_loopback(port, rcvbuf);
   if (fd < 0)
-    throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
-  if (rcvbuf > 0)
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+    throw std::runtime_error(std::string("connect: ") + std::strerror(errno));
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    const int e = errno;
-    ::close(fd);
-    throw std::runtime_error(std::string("connect: ") + std::strerror(e));
-  }
   return fd;
 }
 
@@ -122,7 +112,7 @@ inline int connect_loopback(std::uint16_t port, int rcvbuf = 0) {
 class client {
  public:
   explicit client(std::uint16_t port, int rcvbuf = 0)
-      : fd_(connect_loopback(port, rcvbuf)) {}
+      : fd_(connect_nodelay(port, rcvbuf)) {}
   client(const client&) = delete;
   client& operator=(const client&) = delete;
   ~client() { close(); }
