@@ -7,6 +7,7 @@
 #include "server/app/readiness.hpp"
 #include "server/app/routes.hpp"
 #include "server/core/log.hpp"
+#include "server/core/thread_name.hpp"
 #include "server/http/event_loops.hpp"
 #include "server/http/http_server.hpp"
 #include "server/http/static_files.hpp"
@@ -31,6 +32,7 @@
 #include <algorithm>
 #include <atomic>
 #include <csignal>
+#include <latch>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -74,6 +76,18 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
+// Names each of a pool's `count` threads: one task per thread, each held until all have begun,
+// so no thread takes two.
+void name_threads(net::thread_pool& pool, unsigned count, const char* name) {
+  auto begun = std::make_shared<std::latch>(count + 1);
+  for (unsigned i = 0; i < count; ++i)
+    net::post(pool, [begun, name] {
+      name_this_thread(name);
+      begun->arrive_and_wait();
+    });
+  begun->arrive_and_wait();
+}
+
 unsigned thread_count(const config& cfg) {
   return cfg.threads ? cfg.threads : std::max(1u, std::thread::hardware_concurrency());
 }
@@ -109,9 +123,9 @@ struct application::parts {
       : cfg(with_descriptor_budget(std::move(c)))
       , threads(thread_count(cfg))
       , parse_pool(threads)
-      , scrape_pool(std::max(1u, threads / 2), low_priority_pool::level::background)
-      , filtered_pool(threads)
-      , build_pool(1, low_priority_pool::level::background)
+      , scrape_pool(std::max(1u, threads / 2), low_priority_pool::level::background, "nd-parse")
+      , filtered_pool(threads, low_priority_pool::level::idle, "nd-filtered")
+      , build_pool(1, low_priority_pool::level::background, "nd-build")
       , ioc(static_cast<int>(threads))
       , connection_loops(cfg.event_loops ? std::optional<event_loops>(std::in_place, threads)
                                          : std::nullopt)
@@ -138,6 +152,7 @@ struct application::parts {
       , terminate(ioc, SIGINT, SIGTERM)
       , drain_timer(ioc)
       , store_watch(ioc) {
+    name_threads(parse_pool, threads, "nd-worker");
     if (cfg.broker.enabled)
       pubsub = std::make_unique<broker::server>(ioc, cfg.broker);
     // A shared store: every instance's pages follow the store's event log.
@@ -557,7 +572,10 @@ struct application::parts {
     }
     std::vector<std::thread> network;
     for (unsigned i = 1; i < threads; ++i)
-      network.emplace_back([this] { ioc.run(); });
+      network.emplace_back([this] {
+        name_this_thread("nd-net");
+        ioc.run();
+      });
     ioc.run();
     for (auto& t : network)
       t.join();

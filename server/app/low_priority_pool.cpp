@@ -1,6 +1,8 @@
 #include "server/app/low_priority_pool.hpp"
 
 #include "server/core/log.hpp"
+#include "server/core/thread_name.hpp"
+#include "server/core/yield_point.hpp"
 
 #include <pthread.h>
 #include <sched.h>
@@ -14,10 +16,12 @@
 
 namespace newsdesk::server {
 
-low_priority_pool::low_priority_pool(unsigned threads, level how)
+low_priority_pool::low_priority_pool(unsigned threads, level how, const char* name)
     : work_(boost::asio::make_work_guard(ioc_)) {
   for (unsigned i = 0; i < std::max(1u, threads); ++i)
-    threads_.emplace_back([this, how, first = i == 0] {
+    threads_.emplace_back([this, how, name, first = i == 0] {
+      name_this_thread(name);
+      mark_background_thread();
       int error = 0;
       if (how == level::idle) {
         // SCHED_IDLE: the thread runs when a core has nothing else to run, and a waking network

@@ -1,6 +1,7 @@
 #include "server/app/news_views.hpp"
 
 #include "scrapers/feed.hpp"
+#include "server/core/yield_point.hpp"
 #include "server/http/http_message.hpp"
 #include "server/news/feeds.hpp"
 #include "server/news/news_page.hpp"
@@ -45,6 +46,7 @@ representation_cache::content view_content(const news_page& page, const news_sna
                                            const std::string& path, const news_query& query,
                                            const std::string& base, const std::string& target) {
   auto view = apply_query(snapshot, query);
+  yield_point();
   if (path == "/news")
     return {"text/html; charset=utf-8", page.render(view, query)};
   if (path == "/news.json")

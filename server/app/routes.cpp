@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <system_error>
 #include <tuple>
+#include <utility>
 
 namespace newsdesk::server {
 
@@ -180,16 +181,20 @@ std::shared_ptr<const representation> routes::current_view(const std::string& sl
 
 void routes::remember_view(const std::string& slot, const std::string& key, std::uint64_t version,
                            std::shared_ptr<const representation> bytes) {
+  // What this replaces is freed after the lock is released: every /news request takes the lock,
+  // and the build thread holding it may lose its core to anything (it runs below serving).
+  decltype(current_) dropped;
+  std::shared_ptr<const representation> replaced;
   std::lock_guard lock(current_mutex_);
   // Feeds have a slot per Host a client named: a bound, so made-up hosts cannot grow it.
   if (current_.size() >= max_current_views && !current_.count(slot))
-    current_.clear();
+    dropped.swap(current_);
   auto& view = current_[slot];
   if (view.version > version)
     return;
   view.key = key;
   view.version = version;
-  view.bytes = std::move(bytes);
+  replaced = std::exchange(view.bytes, std::move(bytes));
 }
 
 void routes::serve_news(http_request request, const std::string& path, responder respond) {

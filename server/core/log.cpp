@@ -1,5 +1,6 @@
 #include "server/core/log.hpp"
 
+#include "server/core/thread_name.hpp"
 #include "server/core/utc_time.hpp"
 
 #include <atomic>
@@ -111,7 +112,10 @@ class line_writer {
 
   void start_locked() {
     if (!thread_.joinable() && !stopping_)
-      thread_ = std::thread([this] { run(); });
+      thread_ = std::thread([this] {
+        name_this_thread("nd-log");
+        run();
+      });
   }
 
   // Moves every thread's access lines to `batch`; returns how many lines were dropped.

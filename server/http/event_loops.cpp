@@ -1,5 +1,7 @@
 #include "server/http/event_loops.hpp"
 
+#include "server/core/thread_name.hpp"
+
 #include <algorithm>
 
 namespace newsdesk::server {
@@ -8,7 +10,10 @@ event_loops::event_loops(unsigned count) {
   for (unsigned i = 0; i < std::max(1u, count); ++i) {
     auto l = std::make_unique<loop>();
     l->work.emplace(l->ioc.get_executor());
-    l->thread = std::thread([ioc = &l->ioc] { ioc->run(); });
+    l->thread = std::thread([ioc = &l->ioc] {
+      name_this_thread("nd-connections");
+      ioc->run();
+    });
     loops_.push_back(std::move(l));
   }
 }

@@ -1,4 +1,4 @@
-// /metrics, /readyz and the logs, against the real binary.
+// /metrics, /readyz, the logs and the threads, against the real binary.
 #include "tests/support/harness.hpp"
 #include "tests/support/http_get.hpp"
 
@@ -6,7 +6,13 @@
 
 #include <signal.h>
 
+#include <filesystem>
+#include <iterator>
+#include <map>
+#include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 using namespace newsdesk::testing;
 using namespace std::chrono_literals;
@@ -102,4 +108,54 @@ TEST_CASE("metrics can be turned off") {
   REQUIRE_MESSAGE(nd.port != 0, nd.log());
   CHECK(http_get(nd.port, "/metrics").status == 404);
   CHECK(nd.log().find("msg=access") == std::string::npos);
+}
+
+TEST_CASE("each thread is named for its role, and the background ones run below serving") {
+  newsdesk_process nd(json{
+      {"renderer", "direct"}, {"sites", json::array()}, {"threads", 2}, {"event_loops", true}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  REQUIRE(http_get(nd.port, "/healthz").status == 200); // the log writer has started by now
+  struct thread_seen {
+    int nice = 0;
+    int policy = 0;
+  };
+  std::multimap<std::string, thread_seen> threads;
+  const auto task_dir = std::filesystem::path("/proc") / std::to_string(nd.process->pid()) / "task";
+  for (const auto& task : std::filesystem::directory_iterator(task_dir)) {
+    auto name = read_file((task.path() / "comm").string());
+    name.erase(name.find_last_not_of('\n') + 1);
+    // /proc/<pid>/task/<tid>/stat: the fields after the command's closing parenthesis, from
+    // the state (field 3): nice is field 19, policy field 41.
+    const auto stat = read_file((task.path() / "stat").string());
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+    std::vector<std::string> f{std::istream_iterator<std::string>(fields), {}};
+    REQUIRE(f.size() >= 39);
+    threads.emplace(name, thread_seen{std::stoi(f[19 - 3]), std::stoi(f[41 - 3])});
+  }
+  std::string names;
+  for (const auto& [name, seen] : threads)
+    names += name + " ";
+  INFO("threads: " << names);
+  // The main thread keeps the program's name (pidof, pkill) and is one of the network threads.
+  CHECK(threads.count("newsdesk") == 1);
+  CHECK(threads.count("nd-net") == 1);
+  CHECK(threads.count("nd-connections") == 2);
+  CHECK(threads.count("nd-worker") == 2);
+  CHECK(threads.count("nd-parse") == 1);
+  CHECK(threads.count("nd-build") == 1);
+  CHECK(threads.count("nd-filtered") == 2);
+  CHECK(threads.count("nd-log") == 1);
+  constexpr int sched_other = 0, sched_idle = 5;
+  for (const auto& [name, seen] : threads) {
+    CAPTURE(name);
+    if (name == "nd-parse" || name == "nd-build") {
+      CHECK(seen.nice == 10);
+      CHECK(seen.policy == sched_other);
+    } else if (name == "nd-filtered") {
+      CHECK(seen.policy == sched_idle);
+    } else {
+      CHECK(seen.nice == 0);
+      CHECK(seen.policy == sched_other);
+    }
+  }
 }

@@ -1,10 +1,13 @@
 #include "server/http/representation.hpp"
 
+#include "server/core/yield_point.hpp"
+
 #include <brotli/decode.h>
 #include <doctest/doctest.h>
 #include <zlib.h>
 
 #include <string>
+#include <thread>
 
 using namespace newsdesk::server;
 
@@ -85,6 +88,38 @@ TEST_CASE("representation: quick compression gives the same bytes back, the same
   CHECK(unbrotli(quick->body(content_coding::br)->bytes()) == text);
   CHECK(quick->etag(content_coding::br) == best->etag(content_coding::br)); // tags: the identity's
   CHECK(quick->body(content_coding::br)->size() >= best->body(content_coding::br)->size());
+}
+
+TEST_CASE("representation: a page of many compression steps decodes whole at either effort, "
+          "and its build yields the core between steps on a background thread") {
+  // 400 KB of varied text: compressed 16 KiB at a time, with yield_point() between steps.
+  std::string text;
+  for (int i = 0; text.size() < 400'000; ++i)
+    text += "<li><a href=\"/story/" + std::to_string(i * 7919 % 100'003) + "\">Headline " +
+            std::to_string(i) + " on day " + std::to_string(i % 97) + "</a></li>\n";
+  for (auto effort : {compression::quick, compression::best}) {
+    CAPTURE(effort == compression::quick);
+    std::shared_ptr<const representation> r;
+    unsigned long yields = 0;
+    std::thread([&] {
+      mark_background_thread();
+      r = representation::make("text/html", text, 1, "no-cache", {}, effort);
+      yields = yields_on_this_thread();
+    }).join();
+    REQUIRE(r->body(content_coding::gzip));
+    REQUIRE(r->body(content_coding::br));
+    CHECK(gunzip(r->body(content_coding::gzip)->bytes()) == text);
+    CHECK(unbrotli(r->body(content_coding::br)->bytes()) == text);
+    CHECK(r->body(content_coding::br)->size() < text.size() / 8);
+    CHECK(yields >= 3); // between the encodings, and between gzip's 25 steps
+  }
+}
+
+TEST_CASE("representation: an empty body is sent as it is, in every encoding asked for") {
+  auto r = representation::make("text/plain", "", 0, "no-cache", {}, compression::quick);
+  CHECK_FALSE(r->body(content_coding::gzip));
+  CHECK_FALSE(r->body(content_coding::br));
+  CHECK(r->respond(get({{"Accept-Encoding", "br, gzip"}})).status == 200);
 }
 
 TEST_CASE("representation: a body compression does not shrink is sent as it is") {
