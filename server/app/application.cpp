@@ -76,17 +76,21 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
-// Names each of a pool's `count` threads: one task per thread, each held until all have begun,
-// so no thread takes two.
-void name_threads(net::thread_pool& pool, unsigned count, const char* name) {
-  auto begun = std::make_shared<std::latch>(count + 1);
-  for (unsigned i = 0; i < count; ++i)
-    net::post(pool, [begun, name] {
-      name_this_thread(name);
-      begun->arrive_and_wait();
-    });
-  begun->arrive_and_wait();
-}
+// A thread pool whose threads carry `name` (thread_name.hpp). They are named as the pool starts,
+// before anything else is queued on it: one task per thread, each held until all have begun, so
+// no thread takes two.
+struct named_thread_pool : net::thread_pool {
+  named_thread_pool(unsigned threads, const char* name)
+      : net::thread_pool(threads) {
+    auto begun = std::make_shared<std::latch>(threads + 1);
+    for (unsigned i = 0; i < threads; ++i)
+      net::post(*this, [begun, name] {
+        name_this_thread(name);
+        begun->arrive_and_wait();
+      });
+    begun->arrive_and_wait();
+  }
+};
 
 unsigned thread_count(const config& cfg) {
   return cfg.threads ? cfg.threads : std::max(1u, std::thread::hardware_concurrency());
@@ -122,7 +126,7 @@ struct application::parts {
   explicit parts(config c)
       : cfg(with_descriptor_budget(std::move(c)))
       , threads(thread_count(cfg))
-      , parse_pool(threads)
+      , parse_pool(threads, "nd-worker")
       , scrape_pool(std::max(1u, threads / 2), low_priority_pool::level::background, "nd-parse")
       , filtered_pool(threads, low_priority_pool::level::idle, "nd-filtered")
       , build_pool(1, low_priority_pool::level::background, "nd-build")
@@ -152,7 +156,6 @@ struct application::parts {
       , terminate(ioc, SIGINT, SIGTERM)
       , drain_timer(ioc)
       , store_watch(ioc) {
-    name_threads(parse_pool, threads, "nd-worker");
     if (cfg.broker.enabled)
       pubsub = std::make_unique<broker::server>(ioc, cfg.broker);
     // A shared store: every instance's pages follow the store's event log.
@@ -594,7 +597,7 @@ struct application::parts {
 
   config cfg;
   unsigned threads;
-  net::thread_pool parse_pool; // store writes, reloads, representations: never on a network thread
+  named_thread_pool parse_pool; // store writes, reloads, representations: never on a network thread
   // Parsing pages: a slow page holds up only other pages, and, niced, never a request.
   low_priority_pool scrape_pool;
   low_priority_pool filtered_pool; // filtered views: they wait while anything else runs

@@ -7,9 +7,11 @@
 //   they yield to the network threads and to store writes, yet still get their share of a busy
 //   machine (a view that never gets built would leave the page behind the headlines for good, a
 //   page never parsed the site).
-// Both levels also give up the core between the steps of long work (yield_point.hpp): a
-// priority decides who gets a core when the scheduler chooses, not that it chooses at once.
-// Their threads are named (thread_name.hpp), so `top -H` shows which pool uses a core.
+// The threads are marked for yield_point() (yield_point.hpp): a priority decides who gets a core
+// when the scheduler chooses, not that it chooses at once, so view builds (filtered or not)
+// give the core up between their steps. Parsing a page is one call into Gumbo, with no steps.
+// The threads are named (thread_name.hpp), so `top -H` shows which pool uses a core; `name`
+// must outlive the pool (a string literal).
 //
 // Threads: post from any thread; the destructor runs what is queued, then joins.
 #pragma once
@@ -26,7 +28,6 @@ namespace newsdesk::server {
 class low_priority_pool {
  public:
   enum class level { idle, background };
-  // `name`: the threads' name (see thread_name.hpp).
   low_priority_pool(unsigned threads, level how, const char* name);
   ~low_priority_pool();
   low_priority_pool(const low_priority_pool&) = delete;

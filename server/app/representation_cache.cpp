@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <optional>
+#include <utility>
+#include <vector>
 
 namespace newsdesk::server {
 
@@ -96,6 +98,9 @@ void representation_cache::finish(const std::string& key, std::uint64_t version,
   std::vector<handler> answered;
   std::optional<pending_build> next;
   std::shared_ptr<const representation> previous;
+  // What this replaces or evicts is freed once the lock is released: a network thread may wait
+  // for the lock, and this thread runs below serving.
+  std::vector<std::shared_ptr<const representation>> released;
   {
     std::lock_guard lock(mutex_);
     // Entries being built are never dropped or evicted.
@@ -109,7 +114,7 @@ void representation_cache::finish(const std::string& key, std::uint64_t version,
         ++counters_.unchanged;
       if (!e.pinned && e.ready)
         unpinned_bytes_ -= e.ready->bytes();
-      e.ready = built;
+      released.push_back(std::exchange(e.ready, built));
       e.version = version;
       if (!e.pinned)
         unpinned_bytes_ += built->bytes();
@@ -132,7 +137,7 @@ void representation_cache::finish(const std::string& key, std::uint64_t version,
       return true;
     });
     if (!e.building)
-      evict_locked();
+      evict_locked(released);
   }
   for (auto& w : answered)
     w(built);
@@ -140,13 +145,16 @@ void representation_cache::finish(const std::string& key, std::uint64_t version,
     launch(key, next->version, next->build_on, std::move(next->build), std::move(previous));
 }
 
-void representation_cache::evict_locked() {
+void representation_cache::evict_locked(
+    std::vector<std::shared_ptr<const representation>>& evicted) {
   while ((unpinned_bytes_ > max_bytes_ || lru_.size() > max_entries_) && !lru_.empty()) {
     auto it = entries_.find(lru_.back());
     if (it->second.building)
       break; // its build will answer someone: keep it until then
-    if (it->second.ready)
+    if (it->second.ready) {
       unpinned_bytes_ -= it->second.ready->bytes();
+      evicted.push_back(std::move(it->second.ready));
+    }
     lru_.pop_back();
     entries_.erase(it);
     ++counters_.evictions;

@@ -87,7 +87,9 @@ class representation_cache {
               std::shared_ptr<const representation> previous);
   void finish(const std::string& key, std::uint64_t version,
               std::shared_ptr<const representation> built);
-  void evict_locked();
+  // Drops least recently used entries past the bounds; their bytes go to `evicted`, to be freed
+  // once the lock is released.
+  void evict_locked(std::vector<std::shared_ptr<const representation>>& evicted);
 
   const std::size_t max_bytes_;
   const std::size_t max_entries_;

@@ -9,8 +9,9 @@ namespace newsdesk::server {
 namespace {
 using clock_type = std::chrono::steady_clock;
 
-// Often enough that a waiting request loses at most this much, rarely enough that the checks
-// cost nothing measurable (a clock read through the vDSO; a yield with nobody waiting ~1 us).
+// How often a background thread may yield: a waiting thread gets the core at the end of the
+// step under way (yield_point() runs between steps), and the checks cost nothing measurable (a
+// clock read through the vDSO; a yield with nobody waiting takes about a microsecond).
 constexpr auto yield_every = std::chrono::microseconds(100);
 
 thread_local bool background = false;

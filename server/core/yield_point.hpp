@@ -5,7 +5,8 @@
 // preempt=none, HZ=250; bench/cluster traced with perf sched): network threads and clients woken
 // onto a core where a view build ran waited for it 2-4 ms, until the next timer tick, niced or
 // SCHED_IDLE alike. So long background work calls yield_point() between its steps: at most every
-// 100 us it gives the core to whoever waits for it (sched_yield returns at once when nobody does).
+// 100 us it gives the core to whoever waits for it (sched_yield returns at once when nobody does);
+// a waiting thread then loses at most the step under way.
 // On any other thread yield_point() does nothing, so shared code (compression, page building)
 // calls it unconditionally.
 #pragma once
