@@ -56,7 +56,7 @@ std::string gzip_bytes(std::string_view in, compression effort) {
 
 // Brotli at its best quality, as `brotli -q 11` makes .br files for nginx's brotli_static (past a
 // megabyte quality 9 keeps a rebuild from taking seconds), or at quality 5. Streamed, for the
-// yield points between blocks; the bytes are those of the one-shot call.
+// yield points between blocks (on the saved pages, the same bytes as the one-shot call).
 std::string brotli_bytes(std::string_view in, compression effort) {
   const int quality = effort == compression::quick ? 5
                       : in.size() <= 1024 * 1024   ? BROTLI_MAX_QUALITY
