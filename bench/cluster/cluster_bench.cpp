@@ -411,7 +411,7 @@ struct paced_result {
 
 // GET /news on each instance at a steady pace (a reader every 40 ms per instance, not a load
 // test: the question is whether a request waits for a rebuild) for `span`. The instances log
-// access lines (config_for's access_log): their us= is the handler's own time, which tells a
+// access lines (busy_cluster turns them on): their us= is the handler's own time, which tells a
 // server that waits apart from a request that waits for a core.
 paced_result paced_news(const std::vector<std::unique_ptr<newsdesk_process>>& nds,
                         std::chrono::seconds span) {
