@@ -181,7 +181,8 @@ std::string metrics::render(const std::vector<site_report>& sites,
   header(out, "newsdesk_http_refused_total", "counter",
          "Connections and streams answered 503 (or closed) because a budget was full.");
   sample(out, "newsdesk_http_refused_total", "", static_cast<double>(connections.refused));
-  header(out, "newsdesk_refresh_waiting", "gauge", "Refreshes waiting for a render slot.");
+  header(out, "newsdesk_refresh_waiting", "gauge",
+         "Refreshes waiting for a render slot (or for room in the parse queue).");
   sample(out, "newsdesk_refresh_waiting", "", static_cast<double>(refreshes.waiting));
   header(out, "newsdesk_refresh_oldest_wait_seconds", "gauge",
          "How long the first refresh waiting for a render slot has waited.");
@@ -189,6 +190,15 @@ std::string metrics::render(const std::vector<site_report>& sites,
   header(out, "newsdesk_refresh_behind_total", "counter",
          "Refreshes that waited for a render slot longer than half their site's interval.");
   sample(out, "newsdesk_refresh_behind_total", "", static_cast<double>(refreshes.behind));
+  header(out, "newsdesk_parse_queue_pages", "gauge",
+         "Rendered pages waiting for a parse thread or being parsed.");
+  sample(out, "newsdesk_parse_queue_pages", "", static_cast<double>(refreshes.parse_pages));
+  header(out, "newsdesk_parse_queue_bytes", "gauge",
+         "Bytes of those pages; no render starts while it is at refresh.max_parse_queue_bytes.");
+  sample(out, "newsdesk_parse_queue_bytes", "", static_cast<double>(refreshes.parse_bytes));
+  header(out, "newsdesk_parse_queue_full_total", "counter",
+         "Refreshes that waited to render because the parse queue was full.");
+  sample(out, "newsdesk_parse_queue_full_total", "", static_cast<double>(refreshes.parse_full));
   header(out, "newsdesk_degraded", "gauge",
          "1 while the shared store is down and this instance serves from memory.");
   sample(out, "newsdesk_degraded", "", store.degraded ? 1 : 0);

@@ -147,8 +147,10 @@ class routes {
   bool prebuilding_ = false;                           // a round runs or waits for its timer
   std::uint64_t prebuild_rounds_ = 0;
   std::uint64_t prebuild_superseded_ = 0; // snapshots replaced before their round started
-  std::chrono::steady_clock::duration prebuild_last_{};     // the last round's duration
-  std::chrono::steady_clock::time_point prebuild_ended_{};  // when the last round ended
+  std::chrono::steady_clock::duration prebuild_last_{}; // the last round's duration
+  // When the last round ended. A start counts as one: a cold start's headlines change by the
+  // second, and the best compression of a 3,000-site /news.json took 12 s of its first round.
+  std::chrono::steady_clock::time_point prebuild_ended_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point prebuild_warned_{}; // the last "falling behind" line
 };
 

@@ -17,7 +17,8 @@ headline_state::headline_state(news_clock& clock, milliseconds cold_start_wait,
     , post_(std::move(post))
     , cold_start_timer_(clock.make_timer()) {
   std::lock_guard lock(mutex_);
-  publish_locked();
+  headline_update unseen; // nobody listens yet
+  publish_locked(unseen);
 }
 
 headline_state::~headline_state() {
@@ -51,6 +52,7 @@ void headline_state::count_stories_locked(std::size_t i, const site_items& items
 void headline_state::set_items_locked(std::size_t i, std::shared_ptr<const site_items> items) {
   count_stories_locked(i, *entries_[i].items, false);
   count_stories_locked(i, *items, true);
+  entries_[i].run = headline_list::sorted_run(items);
   entries_[i].items = std::move(items);
 }
 
@@ -66,7 +68,7 @@ void headline_state::index_locked() {
 void headline_state::set_sites(const std::vector<site_config>& sites) {
   std::lock_guard order(apply_order_);
   std::deque<ready_waiter> released;
-  std::shared_ptr<const news_snapshot> snap;
+  headline_update update;
   {
     std::lock_guard lock(mutex_);
     std::vector<entry> next;
@@ -88,11 +90,9 @@ void headline_state::set_sites(const std::vector<site_config>& sites) {
     }
     entries_ = std::move(next);
     index_locked();
-    sites_changed_ = true;
-    released = publish_locked();
-    snap = snapshot_;
+    released = publish_locked(update);
   }
-  deliver(std::move(released), {std::move(snap), {}, {}});
+  deliver(std::move(released), std::move(update));
 }
 
 namespace {
@@ -123,7 +123,7 @@ std::vector<news_item> headline_state::apply(const std::vector<site_change>& cha
   std::vector<news_item> added;
   std::unordered_map<std::int64_t, std::size_t> sources;
   std::deque<ready_waiter> released;
-  std::shared_ptr<const news_snapshot> snap;
+  headline_update update;
   {
     std::lock_guard lock(mutex_);
     bool publish = false;
@@ -141,10 +141,11 @@ std::vector<news_item> headline_state::apply(const std::vector<site_change>& cha
       if (item.story != 0 && item.story != item.id)
         if (auto it = story_sites_.find(item.story); it != story_sites_.end())
           sources[item.story] = it->second.size();
-    released = publish_locked();
-    snap = snapshot_;
+    released = publish_locked(update);
   }
-  deliver(std::move(released), {std::move(snap), added, std::move(sources)});
+  update.added = added;
+  update.story_sources = std::move(sources);
+  deliver(std::move(released), std::move(update));
   return added;
 }
 
@@ -226,7 +227,7 @@ void headline_state::health_changed_locked(entry& e) {
 void headline_state::recheck_health(std::int64_t now_ms) {
   std::lock_guard order(apply_order_);
   std::deque<ready_waiter> released;
-  std::shared_ptr<const news_snapshot> snap;
+  headline_update update;
   {
     std::lock_guard lock(mutex_);
     bool changed = false;
@@ -237,10 +238,9 @@ void headline_state::recheck_health(std::int64_t now_ms) {
       }
     if (!changed)
       return;
-    released = publish_locked();
-    snap = snapshot_;
+    released = publish_locked(update);
   }
-  deliver(std::move(released), {std::move(snap), {}, {}});
+  deliver(std::move(released), std::move(update));
 }
 
 bool headline_state::merge_locked(const std::vector<stories::story_merge>& merges) {
@@ -276,7 +276,7 @@ void headline_state::attempted(const std::string& site, std::int64_t now_ms) {
 bool headline_state::set_notice(std::string notice) {
   std::lock_guard order(apply_order_);
   std::deque<ready_waiter> released;
-  std::shared_ptr<const news_snapshot> snap;
+  headline_update update;
   {
     std::lock_guard lock(mutex_);
     if (notice == notice_)
@@ -284,17 +284,16 @@ bool headline_state::set_notice(std::string notice) {
     notice_ = std::move(notice);
     for (auto& e : entries_)
       e.changed = true; // every view shows the notice
-    released = publish_locked();
-    snap = snapshot_;
+    released = publish_locked(update);
   }
-  deliver(std::move(released), {std::move(snap), {}, {}});
+  deliver(std::move(released), std::move(update));
   return true;
 }
 
 void headline_state::set_icon(const std::string& site, const std::string& etag) {
   std::lock_guard order(apply_order_);
   std::deque<ready_waiter> released;
-  std::shared_ptr<const news_snapshot> snap;
+  headline_update update;
   {
     std::lock_guard lock(mutex_);
     auto* e = find_locked(site);
@@ -302,10 +301,9 @@ void headline_state::set_icon(const std::string& site, const std::string& etag) 
       return;
     e->report.icon = etag;
     e->changed = true;
-    released = publish_locked();
-    snap = snapshot_;
+    released = publish_locked(update);
   }
-  deliver(std::move(released), {std::move(snap), {}, {}});
+  deliver(std::move(released), std::move(update));
 }
 
 bool headline_state::has_succeeded(const std::string& site) const {
@@ -321,13 +319,16 @@ std::shared_ptr<const news_snapshot> headline_state::snapshot() const {
 
 void headline_state::start() {
   std::lock_guard order(apply_order_);
-  std::shared_ptr<const news_snapshot> snap;
+  headline_update update;
   {
     std::lock_guard lock(mutex_);
     started_ = true;
-    snap = snapshot_;
+    update.snapshot = snapshot_;
+    // The listener has seen nothing yet: every site's headlines are news to it.
+    for (const auto& e : entries_)
+      update.changed_sites.push_back(e.items);
   }
-  deliver({}, {std::move(snap), {}, {}});
+  deliver({}, std::move(update));
 }
 
 bool headline_state::all_tried_locked() const {
@@ -339,37 +340,30 @@ bool headline_state::ready_locked() const {
                                            [](const entry& e) { return !e.items->empty(); });
 }
 
-std::deque<headline_state::ready_waiter> headline_state::publish_locked() {
+std::deque<headline_state::ready_waiter> headline_state::publish_locked(headline_update& update) {
   auto snap = std::make_shared<news_snapshot>();
   snap->version = ++version_;
-  std::vector<const site_items*> gone;
-  std::vector<std::shared_ptr<const site_items>> added;
+  std::vector<std::shared_ptr<const headline_list::run>> runs;
+  runs.reserve(entries_.size());
+  snap->sites.reserve(entries_.size());
   for (auto& e : entries_) {
     if (e.changed || e.report.version == 0)
       e.report.version = snap->version;
     e.changed = false;
     snap->sites.push_back(e.report);
+    runs.push_back(e.run);
     if (e.items != e.published) {
-      if (e.published)
-        gone.push_back(e.published.get());
-      added.push_back(e.items);
       e.published = e.items;
+      update.changed_sites.push_back(e.items);
     }
   }
-  if (sites_changed_ || !snapshot_) {
-    // Sites came or went: the list is made anew (rare: a reload).
-    for (const auto& e : entries_)
-      snap->headlines.append(e.items);
-    snap->headlines.stable_sort(newer_first);
-    sites_changed_ = false;
-  } else {
-    snap->headlines = snapshot_->headlines.replace(gone, added);
-  }
+  snap->headlines = headline_list::merged(std::move(runs));
   snap->generated_at = clock_.system_now();
   snap->notice = notice_;
   snap->ready = ready_locked();
   published_at_ = clock_.steady_now();
   snapshot_ = std::move(snap);
+  update.snapshot = snapshot_;
   std::deque<ready_waiter> released;
   if (all_tried_locked() && !ready_waiters_.empty()) {
     released.swap(ready_waiters_);

@@ -46,6 +46,10 @@ struct headline_update {
   // For each story that a headline of `added` joined (one another headline started): how many
   // sites tell it now, among the headlines held.
   std::unordered_map<std::int64_t, std::size_t> story_sources;
+  // The whole list of each site whose headlines this update changed (the first update a
+  // listener gets: every site's), so a listener that keeps something per site touches only
+  // those, never every headline held.
+  std::vector<std::shared_ptr<const std::vector<news_item>>> changed_sites;
 };
 
 // A stored row as the outputs show it.
