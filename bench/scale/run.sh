@@ -25,8 +25,9 @@
 #      cycle = CPU / (refreshes / N). The same from launch to the window's end (cold start
 #      included) is printed too, for when the window saw few refreshes;
 #   3. /news identity bytes and the headline count;
-#   4. busy: as soon as the feed server sees a refresh burst (cycles start together: every site is
-#      due at start-up, then every 60 s +/- 10% jitter; at most BURST_WAIT s), wrk -t1 -c16 -d WRK_SECONDS with
+#   4. busy: as soon as the server sees a refresh burst, a second with at least the cycle's mean
+#      rate of fetches (N / interval; cycles start together: every site is due at start-up, then
+#      every interval +/- 10% jitter; at most BURST_WAIT s, default one interval), wrk -t1 -c16 -d WRK_SECONDS with
 #      Accept-Encoding: br on /news, /readyz probed each second alongside; the feeds fetched
 #      during the run are printed, to show a cycle ran;
 #   5. idle: the feed server holds every feed request (newsdesk's refreshes wait, none ends, so
@@ -45,7 +46,7 @@
 # may use both when no client runs), and other people's builds: expect noisy figures.
 #
 # Usage: bench/scale/run.sh [feeds|pages] [N...]   (default: feeds 60 600 3000)
-#   CYCLES=2 WRK_SECONDS=10 COLD_MAX=130 BURST_WAIT=45 QUIET_MAX=30 MAX_RSS_MB=4096 INTERVAL=
+#   CYCLES=2 WRK_SECONDS=10 COLD_MAX=130 BURST_WAIT= QUIET_MAX=30 MAX_RSS_MB=4096 INTERVAL=
 #   MAX_SECONDS (per N; default COLD_MAX + CYCLES x interval + 150); feeds 60 600 3000 take about
 #   15 minutes, pages 60 600 3000 about 25
 #   KEEP=1 keeps the temp dir (logs, samples); needs wrk: scripts/setup --with-bench
@@ -57,7 +58,6 @@ stories=${NEWSDESK_SHARED_STORIES_CSV:-$root/../shared/stories/uci-news-dev.csv}
 cycles=${CYCLES:-2}
 wrk_seconds=${WRK_SECONDS:-10}
 cold_max=${COLD_MAX:-130}
-burst_wait=${BURST_WAIT:-45}
 quiet_max=${QUIET_MAX:-30}
 max_rss_mb=${MAX_RSS_MB:-4096}
 feed_timeout=${TIMEOUT:-600}
@@ -218,7 +218,7 @@ declare -A result
 run_size() {
   local n=$1 dir=$tmp/n$1 t0 began interval max_seconds
   interval=$(interval_for "$n")
-  max_seconds=${MAX_SECONDS:-$((cold_max + cycles * interval + 150))}
+  max_seconds=${MAX_SECONDS:-$((cold_max + (cycles + 1) * interval + 150))}
   mkdir -p "$dir"
   began=$SECONDS
   left() { echo $((max_seconds - (SECONDS - began))); }
@@ -335,7 +335,7 @@ EOF
 
   # 4. Busy: wrk while a refresh burst runs.
   if alive && (($(left) > wrk_seconds + 20)); then
-    local burst_min=$((n / 100)) prev cur waited=$SECONDS rb0 rb1 most
+    local burst_min=$((n / interval)) burst_wait=${BURST_WAIT:-$interval} prev cur waited=$SECONDS rb0 rb1 most
     ((burst_min >= 1)) || burst_min=1
     prev=$(feed_stat requests)
     most=$(($(left) - wrk_seconds - 25))
@@ -348,6 +348,7 @@ EOF
       prev=$cur
     done
     waited=$((SECONDS - waited))
+    ((cur - prev >= burst_min)) || say "no burst of $burst_min fetches a second within $most s: the run below may miss the cycle"
     rb0=$(feed_stat requests)
     readyz_probe "$newsdesk" "$dir/readyz2.stop" "$dir/readyz2" &
     read -r rps p99 reqs tmo bad < <(run_wrk "$dir/wrk-busy.txt")
