@@ -58,6 +58,7 @@
       const label = t.dataset.label;
       // A headline's own time says what it is; a published one older than a day is a date.
       if (label === "published" && now - then >= 86400000) t.textContent = label + " " + day.format(then);
+      else if (label === "seen before") t.textContent = label + " " + clock.format(then);
       else if (label === "published" || label === "seen") t.textContent = label + " " + ago(then, now);
       else t.textContent = ago(then, now);
       t.title = (t.dataset.label ? t.dataset.label + " " : "") + full.format(then);
@@ -83,6 +84,51 @@
     }
   }
   const store = storage();
+
+  // ---- chips: two rows at most (one on a phone), the rest behind "All N sites" -------------
+
+  const chipList = document.querySelector(".sites ul");
+  const siteCount = Number(body.dataset.sites || "0");
+  function fitChips() {
+    if (!chipList || chipList.classList.contains("expanded")) return;
+    const chips = Array.from(chipList.querySelectorAll(".chip[data-site]"));
+    for (const chip of chips) chip.hidden = false;
+    const old = chipList.querySelector(".chip-more");
+    if (old) old.remove();
+    if (chips.length === 0) return;
+    const rows = window.matchMedia("(max-width: 30rem)").matches ? 1 : 2;
+    const gap = parseFloat(getComputedStyle(chipList).rowGap) || 0;
+    const bottom = chips[0].offsetTop + rows * (chips[0].offsetHeight + gap) - gap;
+    const all = chipList.querySelector(".chip-all"); // the server's: a view with every chip
+    const over = (el) => el && el.offsetTop + el.offsetHeight > bottom + 1;
+    if (!chips.some(over) && !over(all)) return;
+    const more = document.createElement("li");
+    more.className = "chip chip-more";
+    const button = document.createElement("button");
+    button.type = "button";
+    button.setAttribute("aria-expanded", "false");
+    more.append(button);
+    chipList.insertBefore(more, all || null);
+    // The last ones go first; the current site's chip stays.
+    let hidden = 0;
+    for (let i = chips.length - 1; i >= 0 && (over(more) || over(all)); --i) {
+      if (chips[i].querySelector('[aria-current="page"]')) continue;
+      chips[i].hidden = true;
+      hidden += 1;
+    }
+    button.textContent = all ? "+" + hidden + " more" : "All " + (siteCount || chips.length) + " sites";
+    button.addEventListener("click", () => {
+      chipList.classList.add("expanded");
+      for (const chip of chips) chip.hidden = false;
+      more.remove();
+    });
+  }
+  fitChips();
+  let fitting = 0;
+  window.addEventListener("resize", () => {
+    clearTimeout(fitting);
+    fitting = setTimeout(fitChips, 150);
+  });
 
   // ---- new since the last visit ----------------------------------------------------------
 
@@ -426,6 +472,46 @@
     }
   }
 
+  // A site failed, recovered or looks broken while the page is open: its chip says so, and its
+  // notice (in the server's words) joins the problems above the headlines, or leaves them.
+  const problems = document.getElementById("problems");
+  function updateSite(s) {
+    const chip = document.querySelector('.chip[data-site="' + s.site + '"]');
+    if (chip) {
+      for (const c of Array.from(chip.classList)) if (c.startsWith("chip-") && c !== "chip-all") chip.classList.remove(c);
+      chip.classList.add("chip-" + s.state);
+      let state = chip.querySelector(".chip-state");
+      if (!state && s.state_text) {
+        state = document.createElement("span");
+        chip.append(" ", state);
+      }
+      if (state) {
+        state.className = "chip-state" + (s.quiet ? " visually-hidden" : "");
+        state.textContent = s.state_text;
+        state.hidden = !s.state_text;
+      }
+    }
+    if (!problems) return;
+    const notices = problems.querySelector("ul");
+    // A notice may name several sites (one renderer failed them all): this one leaves it.
+    for (const li of Array.from(notices.children)) {
+      const sites = (li.dataset.sites || "").split(" ").filter((name) => name && name !== s.site);
+      if (sites.length === (li.dataset.sites || "").split(" ").filter(Boolean).length) continue;
+      if (sites.length === 0) li.remove();
+      else li.dataset.sites = sites.join(" ");
+    }
+    if (s.problem) {
+      const li = document.createElement("li");
+      li.dataset.sites = s.site;
+      const text = document.createElement("p");
+      text.className = "live-problem";
+      text.textContent = s.problem; // text, never markup
+      li.append(text);
+      notices.append(li);
+    }
+    problems.hidden = notices.children.length === 0;
+  }
+
   // ---- the live status: "live" only while the stream is open ----------------------------
 
   let source = null;
@@ -436,8 +522,7 @@
     // EventSource retries by itself while CONNECTING; CLOSED means it gave up.
     const words = open ? "live" : navigator.onLine && source.readyState === EventSource.CONNECTING ? "reconnecting…" : "offline";
     const text = " " + words + (marked > 0 ? ", " + marked + " new" : "");
-    if (!status.hidden && status.lastChild.textContent === text) return; // not announced again
-    status.hidden = false;
+    if (status.lastChild && status.lastChild.textContent === text) return; // not announced again
     status.className = "live " + (open ? "connected" : "disconnected");
     const dot = document.createElement("span");
     dot.className = "dot";
@@ -478,6 +563,23 @@
       showArrivals();
       showUnread();
     }
+  });
+  source.addEventListener("site", (event) => {
+    let s;
+    try {
+      s = JSON.parse(event.data);
+    } catch (e) {
+      return;
+    }
+    if (!s || typeof s.site !== "string" || !/^[a-z0-9_-]+$/.test(s.site)) return;
+    if (typeof s.state !== "string" || !/^[a-z]+$/.test(s.state)) return;
+    updateSite({
+      site: s.site,
+      state: s.state,
+      state_text: typeof s.state_text === "string" ? s.state_text : "",
+      quiet: s.quiet === true,
+      problem: typeof s.problem === "string" ? s.problem : "",
+    });
   });
   // A new headline joined a story: its cards say how many sites tell it now.
   source.addEventListener("story", (event) => {

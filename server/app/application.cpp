@@ -300,6 +300,7 @@ struct application::parts {
         // Only what this change added is matched: never the whole snapshot again.
         alert_rules.match(update.added, update.snapshot->sites);
       }
+      live.publish_status(update.changed_status);
       if (pubsub)
         retain_first_headlines(update);
       routes.prebuild(update.snapshot);

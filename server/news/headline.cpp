@@ -25,6 +25,8 @@ void to_json(nlohmann::json& j, const news_item& item) {
        {"rank", item.rank},
        {"new", item.is_new},
        {"story", item.story}};
+  if (item.first_look)
+    j["first_look"] = true;
   if (item.headline.published_ms)
     j["published"] = iso8601(std::chrono::system_clock::time_point(
         std::chrono::milliseconds(*item.headline.published_ms)));
@@ -40,8 +42,10 @@ std::shared_ptr<const headline_list::run>
 headline_list::sorted_run(std::shared_ptr<const site_items> items) {
   auto r = std::make_shared<run>();
   r->order.reserve(items->size());
-  for (const auto& item : *items)
+  for (const auto& item : *items) {
     r->order.push_back(&item);
+    r->last_id = std::max(r->last_id, item.id);
+  }
   std::stable_sort(r->order.begin(), r->order.end(),
                    [](const news_item* a, const news_item* b) { return newer_first(*a, *b); });
   r->items = std::move(items);

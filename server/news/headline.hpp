@@ -80,6 +80,7 @@ class headline_list {
   struct run {
     std::shared_ptr<const site_items> items;
     std::vector<const news_item*> order;
+    std::int64_t last_id = 0; // the largest id among them
   };
   // `items` sorted newer_first (O(n log n)).
   static std::shared_ptr<const run> sorted_run(std::shared_ptr<const site_items> items);
@@ -213,6 +214,10 @@ struct news_snapshot {
   std::string notice;
   // A view cut to one page: the before= cursor of the next page ("" when this is the last).
   std::string next;
+  // The newest headline id held when it was made, shown or not (a view of 500 of 3,000
+  // headlines leaves newer ids for its next pages): where a page's live stream starts, so what
+  // the page left out never arrives as news.
+  std::int64_t last_id = 0;
 };
 
 // RFC 3339 UTC time to the second, e.g. "2026-11-22T09:35:25Z"; iso8601_ms to the millisecond,

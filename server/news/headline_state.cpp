@@ -120,8 +120,6 @@ std::vector<news_item> headline_state::apply(const site_change& change) {
 
 std::vector<news_item> headline_state::apply(const std::vector<site_change>& changes) {
   std::lock_guard order(apply_order_);
-  std::vector<news_item> added;
-  std::unordered_map<std::int64_t, std::size_t> sources;
   std::deque<ready_waiter> released;
   headline_update update;
   {
@@ -129,27 +127,28 @@ std::vector<news_item> headline_state::apply(const std::vector<site_change>& cha
     bool publish = false;
     for (const auto& change : changes) {
       publish |= merge_locked(change.merges);
-      publish |= apply_locked(change, added);
+      publish |= apply_locked(change, update);
     }
     if (!publish)
       return {};
     // One batch, ids ascending, whatever the sites' order: a live client skips ids at or below
     // the newest it was sent.
+    auto& added = update.added;
     std::sort(added.begin(), added.end(),
               [](const news_item& a, const news_item& b) { return a.id < b.id; });
     for (const auto& item : added)
       if (item.story != 0 && item.story != item.id)
         if (auto it = story_sites_.find(item.story); it != story_sites_.end())
-          sources[item.story] = it->second.size();
+          update.story_sources[item.story] = it->second.size();
     released = publish_locked(update);
   }
-  update.added = added;
-  update.story_sources = std::move(sources);
+  auto added = update.added;
   deliver(std::move(released), std::move(update));
   return added;
 }
 
-bool headline_state::apply_locked(const site_change& change, std::vector<news_item>& added) {
+bool headline_state::apply_locked(const site_change& change, headline_update& update) {
+  auto& added = update.added;
   auto* e = find_locked(change.state.site);
   if (!e)
     return false;
@@ -206,11 +205,14 @@ bool headline_state::apply_locked(const site_change& change, std::vector<news_it
     if (e->health.record(finished))
       health_changed_locked(*e);
   }
+  const bool status_changed = !same_status(before, r);
+  if (status_changed)
+    update.changed_status.push_back(r);
   // Whatever is published next carries the new times, so it gives this site a new version (a
   // view of it alone is rebuilt then).
   e->changed = true;
   // Only times moved on: they wait for the next change, or for times_refresh.
-  return headlines_changed || announced || first_try || !same_status(before, r) ||
+  return headlines_changed || announced || first_try || status_changed ||
          clock_.steady_now() - published_at_ >= times_refresh;
 }
 
@@ -234,6 +236,7 @@ void headline_state::recheck_health(std::int64_t now_ms) {
     for (auto& e : entries_)
       if (e.health.recheck(now_ms)) {
         health_changed_locked(e);
+        update.changed_status.push_back(e.report);
         changed = true;
       }
     if (!changed)
@@ -352,6 +355,7 @@ std::deque<headline_state::ready_waiter> headline_state::publish_locked(headline
     e.changed = false;
     snap->sites.push_back(e.report);
     runs.push_back(e.run);
+    snap->last_id = std::max(snap->last_id, e.run->last_id);
     if (e.items != e.published) {
       e.published = e.items;
       update.changed_sites.push_back(e.items);

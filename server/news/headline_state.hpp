@@ -119,7 +119,7 @@ class headline_state {
   void index_locked(); // entry_of_ and story_sites_ anew, after the sites changed
   // Applies `change` to its site's entry, appending what it announces to `added`; true when a
   // reader would see a difference (or times have waited long enough).
-  bool apply_locked(const site_change& change, std::vector<news_item>& added);
+  bool apply_locked(const site_change& change, headline_update& update);
   // Moves every site's headlines of each merged story into the surviving one; true when any
   // moved. O(headlines held) per merge: merges are rare, and only come with a write.
   bool merge_locked(const std::vector<stories::story_merge>& merges);

@@ -232,6 +232,31 @@ void live_events::publish(std::vector<news_item> items,
             });
 }
 
+void live_events::publish_status(const std::vector<site_report>& sites) {
+  if (sites.empty())
+    return;
+  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  std::string text;
+  for (const auto& s : sites) {
+    const auto status = status_of(s, now);
+    const json data = {{"site", s.name},
+                       {"display_name", s.display_name},
+                       {"state", status.state},
+                       {"state_text", status.state_text},
+                       {"quiet", status.quiet},
+                       {"problem", status.problem}};
+    text += "event: site\ndata: " + state::line_of(data) + "\n\n";
+  }
+  // In publish order with the headlines: a page hears a site fail after what it last found.
+  net::post(state_->publish_strand, [st = state_, text = std::move(text)] {
+    std::lock_guard lock(st->mutex);
+    if (!st->stopped)
+      st->broadcast_locked(text);
+  });
+}
+
 void live_events::start() {
   net::dispatch(state_->strand, [st = state_] { st->schedule_heartbeat(); });
 }

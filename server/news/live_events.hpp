@@ -5,7 +5,9 @@
 // is {"story": ID, "headline": <the same JSON>, "sources": N}, N the sites telling that story
 // after the change (headline_update::story_sources), so an open page updates the story's cards
 // in place. Story
-// events are not replayed: a page that reconnects shows the stories of its next load.
+// events are not replayed: a page that reconnects shows the stories of its next load. A site whose
+// state changes (it fails, recovers, looks broken) is told to every client as an `event: site`
+// (publish_status).
 //
 // The feed is whatever calls publish(): in newsdesk, the news service's updates, as typed
 // headlines (nothing published on the broker by a network client reaches a page). Every event's
@@ -66,6 +68,13 @@ class live_events {
   // skipped. Returns at once: the events are made and sent on the worker pool.
   void publish(std::vector<news_item> items,
                std::unordered_map<std::int64_t, std::size_t> story_sources = {});
+
+  // Tells every client how each of `sites` stands now (a failure, a recovery, a health verdict):
+  // an `event: site` (no id, not replayed: a page missing one shows the state of its next load)
+  // whose data
+  // is {"site", "display_name", "state", "state_text", "quiet", "problem"} in the page's words
+  // (news_page.hpp, status_of). Returns at once, sent after the batches published before it.
+  void publish_status(const std::vector<site_report>& sites);
 
   // What a client starting over gets in its reset event: the headlines shown now. Set before
   // start().

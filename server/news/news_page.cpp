@@ -12,9 +12,12 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -37,24 +40,72 @@ bool renderer_failed(const site_report& s) {
 
 } // namespace
 
-std::string text_colour_for(std::string_view bg) {
-  auto channel = [&](int i) {
-    int v = 0;
-    if (bg.size() == 4) {
-      v = std::stoi(std::string(2, bg[1 + i]), nullptr, 16);
-    } else if (bg.size() == 7) {
-      v = std::stoi(std::string(bg.substr(1 + 2 * i, 2)), nullptr, 16);
-    }
-    double c = v / 255.0;
-    return c <= 0.03928 ? c / 12.92 : std::pow((c + 0.055) / 1.055, 2.4);
+namespace {
+
+// A "#rgb" or "#rrggbb" colour's channels, 0-255; nullopt for anything else.
+std::optional<std::array<int, 3>> channels_of(std::string_view colour) {
+  if ((colour.size() != 4 && colour.size() != 7) || colour[0] != '#')
+    return std::nullopt;
+  std::array<int, 3> out{};
+  for (int i = 0; i < 3; ++i) {
+    const auto digits = colour.size() == 4 ? std::string(2, colour[1 + i])
+                                           : std::string(colour.substr(1 + 2 * i, 2));
+    if (!std::isxdigit(static_cast<unsigned char>(digits[0])) ||
+        !std::isxdigit(static_cast<unsigned char>(digits[1])))
+      return std::nullopt;
+    out[i] = std::stoi(digits, nullptr, 16);
+  }
+  return out;
+}
+
+// WCAG relative luminance.
+double luminance_of(const std::array<int, 3>& c) {
+  auto linear = [](int v) {
+    const double x = v / 255.0;
+    return x <= 0.03928 ? x / 12.92 : std::pow((x + 0.055) / 1.055, 2.4);
   };
-  if (bg.size() != 4 && bg.size() != 7)
+  return 0.2126 * linear(c[0]) + 0.7152 * linear(c[1]) + 0.0722 * linear(c[2]);
+}
+
+double contrast_of(double a, double b) {
+  return (std::max(a, b) + 0.05) / (std::min(a, b) + 0.05);
+}
+
+std::string hex_of(const std::array<int, 3>& c) {
+  char out[8];
+  std::snprintf(out, sizeof out, "#%02x%02x%02x", c[0], c[1], c[2]);
+  return out;
+}
+
+} // namespace
+
+std::string text_colour_for(std::string_view bg) {
+  const auto c = channels_of(bg);
+  if (!c)
     return "#ffffff";
-  double luminance = 0.2126 * channel(0) + 0.7152 * channel(1) + 0.0722 * channel(2);
   // WCAG contrast against white (1.05 / (L + 0.05)) vs against near-black: pick the larger.
   // Pure black and white: at the crossover (L = 0.179) both give 4.58:1, so any colour gets at
   // least WCAG AA's 4.5:1 (#111111 instead of black fell to 4.2:1 near it).
-  return luminance > 0.179 ? "#000000" : "#ffffff";
+  return luminance_of(*c) > 0.179 ? "#000000" : "#ffffff";
+}
+
+std::string colour_against(std::string_view colour, std::string_view background) {
+  const auto c = channels_of(colour);
+  const auto bg = channels_of(background);
+  if (!c || !bg)
+    return std::string(colour);
+  const double bg_luminance = luminance_of(*bg);
+  // Towards white on a dark background, towards black on a light one, a step at a time: the
+  // nearest colour of the same hue family that stands out 3:1 (WCAG 1.4.11, a control's edge).
+  const int towards = bg_luminance < 0.18 ? 255 : 0;
+  auto adjusted = *c;
+  for (int step = 0; step <= 20; ++step) {
+    for (int i = 0; i < 3; ++i)
+      adjusted[i] = static_cast<int>(std::lround((*c)[i] + (towards - (*c)[i]) * step / 20.0));
+    if (contrast_of(luminance_of(adjusted), bg_luminance) >= 3.0)
+      return step == 0 ? std::string(colour) : hex_of(adjusted);
+  }
+  return hex_of(adjusted);
 }
 
 struct news_page::impl {
@@ -170,6 +221,41 @@ std::vector<const site_report*> chip_sites(const news_snapshot& snapshot, const 
 
 } // namespace
 
+site_status status_of(const site_report& s, std::int64_t now_ms) {
+  site_status out;
+  const bool failed = !s.ok && !s.stale && s.last_attempt_ms != 0 && !s.error.empty();
+  if (renderer_failed(s)) {
+    // Quiet: the chip keeps its colours, dashed, and says it to screen readers only.
+    out.state = "renderer";
+    out.state_text = "not updating";
+    out.quiet = true;
+  } else if (s.ok && !s.health.empty()) {
+    // It refreshes, but not as it used to: the reader may miss stories, the operator should look
+    // (the reason is the chip's title, and in the log).
+    out.state = "broken";
+    out.state_text = "looks broken";
+  } else {
+    out.state = s.ok ? "ok" : s.stale ? "stale" : failed ? "failed" : "pending";
+    out.state_text = s.ok      ? (s.note.empty() ? "" : "found by detection")
+                     : s.stale ? "not updating"
+                     : failed  ? "failed"
+                               : "loading…";
+  }
+  if (s.ok || s.error.empty() || s.last_attempt_ms == 0)
+    return out;
+  const auto words = describe_failure(s.failure);
+  if (words.renderer_problem) {
+    const auto renderer = renderer_name(s.renderer);
+    out.problem = "Couldn’t load " + s.display_name + ": " + words.summary + " (" + renderer +
+                  "). Check " + renderer + ": " + words.check;
+  } else {
+    out.problem = s.stale ? s.display_name + " isn’t updating (last updated " +
+                                age_text(s.last_success_ms, now_ms) + "): " + words.summary
+                          : "Couldn’t load " + s.display_name + ": " + words.summary;
+  }
+  return out;
+}
+
 failure_words describe_failure(failure_kind kind) {
   const auto& f = info(kind);
   // A site's failure recorded by an older version has no kind: words that fit any failure.
@@ -216,14 +302,31 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
   for (const auto& s : snapshot.sites)
     by_name[s.name] = &s;
 
-  // Every site's colours: a headline of any site may arrive while the page is open.
+  // Every site's colours, light and dark, each standing out from that scheme's backgrounds: a
+  // headline of any site may arrive while the page is open.
   mustache::data sites{mustache::data::type::list};
+  mustache::data dark_sites{mustache::data::type::list};
   for (const auto& s : snapshot.sites) {
+    auto for_scheme = [&](const auto& backgrounds) {
+      std::string colour = s.colour;
+      for (auto background : backgrounds)
+        colour = colour_against(colour, background);
+      return colour;
+    };
+    const auto light = for_scheme(light_backgrounds);
+    const auto dark = for_scheme(dark_backgrounds);
     mustache::data site;
     site.set("name", s.name);
-    site.set("colour", s.colour);
-    site.set("text_colour", text_colour_for(s.colour));
+    site.set("colour", light);
+    site.set("text_colour", text_colour_for(light));
     sites.push_back(site);
+    if (dark != light) {
+      mustache::data dark_site;
+      dark_site.set("name", s.name);
+      dark_site.set("colour", dark);
+      dark_site.set("text_colour", text_colour_for(dark));
+      dark_sites.push_back(dark_site);
+    }
   }
 
   // The site's icon where one is stored, else its initial on its colour (no image at all: the
@@ -244,30 +347,14 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
   mustache::data chips{mustache::data::type::list};
   for (const auto* chip : chosen) {
     const auto& s = *chip;
-    const bool failed = !s.ok && !s.stale && s.last_attempt_ms != 0 && !s.error.empty();
-    const bool pending = !s.ok && !s.stale && !failed;
     mustache::data site;
     site.set("name", s.name);
     site.set("display_name", s.display_name);
     set_mark(site, s.icon, s.display_name);
-    if (renderer_failed(s)) {
-      // Quiet: the chip keeps its colours, dashed, and says it to screen readers only.
-      site.set("state", "renderer");
-      site.set("state_text", "not updating");
-      site.set("quiet_state", true);
-    } else if (s.ok && !s.health.empty()) {
-      // It refreshes, but not as it used to: the reader may miss stories, the operator should
-      // look (the reason is the chip's title, and in the log).
-      site.set("state", "broken");
-      site.set("state_text", "looks broken");
-    } else {
-      site.set("state", s.ok ? "ok" : s.stale ? "stale" : failed ? "failed" : "pending");
-      site.set("state_text", s.ok      ? (s.note.empty() ? "" : "found by detection")
-                             : s.stale ? "not updating"
-                             : failed  ? "failed"
-                             : pending ? "loading…"
-                                       : "");
-    }
+    const auto status = status_of(s, now);
+    site.set("state", status.state);
+    site.set("state_text", status.state_text);
+    site.set("quiet_state", status.quiet);
     if (!s.health.empty()) // a section: mustache takes any string, "" too, for true
       site.set("health", s.health);
     site.set("current", query.one_site() && query.sites.front() == s.name);
@@ -306,9 +393,8 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
       continue;
     }
     mustache::data problem;
-    problem.set("summary", s.stale ? s.display_name + " isn’t updating (last updated " +
-                                         age_text(s.last_success_ms, now) + "): " + words.summary
-                                   : "Couldn’t load " + s.display_name + ": " + words.summary);
+    problem.set("summary", status_of(s, now).problem);
+    problem.set("sites", s.name);
     mustache::data details{mustache::data::type::list};
     details.push_back(public_detail(s.error, s.url) + " (via " + renderer_name(s.renderer) +
                       ", tried " + clock_time(s.last_attempt_ms) + ")");
@@ -318,9 +404,11 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
   mustache::data problems{mustache::data::type::list};
   for (const auto& group : renderer_groups) {
     std::vector<std::string> names;
+    std::string site_names;
     mustache::data details{mustache::data::type::list};
     for (const auto* s : group.sites) {
       names.push_back(s->display_name);
+      site_names += (site_names.empty() ? "" : " ") + s->name;
       details.push_back(s->display_name + ": " + public_detail(s->error, s->url) + " (tried " +
                         clock_time(s->last_attempt_ms) + ")");
     }
@@ -329,6 +417,7 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
                                group.renderer + "). Check " + group.renderer + ": " +
                                group.words.check);
     problem.set("details", details);
+    problem.set("sites", site_names);
     problems.push_back(problem);
   }
   for (const auto& problem : site_problems.list_value())
@@ -348,7 +437,6 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
   std::vector<std::string> story_sites; // a story's view: its sites' names, in order of appearance
 
   std::size_t shown = 0;
-  std::int64_t last_id = 0;
   auto entry_of = [&](const news_item& item) {
     const auto& h = item.headline;
     auto it = by_name.find(h.site);
@@ -374,6 +462,13 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
       entry.set("time_label", "seen");
       entry.set("time_title", full_time(item.first_seen_ms));
       entry.set("time_text", "seen " + age_text(item.first_seen_ms, now));
+    } else {
+      // Found by its site's first refresh: it was on the page before newsdesk first looked, so
+      // all that is known is that it was there by then.
+      entry.set("time_at", iso8601_ms(item.first_seen_ms));
+      entry.set("time_label", "seen before");
+      entry.set("time_title", full_time(item.first_seen_ms));
+      entry.set("time_text", "seen before " + clock_time(item.first_seen_ms));
     }
     // Dashed "not updating" boxes tell a site's own failure; a renderer's is its notice's to tell.
     entry.set("stale", it != by_name.end() && it->second->stale && !renderer_failed(*it->second));
@@ -381,7 +476,6 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
     set_mark(entry, it != by_name.end() ? std::string_view(it->second->icon) : std::string_view(),
              it != by_name.end() ? std::string_view(it->second->display_name) : h.site);
     entry.set("story", std::to_string(item.story));
-    last_id = std::max(last_id, item.id);
     ++shown;
     return entry;
   };
@@ -514,6 +608,7 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
   page.set("page_title", view_name.empty() ? std::string("newsdesk") : "newsdesk: " + view_name);
   page.set("feed_title", query.one_site() ? "newsdesk: " + view_name : std::string("newsdesk"));
   page.set("sites", sites);
+  page.set("dark_sites", dark_sites);
   page.set("chips", chips);
   // Chips left out: the last one links to this view with all of them.
   if (chosen.size() < snapshot.sites.size()) {
@@ -538,6 +633,7 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
   page.set("headline_count", std::to_string(shown));
   page.set("headline_count_text", plural(shown, "headline", "headlines"));
   page.set("site_count_text", plural(snapshot.sites.size(), "site", "sites"));
+  page.set("site_count", std::to_string(snapshot.sites.size()));
   page.set("generated_at", iso8601_ms(generated_ms));
   page.set("generated_time", clock_time(generated_ms));
   page.set("generated_title", full_time(generated_ms));
@@ -556,7 +652,9 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
   page.set("order", query.one_site() ? "site" : "latest");
   page.set("events_query", filters);
   page.set("feed_query", feed_query.empty() ? std::string() : "?" + feed_query);
-  page.set("last_id", std::to_string(last_id));
+  // The stream starts after the newest headline held, not the newest shown: a page cut at 500
+  // left newer ids to its next pages, which are not news to this reader.
+  page.set("last_id", std::to_string(snapshot.last_id));
   // A page cut at page_size links to the next one, with the same filters.
   if (!snapshot.next.empty()) {
     std::string next = page_query;

@@ -100,6 +100,7 @@ news_snapshot with_coverage(const news_snapshot& snapshot, std::vector<news_item
   out.version = snapshot.version;
   out.notice = snapshot.notice;
   out.ready = snapshot.ready;
+  out.last_id = snapshot.last_id;
   for (auto& item : coverage)
     if (std::any_of(out.sites.begin(), out.sites.end(),
                     [&](const site_report& s) { return s.name == item.headline.site; }))
@@ -121,6 +122,7 @@ news_snapshot apply_query(const news_snapshot& snapshot, const news_query& query
   out.version = snapshot.version;
   out.notice = snapshot.notice;
   out.ready = snapshot.ready;
+  out.last_id = snapshot.last_id;
   auto wanted = [&](const std::string& site) {
     return query.sites.empty() ||
            std::find(query.sites.begin(), query.sites.end(), site) != query.sites.end();

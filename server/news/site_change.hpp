@@ -50,6 +50,9 @@ struct headline_update {
   // listener gets: every site's), so a listener that keeps something per site touches only
   // those, never every headline held.
   std::vector<std::shared_ptr<const std::vector<news_item>>> changed_sites;
+  // The sites whose state as a reader sees it changed (a failure, a recovery, a health verdict;
+  // not the times of a refresh), as they stand now: an open page is told them live.
+  std::vector<site_report> changed_status;
 };
 
 // A stored row as the outputs show it.

@@ -1,3 +1,4 @@
+#include "server/core/utc_time.hpp"
 #include "server/news/news_page.hpp"
 #include "tests/support/test_paths.hpp"
 
@@ -475,6 +476,8 @@ news_snapshot shared_story() {
       item("Rain ahead", "https://s000.test/rain", "s000", 3, 1'700'000'200'000, 3),
       item("The bridge opens at last", "https://s001.test/bridge", "s001", 2, 1'700'000'100'000, 2),
       item("Vote today", "https://s001.test/vote", "s001", 1, 1'700'000'000'000, 1)};
+  // A page of a larger snapshot: its newest headline (id 9) is on a later page.
+  s.last_id = 9;
   return s;
 }
 
@@ -512,7 +515,8 @@ TEST_CASE("the unfiltered page opens with a card per story two sites tell; the l
   CHECK(html.find("https://s000.test/rain", latest) != std::string::npos);
   CHECK(html.find("https://s001.test/vote", latest) != std::string::npos);
   CHECK(html.find("4 headlines") != std::string::npos); // the count is of the whole page
-  CHECK(html.find("data-last-id=\"4\"") != std::string::npos);
+  // The stream starts after the newest headline held, shown on this page or not.
+  CHECK(html.find("data-last-id=\"9\"") != std::string::npos);
 
   SUBCASE("a site's own view, a search and a story's view have no Top stories") {
     for (auto query : {"site=s000", "q=bridge", "story=2"}) {
@@ -592,12 +596,17 @@ TEST_CASE("a headline shows its published time when known, else when seen; the f
   CHECK(html.find("datetime=\"2015-11-17T09:12:00.000Z\"") != std::string::npos);
   CHECK(html.find("data-label=\"published\">published 17 Nov 2015</time>") != std::string::npos);
   CHECK(html.find("data-label=\"seen\">seen 3 h ago</time>") != std::string::npos);
-  // A fresh install's first refresh is not news: no "just now", no age at all.
+  // A fresh install's first refresh is not news: no "just now", no age, but when it was there by
+  // (the clock time newsdesk first looked).
   CHECK(html.find("seen just now") == std::string::npos);
   const auto first_at = html.find(">First look</a>");
   REQUIRE(first_at != std::string::npos);
   const auto first_end = html.find("</li>", first_at);
-  CHECK(html.substr(first_at, first_end - first_at).find("<time") == std::string::npos);
+  const auto first_box = html.substr(first_at, first_end - first_at);
+  CHECK(first_box.find("data-label=\"seen before\">seen before " +
+                       format_utc(now, "%H:%M UTC") + "</time>") != std::string::npos);
+  nlohmann::json f = first;
+  CHECK(f.at("first_look") == true);
 
   // The JSON says "published" only when known, as ISO 8601 UTC.
   nlohmann::json j = old;
