@@ -85,7 +85,7 @@
   }
   const store = storage();
 
-  // ---- chips: two rows at most (one on a phone), the rest behind "All N sites" -------------
+  // ---- chips: one row, the rest behind "All N sites" (they wrap without the script) ---------
 
   const chipList = document.querySelector(".sites ul");
   const siteCount = Number(body.dataset.sites || "0");
@@ -96,9 +96,7 @@
     const old = chipList.querySelector(".chip-more");
     if (old) old.remove();
     if (chips.length === 0) return;
-    const rows = window.matchMedia("(max-width: 30rem)").matches ? 1 : 2;
-    const gap = parseFloat(getComputedStyle(chipList).rowGap) || 0;
-    const bottom = chips[0].offsetTop + rows * (chips[0].offsetHeight + gap) - gap;
+    const bottom = chips[0].offsetTop + chips[0].offsetHeight;
     const all = chipList.querySelector(".chip-all"); // the server's: a view with every chip
     const over = (el) => el && el.offsetTop + el.offsetHeight > bottom + 1;
     if (!chips.some(over) && !over(all)) return;
@@ -109,6 +107,9 @@
     button.setAttribute("aria-expanded", "false");
     more.append(button);
     chipList.insertBefore(more, all || null);
+    // Its words before the chips are counted, as wide as they will be at most.
+    const words = (n) => (all ? "+" + n + " more" : "All " + (siteCount || chips.length) + " sites");
+    button.textContent = words(chips.length);
     // The last ones go first; the current site's chip stays.
     let hidden = 0;
     for (let i = chips.length - 1; i >= 0 && (over(more) || over(all)); --i) {
@@ -116,7 +117,7 @@
       chips[i].hidden = true;
       hidden += 1;
     }
-    button.textContent = all ? "+" + hidden + " more" : "All " + (siteCount || chips.length) + " sites";
+    button.textContent = words(hidden);
     button.addEventListener("click", () => {
       chipList.classList.add("expanded");
       for (const chip of chips) chip.hidden = false;

@@ -241,12 +241,9 @@ void live_events::publish_status(const std::vector<site_report>& sites) {
   std::string text;
   for (const auto& s : sites) {
     const auto status = status_of(s, now);
-    const json data = {{"site", s.name},
-                       {"display_name", s.display_name},
-                       {"state", status.state},
-                       {"state_text", status.state_text},
-                       {"quiet", status.quiet},
-                       {"problem", status.problem}};
+    const json data = {{"site", s.name},        {"display_name", s.display_name},
+                       {"state", status.state}, {"state_text", status.state_text},
+                       {"quiet", status.quiet}, {"problem", status.problem}};
     text += "event: site\ndata: " + state::line_of(data) + "\n\n";
   }
   // In publish order with the headlines: a page hears a site fail after what it last found.

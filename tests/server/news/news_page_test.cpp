@@ -603,8 +603,8 @@ TEST_CASE("a headline shows its published time when known, else when seen; the f
   REQUIRE(first_at != std::string::npos);
   const auto first_end = html.find("</li>", first_at);
   const auto first_box = html.substr(first_at, first_end - first_at);
-  CHECK(first_box.find("data-label=\"seen before\">seen before " +
-                       format_utc(now, "%H:%M UTC") + "</time>") != std::string::npos);
+  CHECK(first_box.find("data-label=\"seen before\">seen before " + format_utc(now, "%H:%M UTC") +
+                       "</time>") != std::string::npos);
   nlohmann::json f = first;
   CHECK(f.at("first_look") == true);
 
