@@ -473,6 +473,12 @@ bool headline_collector::add(std::string_view raw_title, std::string_view href,
     leave_out(title, shown_url, refusal::bad_title, "bad title: one word");
     return false;
   }
+  // A paragraph under a link is a summary or a teaser, not the story's title: a reader scans
+  // titles, and a summary matches no other site's title of the same story.
+  if (!authored_titles_ && looks_like_summary(title)) {
+    leave_out(title, shown_url, refusal::bad_title, "bad title: a summary, not a title");
+    return false;
+  }
   if (!resolved || !url::is_http_url(*resolved)) {
     leave_out(title, shown_url, refusal::not_http, "not an http(s) link");
     return false;

@@ -18,7 +18,8 @@ namespace {
 constexpr const char* content_security_policy =
     "default-src 'none'; style-src 'self' 'unsafe-inline'; script-src 'self'; img-src 'self' "
     "data:; "
-    "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+    "connect-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'";
 
 // A feed's title: the sites it is made of.
 std::string sites_title(const news_snapshot& s) {
