@@ -549,24 +549,30 @@
 
   // ---- what waits for a safe moment ---------------------------------------------------------
 
-  // Nothing moves under the reader: scrolled down, or with the pointer over the headlines,
-  // arrivals and story changes wait (behind an "N new" button) until the reader asks for them,
-  // or until the pointer leaves the headlines at the top of the page. An insertion above would
+  // Nothing moves under the reader: scrolled down, or with the pointer on a headline's box or a
+  // card, arrivals and story changes wait (behind an "N new" button) until the reader asks for
+  // them, or until the pointer leaves the boxes at the top of the page. An insertion above would
   // move what the reader looks at (in a grid, every box after it changes place).
-  let pointerInside = false;
-  main.addEventListener("pointerenter", (e) => {
-    if (e.pointerType !== "touch") pointerInside = true;
+  // The box or card under a mouse or pen (a touch leaves nothing hovered), if any.
+  const boxes = ".top-story, #headlines > li";
+  let hovered = null;
+  main.addEventListener("pointerover", (e) => {
+    if (e.pointerType !== "touch") hovered = e.target.closest(boxes);
   });
-  main.addEventListener("pointerleave", () => {
-    pointerInside = false;
-    if (atTop() && (pending.length || storyChanges.size)) applyPending();
-  });
+  function pointerGone(e) {
+    const to = e.relatedTarget;
+    if (e.type === "pointerout" && to && to.closest && to.closest(boxes)) return;
+    hovered = null;
+    if (safe() && (pending.length || storyChanges.size)) applyPending();
+  }
+  main.addEventListener("pointerout", pointerGone);
+  main.addEventListener("pointerleave", pointerGone);
   const arrivals = document.getElementById("arrivals");
   function atTop() {
     return window.scrollY < 1;
   }
   function safe() {
-    return atTop() && !pointerInside;
+    return atTop() && !hovered;
   }
   function showArrivals() {
     arrivals.hidden = pending.length === 0;
