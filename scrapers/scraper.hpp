@@ -44,7 +44,10 @@ struct site_info {
   // The site's home page for people, when it is not `url`: a feed site file's "url" beside its
   // "feed". Never fetched. Empty: `url` is the home page.
   std::string home_url;
-  std::string colour;                    // CSS colour of the site's boxes, e.g. "#cc0000"
+  std::string colour; // CSS colour of the site's boxes, e.g. "#cc0000"
+  // The section of the page it belongs to ("World", "Technology"), a chip of its own that lists
+  // its sites together; empty: none.
+  std::string section;
   std::optional<double> wait_seconds;    // renderer wait after the load event
   std::optional<double> timeout_seconds; // whole-render deadline
   std::optional<std::string> renderer;   // one of renderer_names

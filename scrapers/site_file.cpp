@@ -479,9 +479,9 @@ bool is_hex_colour(std::string_view c) {
 }
 
 const std::vector<std::string> known_fields{
-    "name",          "display_name", "url",     "feed",   "colour", "wait",
-    "timeout",       "renderer",     "rules",   "link",   "title",  "title_fallback",
-    "url_attribute", "include",      "exclude", "comment"};
+    "name",          "display_name", "url",     "feed",    "colour", "wait",
+    "timeout",       "renderer",     "rules",   "link",    "title",  "title_fallback",
+    "url_attribute", "include",      "exclude", "comment", "section"};
 
 // The fields of one rule, at the top level (one rule) or in each entry of "rules".
 const std::vector<std::string> rule_fields{"link",          "title",   "title_fallback",
@@ -630,6 +630,13 @@ std::unique_ptr<scraper> parse_site_file(std::string_view json_text,
     if (info.display_name.empty()) {
       in.fail("display_name", "must not be empty");
     }
+  }
+  if (j.contains("section")) {
+    // A chip on the page, like the display name: one line of a few words.
+    info.section = collapse_whitespace(in.string_field(j.at("section"), "section"));
+    if (info.section.empty() || info.section.size() > max_section_bytes)
+      in.fail("section", "expected 1-" + std::to_string(max_section_bytes) +
+                             " bytes of text, got " + json(info.section).dump());
   }
   // A feed site's URL is its feed's: that is what is fetched. Its "url", when given, is the
   // site's home page, shown to people and never fetched.

@@ -31,6 +31,9 @@ namespace newsdesk::scrapers {
 // stops a wrong path (a log, a page saved as .json) from being read into memory and parsed.
 inline constexpr std::size_t max_site_file_bytes = 64 * 1024;
 
+// A section's name is a chip's label: a few words ("Science and technology" is 22 bytes).
+inline constexpr std::size_t max_section_bytes = 40;
+
 // The longest regex source accepted in include/exclude. std::regex compiles patterns to an NFA
 // whose size grows with the pattern; real URL patterns are under 100 characters.
 inline constexpr std::size_t max_regex_length = 256;

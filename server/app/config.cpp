@@ -665,7 +665,7 @@ std::vector<site_config> resolve_sites(const config& cfg,
       fail(where, "expected a scraper name or an object");
     reject_unknown_keys(entry, where,
                         {"scraper", "name", "display_name", "url", "colour", "renderer", "wait",
-                         "timeout", "interval", "enabled"});
+                         "timeout", "interval", "enabled", "section"});
     std::string scraper_name;
     if (!read(entry, "scraper", scraper_name, where))
       fail(where, "missing \"scraper\"");
@@ -697,6 +697,7 @@ std::vector<site_config> resolve_sites(const config& cfg,
     site.display_name = info.display_name;
     site.url = info.url;
     site.colour = info.colour;
+    site.section = info.section;
     site.renderer = default_renderer_for(info);
     double wait = info.wait_seconds.value_or(cfg.default_wait);
     double timeout = info.timeout_seconds.value_or(cfg.default_timeout);
@@ -706,6 +707,11 @@ std::vector<site_config> resolve_sites(const config& cfg,
     // A page's home is the page; a feed site file may name its home beside its feed.
     site.home = info.home_url.empty() || entry.contains("url") ? site.url : info.home_url;
     read(entry, "colour", site.colour, where);
+    if (read(entry, "section", site.section, where) &&
+        (site.section.empty() || site.section.size() > scrapers::max_section_bytes ||
+         site.section != scrapers::collapse_whitespace(site.section)))
+      fail(where + ".section", "expected 1-" + std::to_string(scrapers::max_section_bytes) +
+                                   " bytes of text on one line");
     read(entry, "renderer", site.renderer, where);
     read(entry, "wait", wait, where);
     read(entry, "timeout", timeout, where);

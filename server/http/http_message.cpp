@@ -206,10 +206,13 @@ bool event_stream::push(std::string_view chunk) {
     if (closed_)
       return false;
     // A stream with nothing waiting is keeping up: it takes one chunk of any size (one
-    // refresh's batch of events, bounded by the store's limits); one that still has data
-    // waiting and would pass the limit is too slow: dropped, it reconnects and replays what it
-    // missed.
-    if (!backlog_.empty() && backlog_.size() + chunk.size() > max_bytes_) {
+    // refresh's batch of events, bounded by the store's limits), and up to the limit more
+    // behind it, so that a small event right behind a large batch the connection has not
+    // taken yet (a site's status, a story) is no sign of a slow reader. A stream whose
+    // backlog would pass that is too slow: dropped, it reconnects and replays what it missed.
+    if (backlog_.empty())
+      allowed_bytes_ = chunk.size() + max_bytes_;
+    if (backlog_.size() + chunk.size() > allowed_bytes_) {
       closed_ = true;
       wake = std::move(wake_);
     } else {

@@ -590,22 +590,30 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
     headlines.push_back(rendered);
   }
 
-  // The same filters as a query string: "site=a&site=b&q=..." for /events, plus "&limit=N" for
-  // the feed links.
-  std::string filters;
+  // The same filters as a query string: "site=a&site=b&q=..." for /events (a section as its
+  // sites: the stream knows no sections), and with section= for the page's own and the feeds'
+  // links, plus "&limit=N" for the feed links.
+  std::string filters, events;
   auto add_parameter = [](std::string& to, std::string_view name, std::string_view value) {
     to += to.empty() ? "" : "&";
     to.append(name).append("=").append(value);
   };
   mustache::data query_sites{mustache::data::type::list};
+  if (!query.section.empty())
+    add_parameter(filters, "section", form_encode(query.section));
   for (const auto& site : query.sites) {
-    add_parameter(filters, "site", site);
-    query_sites.push_back(site);
+    add_parameter(events, "site", site);
+    if (query.section.empty()) {
+      add_parameter(filters, "site", site);
+      query_sites.push_back(site);
+    }
   }
-  if (!query.q.empty())
-    add_parameter(filters, "q", form_encode(query.q));
-  if (query.story)
-    add_parameter(filters, "story", std::to_string(query.story));
+  for (auto* to : {&filters, &events}) {
+    if (!query.q.empty())
+      add_parameter(*to, "q", form_encode(query.q));
+    if (query.story)
+      add_parameter(*to, "story", std::to_string(query.story));
+  }
   std::string feed_query = filters;
   if (query.limit)
     add_parameter(feed_query, "limit", std::to_string(query.limit));
@@ -631,6 +639,9 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
         home_href = *home_url;
         home_text = home->host.starts_with("www.") ? home->host.substr(4) : home->host;
       }
+  } else if (!query.section.empty()) {
+    view_name = query.section;
+    view_heading = query.section;
   } else if (!query.sites.empty()) {
     std::vector<std::string> names;
     for (const auto& site : query.sites)
@@ -699,7 +710,21 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
     page.set("home_text", home_text);
   }
   page.set("order", query.one_site() ? "site" : "latest");
-  page.set("events_query", filters);
+  page.set("events_query", events);
+  page.set("query_section", query.section);
+  page.set("has_section", !query.section.empty());
+  // The sections the sites declare, as chips: every headline, or one section's.
+  mustache::data section_chips{mustache::data::type::list};
+  for (const auto& name : snapshot.sections) {
+    mustache::data chip;
+    chip.set("name", name);
+    chip.set("href", "/news?section=" + form_encode(name));
+    chip.set("current", name == query.section);
+    section_chips.push_back(chip);
+  }
+  page.set("section_chips", section_chips);
+  page.set("has_sections", !snapshot.sections.empty());
+  page.set("all_sections_current", query.empty());
   page.set("feed_query", feed_query.empty() ? std::string() : "?" + feed_query);
   // The stream starts after the newest headline held, not the newest shown: a page cut at 500
   // left newer ids to its next pages, which are not news to this reader.

@@ -463,7 +463,10 @@ TEST_CASE("site files: the site info comes from the file") {
                                 "r.json");
     CHECK(asks->site().renderer == renderer);
   }
+  auto in_section = parse_site_file(site_json("w", R"(, "section": "  World  news ")"), "w.json");
+  CHECK(in_section->site().section == "World news");
   auto bare = parse_site_file(site_json("b"), "b.json");
+  CHECK(bare->site().section.empty());
   CHECK(!bare->site().wait_seconds);
   CHECK(!bare->site().timeout_seconds);
   CHECK(!bare->site().renderer);
@@ -482,7 +485,11 @@ TEST_CASE("site files: every validation error names the file, the field and the 
       {"{" + v + ", \"colour \": 1}",
        "sites/x.json: colour : unknown field (known: name, display_name, url, feed, colour, wait, "
        "timeout, renderer, rules, link, title, title_fallback, url_attribute, include, exclude, "
-       "comment)"},
+       "comment, section)"},
+      {"{" + v + ", \"section\": \"\"}",
+       "sites/x.json: section: expected 1-40 bytes of text, got \"\""},
+      {"{" + v + ", \"section\": \"" + std::string(41, 's') + "\"}",
+       "sites/x.json: section: expected 1-40 bytes of text, got \"" + std::string(41, 's') + "\""},
       {R"({"display_name": "X", "url": "https://x.org/", "colour": "#abc", "link": "a"})",
        "sites/x.json: name: missing (required)"},
       {R"({"name": "x", "link": "a"})",

@@ -509,3 +509,19 @@ TEST_CASE("read_requests parses pipelined bytes as a connection does and maps er
                       collect) == 413);
   CHECK(targets.size() == 2);
 }
+
+TEST_CASE("an event stream is cut off when its backlog passes one chunk and the limit, not by a "
+          "small event behind a large batch") {
+  event_stream stream(1024);
+  CHECK(stream.push(std::string(4096, 'a'))); // a batch larger than the limit is taken
+  CHECK(stream.push("event: site\n\n"));      // a status right behind it is no sign of a stall
+  CHECK_FALSE(stream.push(std::string(2048, 'b'))); // the reader never took the batch: cut
+  CHECK(stream.closed());
+
+  event_stream reading(1024);
+  CHECK(reading.push(std::string(4096, 'a')));
+  CHECK(reading.take().size() == 4096); // the connection wrote it
+  CHECK(reading.push(std::string(512, 'b')));
+  CHECK(reading.push(std::string(1024, 'c'))); // 512 + the limit waiting: not past it
+  CHECK_FALSE(reading.push("d"));
+}

@@ -618,3 +618,33 @@ TEST_CASE("a headline shows its published time when known, else when seen; the f
   nlohmann::json k = seen;
   CHECK_FALSE(k.contains("published"));
 }
+
+TEST_CASE("sections the sites declare are chips above the sites': all headlines, or a section's") {
+  auto s = shared_story();
+  s.sites[0].section = "World";
+  s.sites[1].section = "Tech & science";
+  s.sections = {"World", "Tech & science"};
+  const auto all = page().render(s);
+  CHECK(all.find("<nav class=\"sections\"") != std::string::npos);
+  CHECK(all.find("<a href=\"/news\" aria-current=\"page\">All</a>") != std::string::npos);
+  CHECK(all.find("<a href=\"/news?section=World\">World</a>") != std::string::npos);
+  CHECK(all.find("<a href=\"/news?section=Tech%20%26%20science\">Tech &amp; science</a>") !=
+        std::string::npos);
+
+  auto parsed = parse_news_query("section=World", s.sites);
+  REQUIRE(std::holds_alternative<news_query>(parsed));
+  const auto query = std::get<news_query>(parsed);
+  const auto world = page().render(apply_query(s, query), query);
+  CHECK(world.find("<a href=\"/news?section=World\" aria-current=\"page\">World</a>") !=
+        std::string::npos);
+  CHECK(world.find("<a href=\"/news\">All</a>") != std::string::npos);
+  CHECK(world.find("class=\"view-heading\">World <a href=\"/news\">show all</a></h2>") !=
+        std::string::npos);
+  CHECK(world.find("<input type=\"hidden\" name=\"section\" value=\"World\">") !=
+        std::string::npos);
+  // Its stream hears its sites; its feeds and pages name the section.
+  CHECK(world.find("data-events=\"site=s000\"") != std::string::npos);
+  CHECK(world.find("/news.atom?section=World") != std::string::npos);
+  // Without sections, no row of them.
+  CHECK(page().render(shared_story()).find("class=\"sections\"") == std::string::npos);
+}
