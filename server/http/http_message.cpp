@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <system_error>
 #include <utility>
 
@@ -255,6 +256,12 @@ void event_stream::on_activity(std::function<void()> wake) {
 std::string event_stream::take() {
   std::lock_guard lock(mutex_);
   return std::exchange(backlog_, {});
+}
+
+void append_decimal(std::string& out, std::uint64_t n) {
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, n).ptr;
+  out.append(digits, end);
 }
 
 } // namespace newsdesk::server

@@ -4,6 +4,7 @@
 // Beast; routes, pages and tests build quickly against this header.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -144,6 +145,8 @@ bool header_fits(std::string_view name, std::string_view value);
 void append_header_line(std::string& head, std::string_view name, std::string_view value);
 // The same for a header that header_fits(); any other is left out and logged.
 void append_checked_header_line(std::string& head, std::string_view name, std::string_view value);
+// Appends `n` in decimal, with no allocation (std::to_chars): for lines built per request.
+void append_decimal(std::string& out, std::uint64_t n);
 
 // The value of a hexadecimal digit, or -1.
 inline int hex_digit(char c) {

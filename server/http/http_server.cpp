@@ -218,6 +218,7 @@ http_request to_request(http::request<http::string_body>& msg) {
   http_request req;
   req.method = std::string(msg.method_string());
   req.target = std::string(msg.target());
+  req.headers.reserve(static_cast<std::size_t>(std::distance(msg.begin(), msg.end())));
   for (const auto& field : msg)
     req.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
   req.body = std::move(msg.body());
@@ -312,15 +313,17 @@ const std::string& date_now() {
 }
 
 // The status line and headers of `res` through the blank line, for an HTTP/1.`version % 10`
-// request. `content_length`: the body's size, or none (a streamed body, or a status that has no
-// body). A header that could split the response is left out and logged.
-std::string format_head(const http_response& res, unsigned version, bool keep_alive,
-                        std::optional<std::size_t> content_length) {
-  std::string head;
+// request, into `head` (its earlier content replaced; a connection reuses one buffer, so a
+// response costs no allocation here). `content_length`: the body's size, or none (a streamed
+// body, or a status that has no body). A header that could split the response is left out and
+// logged.
+void format_head(std::string& head, const http_response& res, unsigned version, bool keep_alive,
+                 std::optional<std::size_t> content_length) {
+  head.clear();
   head.reserve(256 + res.content_type.size() + res.headers.size() * 64 +
                (res.header_lines ? res.header_lines->size() : 0));
   head += version >= 11 ? "HTTP/1.1 " : "HTTP/1.0 ";
-  head += std::to_string(res.status);
+  append_decimal(head, res.status);
   head += ' ';
   head += reason_phrase(res.status);
   append_header_line(head, "Server", "newsdesk");
@@ -331,15 +334,16 @@ std::string format_head(const http_response& res, unsigned version, bool keep_al
     append_checked_header_line(head, name, value);
   if (res.header_lines) // checked when they were formatted
     head += *res.header_lines;
-  if (content_length)
-    append_header_line(head, "Content-Length", std::to_string(*content_length));
+  if (content_length) {
+    head += "\r\nContent-Length: ";
+    append_decimal(head, *content_length);
+  }
   // HTTP/1.1 keeps connections open unless told; HTTP/1.0 closes them unless told.
   if (version >= 11 && !keep_alive)
     append_header_line(head, "Connection", "close");
   else if (version < 11 && keep_alive)
     append_header_line(head, "Connection", "keep-alive");
   head += "\r\n\r\n";
-  return head;
 }
 
 void fail(error_code ec, const char* step) {
@@ -477,55 +481,48 @@ class session : public connection_base, public std::enable_shared_from_this<sess
     if (res.stream)
       res.stream->close();
     const bool bodiless_status = res.status / 100 == 1 || res.status == 204 || res.status == 304;
-    auto out = std::make_shared<outgoing>();
-    out->head = format_head(res, version_, keep_alive_,
-                            bodiless_status ? std::nullopt : std::optional(res.body_size()));
-    out->response = std::move(res);
-    const auto& file = out->response.file_body;
+    // One response is written at a time (the next request is read once it is out), so the
+    // connection keeps it, and its head's buffer, in members: no allocation per response.
+    format_head(head_buffer_, res, version_, keep_alive_,
+                bodiless_status ? std::nullopt : std::optional(res.body_size()));
+    response_ = std::move(res);
+    const auto& file = response_.file_body;
     if (head_ || bodiless_status)
-      return write_out(std::move(out), {});
+      return write_out({});
     if (file && file->size() > max_copied_body)
-      return send_head_then_file(std::move(out));
-    const auto body = file ? file->bytes() : std::string_view(out->response.body);
-    write_out(std::move(out), body);
+      return send_head_then_file();
+    write_out(file ? file->bytes() : std::string_view(response_.body));
   }
-
-  // A response on its way: the head formatted for this connection, and the response that owns
-  // the body's bytes until they are sent.
-  struct outgoing {
-    std::string head;
-    http_response response;
-  };
 
   // Bodies up to this size go out with their head in one write (a copy into the socket costs
   // less than the extra system calls of sendfile); larger ones are sent from the file.
   static constexpr std::size_t max_copied_body = 64 * 1024;
 
-  void write_out(std::shared_ptr<outgoing> out, std::string_view body) {
-    const std::array<net::const_buffer, 2> buffers{net::buffer(out->head),
+  void write_out(std::string_view body) {
+    const std::array<net::const_buffer, 2> buffers{net::buffer(head_buffer_),
                                                    net::buffer(body.data(), body.size())};
-    net::async_write(
-        socket_, buffers,
-        [self = shared_from_this(), out](error_code ec, std::size_t n) { self->on_write(ec, n); });
+    net::async_write(socket_, buffers, [self = shared_from_this()](error_code ec, std::size_t n) {
+      self->on_write(ec, n);
+    });
   }
 
   // The head with MSG_MORE, so the kernel sends it in the same segments as the body's first
   // bytes, then the body with sendfile(2). The head goes out at once when the socket has room
   // (it nearly always has: a response is written only after its request was read).
-  void send_head_then_file(std::shared_ptr<outgoing> out) {
-    const auto& head = out->head;
+  void send_head_then_file() {
+    const auto& head = head_buffer_;
     auto n = ::send(socket_.native_handle(), head.data(), head.size(),
                     MSG_MORE | MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n == static_cast<ssize_t>(head.size()))
-      return send_file(out->response.file_body, 0);
+      return send_file(response_.file_body, 0);
     if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
       return on_write(error_code(errno, boost::system::system_category()), 0);
     const std::size_t sent = n > 0 ? static_cast<std::size_t>(n) : 0;
     net::async_write(socket_, net::buffer(head.data() + sent, head.size() - sent),
-                     [self = shared_from_this(), out](error_code ec, std::size_t written) {
+                     [self = shared_from_this()](error_code ec, std::size_t written) {
                        if (ec)
                          return self->on_write(ec, written);
-                       self->send_file(out->response.file_body, 0);
+                       self->send_file(self->response_.file_body, 0);
                      });
   }
 
@@ -571,6 +568,7 @@ class session : public connection_base, public std::enable_shared_from_this<sess
 
   void on_write(error_code ec, std::size_t) {
     clear_deadline();
+    response_ = {}; // an idle connection holds no representation's bytes
     if (ec == net::error::operation_aborted || ec == net::error::broken_pipe ||
         ec == net::error::connection_reset)
       return;
@@ -633,7 +631,8 @@ class session : public connection_base, public std::enable_shared_from_this<sess
     slot_ = http_server::state::slot::stream; // to_stream() moved the slot
     keep_alive_ = false;                      // the body ends when the connection does
     events_ = std::move(res.stream);
-    auto head = std::make_shared<std::string>(format_head(res, version_, false, std::nullopt));
+    auto head = std::make_shared<std::string>();
+    format_head(*head, res, version_, false, std::nullopt);
     net::async_write(
         socket_, net::buffer(*head), [self = shared_from_this(), head](error_code ec, std::size_t) {
           self->clear_deadline(); // idle between events; each write has its own deadline
@@ -681,6 +680,8 @@ class session : public connection_base, public std::enable_shared_from_this<sess
   bool keep_alive_ = false;
   bool head_ = false;
   unsigned version_ = 11;
+  std::string head_buffer_;              // the response being written: its head, formatted here
+  http_response response_;               // and what owns its body's bytes until they are sent
   std::shared_ptr<event_stream> events_; // set while streaming a body
   bool writing_events_ = false;
   bool reading_ = false;      // waiting in async_read for a request
