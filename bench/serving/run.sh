@@ -203,6 +203,13 @@ etag_of() { # server path
     awk 'tolower($1) == "etag:" { print $2 }'
 }
 
+# /news shows ages in minutes, so newsdesk builds it again when a minute turns, under a new tag
+# (nginx's copy never changes): a revalidation run across the turn would send the old tag and
+# get 200s. Runs start clear of the turn and of the few seconds its rebuild takes.
+clear_of_minute_turn() {
+  local second
+  while second=$((10#$(date +%S))); ((second < 8 || second > 58 - seconds)); do sleep 0.5; done
+}
 browser=(-H 'Accept-Encoding: gzip, deflate, br')
 echo "bench/serving on $(hostname), $(date -u +%Y-%m-%dT%H:%MZ), commit $(git -C "$root" rev-parse --short HEAD), load average $(cut -d" " -f1-3 /proc/loadavg): servers on cores $server_cores, clients on cores $client_cores;"
 echo "wrk -t$threads -c$connections -d${seconds}s, $runs rounds alternating nginx and newsdesk; event_loops ${EVENT_LOOPS:-false}"
@@ -216,6 +223,7 @@ for path in ${PATHS:-/news /news.json /news.atom}; do
       for side in nginx newsdesk; do
         base=$nginx server_pids=$nginx_pids
         [[ $side == newsdesk ]] && base=$newsdesk server_pids=$newsdesk_pids
+        clear_of_minute_turn
         args=()
         case $mode in
         browser) args=("${browser[@]}") ;;
