@@ -17,9 +17,9 @@ std::string fold_text(std::string_view text);
 // Invalid bytes become spaces.
 std::string lower_text(std::string_view text);
 
-// `text` with compatibility forms replaced and composed (NFKC: full-width "Ｈ３" is "H3", half-width
-// katakana full-width), case and accents kept: what the word breaker reads. Invalid bytes become
-// spaces.
+// `text` with compatibility forms replaced and composed (NFKC: full-width "Ｈ３" is "H3",
+// half-width katakana full-width), case and accents kept: what the word breaker reads. Invalid
+// bytes become spaces.
 std::string compatible_text(std::string_view text);
 
 // Whether code point `c` belongs inside a word: a letter, a digit, or a mark that belongs to one.

@@ -29,8 +29,10 @@ struct script_languages {
 
 const std::array<script_languages, 22>& scripts() {
   static const std::array<script_languages, 22> table{{
-      {USCRIPT_CYRILLIC, "ru", {"ru", "uk", "be", "bg", "sr", "mk", "kk", "ky", "tg", "mn", "tt",
-                                "ba", "cv", "ce", "os", "ab", "uz", "az", "tk"}},
+      {USCRIPT_CYRILLIC,
+       "ru",
+       {"ru", "uk", "be", "bg", "sr", "mk", "kk", "ky", "tg", "mn", "tt", "ba", "cv", "ce", "os",
+        "ab", "uz", "az", "tk"}},
       {USCRIPT_ARABIC, "ar", {"ar", "fa", "ur", "ps", "ku", "ckb", "sd", "ug", "ks", "az"}},
       // Han stands for Chinese and Japanese: kana anywhere in the title makes it Japanese.
       {USCRIPT_HAN, "zh", {"zh", "ja", "yue", "wuu"}},
@@ -155,9 +157,9 @@ std::string cld2_guess(std::string_view title, std::string_view url) {
   double score3[3];
   int text_bytes = 0;
   bool reliable = false;
-  const auto guess = CLD2::ExtDetectLanguageSummary(
-      title.data(), static_cast<int>(title.size()), true, &hints, 0, top3, percent3, score3,
-      nullptr, &text_bytes, &reliable);
+  const auto guess =
+      CLD2::ExtDetectLanguageSummary(title.data(), static_cast<int>(title.size()), true, &hints, 0,
+                                     top3, percent3, score3, nullptr, &text_bytes, &reliable);
   // Unsure (a short title), CLD2 answers "unknown" but still ranks the languages it saw.
   const auto best = guess != CLD2::UNKNOWN_LANGUAGE ? guess : top3[0];
   if (best == CLD2::UNKNOWN_LANGUAGE)

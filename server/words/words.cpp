@@ -22,13 +22,13 @@ namespace {
 
 // Snowball's name for each language it stems (libstemmer 2.2's list, by ISO 639 code).
 constexpr std::array<std::pair<std::string_view, const char*>, 28> snowball_names{{
-    {"ar", "arabic"},     {"hy", "armenian"},  {"eu", "basque"},     {"ca", "catalan"},
-    {"da", "danish"},     {"nl", "dutch"},     {"en", "english"},    {"fi", "finnish"},
-    {"fr", "french"},     {"de", "german"},    {"el", "greek"},      {"hi", "hindi"},
+    {"ar", "arabic"},     {"hy", "armenian"},   {"eu", "basque"},    {"ca", "catalan"},
+    {"da", "danish"},     {"nl", "dutch"},      {"en", "english"},   {"fi", "finnish"},
+    {"fr", "french"},     {"de", "german"},     {"el", "greek"},     {"hi", "hindi"},
     {"hu", "hungarian"},  {"id", "indonesian"}, {"ga", "irish"},     {"it", "italian"},
-    {"lt", "lithuanian"}, {"ne", "nepali"},    {"no", "norwegian"},  {"pt", "portuguese"},
-    {"ro", "romanian"},   {"ru", "russian"},   {"sr", "serbian"},    {"es", "spanish"},
-    {"sv", "swedish"},    {"ta", "tamil"},     {"tr", "turkish"},    {"yi", "yiddish"},
+    {"lt", "lithuanian"}, {"ne", "nepali"},     {"no", "norwegian"}, {"pt", "portuguese"},
+    {"ro", "romanian"},   {"ru", "russian"},    {"sr", "serbian"},   {"es", "spanish"},
+    {"sv", "swedish"},    {"ta", "tamil"},      {"tr", "turkish"},   {"yi", "yiddish"},
 }};
 
 const char* snowball_name(std::string_view language) {
@@ -110,9 +110,10 @@ bool hangul(char32_t c) {
 // more is taken off (one syllable left is more often a word that merely ends like a particle).
 constexpr std::array<std::string_view, 42> korean_particles{
     "에서부터", "으로부터", "에게서", "에서는", "에서도", "으로는", "으로도", "이라는", "이라고",
-    "이라며", "에서", "에게", "한테", "으로", "부터", "까지", "보다", "처럼", "만큼", "마저",
-    "조차", "이나", "이란", "라는", "라고", "라며", "에는", "에도", "와는", "과는", "이다",
-    "은", "는", "이", "가", "을", "를", "의", "에", "로", "와", "과"};
+    "이라며",   "에서",     "에게",   "한테",   "으로",   "부터",   "까지",   "보다",   "처럼",
+    "만큼",     "마저",     "조차",   "이나",   "이란",   "라는",   "라고",   "라며",   "에는",
+    "에도",     "와는",     "과는",   "이다",   "은",     "는",     "이",     "가",     "을",
+    "를",       "의",       "에",     "로",     "와",     "과"};
 
 std::size_t syllables(std::string_view hangul_word) {
   return hangul_word.size() / 3; // Hangul syllables are three bytes each in UTF-8
@@ -150,11 +151,11 @@ std::string normalised_number(const std::u32string& chars) {
   }
   std::string out = groups[0];
   for (std::size_t i = 1; i < groups.size(); ++i) {
-    const bool thousands = groups[i].size() == 3 &&
-                           (separators.size() == 1 ||
-                            std::all_of(separators.begin(), separators.end(),
-                                        [&](char32_t s) { return s == separators[0]; }) ||
-                            i + 1 < groups.size());
+    const bool thousands =
+        groups[i].size() == 3 && (separators.size() == 1 ||
+                                  std::all_of(separators.begin(), separators.end(),
+                                              [&](char32_t s) { return s == separators[0]; }) ||
+                                  i + 1 < groups.size());
     if (!thousands)
       out += '.';
     out += groups[i];
@@ -186,6 +187,7 @@ class splitter {
     bool number = false; // the run so far is digits and separators
     bool unspaced = false;
     bool korean = false;
+    bool after_digit = false;
     std::u32string digits;
     auto finish = [&](std::size_t end) {
       if (in_run)
@@ -219,13 +221,23 @@ class splitter {
         korean = korean || (!ascii && hangul(ch));
         if (number)
           digits += ch;
-      } else if (valid && in_run && number && (c == ',' || c == '.') && at + 1 < size &&
-                 text[static_cast<std::size_t>(at) + 1] >= '0' &&
-                 text[static_cast<std::size_t>(at) + 1] <= '9') {
-        digits += ch; // a separator inside a number
+        after_digit = digit;
+        at += n;
+        continue;
+      }
+      // A separator between digits stays inside the number: of a run of digits, or of a run ICU
+      // cuts ("发生5.2级": ICU keeps "5.2" one word). Arabic writes U+066B and U+066C for them.
+      utf8proc_int32_t next = -1;
+      if (valid && in_run && after_digit && (number || unspaced) &&
+          (c == ',' || c == '.' || c == 0x066B || c == 0x066C) && at + n < size)
+        utf8proc_iterate(p + at + n, size - at - n, &next);
+      if (next >= 0 && digit_value(static_cast<char32_t>(next)) >= 0) {
+        if (number)
+          digits += ch;
       } else {
         finish(static_cast<std::size_t>(at));
       }
+      after_digit = false;
       at += n;
     }
     finish(text.size());
@@ -264,7 +276,8 @@ class splitter {
     w.folded = fold_text(lower);
     if (w.folded.empty() || w.folded.size() > max_word_bytes)
       return;
-    w.stop = stops_ && (stops_->count(lower) != 0 || (w.folded != lower && stops_->count(w.folded) != 0));
+    w.stop = stops_ &&
+             (stops_->count(lower) != 0 || (w.folded != lower && stops_->count(w.folded) != 0));
     w.text = stems_ ? fold_text(stem(lower, language_)) : w.folded;
     if (w.text.empty())
       w.text = w.folded;
@@ -274,7 +287,8 @@ class splitter {
   static void capitals(std::string_view raw, word& w) {
     if (std::all_of(raw.begin(), raw.end(), [](char c) { return (c & 0x80) == 0; })) {
       w.capitalised = raw.front() >= 'A' && raw.front() <= 'Z';
-      w.all_capitals = std::none_of(raw.begin(), raw.end(), [](char c) { return c >= 'a' && c <= 'z'; });
+      w.all_capitals =
+          std::none_of(raw.begin(), raw.end(), [](char c) { return c >= 'a' && c <= 'z'; });
       return;
     }
     const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(raw.data());
@@ -330,7 +344,8 @@ class splitter {
     auto& it = *breaker.iterator;
     it.setText(breaker.text, error);
     std::int32_t start = it.first();
-    for (std::int32_t end = it.next(); end != icu::BreakIterator::DONE; start = end, end = it.next()) {
+    for (std::int32_t end = it.next(); end != icu::BreakIterator::DONE;
+         start = end, end = it.next()) {
       const auto status = it.getRuleStatus();
       if (status < UBRK_WORD_NONE_LIMIT)
         continue;

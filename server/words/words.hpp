@@ -27,8 +27,8 @@
 namespace newsdesk::server::words {
 
 struct word {
-  std::string text;   // folded and stemmed: what two words are compared on
-  std::string folded; // folded, not stemmed: what was written, for search's prefixes
+  std::string text;          // folded and stemmed: what two words are compared on
+  std::string folded;        // folded, not stemmed: what was written, for search's prefixes
   bool capitalised = false;  // begins with an upper-case or title-case letter
   bool all_capitals = false; // no lower-case letter
   bool stop = false;         // one of the language's stop words

@@ -49,13 +49,13 @@ TEST_CASE("a headline's terms: folded, stemmed, without stop words, names weight
       headline_terms("Fed's Charles Plosser sees high bar for change in tapering",
                      "https://example.com/business/plosser-warns-on-taper-pace.html", "en");
   CHECK(has_term(terms, "plosser", 1.5F)); // a name in a sentence-case title
-  CHECK(has_term(terms, "charle", 1.5F));
-  CHECK(has_term(terms, "fed", 1.0F)); // the first word is capitalised anyway
+  CHECK(has_term(terms, "charl", 1.5F));   // Snowball's English stem
+  CHECK(has_term(terms, "fed", 1.0F));     // the first word is capitalised anyway
   CHECK(has_term(terms, "see", 1.0F));
   CHECK_FALSE(has_term(terms, "for"));
   CHECK_FALSE(has_term(terms, "s"));
-  CHECK(has_term(terms, "warn", 0.5F)); // from the slug only
-  CHECK(has_term(terms, "taper", 0.5F));
+  CHECK(has_term(terms, "warn", 0.5F));  // from the slug only
+  CHECK(has_term(terms, "taper", 1.0F)); // "tapering": in the title too
   CHECK_FALSE(has_term(terms, "html"));
 
   // Title case marks nothing: no word is weighted up.
@@ -63,7 +63,8 @@ TEST_CASE("a headline's terms: folded, stemmed, without stop words, names weight
   CHECK(std::all_of(title_case.begin(), title_case.end(),
                     [](const headline_term& t) { return t.boost == 1.0F; }));
   // Accents and case are folded as search folds them.
-  CHECK(has_term(headline_terms("Élysée talks", "", "en"), "elysee"));
+  CHECK(headline_terms("Élysée talks", "", "en").at(0).text ==
+        headline_terms("ELYSEE talks", "", "en").at(0).text);
   // A slug made of ids gives nothing.
   CHECK(headline_terms("x", "https://example.com/a/12345/67890", "en").empty());
 }
@@ -205,14 +206,14 @@ TEST_CASE("the words of one name are one piece of evidence, not two") {
   auto white = std::find_if(terms.begin(), terms.end(),
                             [](const headline_term& t) { return t.text == "white"; });
   auto house = std::find_if(terms.begin(), terms.end(),
-                            [](const headline_term& t) { return t.text == "house"; });
+                            [](const headline_term& t) { return t.text == "hous"; });
   REQUIRE(white != terms.end());
   REQUIRE(house != terms.end());
   CHECK(white->name != 0);
   CHECK(white->name == house->name);
-  CHECK(has_term(terms, "silence")); // a word on its own
+  CHECK(has_term(terms, "silenc")); // a word on its own
   CHECK(std::find_if(terms.begin(), terms.end(), [](const headline_term& t) {
-          return t.text == "silence";
+          return t.text == "silenc";
         })->name == 0);
 
   // Two headlines that share only "White House" are two stories.

