@@ -261,6 +261,8 @@ struct feed_stream {
     } else if (name == "item") {
       add(text_of(first_child(node, "title")), rss_link(node),
           published(node, {"pubDate", "date"}));
+    } else if (name == "language" && out.language.empty()) {
+      out.language = collapse_whitespace(text_of(node)).substr(0, max_language_bytes);
     } else if (name == "title" && out.title.empty()) {
       out.title = collapse_whitespace(text_of(node));
     } else if (name == "link" && out.home.empty()) {

@@ -33,6 +33,7 @@ class feed_error : public std::runtime_error {
 struct feed {
   std::string title;               // the channel's or feed's own title; may be empty
   std::string home;                // its link to the site, resolved; may be empty
+  std::string language;            // RSS's <language> (<dc:language>), as given; may be empty
   std::vector<headline> headlines; // in the feed's order
 };
 

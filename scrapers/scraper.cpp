@@ -8,7 +8,24 @@ std::vector<headline> scraper::parse(std::string_view html, std::string_view pag
                                      std::string* note) const {
   if (note)
     note->clear();
-  return extract(parse_page(html), page_url);
+  const auto page = parse_page(html);
+  auto found = extract(page, page_url);
+  declare_language(found, page_language(page));
+  return found;
+}
+
+void scraper::declare_language(std::vector<headline>& found, std::string_view source) const {
+  const std::string_view declared = site().language.empty() ? source : site().language;
+  for (auto& h : found)
+    h.language = declared.substr(0, max_language_bytes);
+}
+
+std::string_view scraper::page_language(const dom::document& page) {
+  const auto html = page.html();
+  auto lang = html.attr("lang");
+  if (!lang)
+    lang = html.attr("xml:lang");
+  return lang ? *lang : std::string_view();
 }
 
 dom::document scraper::parse_page(std::string_view html) {

@@ -31,6 +31,10 @@ struct headline {
   std::optional<std::int64_t> published_ms;
   // A label the page shows before the title and apart from it ("PLANE CRASH"); may be empty.
   std::string kicker;
+  // The language its source declares, as declared ("de", "pt-BR"): the site's own (site_info::
+  // language), else the page's <html lang> or the feed's <language>. Empty when none is; the
+  // store reads it, or detects one from the title (server/words/language.hpp).
+  std::string language;
 
   friend bool operator==(const headline&, const headline&) = default;
 };
@@ -53,7 +57,14 @@ struct site_info {
   std::optional<std::string> renderer;   // one of renderer_names
   // Where the site was defined, for messages: a site file's path; empty for a C++ scraper.
   std::string origin;
+  // The language its headlines are written in ("de", "pt-BR"), when the site declares one (a
+  // site file's "language"): it wins over what its pages or feed say. Empty: theirs.
+  std::string language;
 };
+
+// A declared language longer than this is cut (a language tag is a few letters; BCP 47's longest
+// practical tags are about 35 bytes): a page's lang attribute is not a place to store text.
+inline constexpr std::size_t max_language_bytes = 64;
 
 // The renderers a site may ask for; the server builds one of each that is configured.
 // "feed" fetches a site's RSS or Atom feed directly (no browser), polling it conditionally.
@@ -101,6 +112,10 @@ class scraper {
  protected:
   // The page parsed, after the bounds check parse() applies (throws dom::too_complex).
   static dom::document parse_page(std::string_view html);
+  // Gives each of `found` the site's declared language, else `source`'s (the page's <html lang>,
+  // the feed's <language>).
+  void declare_language(std::vector<headline>& found, std::string_view source) const;
+  static std::string_view page_language(const dom::document& page);
 };
 
 } // namespace newsdesk::scrapers

@@ -106,7 +106,9 @@ class site_file_scraper final : public scraper {
   std::vector<headline> parse(std::string_view html, std::string_view page_url,
                               std::string* note) const override {
     site_trial trial;
-    auto found = read(parse_page(html), page_url, trial, false);
+    const auto page = parse_page(html);
+    auto found = read(page, page_url, trial, false);
+    declare_language(found, page_language(page));
     if (note)
       *note = trial.method == fallback_method ? "found by detection; the selectors matched nothing"
                                               : "";
@@ -283,7 +285,9 @@ class feed_scraper final : public scraper {
                               std::string* note) const override {
     if (note)
       note->clear();
-    return parse_feed(bytes, feed_url, info_.name).headlines;
+    auto read = parse_feed(bytes, feed_url, info_.name);
+    declare_language(read.headlines, read.language);
+    return std::move(read.headlines);
   }
 
  private:
@@ -469,6 +473,32 @@ class reader {
   const std::filesystem::path& file_;
 };
 
+// A BCP 47 language tag's shape: a primary language of 2-3 letters, then subtags of 1-8 letters
+// or digits, separated by '-' ("de", "pt-BR", "zh-Hant-TW", "sr-Latn").
+bool is_language_tag(std::string_view tag) {
+  std::size_t part = 0;
+  while (!tag.empty()) {
+    const auto dash = tag.find('-');
+    const auto sub = tag.substr(0, dash);
+    tag = dash == std::string_view::npos ? std::string_view() : tag.substr(dash + 1);
+    const bool letters = std::all_of(sub.begin(), sub.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    });
+    const bool alnum = std::all_of(sub.begin(), sub.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    });
+    if (part == 0 ? !(letters && sub.size() >= 2 && sub.size() <= 3)
+                  : !(alnum && !sub.empty() && sub.size() <= 8))
+      return false;
+    if (dash == std::string_view::npos)
+      return true;
+    if (tag.empty())
+      return false;
+    ++part;
+  }
+  return false;
+}
+
 bool is_hex_colour(std::string_view c) {
   if ((c.size() != 4 && c.size() != 7) || c[0] != '#') {
     return false;
@@ -479,9 +509,9 @@ bool is_hex_colour(std::string_view c) {
 }
 
 const std::vector<std::string> known_fields{
-    "name",          "display_name", "url",     "feed",    "colour", "wait",
-    "timeout",       "renderer",     "rules",   "link",    "title",  "title_fallback",
-    "url_attribute", "include",      "exclude", "comment", "section"};
+    "name",          "display_name", "url",     "feed",    "colour",  "wait",
+    "timeout",       "renderer",     "rules",   "link",    "title",   "title_fallback",
+    "url_attribute", "include",      "exclude", "comment", "section", "language"};
 
 // The fields of one rule, at the top level (one rule) or in each entry of "rules".
 const std::vector<std::string> rule_fields{"link",          "title",   "title_fallback",
@@ -691,6 +721,13 @@ std::unique_ptr<scraper> parse_site_file(std::string_view json_text,
               "a feed is read by the feed renderer, got " + json(*info.renderer).dump());
     }
     info.renderer = "feed";
+  }
+  if (j.contains("language")) {
+    info.language = in.string_field(j.at("language"), "language");
+    if (!is_language_tag(info.language)) {
+      in.fail("language", "expected a language tag such as \"de\", \"pt-BR\" or \"zh-Hant\", got " +
+                              json(info.language).dump());
+    }
   }
   if (j.contains("comment")) {
     in.string_field(j.at("comment"), "comment");

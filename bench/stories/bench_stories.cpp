@@ -17,6 +17,7 @@
 #include "server/stories/bcubed.hpp"
 #include "server/stories/story_assigner.hpp"
 #include "server/stories/story_file.hpp"
+#include "server/words/language.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -33,6 +34,7 @@
 #include <vector>
 
 namespace stories = newsdesk::server::stories;
+namespace words = newsdesk::server::words;
 
 namespace {
 
@@ -42,6 +44,7 @@ struct row {
   std::string host;
   std::string label; // "" for an unrelated headline
   std::int64_t time_ms = 0;
+  std::string language; // as labelled (the LANG column), "" when the file has none
 };
 
 std::vector<row> read_rows(const char* path, bool labelled) {
@@ -72,6 +75,8 @@ std::vector<row> read_rows(const char* path, bool labelled) {
       r.label = fields[at["STORY"]];
     if (at.count("TIMESTAMP") != 0)
       r.time_ms = std::stoll(fields[at["TIMESTAMP"]]);
+    if (at.count("LANG") != 0)
+      r.language = fields[at["LANG"]];
     rows.push_back(std::move(r));
   }
   return rows;
@@ -159,6 +164,10 @@ struct run_result {
   double microseconds_per_headline = 0;
 };
 
+// Each headline's language as the service finds it (words::headline_language): the labelled
+// one taken as the site's declared language, unless `detect`, when only the title tells.
+bool detect_languages = false;
+
 run_result assign_all(const std::vector<row>& rows) {
   stories::story_assigner assigner;
   std::vector<std::int64_t> story(rows.size());
@@ -167,8 +176,10 @@ run_result assign_all(const std::vector<row>& rows) {
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < rows.size(); ++i) {
     merges.clear();
+    const auto language = words::headline_language(detect_languages ? "" : rows[i].language,
+                                                   rows[i].title, rows[i].url);
     story[i] = assigner.assign({static_cast<std::int64_t>(i) + 1, rows[i].title, rows[i].url,
-                                rows[i].host, rows[i].time_ms},
+                                rows[i].host, rows[i].time_ms, language},
                                merges);
     for (const auto& m : merges)
       merged[m.from] = m.into;
@@ -247,6 +258,84 @@ mixed_result mix(const std::vector<row>& labelled, const std::vector<row>& unrel
   return result;
 }
 
+// --- other languages ----------------------------------------------------------------------------
+
+// Which part of a labelled file a story is in: by a hash of its label (FNV-1a), a third held out
+// while developing ("held-out"), the rest to develop on ("dev").
+bool held_out(const std::string& label) {
+  std::uint32_t hash = 2166136261u;
+  for (char c : label)
+    hash = (hash ^ static_cast<unsigned char>(c)) * 16777619u;
+  return hash % 3 == 0;
+}
+
+// B-cubed of each language's headlines (scored apart; assigned in one stream), and of all.
+std::map<std::string, scores> per_language(const std::vector<row>& rows,
+                                           const std::vector<std::int64_t>& cluster) {
+  std::map<std::string, std::vector<std::string>> labels;
+  std::map<std::string, std::vector<std::int64_t>> groups;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    for (const auto& key : {rows[i].language, std::string("all")}) {
+      labels[key].push_back(rows[i].label);
+      groups[key].push_back(cluster[i]);
+    }
+  std::map<std::string, scores> out;
+  for (const auto& [key, l] : labels)
+    out[key] = stories::bcubed(l, groups[key]);
+  return out;
+}
+
+// The rows in the order of their times (as they arrived), or shuffled by `seed` (times kept).
+std::vector<row> ordered(std::vector<row> rows, unsigned seed) {
+  if (seed == 0)
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const row& a, const row& b) { return a.time_ms < b.time_ms; });
+  else
+    std::shuffle(rows.begin(), rows.end(), std::mt19937_64(seed));
+  return rows;
+}
+
+// Scores per language of a file with a LANG column, in time order and as the mean of random
+// orders, with each headline's language declared (the LANG column, as a site declares it) or
+// detected from its title; the dev and held-out parts alone, then the whole file.
+void languages_report(const std::vector<row>& all) {
+  std::printf("\nper language (B-cubed; each part's stream assigned alone; P R F1):\n");
+  std::printf("%-34s", "");
+  std::set<std::string> languages;
+  for (const auto& r : all)
+    languages.insert(r.language);
+  for (const auto& l : languages)
+    std::printf(" %-17s", l.c_str());
+  std::printf(" %-17s\n", "all");
+  for (const char* part : {"dev", "held-out", "whole"}) {
+    std::vector<row> rows;
+    for (const auto& r : all)
+      if (std::string(part) == "whole" || held_out(r.label) == (std::string(part) == "held-out"))
+        rows.push_back(r);
+    for (bool detect : {false, true}) {
+      detect_languages = detect;
+      for (unsigned runs : {1U, orders}) {
+        std::map<std::string, scores> mean;
+        for (unsigned seed = 0; seed < runs; ++seed) {
+          const auto order = ordered(rows, runs == 1 ? 0 : seed + 1);
+          for (const auto& [key, sc] : per_language(order, assign_all(order).cluster)) {
+            mean[key].precision += sc.precision / runs;
+            mean[key].recall += sc.recall / runs;
+          }
+        }
+        const std::string name = std::string(part) + (detect ? ", detected" : ", declared") +
+                                 (runs == 1 ? ", time order" : ", 10 orders");
+        std::printf("%-34s", name.c_str());
+        for (const auto& l : languages)
+          std::printf(" %.2f %.2f %.3f", mean[l].precision, mean[l].recall, mean[l].f1());
+        std::printf(" %.2f %.2f %.3f\n", mean["all"].precision, mean["all"].recall,
+                    mean["all"].f1());
+      }
+    }
+  }
+  detect_languages = false;
+}
+
 long rss_kib() {
   std::ifstream status("/proc/self/status");
   std::string line;
@@ -293,9 +382,19 @@ void stream_memory(const std::vector<row>& titles) {
 } // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: bench_stories LABELLED.csv UNRELATED.csv\n");
+  if (argc != 3 && argc != 4) {
+    std::fprintf(stderr, "usage: bench_stories LABELLED.csv UNRELATED.csv [LANGUAGES.csv]\n");
     return 2;
+  }
+  if (argc == 4) { // LANGUAGES.csv: labelled headlines with a LANG column
+    const auto rows = read_rows(argv[3], true);
+    if (rows.empty() || rows.front().language.empty()) {
+      std::fprintf(stderr, "bench_stories: %s has no rows with a LANG column\n", argv[3]);
+      return 2;
+    }
+    languages_report(rows);
+    if (std::getenv("LANGUAGES_ONLY"))
+      return 0;
   }
   const auto labelled = read_rows(argv[1], true);
   const auto unrelated = read_rows(argv[2], false);

@@ -6,14 +6,18 @@
 # Builds Release in build-bench/ at the repository root. The unrelated headlines are what the
 # shipped scrapers find on the saved front pages (../shared/fixtures/pages: other years).
 #
-# Usage: bench/stories/run.sh [LABELLED.csv]  (default ../shared/stories/uci-news-dev.csv)
+# Usage: bench/stories/run.sh [LABELLED.csv [LANGUAGES.csv]]  (defaults
+# ../shared/stories/uci-news-dev.csv and ../shared/stories/multilingual-dev.csv: the second has a
+# LANG column and is scored per language first; LANGUAGES_ONLY=1 stops after that)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 shared=$root/../shared
 labelled=${1:-$shared/stories/uci-news-dev.csv}
+languages=${2:-$shared/stories/multilingual-dev.csv}
 pages=${NEWSDESK_SHARED_PAGES:-$shared/fixtures/pages}
 build=$root/build-bench
 [[ -f $labelled ]] || { echo "bench/stories: $labelled not found" >&2; exit 2; }
+[[ -f $languages ]] || { echo "bench/stories: $languages not found" >&2; exit 2; }
 
 exec 9>/tmp/newsdesk-bench.lock # one benchmark at a time (bench/metrics/run.sh explains)
 flock -n 9 || { echo "bench/stories: waiting for another benchmark" >&2; flock 9; }
@@ -50,7 +54,8 @@ with open(f"{tmp}/unrelated.csv", "w", newline="") as f:
             host = urllib.parse.urlparse(h["url"]).hostname or ""
             out.writerow([f"u{n}", h["title"], h["url"], host, seen])
 PY
-"$build/bench/stories/bench_stories" "$labelled" "$tmp/unrelated.csv"
+"$build/bench/stories/bench_stories" "$labelled" "$tmp/unrelated.csv" "$languages"
+[[ -z ${LANGUAGES_ONLY:-} ]] || exit 0
 
 # The whole process: the labelled file 100 times over (new ids, a day later each time).
 python3 - "$labelled" "$tmp/large.csv" <<'PY'

@@ -785,7 +785,7 @@ std::vector<alerts::alert_config> resolve_alerts(const config& cfg,
     if (read(entry, "q", alert.q, where)) {
       if (alert.q.size() > max_q_bytes)
         fail(where + ".q", "longer than " + std::to_string(max_q_bytes) + " bytes");
-      alert.words = search_words(alert.q);
+      alert.words = search_query(alert.q);
       if (alert.words.empty())
         fail(where + ".q", "no words to search for in '" + alert.q + "'");
     }

@@ -74,6 +74,10 @@ struct stored_headline {
   std::optional<std::int64_t> published_ms;
   // Found by its site's first successful refresh: it was on the page before newsdesk looked.
   bool first_look = false;
+  // The language it is written in (a code: words::headline_language, from what its source
+  // declared and its title), decided when it is first stored; "" in rows stored before
+  // languages were (their stories and searches read them as detected from the title).
+  std::string language;
 
   friend bool operator==(const stored_headline&, const stored_headline&) = default;
 };

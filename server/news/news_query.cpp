@@ -14,7 +14,7 @@ bool news_query::matches(const news_item& item) const {
     return false;
   if (story != 0 && item.story != story)
     return false;
-  return title_matches(words, item.headline.title);
+  return words.matches(item.headline.title, item.headline.language);
 }
 
 std::variant<news_query, std::string> parse_news_query(std::string_view query,
@@ -65,7 +65,7 @@ parse_news_query(std::string_view query, const std::function<bool(std::string_vi
       if (value.size() > max_q_bytes)
         return "q: longer than " + std::to_string(max_q_bytes) + " bytes";
       result.q = value;
-      result.words = search_words(value);
+      result.words = search_query(value);
     } else if (key == "before") {
       // TIME_MS.ID (page_time and id), both whole numbers, as cursor_after writes it.
       const auto dot = value.find('.');

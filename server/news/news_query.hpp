@@ -14,6 +14,7 @@
 #pragma once
 
 #include "server/news/news_service.hpp"
+#include "server/news/search.hpp"
 
 #include <functional>
 #include <string>
@@ -25,7 +26,7 @@ namespace newsdesk::server {
 
 struct news_query {
   std::vector<std::string> sites; // empty: all
-  std::vector<std::string> words; // the folded words of q (search_words)
+  search_query words;             // q's words (search.hpp)
   std::string q;                  // as given, for echoing in forms
   std::size_t limit = 0;          // 0: no limit
   // before=TIME_MS.ID: only headlines after that one (page_time, id) in the page's order.

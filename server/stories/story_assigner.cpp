@@ -75,7 +75,8 @@ bool by_term(const weighted_term& a, const weighted_term& b) {
 
 struct story {
   std::int64_t id = 0;
-  weighted centroid; // the sum of its headlines' unit vectors, the heaviest words only
+  std::string language; // its headlines' (a story has one)
+  weighted centroid;    // the sum of its headlines' unit vectors, the heaviest words only
   double norm = 0;
   std::size_t size = 0;
   std::int64_t first_ms = 0; // its headlines' earliest and latest times
@@ -142,8 +143,12 @@ double length(const weighted& v) {
 
 struct story_assigner::state {
   story_limits limits;
+  // Keyed by language and word ("de\x1f" "erdbeb"): a word of one language is not another's.
   std::unordered_map<std::string, term_entry> terms;
-  double documents = 0;
+  // Headlines counted per language (halved with the words' counts): a word's rarity is among
+  // the headlines of its own language.
+  std::unordered_map<std::string, double> documents;
+  std::string key; // scratch for a term's key
   std::unordered_map<std::int64_t, story> live;
   std::set<std::pair<std::uint64_t, std::int64_t>> by_use; // (used, id) of live stories
   std::unordered_map<std::int64_t, std::int64_t> merged;   // from -> into
@@ -157,14 +162,16 @@ struct story_assigner::state {
     // Before this headline's words are counted: forgetting must not drop one of them.
     if (terms.size() + max_terms_per_headline > limits.max_terms)
       forget_rare_terms();
-    auto words = headline_terms(h.title, h.url);
-    documents += 1;
+    auto words = headline_terms(h.title, h.url, h.language);
+    auto& seen = documents[std::string(h.language)];
+    seen += 1;
     weighted v;
     v.reserve(words.size());
     for (auto& word : words) {
-      auto& entry = terms[std::move(word.text)];
+      key.assign(h.language).append(1, '\x1f').append(word.text);
+      auto& entry = terms[key];
       entry.frequency += 1;
-      const double rarity = std::log(1 + documents / entry.frequency);
+      const double rarity = std::log(1 + seen / entry.frequency);
       v.push_back({&entry, static_cast<float>(word.boost * rarity), 1, word.name});
     }
     std::sort(v.begin(), v.end(), by_term);
@@ -178,6 +185,7 @@ struct story_assigner::state {
   story story_of(const story_headline& h) {
     story one;
     one.id = h.id;
+    one.language = h.language;
     one.centroid = vector_of(h);
     one.norm = one.centroid.empty() ? 0 : 1;
     one.size = 1;
@@ -189,7 +197,8 @@ struct story_assigner::state {
   // Halves every count and drops the words no story uses whose count falls below one: the
   // vocabulary stays bounded while what is frequent now stays known as frequent.
   void forget_rare_terms() {
-    documents /= 2;
+    for (auto& [language, count] : documents)
+      count /= 2;
     for (auto it = terms.begin(); it != terms.end();) {
       it->second.frequency /= 2;
       if (it->second.references == 0 && it->second.frequency < 1)
@@ -242,9 +251,10 @@ struct story_assigner::state {
     p.push_back(s);
   }
 
-  story& open(std::int64_t id, std::int64_t time_ms) {
+  story& open(std::int64_t id, std::int64_t time_ms, std::string_view language) {
     auto& s = live[id];
     s.id = id;
+    s.language = language;
     s.first_ms = s.last_ms = time_ms;
     s.used = arrivals;
     by_use.insert({s.used, id});
@@ -350,7 +360,7 @@ struct story_assigner::state {
     const auto v_size = v.size;
     for (const story* candidate : candidates(probe, v, joining)) {
       const auto& s = *candidate;
-      if (!near_in_time(v.first_ms, v.last_ms, s.first_ms, s.last_ms))
+      if (s.language != v.language || !near_in_time(v.first_ms, v.last_ms, s.first_ms, s.last_ms))
         continue;
       const auto o = common(v.centroid, s.centroid);
       if (o.shared == 0)
@@ -448,7 +458,7 @@ std::int64_t story_assigner::assign(const story_headline& headline,
   auto [best, score] = s.most_similar(one.centroid, one, true);
   if (best == 0 || score < 1) {
     // Nothing to compare on (a title of stop words) or nothing alike: a story of its own.
-    s.join(s.open(headline.id, headline.time_ms), one);
+    s.join(s.open(headline.id, headline.time_ms, headline.language), one);
     return headline.id;
   }
   s.join(s.live.at(best), one);
@@ -461,7 +471,7 @@ void story_assigner::observe(const story_headline& headline, std::int64_t story)
   const auto one = s.story_of(headline);
   story = s.resolve(story);
   auto it = s.live.find(story);
-  s.join(it != s.live.end() ? it->second : s.open(story, headline.time_ms), one);
+  s.join(it != s.live.end() ? it->second : s.open(story, headline.time_ms, headline.language), one);
 }
 
 void story_assigner::observe(const story_merge& merge) {

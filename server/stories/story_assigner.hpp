@@ -4,8 +4,11 @@
 // once and for good: no batch job, no re-clustering of the past, and the same arrival order
 // always gives the same stories. What it is compared on is what a headline has: the words of its
 // title and of its URL's slug, folded (utf8proc, as search folds), stop words left out, lightly
-// stemmed, names and other capitalised words weighted up, each weighted by how rare it is in
-// the stream so far (document frequencies learned online). A story is the sum of its
+// stemmed, in the headline's language (headline_terms.hpp), names and other capitalised words
+// weighted up, each weighted by how rare it is among the stream's headlines in that language so
+// far (document frequencies learned online). Headlines of different languages never share a
+// story: a word is a word of one language (no translation), and the thresholds are the same
+// in every language. A story is the sum of its
 // headlines' weighted words (a centroid: a headline joins by resemblance to the whole story,
 // never by one shared word with one member, which would chain unrelated headlines together).
 // Candidates are found through an inverted index from words to live stories, never a scan.
@@ -50,13 +53,15 @@ struct story_limits {
 };
 
 // One headline as assignment sees it. `id` is the headline's id (> 0, ascending in arrival
-// order); `time_ms` when it was first seen.
+// order); `time_ms` when it was first seen; `language` the one it is written in (a code, as
+// words::headline_language gives; "" unknown, which is a language of its own here).
 struct story_headline {
   std::int64_t id = 0;
   std::string_view title;
   std::string_view url;
   std::string_view site;
   std::int64_t time_ms = 0;
+  std::string_view language;
 };
 
 // Story `from` turned out to be story `into`: every headline of `from` now belongs to `into`.

@@ -1,6 +1,7 @@
 #include "server/stories/story_file.hpp"
 
 #include "server/stories/story_assigner.hpp"
+#include "server/words/language.hpp"
 
 #include <utf8proc.h>
 
@@ -163,9 +164,16 @@ int assign_story_file(const std::vector<std::string>& args, std::ostream& out, s
     return 2;
   }
 
+  // An optional LANG column declares each row's language, as a site declares its own.
+  std::optional<std::size_t> lang_at;
+  for (std::size_t i = 0; i < fields.size(); ++i)
+    if (fields[i] == "LANG")
+      lang_at = i;
+
   // Rows are numbered 1, 2, ... as the assigner's headline ids; a story is named by the ID of
   // the row that started it. The whole stream's merges are applied before printing.
   story_assigner assigner;
+  std::string language;
   std::vector<std::string> ids;
   std::vector<std::int64_t> story_of;
   std::unordered_map<std::int64_t, std::int64_t> merged_into;
@@ -179,6 +187,10 @@ int assign_story_file(const std::vector<std::string>& args, std::ostream& out, s
       continue;
     }
     row->id = static_cast<std::int64_t>(ids.size()) + 1;
+    const auto declared =
+        lang_at && *lang_at < fields.size() ? std::string_view(fields[*lang_at]) : "";
+    language = words::headline_language(declared, row->title, row->url);
+    row->language = language;
     merges.clear();
     story_of.push_back(assigner.assign(*row, merges));
     for (const auto& m : merges)

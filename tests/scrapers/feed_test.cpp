@@ -48,6 +48,24 @@ TEST_CASE("feeds: RSS 2.0 items in order, links resolved, guid as a permalink") 
   CHECK(f.headlines[0].site == "ex");
 }
 
+TEST_CASE("feeds: RSS's channel <language> and RSS 1.0's <dc:language> are read as given") {
+  auto rss = parse_feed(R"(<?xml version="1.0"?><rss version="2.0"><channel><title>T</title>
+    <language> fr-FR </language><item><title>Un séisme</title><link>https://x.fr/1</link></item>
+    </channel></rss>)",
+                        "https://x.fr/feed.xml");
+  CHECK(rss.language == "fr-FR");
+  auto rdf = parse_feed(R"(<?xml version="1.0"?>
+<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns="http://purl.org/rss/1.0/"
+         xmlns:dc="http://purl.org/dc/elements/1.1/">
+  <channel rdf:about="https://x.de/"><title>T</title><dc:language>de</dc:language></channel>
+  <item rdf:about="https://x.de/1"><title>Erdbeben</title><link>https://x.de/1</link></item>
+</rdf:RDF>)",
+                        "https://x.de/feed.rdf");
+  CHECK(rdf.language == "de");
+  CHECK(parse_feed(R"(<rss version="2.0"><channel><title>T</title></channel></rss>)", "https://x/")
+            .language.empty());
+}
+
 TEST_CASE("feeds: a site's page holds at most max_headlines_per_site; items past it are not read") {
   auto rss = [](const std::string& items) {
     return "<rss version=\"2.0\"><channel><title>Many</title>" + items + "</channel></rss>";

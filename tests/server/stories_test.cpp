@@ -8,6 +8,8 @@
 
 #include <signal.h>
 
+#include <algorithm>
+
 using namespace newsdesk::testing;
 using namespace std::chrono_literals;
 
@@ -128,4 +130,79 @@ TEST_CASE("two sites with the same headline tell one story: in /news.json, on th
     return http_get(nd.port, "/news").body.find("href=\"/news?story=" + id + "\">2 sources</a>") !=
            std::string::npos;
   }));
+}
+
+TEST_CASE("headlines in other languages: pages' <html lang> reach the store; the issue's Japanese "
+          "and French pairs are one story each; q=地震 and q=erdbeben find their words") {
+  // The CNN markup, in the language a page declares.
+  auto in = [](const std::string& lang,
+               const std::vector<std::pair<std::string, std::string>>& stories) {
+    auto html = cnn_page(stories);
+    return html.replace(0, 6, "<html lang=\"" + lang + "\">");
+  };
+  splash_standin splash;
+  splash.set(
+      "https://a.cnn.com/",
+      standin_page::page(in("ja", {{"/1/index.html", "東京で震度5強の地震　けが人の情報なし"},
+                                   {"/2/index.html", "日経平均、一時500円安　米金利上昇を嫌気"}})));
+  splash.set("https://b.cnn.com/",
+             standin_page::page(
+                 in("ja", {{"/3/index.html", "東京都で震度5強の地震、けが人の情報なし 気象庁"},
+                           {"/4/index.html", "京都で桜が満開に"}})));
+  splash.set("https://c.cnn.com/",
+             standin_page::page(in(
+                 "fr", {{"/5/index.html", "Séisme de magnitude 5 à Tokyo : aucun blessé signalé"},
+                        {"/6/index.html", "Ligue 1 : le PSG s'impose à Marseille"}})));
+  splash.set(
+      "https://d.cnn.com/",
+      standin_page::page(
+          in("fr-FR",
+             {{"/7/index.html", "Tokyo : un séisme de magnitude 5 secoue la capitale japonaise"},
+              {"/8/index.html", "Grève à la SNCF : le trafic perturbé ce week-end"}})));
+  splash.set("https://e.cnn.com/",
+             standin_page::page(
+                 in("de", {{"/9/index.html", "Zahl der Opfer des Erdbebens in der Türkei steigt"},
+                           {"/10/index.html", "Bundestag beschließt neues Heizungsgesetz"}})));
+  json sites = json::array();
+  for (const char* name : {"a", "b", "c", "d", "e"})
+    sites.push_back(site(name, "cnn", std::string("https://") + name + ".cnn.com/"));
+  newsdesk_process nd(json{{"splash_url", splash.base_url()}, {"sites", sites}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  json news;
+  REQUIRE(eventually([&] {
+    news = news_json(nd.port);
+    return news.at("headlines").size() == 10;
+  }));
+  // By a title's words (the page's whitespace, an ideographic space among it, is collapsed).
+  auto story_of = [&](const std::string& start) {
+    for (const auto& h : news.at("headlines"))
+      if (h.at("title").get<std::string>().rfind(start, 0) == 0)
+        return h.at("story").get<std::int64_t>();
+    FAIL("no headline begins with " << start);
+    return std::int64_t{0};
+  };
+  CHECK(story_of("東京で震度5強の地震") == story_of("東京都で震度5強の地震"));
+  CHECK(story_of("Séisme de magnitude 5 à Tokyo : aucun blessé signalé") ==
+        story_of("Tokyo : un séisme de magnitude 5 secoue la capitale japonaise"));
+  // One event in two languages is two stories: no translation.
+  CHECK(story_of("Séisme de magnitude 5 à Tokyo : aucun blessé signalé") !=
+        story_of("東京で震度5強の地震"));
+
+  std::vector<std::string> quake;
+  const auto found = news_json(nd.port, "?q=%E5%9C%B0%E9%9C%87"); // 地震
+  for (const auto& h : found.at("headlines"))
+    quake.push_back(h.at("title"));
+  std::sort(quake.begin(), quake.end());
+  REQUIRE(quake.size() == 2);
+  CHECK(quake[0].rfind("東京で震度5強の地震", 0) == 0);
+  CHECK(quake[1].rfind("東京都で震度5強の地震", 0) == 0);
+  // By word: 京都 (Kyoto) is its own headline's word, not the middle of 東京都.
+  const auto kyoto = news_json(nd.port, "?q=%E4%BA%AC%E9%83%BD").at("headlines"); // 京都
+  REQUIRE(kyoto.size() == 1);
+  CHECK(kyoto[0].at("title") == "京都で桜が満開に");
+  const auto erdbeben = news_json(nd.port, "?q=erdbeben").at("headlines");
+  REQUIRE(erdbeben.size() == 1);
+  CHECK(erdbeben[0].at("title") == "Zahl der Opfer des Erdbebens in der Türkei steigt");
+  CHECK(news_json(nd.port, "?q=Erdbebens").at("headlines").size() == 1);
+  CHECK(news_json(nd.port, "?q=seismes").at("headlines").size() == 2); // both French titles
 }

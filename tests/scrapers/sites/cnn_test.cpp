@@ -76,7 +76,7 @@ TEST_CASE("cnn: the 2025 rendered page gives 91 unique links, full headlines bef
   CHECK(got[88] == headline{"Trump’s tariffs",
                             "https://www.cnn.com/politics/live-news/"
                             "trump-news-tariffs-immigration-04-15-25/index.html",
-                            "cnn"});
+                            "cnn", std::nullopt, "", "en"});
   CHECK(got[89].title == "‘Historic’ WHO agreement");
   CHECK(got[90].title == "Pakistan and India heatwaves");
   CHECK(has_url(got, "https://www.cnn.com/2025/04/13/health/male-friendships-wellness/index.html"));

@@ -205,16 +205,16 @@ TEST_CASE("a search of one site's view links to the same search of every site") 
   news_query query;
   query.sites = {"cnn"};
   query.q = "war & peace";
-  query.words = {"war", "peace"};
+  query.words = search_query("war peace");
   auto html = page().render(sample(), query);
   CHECK(html.find("<a href=\"/news?q=war%20%26%20peace\">Search all sites</a>") !=
         std::string::npos);
   // Not without a search, nor when it already searches more than one site.
   query.q.clear();
-  query.words.clear();
+  query.words = {};
   CHECK(page().render(sample(), query).find("Search all sites") == std::string::npos);
   query.q = "war";
-  query.words = {"war"};
+  query.words = search_query("war");
   query.sites = {"cnn", "aj"};
   CHECK(page().render(sample(), query).find("Search all sites") == std::string::npos);
   query.sites.clear();
@@ -357,7 +357,7 @@ TEST_CASE("a filtered page's feed links carry the same filters") {
   news_query query;
   query.sites = {"cnn", "aj"};
   query.q = "a&b";
-  query.words = {"a&b"};
+  query.words = search_query("a b");
   query.limit = 5;
   auto html = page().render(sample(), query);
   // Mustache escapes '&' in the attribute; the browser reads back "?site=cnn&site=aj&q=a%26b&...".
@@ -452,7 +452,7 @@ TEST_CASE("with no more sites than the bound, every chip shows in the configurat
 TEST_CASE("the link to every chip keeps the view's filters and page") {
   news_query query;
   query.q = "war";
-  query.words = {"war"};
+  query.words = search_query("war");
   query.limit = 50;
   query.before_ms = 1'700'000'000'000;
   query.before_id = 7;

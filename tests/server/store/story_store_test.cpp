@@ -209,6 +209,76 @@ TEST_CASE("stories: ids survive closing and reopening, and assignment goes on fr
   }
 }
 
+TEST_CASE("stories: a headline's language is decided when it is stored, kept in its row and "
+          "read again after reopening") {
+  auto seen = std::make_shared<observed>();
+  auto check = [&](auto open) {
+    {
+      auto store = open();
+      auto found = page({{"Erdbeben der Stärke 6,4 erschüttert die Osttürkei", "https://a/1"},
+                         {"東京で震度5強の地震　けが人の情報なし", "https://a/2"},
+                         {"Merz stellt Rente mit 63 infrage", "https://a/3"}});
+      found[0].language = "de-DE"; // as the page declared it
+      found[1].language = "en";    // a template's lang="en" on a Japanese title
+      auto written = store->record_refresh("a", found, at(1000));
+      REQUIRE(written.added.size() == 3);
+      CHECK(written.added[0].language == "de");
+      CHECK(written.added[1].language == "ja");
+      CHECK(written.added[2].language == "de"); // none declared: detected
+      CHECK(seen->languages == std::vector<std::string>{"de", "ja", "de"});
+      const auto rows = store->since(0, 10);
+      REQUIRE(rows.size() == 3);
+      CHECK(rows[1].language == "ja");
+    }
+    seen->languages.clear();
+    auto store = open();
+    CHECK(seen->languages == std::vector<std::string>{"de", "ja", "de"}); // replayed with them
+  };
+  SUBCASE("sqlite") {
+    temp_dir dir;
+    check([&] { return sqlite_store::open(dir.path / "news.db", title_grouping::options(seen)); });
+  }
+  SUBCASE("postgresql") {
+    const auto url = postgres_cluster::shared().fresh_database();
+    check([&] { return postgres_store::open(url, title_grouping::options(seen)); });
+  }
+}
+
+TEST_CASE("stories: a database of schema version 6 is migrated; its rows keep '' as their "
+          "language and new rows get theirs") {
+  auto check = [](headline_store& store) {
+    auto rows = store.since(0, 10);
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].language.empty()); // stored before languages were
+    const auto added =
+        store
+            .record_refresh(
+                "b", page({{"Erdbeben der Stärke 6,4 erschüttert die Osttürkei", "https://b/1"}}),
+                at(2000))
+            .added;
+    REQUIRE(added.size() == 1);
+    CHECK(added[0].language == "de");
+    CHECK(store.since(0, 10).at(1).language == "de");
+  };
+  SUBCASE("sqlite") {
+    temp_dir dir;
+    const auto file = dir.path / "old.db";
+    sqlite_store::open(file)->record_refresh("a", page({{"A", "https://a/1"}}), at(1000));
+    raw_exec(file, "ALTER TABLE headlines DROP COLUMN language; PRAGMA user_version = 6;");
+    check(*sqlite_store::open(file));
+  }
+  SUBCASE("postgresql") {
+    auto& pg = postgres_cluster::shared();
+    const auto url = pg.fresh_database();
+    postgres_store::open(url)->record_refresh("a", page({{"A", "https://a/1"}}), at(1000));
+    pg.exec(database_of(url), "ALTER TABLE headlines DROP COLUMN language; "
+                              "UPDATE newsdesk_schema SET version = 6;");
+    auto store = postgres_store::open(url);
+    CHECK(pg.exec(database_of(url), "SELECT version FROM newsdesk_schema") == "7");
+    check(*store);
+  }
+}
+
 TEST_CASE("stories: two instances on one PostgreSQL database agree, each catching up on the "
           "other's rows and merges before it assigns") {
   const auto url = postgres_cluster::shared().fresh_database();
@@ -244,14 +314,17 @@ TEST_CASE("stories: an SQLite file of schema version 3 is migrated; each row is 
   temp_dir dir;
   const auto file = dir.path / "old.db";
   sqlite_store::open(file)->record_refresh("a", page({{"A", "https://a/1"}}), at(1000));
-  // Back to version 3: what versions 4 and 5 added, gone; then a row as version 3 wrote them.
-  raw_exec(file, "DROP TABLE site_icons; ALTER TABLE headlines DROP COLUMN published_ms; "
-                 "ALTER TABLE headlines DROP COLUMN first_look; DROP INDEX headlines_story; DROP "
-                 "INDEX headlines_first_seen; "
-                 "ALTER TABLE headlines DROP COLUMN story; DROP TABLE story_merges; "
-                 "INSERT INTO headlines (site, url, title, first_seen_ms, last_seen_ms, seen_seq, "
-                 "position) VALUES ('a', 'https://a/2', 'B', 1000, 1000, 1, 1); "
-                 "PRAGMA user_version = 3;");
+  // Back to version 3: what versions 4 to 7 added, gone; then a row as version 3 wrote them.
+  raw_exec(
+      file,
+      "DROP TABLE site_icons; ALTER TABLE headlines DROP COLUMN published_ms; "
+      "ALTER TABLE headlines DROP COLUMN first_look; ALTER TABLE headlines DROP COLUMN language; "
+      "DROP INDEX headlines_story; DROP "
+      "INDEX headlines_first_seen; "
+      "ALTER TABLE headlines DROP COLUMN story; DROP TABLE story_merges; "
+      "INSERT INTO headlines (site, url, title, first_seen_ms, last_seen_ms, seen_seq, "
+      "position) VALUES ('a', 'https://a/2', 'B', 1000, 1000, 1, 1); "
+      "PRAGMA user_version = 3;");
 
   auto store = sqlite_store::open(file);
   auto rows = store->since(0, 10);
@@ -269,11 +342,12 @@ TEST_CASE("stories: a PostgreSQL database of schema version 2 is migrated; each 
   auto& pg = postgres_cluster::shared();
   const auto url = pg.fresh_database();
   postgres_store::open(url)->record_refresh("a", page({{"A", "https://a/1"}}), at(1000));
-  // Back to version 2: what versions 3 to 6 added, gone; then a row as version 2 wrote them.
+  // Back to version 2: what versions 3 to 7 added, gone; then a row as version 2 wrote them.
   pg.exec(database_of(url),
           "DROP TABLE instances; ALTER TABLE schedule DROP COLUMN last_owner; "
           "DROP TABLE site_icons; "
-          "ALTER TABLE headlines DROP COLUMN published_ms, DROP COLUMN first_look; "
+          "ALTER TABLE headlines DROP COLUMN published_ms, DROP COLUMN first_look, "
+          "DROP COLUMN language; "
           "DROP TABLE story_merges; DROP INDEX headlines_first_seen; "
           "ALTER TABLE headlines DROP COLUMN story; "
           "ALTER TABLE newsdesk_meta DROP COLUMN last_merge; "
