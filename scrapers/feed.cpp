@@ -133,9 +133,9 @@ bool looks_like_html(std::string_view text) {
     const auto rest = text.substr(at);
     if (rest.starts_with("</")) {
       std::size_t i = 2;
-      while (i < rest.size() && ((rest[i] >= 'a' && rest[i] <= 'z') ||
-                                 (rest[i] >= 'A' && rest[i] <= 'Z') ||
-                                 (i > 2 && rest[i] >= '0' && rest[i] <= '9')))
+      while (i < rest.size() &&
+             ((rest[i] >= 'a' && rest[i] <= 'z') || (rest[i] >= 'A' && rest[i] <= 'Z') ||
+              (i > 2 && rest[i] >= '0' && rest[i] <= '9')))
         ++i;
       if (i > 2 && i < rest.size() && rest[i] == '>')
         return true;
@@ -147,9 +147,9 @@ bool looks_like_html(std::string_view text) {
       if (name.starts_with('#')) {
         const bool hex = name.size() > 1 && (name[1] == 'x' || name[1] == 'X');
         const auto digits = name.substr(hex ? 2 : 1);
-        if (!digits.empty() && digits.find_first_not_of(hex ? "0123456789abcdefABCDEF"
-                                                            : "0123456789") ==
-                                   std::string_view::npos)
+        if (!digits.empty() &&
+            digits.find_first_not_of(hex ? "0123456789abcdefABCDEF" : "0123456789") ==
+                std::string_view::npos)
           return true;
       } else if (html_named_reference(name)) {
         return true;
@@ -382,7 +382,8 @@ feed parse_feed(std::string_view bytes, std::string_view feed_url, std::string_v
   reader.out.headlines = collector.take();
   reader.out.encoding = decoded.encoding;
   if (error)
-    reader.out.warning = "not well-formed XML (" + detail::describe(error) + "); read what it could";
+    reader.out.warning =
+        "not well-formed XML (" + detail::describe(error) + "); read what it could";
   else if (!decoded.mismatch.empty())
     reader.out.warning = decoded.mismatch;
   return std::move(reader.out);

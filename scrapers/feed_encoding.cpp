@@ -253,11 +253,11 @@ decoded_text decode_xml(std::string_view bytes, std::string_view content_type) {
       continue;
     decoded_text out{std::move(*text), candidates[i].encoding, {}};
     if (i > 0)
-      out.mismatch = (candidates.front().said_by
-                          ? std::string(candidates.front().said_by) + " " +
-                                candidates.front().encoding + ", which does not read it"
-                          : std::string("not UTF-8")) +
-                     "; read as " + out.encoding;
+      out.mismatch =
+          (candidates.front().said_by ? std::string(candidates.front().said_by) + " " +
+                                            candidates.front().encoding + ", which does not read it"
+                                      : std::string("not UTF-8")) +
+          "; read as " + out.encoding;
     return out;
   }
   // Unreachable: ISO-8859-1 maps every byte. Kept so that the function always returns text.

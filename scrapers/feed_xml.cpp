@@ -229,8 +229,8 @@ xml_stream::xml_stream(std::string_view text, const std::string& base)
     , state_(std::make_unique<state>()) {
   static const bool initialised = (xmlInitParser(), true); // once, before threads share it
   (void)initialised;
-  ctxt_ = xmlCreatePushParserCtxt(nullptr, nullptr, nullptr, 0,
-                                  base.empty() ? nullptr : base.c_str());
+  ctxt_ =
+      xmlCreatePushParserCtxt(nullptr, nullptr, nullptr, 0, base.empty() ? nullptr : base.c_str());
   if (!ctxt_)
     throw std::bad_alloc();
   // No network, no DTD loading, no entity substitution (entity references stay references;
