@@ -86,10 +86,13 @@ std::string lower(std::string text) {
 }
 
 // How much a child element named like one the feed needs is the feed's own: a format's own
-// namespace (or none) first, then Dublin Core's (dc:title), then any other (media:title).
+// namespace (or none, or the root element's: RSS 2.0 written in a namespace of its own) first,
+// then Dublin Core's (dc:title), then any other (media:title).
 int rank_of(const xmlNode* n) {
   const auto ns = ns_of(n);
   if (ns.empty() || ns == atom_ns || ns == atom03_ns || ns == rss10_ns || ns == rss090_ns)
+    return 0;
+  if (const xmlNode* root = xmlDocGetRootElement(n->doc); root && ns == ns_of(root))
     return 0;
   return ns == dublin_core_ns ? 1 : 2;
 }
@@ -119,9 +122,20 @@ std::string resolved(const xmlNode* n, std::string_view href) {
 }
 
 // Text that is HTML markup, as text ("<b>Bold</b> &amp; more" -> "Bold & more"): what a page's
-// title would read.
+// title would read. Scripts and style sheets are not text.
 std::string html_text(std::string_view markup) {
-  return dom::document::parse(markup).root().text();
+  const auto document = dom::document::parse(markup);
+  collapsed_text out;
+  for (dom::node n : document.root().descendants()) {
+    if (!n.is_text())
+      continue;
+    bool shown = true;
+    for (auto up = n.parent(); up && shown; up = up.parent())
+      shown = !up.has_tag("script") && !up.has_tag("style") && !up.has_tag("template");
+    if (shown)
+      out.append(n.raw_text());
+  }
+  return std::move(out).take();
 }
 
 // Whether an RSS title's text is HTML: RSS does not say, and feeds write both "AT&amp;T" (the
@@ -172,9 +186,11 @@ struct feed_reader {
   headline_collector& collector;
   bool read_as_utf8; // the document's encoding: titles decoded twice are undone (finish_title)
   feed out;
+  const detail::xml_stream* stream = nullptr;
   std::optional<format> kind;
   std::size_t items = 0;
   bool saw_channel = false;
+  int title_rank = 2; // of the feed's title so far: only a better-ranked one replaces it
 
   // Once a site's page is full, the items after are never read; far more items than any feed
   // has (repeated or linkless) bound a hostile one's cost.
@@ -285,16 +301,24 @@ struct feed_reader {
     ++items;
     if (auto link = entry_link(entry); !link.empty())
       collector.add(title_text(child(entry, "title")), link, published(entry));
+    // An item left open ("<item>...<item>...</item>") holds the next: both are items.
+    for (const xmlNode* c = entry->children; c && more(); c = c->next)
+      if (named(c, "item") || named(c, "entry"))
+        add_entry(c);
   }
 
-  // The feed's own title and link: the first of each in the format's namespace.
+  // The feed's own title and link: the first of each in the format's namespace (for the title,
+  // else Dublin Core's).
   void take_feed_detail(const xmlNode* n) {
-    if (rank_of(n) > 0)
-      return;
-    if (named(n, "title") && out.title.empty())
-      out.title = normalise_title_text(title_text(n));
-    else if (named(n, "link") && out.home.empty())
+    const int rank = rank_of(n);
+    if (named(n, "title") && rank < title_rank) {
+      if (auto title = normalise_title_text(title_text(n)); !title.empty()) {
+        out.title = std::move(title);
+        title_rank = rank;
+      }
+    } else if (named(n, "link") && out.home.empty()) {
       out.home = page_link(n);
+    }
   }
 
   // One complete element under the root or the channel.
@@ -322,7 +346,8 @@ struct feed_reader {
         saw_channel = true;
         read_children(c, done, false);
       } else if (done) {
-        if (c->type == XML_ELEMENT_NODE)
+        // What a cut-off feed left open is not read: its link may be cut too.
+        if (c->type == XML_ELEMENT_NODE && !(complete && stream->open_at_end(c)))
           take(c, parent);
         xmlUnlinkNode(c);
         xmlFreeNode(c);
@@ -333,21 +358,22 @@ struct feed_reader {
     }
   }
 
-  void read(detail::xml_stream& stream) {
+  void read(detail::xml_stream& text) {
+    stream = &text;
     while (more()) {
-      stream.parse_next();
-      if (stream.declares_entities())
+      text.parse_next();
+      if (text.declares_entities())
         throw feed_error("the feed declares its own entities, which newsdesk does not expand");
-      xmlDoc* doc = stream.document();
+      xmlDoc* doc = text.document();
       if (xmlNode* root = doc ? xmlDocGetRootElement(doc) : nullptr) {
         if (!kind)
           kind = format_of(root);
         // <channel> as the root (without <rss>) holds the items itself.
         const bool channel_root = *kind == format::rss && named(root, "channel");
         saw_channel = saw_channel || channel_root;
-        read_children(root, stream.finished(), !channel_root);
+        read_children(root, text.finished(), !channel_root);
       }
-      if (stream.finished())
+      if (text.finished())
         break;
     }
   }
@@ -367,7 +393,7 @@ feed parse_feed(std::string_view bytes, std::string_view feed_url, std::string_v
   static const dom::document no_page = dom::document::parse("");
   headline_collector collector(std::string(site), feed_url, no_page);
   collector.authored_titles();
-  feed_reader reader{collector, decoded.encoding == "UTF-8", {}, std::nullopt, 0, false};
+  feed_reader reader{collector, decoded.encoding == "UTF-8", {}, nullptr, std::nullopt, 0, false};
   detail::xml_stream stream(decoded.text, std::string(feed_url));
   reader.read(stream);
   const auto* error = stream.first_error();

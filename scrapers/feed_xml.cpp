@@ -6,6 +6,7 @@
 #include <libxml/entities.h>
 
 #include <algorithm>
+#include <cctype>
 #include <new>
 #include <unordered_map>
 
@@ -117,11 +118,27 @@ std::string mend_markup(std::string_view text) {
     } else if (c == '&') {
       bool valid = true;
       const auto length = reference_length(text.substr(i), valid);
-      if (length == 0)
-        out += "&amp;"; // a bare '&': the text after it is copied as it is
-      else if (valid)
-        out.append(text.substr(i, length));
-      i += length == 0 ? 1 : length;
+      if (length > 0) {
+        if (valid) // HTML also writes "&#X2014;"; XML only "&#x2014;"
+          out += text.substr(i, 3) == "&#X" ? "&#x" + std::string(text.substr(i + 3, length - 3))
+                                            : std::string(text.substr(i, length));
+        i += length;
+        continue;
+      }
+      // "&eacute" without its ';', as HTML still reads a few names, unless it is followed by
+      // '=' (a URL's "?a=1&copy=2"); any other '&' is text, and what follows it is copied.
+      std::size_t end = i + 1;
+      while (end < text.size() && std::isalnum(static_cast<unsigned char>(text[end])))
+        ++end;
+      const auto name = text.substr(i + 1, end - i - 1);
+      const auto after = end < text.size() ? static_cast<unsigned char>(text[end]) : 0;
+      if (!name.empty() && after != '=' && !is_name_char(after) && is_legacy_html_reference(name)) {
+        out += "&" + std::string(name) + ";";
+        i = end;
+      } else {
+        out += "&amp;";
+        ++i;
+      }
     } else {
       if (!is_forbidden_control(c))
         out += static_cast<char>(c);
@@ -271,6 +288,13 @@ xmlDoc* xml_stream::document() const {
 
 bool xml_stream::declares_entities() const {
   return state_->declares_entities;
+}
+
+bool xml_stream::open_at_end(const xmlNode* node) const {
+  for (int i = 0; i < ctxt_->nodeNr; ++i)
+    if (ctxt_->nodeTab[i] == node)
+      return true;
+  return false;
 }
 
 const xmlError* xml_stream::first_error() const {

@@ -6,7 +6,8 @@
 //    stays in the text as written ("&fooo;"), as browsers keep it.
 //  - Markup as the web writes it is mended before parsing (mend_markup): a bare '&' ("AT&T",
 //    "?a=1&b=2") and a '<' that starts no tag are escaped, control characters XML forbids and
-//    numeric references to them dropped. A well-formed document is left exactly as it is.
+//    numeric references to them dropped, HTML's "&#X2014;" and "&eacute" (no ';', for the
+//    names HTML reads so) written as XML's. A well-formed document is left exactly as it is.
 //  - What is still not well-formed is read in libxml2's recovery mode, as far as it goes; the
 //    first error is kept so that a caller that finds nothing can say what was wrong.
 //  - Nothing is fetched: no network, no DTD, no external entity; a document that declares
@@ -56,6 +57,10 @@ class xml_stream {
   // node that is complete: one with a next sibling, or any node once finished(). The stream
   // frees the rest.
   xmlDoc* document() const;
+
+  // Whether `node` was still open when the text ended (a feed cut off in the middle of an
+  // item): its content is not whole. Meaningful once finished().
+  bool open_at_end(const xmlNode* node) const;
 
   // The document declared entities of its own (the parser stopped there).
   bool declares_entities() const;

@@ -20,6 +20,10 @@ namespace newsdesk::scrapers {
 // given without '&' and ';'. O(log n).
 std::optional<std::string> html_named_reference(std::string_view name);
 
+// Whether `name` is one of the 106 references HTML also resolves without their ';' ("&eacute",
+// "&amp", "&copy": HTML 4's Latin-1 set and a few more), as old pages and feeds write them.
+bool is_legacy_html_reference(std::string_view name);
+
 // The longest name in the list ("CounterClockwiseContourIntegral"): a longer one is not a
 // reference, whatever it is.
 inline constexpr std::size_t max_html_reference_name = 31;
