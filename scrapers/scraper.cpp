@@ -5,7 +5,7 @@
 namespace newsdesk::scrapers {
 
 std::vector<headline> scraper::parse(std::string_view html, std::string_view page_url,
-                                     std::string* note) const {
+                                     std::string* note, std::string_view) const {
   if (note)
     note->clear();
   const auto page = parse_page(html);

@@ -102,11 +102,17 @@ class scraper {
   // A scraper whose source is not a page (a feed) reads the bytes its own way instead, and
   // throws its own error (feed_error) for bytes it cannot read. `note`, when given, receives
   // what the site's operator should know although headlines were found ("found by detection;
-  // the selectors matched nothing"), or is cleared.
+  // the selectors matched nothing"), or is cleared. `content_type` is the HTTP Content-Type the
+  // bytes came with when they were fetched directly (empty from a browser or a saved file): a
+  // feed takes its charset from it.
   virtual std::vector<headline> parse(std::string_view html, std::string_view page_url,
-                                      std::string* note) const;
+                                      std::string* note, std::string_view content_type) const;
+  std::vector<headline> parse(std::string_view html, std::string_view page_url,
+                              std::string* note) const {
+    return parse(html, page_url, note, {});
+  }
   std::vector<headline> parse(std::string_view html, std::string_view page_url) const {
-    return parse(html, page_url, nullptr);
+    return parse(html, page_url, nullptr, {});
   }
 
  protected:

@@ -103,8 +103,8 @@ class site_file_scraper final : public scraper {
   // Selectors first; detection when the file has none, or when they find nothing (a redesign):
   // the site keeps its headlines and the note tells the operator to update the file.
   using scraper::parse;
-  std::vector<headline> parse(std::string_view html, std::string_view page_url,
-                              std::string* note) const override {
+  std::vector<headline> parse(std::string_view html, std::string_view page_url, std::string* note,
+                              std::string_view) const override {
     site_trial trial;
     const auto page = parse_page(html);
     auto found = read(page, page_url, trial, false);
@@ -281,11 +281,13 @@ class feed_scraper final : public scraper {
     return {};
   }
   using scraper::parse;
-  std::vector<headline> parse(std::string_view bytes, std::string_view feed_url,
-                              std::string* note) const override {
+  // A feed's warning (read in recovery mode, or in another encoding than it claims) is not
+  // passed on as the note: /news shows any note as "found by detection".
+  std::vector<headline> parse(std::string_view bytes, std::string_view feed_url, std::string* note,
+                              std::string_view content_type) const override {
     if (note)
       note->clear();
-    auto read = parse_feed(bytes, feed_url, info_.name);
+    auto read = parse_feed(bytes, feed_url, info_.name, content_type);
     declare_language(read.headlines, read.language);
     return std::move(read.headlines);
   }
@@ -852,16 +854,22 @@ std::vector<std::string> check_site_folder(const std::filesystem::path& dir) {
   return errors;
 }
 
-site_trial try_scraper(const scraper& s, std::string_view html, std::string_view page_url) {
+site_trial try_scraper(const scraper& s, std::string_view html, std::string_view page_url,
+                       std::string_view content_type) {
   site_trial trial;
   trial.site = s.site();
   std::string base(page_url.empty() ? std::string_view(trial.site.url) : page_url);
   if (const auto* site = dynamic_cast<const site_file_scraper*>(&s)) {
     trial.headlines = site->read(dom::document::parse(html), base, trial, true);
+  } else if (dynamic_cast<const feed_scraper*>(&s)) {
+    // The feed read as the service reads it, and what it would warn about as the hint.
+    trial.method = "feed";
+    auto f = parse_feed(html, base, trial.site.name, content_type);
+    trial.headlines = std::move(f.headlines);
+    trial.hint = std::move(f.warning);
   } else {
-    trial.method =
-        trial.site.renderer == "feed" ? "feed" : "built-in scraper (" + origin_of(trial.site) + ")";
-    trial.headlines = s.parse(html, base);
+    trial.method = "built-in scraper (" + origin_of(trial.site) + ")";
+    trial.headlines = s.parse(html, base, nullptr, content_type);
   }
   return trial;
 }
