@@ -205,10 +205,13 @@ etag_of() { # server path
 
 # /news shows ages in minutes, so newsdesk builds it again when a minute turns, under a new tag
 # (nginx's copy never changes): a revalidation run across the turn would send the old tag and
-# get 200s. Runs start clear of the turn and of the few seconds its rebuild takes.
-clear_of_minute_turn() {
+# get 200s. The first request of a new minute starts that build, so runs start clear of the
+# turn, after a request and the moment the build takes.
+clear_of_minute_turn() { # server
   local second
-  while second=$((10#$(date +%S))); ((second < 8 || second > 58 - seconds)); do sleep 0.5; done
+  while second=$((10#$(date +%S))); ((second < 2 || second > 57 - seconds)); do sleep 0.5; done
+  curl -s -o /dev/null -H 'Accept-Encoding: br' "$1/news"
+  sleep 2
 }
 browser=(-H 'Accept-Encoding: gzip, deflate, br')
 echo "bench/serving on $(hostname), $(date -u +%Y-%m-%dT%H:%MZ), commit $(git -C "$root" rev-parse --short HEAD), load average $(cut -d" " -f1-3 /proc/loadavg): servers on cores $server_cores, clients on cores $client_cores;"
@@ -223,7 +226,7 @@ for path in ${PATHS:-/news /news.json /news.atom}; do
       for side in nginx newsdesk; do
         base=$nginx server_pids=$nginx_pids
         [[ $side == newsdesk ]] && base=$newsdesk server_pids=$newsdesk_pids
-        clear_of_minute_turn
+        clear_of_minute_turn "$base"
         args=()
         case $mode in
         browser) args=("${browser[@]}") ;;
