@@ -217,17 +217,29 @@ TEST_CASE("a filtered view is built once and then served from the cache") {
   REQUIRE(eventually(
       [&] { return http_get(nd.port, "/news.json").body.find("Weather") != std::string::npos; }));
   // Let the views every change builds (prebuilt on the pool, one round at a time, at least
-  // 100 ms apart) finish first.
-  const auto builds = settled_builds(nd.port);
-  const auto hits = metric(nd.port, "newsdesk_representation_hits_total");
-  auto first = http_get(nd.port, "/news.json?q=weather");
+  // 100 ms apart) finish first. A late round (a status, an icon) may still come between the two
+  // requests on a loaded machine: then try again with another search, at most three times.
+  const char* searches[] = {"weather", "today", "weather+today"};
+  std::uint64_t builds = 0, hits = 0, after_first = 0, after_second = 0;
+  http_answer first, second;
+  for (const char* q : searches) {
+    builds = settled_builds(nd.port);
+    hits = metric(nd.port, "newsdesk_representation_hits_total");
+    const auto rounds = metric(nd.port, "newsdesk_view_build_rounds_total");
+    first = http_get(nd.port, std::string("/news.json?q=") + q);
+    after_first = metric(nd.port, "newsdesk_representation_builds_total");
+    second = http_get(nd.port, std::string("/news.json?q=") + q);
+    after_second = metric(nd.port, "newsdesk_representation_builds_total");
+    if (metric(nd.port, "newsdesk_view_build_rounds_total") == rounds)
+      break;
+  }
   REQUIRE(first.status == 200);
   CHECK(first.body.find("Election") == std::string::npos);
-  CHECK(metric(nd.port, "newsdesk_representation_builds_total") == builds + 1);
-  auto second = http_get(nd.port, "/news.json?q=weather");
+  CHECK(first.body.find("Weather") != std::string::npos);
+  CHECK(after_first == builds + 1);
   CHECK(second.body == first.body);
   CHECK(second.header("ETag") == first.header("ETag"));
-  CHECK(metric(nd.port, "newsdesk_representation_builds_total") == builds + 1);
+  CHECK(after_second == builds + 1);
   CHECK(metric(nd.port, "newsdesk_representation_hits_total") >= hits + 1);
 }
 
