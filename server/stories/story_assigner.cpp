@@ -41,6 +41,13 @@ constexpr double name_concentration = 0.7;
 // same_site_factor times the resemblance: one site's several headlines on one subject (a front
 // page's live coverage of a war) are more often a topic than one event.
 constexpr double same_site_factor = 2.0;
+// A headline that resembles two stories, the second at least ambiguous_fraction of the first's
+// score, while the two have less than unrelated_similarity in common, bridges two events
+// (often a site joining two other sites' titles to steer their stories): it joins neither.
+constexpr double ambiguous_fraction = 0.7;
+constexpr double unrelated_similarity = 0.1;
+// Bridges awaiting a second site (see confirmed()), the oldest forgotten past this many.
+constexpr std::size_t max_pending_bridges = 4096;
 // Sites listed per story; a story with more has many sources and is not one site's topic.
 constexpr std::size_t max_story_sites = 16;
 // Words kept per story (its heaviest); the rest of its centroid is forgotten.
@@ -153,6 +160,9 @@ struct story_assigner::state {
   std::set<std::pair<std::uint64_t, std::int64_t>> by_use; // (used, id) of live stories
   std::unordered_map<std::int64_t, std::int64_t> merged;   // from -> into
   std::deque<std::int64_t> merge_order;                    // `merged` keys, oldest first
+  // Pairs of stories one site's headline bridged -> that site (confirmed()).
+  std::map<std::pair<std::int64_t, std::int64_t>, std::uint32_t> pending_bridges;
+  std::deque<std::pair<std::int64_t, std::int64_t>> bridge_order; // its keys, oldest first
   std::uint64_t arrivals = 0;
   std::int64_t last_id = 0;
   weighted scratch;
@@ -322,7 +332,7 @@ struct story_assigner::state {
   }
 
   // Live stories sharing a word of `probe` with `v` (what is compared, never listed) that could
-  // pass most_similar's tests: those sharing two words or more, those large enough to be named
+  // pass similar()'s tests: those sharing two words or more, those large enough to be named
   // by one word, and (when `v` is a large story, not a headline `joining`) small ones sharing a
   // word that names `v`. Most live stories are a single headline, so this spares comparing
   // whole vectors with most of them.
@@ -349,14 +359,22 @@ struct story_assigner::state {
     return found;
   }
 
-  // Of the live stories found through the words of `probe`, the one most similar to `v` (a
-  // headline `joining`, as a story of one, or a live story after it grew) and its score (>= 1:
-  // similar enough); ties go to the older story.
-  std::pair<std::int64_t, double> most_similar(const weighted& probe, const story& v,
-                                               bool joining) const {
-    std::pair<std::int64_t, double> best{0, 0};
+  // A live story and how close it is to `v`: `score` >= 1 is similar
+  // enough; `as_joining` when one side is a headline or a small story judged as its headlines
+  // would be joining the other (not a bridge between two stories).
+  struct match {
+    std::int64_t id = 0;
+    double score = 0;
+    bool as_joining = false;
+  };
+
+  // The live stories found through the words of `probe` that pass similar()'s tests, with
+  // their scores against `v` (a headline `joining`, as a story of one, or a live story after it
+  // grew), the most similar first; ties go to the older story.
+  std::vector<match> similar(const weighted& probe, const story& v, bool joining) const {
+    std::vector<match> found;
     if (v.norm <= 0)
-      return best;
+      return found;
     const auto v_size = v.size;
     for (const story* candidate : candidates(probe, v, joining)) {
       const auto& s = *candidate;
@@ -389,11 +407,33 @@ struct story_assigner::state {
         needed = std::max(needed, pair_similarity);
       if (large != nullptr && same_sites(*small, *large))
         needed *= same_site_factor;
-      const double score = cosine / needed;
-      if (score > best.second || (score == best.second && s.id < best.first))
-        best = {s.id, score};
+      found.push_back({s.id, cosine / needed, large != nullptr});
     }
-    return best;
+    std::sort(found.begin(), found.end(), [](const match& a, const match& b) {
+      return a.score > b.score || (a.score == b.score && a.id < b.id);
+    });
+    return found;
+  }
+
+  // Whether live stories `a` and `b` have almost nothing in common: two events.
+  bool unrelated(std::int64_t a, std::int64_t b) const {
+    const auto& x = live.at(a);
+    const auto& y = live.at(b);
+    if (x.norm <= 0 || y.norm <= 0)
+      return true;
+    return common(x.centroid, y.centroid).dot / (x.norm * y.norm) < unrelated_similarity;
+  }
+
+  // The story a headline with `found` (similar()'s answer) joins: the most similar, unless it
+  // is not similar enough or the headline bridges it and an unrelated story (0: none).
+  std::int64_t story_to_join(const std::vector<match>& found) const {
+    if (found.empty() || found[0].score < 1)
+      return 0;
+    for (std::size_t k = 1; k < found.size(); ++k)
+      if (found[k].score >= ambiguous_fraction * found[0].score &&
+          unrelated(found[0].id, found[k].id))
+        return 0;
+    return found[0].id;
   }
 
   // Merges the live stories `a` and `b` into the older; returns the survivor.
@@ -416,15 +456,44 @@ struct story_assigner::state {
     }
   }
 
-  // Merges story `id` with every live story that has come to resemble it; returns what `id`
-  // is now.
-  std::int64_t merge_resembling(std::int64_t id, const weighted& headline,
+  // Whether a second site confirms the bridge between stories `a` and `b` that a headline of
+  // `site` makes: two stories of one event are bridged by the headlines of more than one site,
+  // while one site alone could steer every other site's stories (joining titles of unrelated
+  // events). The first site's bridge is remembered; a later one from another site merges.
+  bool confirmed(std::int64_t a, std::int64_t b, std::uint32_t site) {
+    const std::pair bridge{std::min(a, b), std::max(a, b)};
+    auto [it, first] = pending_bridges.emplace(bridge, site);
+    if (first) {
+      bridge_order.push_back(bridge);
+      if (bridge_order.size() > max_pending_bridges) {
+        pending_bridges.erase(bridge_order.front());
+        bridge_order.pop_front();
+      }
+      return false;
+    }
+    return it->second != site;
+  }
+
+  // Merges story `id` with every live story that has come to resemble it (since `headline` of
+  // `site` joined it); returns what `id` is now.
+  std::int64_t merge_resembling(std::int64_t id, const weighted& headline, std::uint32_t site,
                                 std::vector<story_merge>& merges) {
     for (;;) {
-      const auto& s = live.at(id);
-      // Only what shares words with the headline just joined can have come closer.
-      auto [other, score] = most_similar(headline, s, false);
-      if (other == 0 || score < 1)
+      // Only what shares words with the headline just joined can have come closer. A story
+      // now like two unrelated ones merges with neither, as such a headline joins neither.
+      const auto found = similar(headline, live.at(id), false);
+      if (story_to_join(found) == 0)
+        return id;
+      std::int64_t other = 0;
+      for (const auto& m : found) {
+        if (m.score < 1)
+          break;
+        if (confirmed(id, m.id, site)) {
+          other = m.id;
+          break;
+        }
+      }
+      if (other == 0)
         return id;
       auto into = merge(id, other);
       merges.push_back({std::max(id, other), into});
@@ -455,14 +524,15 @@ std::int64_t story_assigner::assign(const story_headline& headline,
   auto& s = *state_;
   s.advance(headline.id);
   const auto one = s.story_of(headline);
-  auto [best, score] = s.most_similar(one.centroid, one, true);
-  if (best == 0 || score < 1) {
-    // Nothing to compare on (a title of stop words) or nothing alike: a story of its own.
+  const auto best = s.story_to_join(s.similar(one.centroid, one, true));
+  if (best == 0) {
+    // Nothing to compare on (a title of stop words), nothing alike, or two unrelated stories
+    // alike: a story of its own.
     s.join(s.open(headline.id, headline.time_ms, headline.language), one);
     return headline.id;
   }
   s.join(s.live.at(best), one);
-  return s.merge_resembling(best, one.centroid, merges);
+  return s.merge_resembling(best, one.centroid, site_hash(headline.site), merges);
 }
 
 void story_assigner::observe(const story_headline& headline, std::int64_t story) {

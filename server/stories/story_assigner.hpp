@@ -24,6 +24,11 @@
 // to resemble each other are merged into the older one; a small story meeting a large one is
 // judged as its headlines would be if they joined it now (a headline that came before its
 // story grew could not have joined it then).
+// No one site steers the others' stories (a hostile feed joining their titles in pairs): a
+// headline resembling two stories that have almost nothing in common joins neither, a story
+// resembling two such merges with neither, and a merge needs headlines of two sites bridging
+// the two stories (the first bridge is remembered, a bounded number of them, and not replayed
+// by observe(): after a restart a merge needs two new sites).
 //
 // A story's id is the id of the headline that started it, so ids need no sequence of their own
 // and a story outlives none of its headlines' ids.

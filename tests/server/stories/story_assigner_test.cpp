@@ -192,9 +192,12 @@ TEST_CASE("a headline that came before its story grew is taken in once the story
   CHECK(s.add("Titanfall review: the verdicts are in", "", "r2.example") == story);
   CHECK(s.merges.empty());
   // Three headlines, all with the word and nearly every headline with it: it names the story,
-  // and the early headline, judged as if it joined now, is taken in (into the older id).
-  auto third = s.add("Titanfall review: critics agree on the shooter", "", "r3.example");
-  CHECK(third == early);
+  // and the early headline, judged as if it joined now, would be taken in; it is once a second
+  // site's headline says so too (into the older id).
+  CHECK(s.add("Titanfall review: critics agree on the shooter", "", "r3.example") == story);
+  CHECK(s.merges.empty());
+  auto fourth = s.add("Titanfall review: a shooter critics agree on", "", "r4.example");
+  CHECK(fourth == early);
   REQUIRE(s.merges.size() == 1);
   CHECK(s.merges[0] == story_merge{story, early});
   CHECK(s.assigner.current(story) == early);
@@ -241,18 +244,44 @@ TEST_CASE("assignment is deterministic for an arrival order") {
   CHECK(first == second);
 }
 
-TEST_CASE("two stories that come to resemble each other merge into the older") {
+TEST_CASE("two stories that come to resemble each other merge into the older, once headlines of "
+          "two sites bridge them") {
   stream s;
-  auto a = s.add("alpha bravo", "", "one.example");
-  auto b = s.add("charlie delta", "", "two.example");
+  auto a = s.add("alpha bravo echo", "", "one.example");
+  auto b = s.add("charlie delta echo", "", "two.example");
   REQUIRE(a != b);
-  auto joined = s.add("alpha bravo charlie delta", "", "three.example");
+  // One site's headline bridging the two joins the one it resembles most; the stories wait.
+  CHECK(s.add("alpha bravo charlie echo", "", "three.example") == a);
+  CHECK(s.merges.empty());
+  // Another headline of the same site is not a second witness.
+  CHECK(s.add("alpha bravo charlie echo golf", "", "three.example") == a);
+  CHECK(s.merges.empty());
+  // Another site's is.
+  auto joined = s.add("alpha bravo charlie delta echo foxtrot", "", "four.example");
   CHECK(joined == a);
   REQUIRE(s.merges.size() == 1);
   CHECK(s.merges[0] == story_merge{b, a});
   CHECK(s.assigner.current(b) == a);
   CHECK(s.assigner.current(a) == a);
   CHECK(s.assigner.live_stories() == 1);
+}
+
+TEST_CASE("a headline joining the titles of two unrelated stories joins neither, from any site") {
+  stream s;
+  auto a = s.add("Doge cuts hit veterans' hospital spending", "", "one.example");
+  auto b = s.add("Panama ports deal signed with BlackRock consortium", "", "two.example");
+  REQUIRE(a != b);
+  for (const auto* site : {"three.example", "four.example", "five.example"}) {
+    auto bridge = s.add("Doge cuts hit veterans' hospital spending Panama ports deal signed with "
+                        "BlackRock consortium",
+                        "", site);
+    CHECK(bridge != a);
+    CHECK(bridge != b);
+  }
+  // The two stories stay two (the bridges may tell a story of their own).
+  CHECK(s.merges.empty());
+  CHECK(s.assigner.current(a) == a);
+  CHECK(s.assigner.current(b) == b);
 }
 
 TEST_CASE("a story stops accepting headlines after its quiet period") {
