@@ -167,7 +167,7 @@ struct application::parts {
             news.apply_events(events);
             icons.reload(); // another instance may have stored a site's icon
           });
-    live.set_snapshot_source([this] { return news.snapshot()->headlines; });
+    live.set_snapshot_source([this] { return news.snapshot(); });
     add_routes();
     wire_news();
     http = std::make_unique<http_server>(

@@ -40,7 +40,37 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
   net::thread_pool& pool;
   headline_store* store;
   const std::string epoch; // the store's: the first half of every event id
-  std::function<headline_list()> snapshot_source;
+  std::function<std::shared_ptr<const news_snapshot>()> snapshot_source;
+  // The unfiltered reset's data and the snapshot version it was made from (reset_data()).
+  std::mutex reset_mutex;
+  std::uint64_t reset_version = 0;
+  std::shared_ptr<const std::string> reset_cache;
+
+  // The data of a reset event for `filter`: the newest page_size headlines it passes, what the
+  // page shows. The unfiltered one is made once per snapshot however many clients start over
+  // (a storm of reconnects with unknown ids costs a copy of the bytes per client, not a build,
+  // and never more than a page's headlines).
+  std::shared_ptr<const std::string> reset_data(const news_query& filter) {
+    auto snapshot = snapshot_source ? snapshot_source() : nullptr;
+    if (!snapshot)
+      return std::make_shared<const std::string>("[]");
+    const bool everyone = !filter.filters_headlines();
+    if (everyone) {
+      std::lock_guard lock(reset_mutex);
+      if (reset_cache && reset_version == snapshot->version)
+        return reset_cache;
+    }
+    auto chosen = snapshot->headlines.select(
+        [&filter](const news_item& item) { return filter.matches(item); }, page_size);
+    auto data = std::make_shared<const std::string>(
+        headlines_json(std::vector<news_item>(chosen.begin(), chosen.end())));
+    if (everyone) {
+      std::lock_guard lock(reset_mutex);
+      reset_version = snapshot->version;
+      reset_cache = data;
+    }
+    return data;
+  }
   mutable std::mutex sites_mutex; // guards sites (replaced whole on a reload)
   std::shared_ptr<const std::map<std::string, site_look>> sites;
 
@@ -213,7 +243,8 @@ void live_events::set_sites(std::map<std::string, site_look> sites) {
   state_->sites = std::move(replacement);
 }
 
-void live_events::set_snapshot_source(std::function<headline_list()> source) {
+void live_events::set_snapshot_source(
+    std::function<std::shared_ptr<const news_snapshot>()> source) {
   state_->snapshot_source = std::move(source);
 }
 
@@ -341,13 +372,8 @@ void live_events::handle(http_request request, responder respond) {
           const auto newest = st->store->last_id();
           if (start_over || after < st->store->pruned_through() || after > newest) {
             c.through = newest;
-            std::vector<news_item> current;
-            if (st->snapshot_source)
-              for (auto& item : st->snapshot_source())
-                if (c.filter.matches(item))
-                  current.push_back(item);
             stream->push("id: " + st->event_id(c.through) +
-                         "\nevent: reset\ndata: " + headlines_json(current) + "\n\n");
+                         "\nevent: reset\ndata: " + *st->reset_data(c.filter) + "\n\n");
           } else {
             auto rows = st->store->since(after, max_replay);
             for (const auto& row : rows) {

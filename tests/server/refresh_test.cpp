@@ -286,6 +286,50 @@ TEST_CASE("/events ids name the store; an id from another store starts the clien
   CHECK(resumed.wait_for("\"title\":\"Three story\""));
 }
 
+TEST_CASE("a reset carries what the page shows, at most a page of headlines, whatever the store "
+          "holds") {
+  // Two feeds of 400 headlines each: 800 held, a page of 500.
+  splash_standin origin;
+  temp_dir sites;
+  for (const std::string name : {"one", "two"}) {
+    std::string feed = "<rss version=\"2.0\"><channel><title>" + name + "</title>";
+    for (int i = 0; i < 400; ++i)
+      feed += "<item><title>Item " + std::to_string(i) + " of feed " + name +
+              "</title><link>https://" + name + ".example/" + std::to_string(i) + "</link></item>";
+    origin.set_origin(name + ".xml", feed + "</channel></rss>");
+    sites.write(
+        name + ".json",
+        json{{"name", name}, {"feed", origin.base_url() + "/origin/" + name + ".xml"}}.dump());
+  }
+  newsdesk_process nd(json{{"site_files_dir", sites.path.string()}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  REQUIRE(eventually([&] {
+    return news_json(nd.port, "?site=one").at("headlines").size() == 400 &&
+           news_json(nd.port, "?site=two").at("headlines").size() == 400;
+  }));
+  auto count = [](const std::string& text, const std::string& needle) {
+    std::size_t n = 0;
+    for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
+      ++n;
+    return n;
+  };
+  auto reset_of = [&](const std::string& target) {
+    sse_client stranger(nd.port, target, std::string(32, 'f') + ":1");
+    REQUIRE(stranger.wait_for("event: reset"));
+    REQUIRE(stranger.wait_for("]\n\n"));
+    const auto& text = stranger.received;
+    const auto from = text.find("event: reset");
+    return text.substr(from, text.find("]\n\n", from) - from);
+  };
+  // Every stranger gets the same page: the newest 500.
+  const auto first = reset_of("/events");
+  CHECK(count(first, "\"title\":") == 500); // news_query.hpp's page_size
+  CHECK(reset_of("/events") == first);
+  // A filtered stream's reset is its filter's page.
+  CHECK(count(reset_of("/events?site=one"), "\"title\":") == 400);
+  CHECK(count(reset_of("/events?q=feed+two"), "\"title\":") == 400);
+}
+
 TEST_CASE("a site whose page stops giving what it used to is flagged on its chip, in /readyz, "
           "/metrics and one log line, and cleared when it recovers") {
   splash_standin splash;
