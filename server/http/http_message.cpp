@@ -215,6 +215,7 @@ bool event_stream::push(std::string_view chunk) {
       allowed_bytes_ = chunk.size() + max_bytes_;
     if (backlog_.size() + chunk.size() > allowed_bytes_) {
       closed_ = true;
+      std::string().swap(backlog_); // nothing will send it
       wake = std::move(wake_);
     } else {
       backlog_.append(chunk);
@@ -233,6 +234,9 @@ void event_stream::close() {
     if (closed_)
       return;
     closed_ = true;
+    // Nothing will send it: free it now, not when the publisher next finds the stream closed
+    // (a stream refused over the streams' budget held its whole reset until the next ping).
+    std::string().swap(backlog_);
     wake = std::move(wake_); // the connection holds itself through wake_: release it
   }
   if (wake)

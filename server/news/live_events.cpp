@@ -91,6 +91,21 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
   };
   mutable std::mutex mutex; // guards clients and stopped
   std::vector<client> clients;
+  // When registering finds this many clients, the closed ones are dropped (add_locked()).
+  std::size_t prune_at = 64;
+
+  // Registers `c`. Streams closed without a push to find it out (refused over the streams'
+  // budget, or whose client left) are dropped now and then, in time amortised over
+  // registrations, so a storm of reconnects does not pile them up until the next ping.
+  void add_locked(client c) {
+    if (clients.size() >= prune_at) {
+      clients.erase(std::remove_if(clients.begin(), clients.end(),
+                                   [](const client& k) { return k.stream->closed(); }),
+                    clients.end());
+      prune_at = std::max<std::size_t>(64, 2 * clients.size());
+    }
+    clients.push_back(std::move(c));
+  }
   bool stopped = false;
 
   // The heartbeat lives on this strand.
@@ -387,7 +402,7 @@ void live_events::handle(http_request request, responder respond) {
           log_warn("msg=\"live events: replay failed\" error=" + logfmt_quoted(e.what()));
         }
       }
-      st->clients.push_back(std::move(c));
+      st->add_locked(std::move(c));
     }
     http_response res;
     res.content_type = "text/event-stream; charset=utf-8";
