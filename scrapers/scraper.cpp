@@ -38,6 +38,9 @@ dom::document scraper::parse_page(std::string_view html) {
     throw dom::too_complex("the page has " + std::to_string(cost.elements) + " elements (at most " +
                            std::to_string(dom::max_elements) +
                            " are read): refused before parsing");
+  if (cost.links > dom::max_links)
+    throw dom::too_complex("the page has " + std::to_string(cost.links) + " links (at most " +
+                           std::to_string(dom::max_links) + " are read): refused before parsing");
   return dom::document::parse(html);
 }
 

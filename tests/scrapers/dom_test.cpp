@@ -291,6 +291,29 @@ TEST_CASE("a page nested past max_nesting_depth is refused before parsing, at on
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
 }
 
+TEST_CASE("a page of more links than max_links is refused before parsing, at once") {
+  std::string html = "<html><body>";
+  for (int i = 0; i < 100'000; ++i)
+    html += "<a href=\"/story/" + std::to_string(i) + "\">Story number " + std::to_string(i) +
+            " of the day</a> ";
+  html += "</body></html>";
+  CHECK(newsdesk::scrapers::dom::measure_markup(html).links == 100'000);
+  newsdesk::scrapers::registry builtin;
+  newsdesk::scrapers::register_builtin_scrapers(builtin);
+  const auto* scraper = builtin.find("cnn");
+  REQUIRE(scraper != nullptr);
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH_AS(scraper->parse(html, "https://edition.cnn.com/"),
+                       doctest::Contains("has 100000 links (at most 20000"),
+                       newsdesk::scrapers::dom::too_complex);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
+  // Every saved page is far below it.
+  for (const auto* page : {"apnews-2026-world-rendered.html", "cnn-2025-home-rendered.html"})
+    if (auto bytes = newsdesk::scrapers::testing::shared_page(page))
+      CHECK(newsdesk::scrapers::dom::measure_markup(*bytes).links <
+            newsdesk::scrapers::dom::max_links / 10);
+}
+
 namespace {
 
 // The tree below `n` as text, one line a node: elements with their attributes, text, comments;
