@@ -28,8 +28,7 @@ namespace newsdesk::server {
 // maps them. One reader per request; not thread-safe (a connection's own thread only).
 class request_reader {
  public:
-  using parser_type =
-      boost::beast::http::request_parser<boost::beast::http::string_body>;
+  using parser_type = boost::beast::http::request_parser<boost::beast::http::string_body>;
 
   explicit request_reader(const http_server_limits& limits);
 

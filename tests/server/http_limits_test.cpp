@@ -113,9 +113,9 @@ TEST_CASE("the header limit holds for the whole header block, however many reads
   for (int i = 0; i < 250; ++i)
     fields += "X-Field-" + std::to_string(i) + ": " + std::string(40, 'v') + "\r\n";
   REQUIRE(fields.size() < 15'500);
-  auto fine = flood(nd.port,
-                    "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + fields + "\r\n",
-                    2048, 2ms);
+  auto fine =
+      flood(nd.port, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + fields + "\r\n",
+            2048, 2ms);
   CHECK(fine.answer.rfind("HTTP/1.1 200", 0) == 0);
 }
 
@@ -140,12 +140,11 @@ TEST_CASE("chunk extensions count against the body limit, and no chunk line or t
   auto over_body = raw_exchange(nd.port, chunked_post + extended + "0\r\n\r\n");
   CHECK(status_of(over_body) == "HTTP/1.1 413");
   // One chunk line of 20 KB, and a trailer block of 20 KB: 431.
-  auto long_line =
-      raw_exchange(nd.port, chunked_post + "1;e=" + std::string(20'000, 'a') + "\r\nx\r\n0\r\n\r\n");
+  auto long_line = raw_exchange(nd.port, chunked_post + "1;e=" + std::string(20'000, 'a') +
+                                             "\r\nx\r\n0\r\n\r\n");
   CHECK(status_of(long_line) == "HTTP/1.1 431");
-  auto long_trailers =
-      raw_exchange(nd.port, chunked_post + small_chunks + "X-T: " + std::string(20'000, 'y') +
-                                "\r\n\r\n");
+  auto long_trailers = raw_exchange(nd.port, chunked_post + small_chunks +
+                                                 "X-T: " + std::string(20'000, 'y') + "\r\n\r\n");
   CHECK(status_of(long_trailers) == "HTTP/1.1 431");
 }
 
