@@ -101,12 +101,14 @@ TEST_CASE("the header limit holds for the whole header block, however many reads
           "in") {
   newsdesk_process nd(json{{"sites", json::array()}});
   REQUIRE_MESSAGE(nd.port != 0, nd.log());
-  // 20,000 empty headers (80 KB), a few KB per read: 431, and the rest is never read.
+  // 20,000 empty headers (80 KB), 2 KB per read. Beast's own limit applies to the bytes one
+  // call leaves unparsed: when each read ends within two bytes of a line's end (as here, with the
+  // X-P line), it starts afresh every time and the flood was answered 200.
   std::string empty_headers;
   for (int i = 0; i < 20'000; ++i)
     empty_headers += "X:\r\n";
-  auto result =
-      flood(nd.port, "GET /healthz HTTP/1.1\r\nHost: x\r\n" + empty_headers + "\r\n", 2048, 2ms);
+  auto result = flood(
+      nd.port, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-P:\r\n" + empty_headers + "\r\n", 2048, 2ms);
   CHECK(result.answer.rfind("HTTP/1.1 431", 0) == 0);
   // A header block just under the limit (16 KiB), arriving the same way, is served.
   std::string fields;
