@@ -93,7 +93,13 @@ TEST_CASE("63 MB of chunked trailers get 431 once the trailers pass the header l
   const auto after = resident_bytes(nd.process->pid());
   CAPTURE(before);
   CAPTURE(after);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // A sanitizer's quarantine keeps what the server frees meanwhile (7 MB here under ASan): only
+  // the gross growth of reading the trailers whole (over 1 GB) is told apart from it.
+  CHECK(after < before + (64u << 20));
+#else
   CHECK(after < before + (5u << 20));
+#endif
   CHECK(http_get(nd.port, "/healthz").status == 200);
 }
 
