@@ -65,10 +65,12 @@ settings::table<http_server_limits> make_http_table() {
                 {.path = "max_header_bytes",
                  .unit = "bytes",
                  .min = 1024,
-                 .help = "request line and headers; larger requests get 431"}),
+                 .help = "request line and headers together, and any chunk line or trailer "
+                         "block; larger requests get 431"}),
           field(&limits::max_body_bytes, {.path = "max_body_bytes",
                                           .unit = "bytes",
-                                          .help = "request bodies; larger ones get 413"}),
+                                          .help = "request bodies as sent, chunk framing "
+                                                  "included; larger ones get 413"}),
           field(&limits::read_timeout,
                 {.path = "read_timeout",
                  .min = 0.001,

@@ -3,6 +3,7 @@
 #include "server/core/log.hpp"
 #include "server/http/event_loops.hpp"
 #include "server/http/representation.hpp"
+#include "server/http/request_reader.hpp"
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/io_context.hpp>
@@ -191,29 +192,6 @@ struct http_server::state {
 
 namespace {
 
-// The request parser every connection uses, and how its read errors are answered. Shared with
-// read_requests() so that tests and fuzzers exercise exactly what a connection does.
-using request_parser = http::request_parser<http::string_body>;
-
-void apply_limits(request_parser& parser, const http_server_limits& limits) {
-  parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
-  parser.body_limit(limits.max_body_bytes);
-}
-
-// 431, 413 or 400 for a request that must be refused; 0 for anything else.
-unsigned status_for_read_error(error_code ec) {
-  if (ec == http::error::end_of_stream) // closed between requests: nothing to answer
-    return 0;
-  if (ec == http::error::header_limit)
-    return 431;
-  if (ec == http::error::body_limit)
-    return 413;
-  if (ec.category() == make_error_code(http::error::bad_target).category() ||
-      ec == http::error::partial_message)
-    return 400;
-  return 0;
-}
-
 http_request to_request(http::request<http::string_body>& msg) {
   http_request req;
   req.method = std::string(msg.method_string());
@@ -254,6 +232,39 @@ bool host_ok(const http::request<http::string_body>& msg) {
   return hosts == 1;
 }
 
+// The host a request names: its absolute-form target's authority, else its Host header.
+std::string_view named_host(const http::request<http::string_body>& msg) {
+  std::string_view target = msg.target();
+  for (std::string_view scheme : {"http://", "https://"})
+    if (target.size() >= scheme.size() && beast::iequals(target.substr(0, scheme.size()), scheme)) {
+      auto rest = target.substr(scheme.size());
+      return rest.substr(0, rest.find_first_of("/?"));
+    }
+  return msg[http::field::host];
+}
+
+// RFC 9110 7.2: a Host with an invalid value is a 400. Its port, when it has one, must be 1 to
+// 65535 in digits: anything else ("name:99999999999") would otherwise reach the feeds' links.
+bool host_port_ok(std::string_view host) {
+  std::string_view after_name;
+  if (host.starts_with('[')) { // an IPv6 literal: its colons are not the port's
+    const auto close = host.find(']');
+    if (close == std::string_view::npos)
+      return false;
+    after_name = host.substr(close + 1);
+  } else {
+    after_name = host.substr(std::min(host.find(':'), host.size()));
+  }
+  if (after_name.empty())
+    return true;
+  const auto port = after_name.substr(1);
+  if (after_name.front() != ':' || port.empty() || port.size() > 5 ||
+      !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return false;
+  const auto value = std::stoul(std::string(port));
+  return value >= 1 && value <= 65535;
+}
+
 // A request refused for how it is framed or addressed: its status and text (status 0: none).
 struct refusal {
   unsigned status = 0;
@@ -268,6 +279,8 @@ struct refusal {
 refusal check_request(const http::request<http::string_body>& msg) {
   if (!host_ok(msg))
     return {400, "Bad Request: HTTP/1.1 needs one Host header"};
+  if (!host_port_ok(named_host(msg)))
+    return {400, "Bad Request: the Host's port must be a number from 1 to 65535"};
   if (msg.count(http::field::transfer_encoding) == 0)
     return {};
   if (msg.version() < 11)
@@ -359,6 +372,7 @@ class session : public connection_base, public std::enable_shared_from_this<sess
   session(tcp::socket&& socket, std::shared_ptr<http_server::state> st, std::string address,
           http_server::state::slot kind)
       : socket_(std::move(socket))
+      , buffer_(request_reader::make_buffer(st->limits))
       , state_(std::move(st))
       , deadline_timer_(socket_.get_executor())
       , file_deadline_(socket_.get_executor())
@@ -394,31 +408,51 @@ class session : public connection_base, public std::enable_shared_from_this<sess
 
  private:
   void do_read() {
-    parser_.emplace();
-    apply_limits(*parser_, state_->limits);
+    reader_.emplace(state_->limits);
     auto timeout = state_->limits.read_timeout;
     if (state_->stopping)
       timeout = std::min(timeout, state_->limits.stop_idle_grace);
     if (slot_ == http_server::state::slot::refusing) // its 503 waits only briefly for a request
       timeout = std::min<std::chrono::milliseconds>(timeout, std::chrono::seconds(2));
-    set_deadline(timeout);
+    set_deadline(timeout); // one deadline for the whole request, however many reads it takes
     reading_ = true;
-    http::async_read(socket_, buffer_, *parser_,
-                     beast::bind_front_handler(&session::on_read, shared_from_this()));
+    parse_buffered();
+  }
+
+  // Parses what has arrived; reads more while the request is incomplete.
+  void parse_buffered() {
+    auto ec = reader_->parse(buffer_);
+    if (ec != http::error::need_more)
+      return on_read(ec);
+    auto space = reader_->prepare(buffer_, ec);
+    if (ec)
+      return on_read(ec);
+    socket_.async_read_some(space,
+                            beast::bind_front_handler(&session::on_read_some, shared_from_this()));
+  }
+
+  void on_read_some(error_code ec, std::size_t bytes) {
+    buffer_.commit(bytes);
+    if (ec == net::error::eof)
+      ec = reader_->parse_eof();
+    if (ec)
+      return on_read(ec);
+    parse_buffered();
   }
 
   // The server is stopping. A connection waiting for its next request, with nothing of it read
   // yet, restarts its read under the short stop_idle_grace deadline (do_read sees `stopping`);
   // a request being read, handled or written is left to finish.
   void notice_stop() {
-    if (!reading_ || parser_->got_some() || buffer_.size() != 0)
+    if (!reading_ || reader_->parser().got_some() || buffer_.size() != 0)
       return;
     restart_read_ = true;
     error_code ignored;
     socket_.cancel(ignored); // no bytes are lost: the request, if any, is still in the socket
   }
 
-  void on_read(error_code ec, std::size_t) {
+  // The request is whole (ec clear), refused, or the connection ended.
+  void on_read(error_code ec) {
     reading_ = false;
     clear_deadline(); // the handler has as long as it needs; the write gets its own
     if (std::exchange(restart_read_, false) && ec == net::error::operation_aborted && !timed_out_)
@@ -431,7 +465,7 @@ class session : public connection_base, public std::enable_shared_from_this<sess
     if (ec)
       return fail(ec, "read");
 
-    auto& msg = parser_->get();
+    auto& msg = reader_->parser().get();
     keep_alive_ = msg.keep_alive();
     version_ = msg.version();
     head_ = msg.method() == http::verb::head;
@@ -667,8 +701,8 @@ class session : public connection_base, public std::enable_shared_from_this<sess
   }
 
   tcp::socket socket_;
-  beast::flat_buffer buffer_;
-  std::optional<request_parser> parser_;
+  beast::flat_buffer buffer_; // bounded: see request_reader
+  std::optional<request_reader> reader_;
   std::shared_ptr<http_server::state> state_;
   net::steady_timer deadline_timer_;                      // enforces deadline_ (see set_deadline)
   clock::time_point deadline_ = clock::time_point::max(); // for the read or write pending
@@ -684,7 +718,7 @@ class session : public connection_base, public std::enable_shared_from_this<sess
   http_response response_;               // and what owns its body's bytes until they are sent
   std::shared_ptr<event_stream> events_; // set while streaming a body
   bool writing_events_ = false;
-  bool reading_ = false;      // waiting in async_read for a request
+  bool reading_ = false;      // reading a request
   bool restart_read_ = false; // notice_stop() cancelled that read to restart it
   std::optional<std::list<std::weak_ptr<connection_base>>::iterator> registered_;
   const std::string address_;     // the client's, for the per-address budgets
@@ -767,13 +801,6 @@ class memory_stream {
     rest_.remove_prefix(n);
     return n;
   }
-  template <class Buffers> std::size_t read_some(const Buffers& buffers) {
-    error_code ec;
-    auto n = read_some(buffers, ec);
-    if (ec)
-      throw boost::system::system_error(ec);
-    return n;
-  }
 
  private:
   std::string_view rest_;
@@ -785,15 +812,23 @@ class memory_stream {
 unsigned read_requests(std::string_view bytes, std::size_t chunk, const http_server_limits& limits,
                        const std::function<void(http_request)>& on_request) {
   memory_stream stream(bytes, chunk);
-  beast::flat_buffer buffer;
+  auto buffer = request_reader::make_buffer(limits);
   for (;;) {
-    request_parser parser;
-    apply_limits(parser, limits);
+    request_reader reader(limits);
     error_code ec;
-    http::read(stream, buffer, parser, ec);
+    while ((ec = reader.parse(buffer)) == http::error::need_more) { // the session's read loop
+      auto space = reader.prepare(buffer, ec);
+      if (ec)
+        break;
+      buffer.commit(stream.read_some(space, ec));
+      if (ec == net::error::eof)
+        ec = reader.parse_eof();
+      if (ec)
+        break;
+    }
     if (ec)
       return status_for_read_error(ec);
-    auto& msg = parser.get();
+    auto& msg = reader.parser().get();
     if (auto refused = check_request(msg); refused.status != 0)
       return refused.status;
     const bool keep_alive = msg.keep_alive();
