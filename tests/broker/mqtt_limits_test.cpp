@@ -78,6 +78,29 @@ TEST_CASE("one address holds at most max_connections_per_address; another still 
   CHECK(br.stats().connections_rejected_per_address == 2);
 }
 
+TEST_CASE("at the default cap, a flood of keep-alive-0 clients from one address leaves room for "
+          "another address") {
+  // The issue's probe, scaled down: one address opens more connections than the broker has
+  // slots (max_connections 300 here), each a CONNECT at keep-alive 0. Without a per-address
+  // cap it takes every slot and a client from elsewhere is refused.
+  auto cfg = test_config();
+  cfg.max_connections = 300;
+  running_broker br(cfg);
+  REQUIRE(cfg.mqtt.max_connections_per_address == 256); // the default, under test
+  std::vector<std::unique_ptr<mqtt_raw>> flood;
+  int accepted = 0;
+  for (int i = 0; i < 320; ++i) {
+    flood.push_back(std::make_unique<mqtt_raw>("127.0.0.1", br.mqtt_port()));
+    if (flood.back()->handshake(quiet("flood-" + std::to_string(i))) == 0)
+      ++accepted;
+  }
+  CHECK(accepted == 256);
+  CHECK(br.stats().connections_rejected_per_address == 64);
+  mqtt_raw elsewhere("127.0.0.2", br.mqtt_port());
+  CHECK(elsewhere.handshake(quiet("elsewhere")) == 0);
+  CHECK(br.stats().connections_rejected == 0);
+}
+
 TEST_CASE("a client at keep-alive 0 that sends nothing for idle_timeout is closed") {
   auto cfg = test_config();
   cfg.mqtt.idle_timeout = 300ms;
