@@ -218,6 +218,9 @@ std::string metrics::render(const std::vector<site_report>& sites,
             b.connections_total);
     counter("newsdesk_broker_connections_rejected_total",
             "Broker connections refused over the limit.", b.connections_rejected);
+    counter("newsdesk_broker_connections_rejected_per_address_total",
+            "MQTT connections refused because their address held its cap.",
+            b.connections_rejected_per_address);
     gauge("newsdesk_broker_channels", "Broker channels with subscribers or backlog.",
           b.channels_current);
     gauge("newsdesk_broker_subscribers", "Broker subscribers.", b.subscribers_current);
