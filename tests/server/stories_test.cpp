@@ -311,8 +311,10 @@ TEST_CASE("one hostile feed cannot steer other sites' stories: titles joined in 
   REQUIRE(::kill(nd.process->pid(), SIGHUP) == 0);
   REQUIRE(eventually(
       [&] {
-        return news_json(nd.port, "?site=bridges").at("headlines").size() ==
-               static_cast<std::size_t>(items + n);
+        // 400 until the reload has read the new site file.
+        auto answer = http_get(nd.port, "/news.json?site=bridges");
+        return answer.status == 200 && json::parse(answer.body).at("headlines").size() ==
+                                           static_cast<std::size_t>(items + n);
       },
       40s));
   // Every other site's headline is in the story it was in: nothing merged, nothing moved.
