@@ -99,6 +99,11 @@ settings::table<http_server_limits> make_http_table() {
                 {.path = "max_streams_per_ip",
                  .min = 0,
                  .help = "open /events streams from one client address; 0: no limit"}),
+          field(&limits::max_streams_per_range,
+                {.path = "max_streams_per_range",
+                 .min = 0,
+                 .help = "open /events streams from one address range (IPv4 /24, IPv6 /64); 0: an "
+                         "eighth of max_streams, none when max_streams_per_ip is 0"}),
       },
   }});
 }

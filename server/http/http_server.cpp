@@ -47,6 +47,27 @@ struct connection_base {
   // Called from any thread when the server stops.
   virtual void on_server_stop() = 0;
 };
+
+// The network an address belongs to, as stream budgets count them: its IPv4 /24 or IPv6 /64
+// ("203.0.113.0/24", "2001:db8:1:2::/64"); an IPv4 address written in IPv6 form is IPv4. A
+// string that is no address is its own range.
+std::string range_of(const std::string& address) {
+  boost::system::error_code ec;
+  auto ip = net::ip::make_address(address, ec);
+  if (ec)
+    return address;
+  if (ip.is_v6() && ip.to_v6().is_v4_mapped())
+    ip = net::ip::make_address_v4(net::ip::v4_mapped, ip.to_v6());
+  if (ip.is_v4()) {
+    auto bytes = ip.to_v4().to_bytes();
+    bytes[3] = 0;
+    return net::ip::address_v4(bytes).to_string() + "/24";
+  }
+  auto bytes = ip.to_v6().to_bytes();
+  std::fill(bytes.begin() + 8, bytes.end(), 0);
+  return net::ip::address_v6(bytes).to_string() + "/64";
+}
+
 } // namespace
 
 struct http_server::state {
@@ -78,6 +99,16 @@ struct http_server::state {
     std::size_t plain = 0, streams = 0;
   };
   std::unordered_map<std::string, per_address> by_address;
+  std::unordered_map<std::string, std::size_t> streams_by_range; // range_of(address) -> streams
+
+  // The streams one address range may hold (http_server_limits::max_streams_per_range); 0: any.
+  std::size_t streams_per_range() const {
+    if (limits.max_streams_per_range != 0)
+      return limits.max_streams_per_range;
+    if (limits.max_streams_per_ip == 0)
+      return 0;
+    return std::max(limits.max_streams_per_ip, limits.max_streams / 8);
+  }
   std::map<std::string, std::uint64_t> refusals_unlogged; // by reason
   std::chrono::steady_clock::time_point last_refusal_log{};
 
@@ -105,8 +136,11 @@ struct http_server::state {
     return reason;
   }
 
-  // Moves a plain slot to a stream slot, or returns why not ("streams", "streams_per_ip").
+  // Moves a plain slot to a stream slot, or returns why not ("streams", "streams_per_ip",
+  // "streams_per_range").
   const char* to_stream(const std::string& address) {
+    const auto range = range_of(address);
+    const auto per_range = streams_per_range();
     std::lock_guard lock(budget_mutex);
     auto& mine = by_address[address];
     const char* reason = nullptr;
@@ -114,6 +148,9 @@ struct http_server::state {
       reason = "streams";
     else if (limits.max_streams_per_ip && mine.streams >= limits.max_streams_per_ip)
       reason = "streams_per_ip";
+    else if (auto it = streams_by_range.find(range);
+             per_range && it != streams_by_range.end() && it->second >= per_range)
+      reason = "streams_per_range";
     if (reason) {
       note_refusal_locked(reason);
       return reason;
@@ -122,6 +159,7 @@ struct http_server::state {
     --mine.plain;
     ++streams;
     ++mine.streams;
+    ++streams_by_range[range];
     return nullptr;
   }
 
@@ -140,6 +178,9 @@ struct http_server::state {
       --streams;
       if (it != by_address.end())
         --it->second.streams;
+      if (auto r = streams_by_range.find(range_of(address));
+          r != streams_by_range.end() && --r->second == 0)
+        streams_by_range.erase(r);
     }
     if (it != by_address.end() && it->second.plain == 0 && it->second.streams == 0)
       by_address.erase(it);

@@ -49,6 +49,10 @@ struct http_server_limits {
   std::size_t max_connections_per_ip = 256;
   std::size_t max_streams = 4'096;
   std::size_t max_streams_per_ip = 16;
+  // Streams from one address range (IPv4 /24, IPv6 /64: what one network holds), so a few dozen
+  // addresses cannot take every stream either. 0: an eighth of max_streams (at least
+  // max_streams_per_ip), and no range limit when max_streams_per_ip is 0 (behind a proxy).
+  std::size_t max_streams_per_range = 0;
   // Connections being refused at once (each holds a descriptor while its 503 goes out); past
   // this, new ones over a limit are closed at once.
   std::size_t max_refusing = 256;
