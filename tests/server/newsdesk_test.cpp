@@ -696,6 +696,33 @@ void serve_example_sites(splash_standin& splash) {
 }
 } // namespace
 
+TEST_CASE("a UTF-16 feed with its byte order mark and declaration is read, accents and all") {
+  // UTF-16LE: each ASCII byte followed by a zero; "é" is E9 00.
+  const std::string text = "<?xml version=\"1.0\" encoding=\"UTF-16\"?><rss version=\"2.0\">"
+                           "<channel><title>Wide</title><item><title>Caf\xE9 wide item</title>"
+                           "<link>https://wide.example/1</link></item></channel></rss>";
+  std::string utf16 = "\xFF\xFE";
+  for (char c : text) {
+    utf16 += c;
+    utf16 += '\0';
+  }
+  splash_standin origin;
+  origin.set_origin("wide.xml", utf16);
+  temp_dir sites;
+  sites.write("wide.json",
+              R"({"name": "wide", "feed": ")" + origin.base_url() + R"(/origin/wide.xml"})");
+  newsdesk_process nd(json{{"site_files_dir", sites.path.string()}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  json j;
+  REQUIRE(eventually([&] {
+    j = news_json(nd.port);
+    return !j.at("headlines").empty() || !j.at("sites")[0].at("error").is_null();
+  }));
+  INFO(j.dump());
+  REQUIRE(j.at("headlines").size() == 1);
+  CHECK(j.at("headlines")[0].at("title") == "Caf\xC3\xA9 wide item");
+}
+
 TEST_CASE("feed sites: read without a renderer, polled with 304s, a broken feed only its site") {
   splash_standin origin;
   origin.set_origin("news.xml", R"(<?xml version="1.0" encoding="UTF-8"?>
