@@ -359,13 +359,10 @@ struct story_assigner::state {
     return found;
   }
 
-  // A live story and how close it is to `v`: `score` >= 1 is similar
-  // enough; `as_joining` when one side is a headline or a small story judged as its headlines
-  // would be joining the other (not a bridge between two stories).
+  // A live story and how close it is to `v`: `score` >= 1 is similar enough.
   struct match {
     std::int64_t id = 0;
     double score = 0;
-    bool as_joining = false;
   };
 
   // The live stories found through the words of `probe` that pass similar()'s tests, with
@@ -407,7 +404,7 @@ struct story_assigner::state {
         needed = std::max(needed, pair_similarity);
       if (large != nullptr && same_sites(*small, *large))
         needed *= same_site_factor;
-      found.push_back({s.id, cosine / needed, large != nullptr});
+      found.push_back({s.id, cosine / needed});
     }
     std::sort(found.begin(), found.end(), [](const match& a, const match& b) {
       return a.score > b.score || (a.score == b.score && a.id < b.id);
