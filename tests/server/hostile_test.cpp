@@ -392,12 +392,7 @@ TEST_CASE("a feed of 150,000 items costs what its kept headlines cost, not a tre
       },
       60s)); // under a sanitizer, beside other tests, reading 15 MB took over 30 s
   // The peak: the 15 MB feed held once, and 500 headlines; a tree of every item was ~180 MB.
-  std::ifstream status("/proc/" + std::to_string(nd.process->pid()) + "/status");
-  std::string line;
-  long peak_kib = 0;
-  while (std::getline(status, line))
-    if (line.rfind("VmHWM:", 0) == 0)
-      peak_kib = std::stol(line.substr(6));
+  const long peak_kib = process_memory_kib(nd.process->pid(), "VmHWM");
   MESSAGE("peak RSS " << peak_kib / 1024 << " MB");
   CHECK(peak_kib > 0);
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)

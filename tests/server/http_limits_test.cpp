@@ -21,15 +21,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// The process's resident memory in bytes, from /proc/PID/status.
-std::size_t resident_bytes(int pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.starts_with("VmRSS:"))
-      return std::stoul(line.substr(6)) * 1024;
-  return 0;
-}
-
 struct flood_result {
   std::size_t sent = 0; // bytes the server took before it closed (or all of them)
   std::string answer;   // what it sent back
@@ -77,7 +68,8 @@ TEST_CASE("63 MB of chunked trailers get 431 once the trailers pass the header l
   newsdesk_process nd(json{{"sites", json::array()}});
   REQUIRE_MESSAGE(nd.port != 0, nd.log());
   REQUIRE(http_get(nd.port, "/healthz").status == 200); // its threads and buffers warmed up
-  const auto before = resident_bytes(nd.process->pid());
+  const auto before =
+      static_cast<std::size_t>(process_memory_kib(nd.process->pid(), "VmRSS")) * 1024;
   REQUIRE(before > 0);
 
   const std::size_t trailers = 63u << 20;
@@ -90,7 +82,8 @@ TEST_CASE("63 MB of chunked trailers get 431 once the trailers pass the header l
   // The server closed after about 16 KiB; what the client got off its hands past that sat in
   // the two sockets' buffers (a few MB on loopback), never in the server.
   CHECK(result.sent < 16u << 20);
-  const auto after = resident_bytes(nd.process->pid());
+  const auto after =
+      static_cast<std::size_t>(process_memory_kib(nd.process->pid(), "VmRSS")) * 1024;
   CAPTURE(before);
   CAPTURE(after);
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)

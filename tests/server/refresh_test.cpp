@@ -311,15 +311,6 @@ std::unique_ptr<newsdesk_process> with_two_feeds_of_400(splash_standin& origin, 
   return nd;
 }
 
-long rss_kib(int pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind("VmRSS:", 0) == 0)
-      return std::stol(line.substr(6));
-  return 0;
-}
-
 } // namespace
 
 TEST_CASE("a reset carries what the page shows, at most a page of headlines, whatever the store "
@@ -357,7 +348,7 @@ TEST_CASE("a storm of reconnects with unknown ids, most of them over the streams
   temp_dir sites;
   auto nd = with_two_feeds_of_400(origin, sites);
   const auto pid = nd->process->pid();
-  const auto before = rss_kib(pid);
+  const auto before = process_memory_kib(pid, "VmRSS");
   // Clients that ask for a reset and leave at once, from one address: past its 16 streams
   // each is refused (the reset made for it must not wait for the next ping to be freed).
   std::atomic<int> sent{0};
@@ -389,7 +380,7 @@ TEST_CASE("a storm of reconnects with unknown ids, most of them over the streams
     });
   for (auto& t : storm)
     t.join();
-  const auto after = rss_kib(pid);
+  const auto after = process_memory_kib(pid, "VmRSS");
   MESSAGE(sent.load() << " reconnects; RSS " << before / 1024 << " MB -> " << after / 1024
                       << " MB");
   CHECK(sent.load() > 100);
