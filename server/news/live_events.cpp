@@ -41,31 +41,27 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
   headline_store* store;
   const std::string epoch; // the store's: the first half of every event id
   std::function<std::shared_ptr<const news_snapshot>()> snapshot_source;
-  // The unfiltered reset's data and the snapshot version it was made from (reset_data()).
-  std::mutex reset_mutex;
+  // The unfiltered reset's data and the snapshot version it was made from (reset_data();
+  // guarded by `mutex`).
   std::uint64_t reset_version = 0;
   std::shared_ptr<const std::string> reset_cache;
 
   // The data of a reset event for `filter`: the newest page_size headlines it passes, what the
   // page shows. The unfiltered one is made once per snapshot however many clients start over
   // (a storm of reconnects with unknown ids costs a copy of the bytes per client, not a build,
-  // and never more than a page's headlines).
+  // and never more than a page's headlines). Called with `mutex` held.
   std::shared_ptr<const std::string> reset_data(const news_query& filter) {
     auto snapshot = snapshot_source ? snapshot_source() : nullptr;
     if (!snapshot)
       return std::make_shared<const std::string>("[]");
     const bool everyone = !filter.filters_headlines();
-    if (everyone) {
-      std::lock_guard lock(reset_mutex);
-      if (reset_cache && reset_version == snapshot->version)
-        return reset_cache;
-    }
+    if (everyone && reset_cache && reset_version == snapshot->version)
+      return reset_cache;
     auto chosen = snapshot->headlines.select(
         [&filter](const news_item& item) { return filter.matches(item); }, page_size);
     auto data = std::make_shared<const std::string>(
         headlines_json(std::vector<news_item>(chosen.begin(), chosen.end())));
     if (everyone) {
-      std::lock_guard lock(reset_mutex);
       reset_version = snapshot->version;
       reset_cache = data;
     }
@@ -89,7 +85,7 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
     std::string text;
     news_item item;
   };
-  mutable std::mutex mutex; // guards clients and stopped
+  mutable std::mutex mutex; // guards clients, stopped and the reset cache
   std::vector<client> clients;
   // When registering finds this many clients, the closed ones are dropped (add_locked()).
   std::size_t prune_at = 64;
