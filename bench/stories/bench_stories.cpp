@@ -11,7 +11,9 @@
 // UNRELATED.csv has the columns ID,TITLE,URL,HOSTNAME and TIMESTAMP (bench/stories/run.sh makes
 // it from the saved front pages of other years). Prints: the anchors' rules and ours on the
 // labelled headlines alone (mean of several orders), ours with the unrelated mixed in (how many of
-// them end up in a story of 3 or more, and in a labelled story), microseconds per headline, and
+// them end up in a story of 3 or more, and in a labelled story), microseconds per headline, the
+// labelled titles shown by 600 sites at once as bench/scale serves them (the largest story, and
+// the stories holding more than one event; SHOW_MIXED=1 lists those with a title per event), and
 // memory and live state at 10k, 100k and 1M headlines of a synthetic stream whose vocabulary never
 // stops growing.
 #include "server/stories/bcubed.hpp"
@@ -379,6 +381,81 @@ void stream_memory(const std::vector<row>& titles) {
   }
 }
 
+// --- many sites showing the labelled headlines at once --------------------------------------
+
+// What bench/scale serves at `sites` sites: each site's front page shows `per_site` labelled
+// titles (drawn as its siteserver draws them, so one title is on several sites, each with its
+// own link), every site read within one refresh round of `round_ms`. Prints the scores, the
+// largest story against the largest true event among what was shown, and the stories that
+// hold more than one event: those whose most common label is under 90% of their headlines.
+void many_sites(const std::vector<row>& labelled, std::size_t sites, std::size_t per_site) {
+  constexpr std::int64_t round_ms = 5 * 60 * 1000;
+  std::vector<row> rows;
+  const std::int64_t start = labelled.front().time_ms;
+  for (std::size_t i = 0; i < sites; ++i)
+    for (std::size_t k = 0; k < per_site; ++k) {
+      auto r = labelled[(i * 7919 + k * 104729) % labelled.size()];
+      r.url += "?site=" + std::to_string(i);
+      r.host = "site" + std::to_string(i) + ".example";
+      r.time_ms =
+          start + static_cast<std::int64_t>(i) * round_ms / static_cast<std::int64_t>(sites);
+      rows.push_back(std::move(r));
+    }
+  std::map<std::string, std::size_t> event_size;
+  for (const auto& r : rows)
+    ++event_size[r.label];
+  std::size_t largest_event = 0;
+  for (const auto& [label, n] : event_size)
+    largest_event = std::max(largest_event, n);
+  scores mean;
+  std::size_t largest = 0;
+  double mixed_stories = 0;
+  double mixed_share = 0;
+  for (unsigned seed = 1; seed <= 3; ++seed) {
+    auto order = rows;
+    std::shuffle(order.begin(), order.end(), std::mt19937_64(seed));
+    std::stable_sort(order.begin(), order.end(),
+                     [](const row& a, const row& b) { return a.time_ms < b.time_ms; });
+    const auto ours = assign_all(order);
+    const auto s = bcubed(order, ours.cluster);
+    mean.precision += s.precision / 3;
+    mean.recall += s.recall / 3;
+    std::map<std::int64_t, std::map<std::string, std::size_t>> labels_of;
+    for (std::size_t i = 0; i < order.size(); ++i)
+      ++labels_of[ours.cluster[i]][order[i].label];
+    for (const auto& [story, labels] : labels_of) {
+      std::size_t size = 0;
+      std::size_t top = 0;
+      for (const auto& [label, n] : labels) {
+        size += n;
+        top = std::max(top, n);
+      }
+      largest = std::max(largest, size);
+      if (10 * top < 9 * size) {
+        if (std::getenv("SHOW_MIXED") && seed == 1) {
+          std::printf("  mixed story of %zu:", size);
+          for (const auto& [label, n] : labels)
+            if (n * 50 >= size)
+              std::printf(" %s=%zu", label.c_str(), n);
+          std::printf("\n");
+          std::set<std::string> shown_labels;
+          for (std::size_t i = 0; i < order.size(); ++i)
+            if (ours.cluster[i] == story && labels.at(order[i].label) * 50 >= size &&
+                shown_labels.insert(order[i].label).second)
+              std::printf("      %s: %s\n", order[i].label.c_str(), order[i].title.c_str());
+        }
+        mixed_stories += 1.0 / 3;
+        mixed_share += static_cast<double>(size) / static_cast<double>(order.size()) / 3;
+      }
+    }
+  }
+  std::printf("%zu sites showing %zu labelled titles each (%zu headlines, one round; 3 orders):\n"
+              "  P %.3f R %.3f F1 %.3f; largest story %zu (largest event shown %zu); "
+              "stories of more than one event: %.1f holding %.1f%% of the headlines\n",
+              sites, per_site, rows.size(), mean.precision, mean.recall, mean.f1(), largest,
+              largest_event, mixed_stories, 100 * mixed_share);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -463,6 +540,7 @@ int main(int argc, char** argv) {
   std::printf("assignment: %.2f us per headline (median of %u runs of %zu headlines)\n\n",
               speed[speed.size() / 2], orders, labelled.size());
 
+  many_sites(labelled, 600, 30);
   if (quick)
     return 0;
   std::printf("a stream with an ever-growing vocabulary, 20 headlines a minute:\n");

@@ -2,15 +2,20 @@
 
 #include "server/words/language.hpp"
 
+#include <algorithm>
+
 namespace newsdesk::server {
 
 namespace {
 
 // A row stored before languages were has none: its language is read from its title, as it
-// would be now.
+// would be now. Its time is when it was published, when the site says so and that is earlier
+// than when it was first seen (a feed's months-old item is no part of today's story; a time in
+// the future is a site's clock or time zone, not news).
 stories::story_headline headline_of(const stored_headline& row, std::string& language) {
   language = row.language.empty() ? words::headline_language("", row.title, row.url) : row.language;
-  return {row.id, row.title, row.url, row.site, row.first_seen_ms, language};
+  const auto time_ms = std::min(row.published_ms.value_or(row.first_seen_ms), row.first_seen_ms);
+  return {row.id, row.title, row.url, row.site, time_ms, language};
 }
 
 } // namespace

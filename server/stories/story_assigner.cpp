@@ -229,11 +229,13 @@ struct story_assigner::state {
   }
 
   // Whether stories spanning [first_a, last_a] and [first_b, last_b] are close enough in time
-  // to be one: neither quiet for longer than the quiet period before the other began.
+  // to be one: neither quiet for longer than the quiet period before the other began, and
+  // together no longer than an event's span.
   bool near_in_time(std::int64_t first_a, std::int64_t last_a, std::int64_t first_b,
                     std::int64_t last_b) const {
     const auto quiet = limits.quiet_period.count();
-    return first_a <= last_b + quiet && first_b <= last_a + quiet;
+    return first_a <= last_b + quiet && first_b <= last_a + quiet &&
+           std::max(last_a, last_b) - std::min(first_a, first_b) <= limits.max_span.count();
   }
 
   void close(std::int64_t id) {

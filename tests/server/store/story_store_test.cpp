@@ -96,6 +96,35 @@ TEST_CASE("stories: a new row gets its story in the write that stores it; known 
       title_grouping::options(seen));
 }
 
+TEST_CASE("stories: an item published long before it was first seen joins no story of today") {
+  constexpr std::int64_t now = 1'780'000'000'000;
+  constexpr std::int64_t day = 24 * 3600 * 1000;
+  for_each_backend([](headline_store& store) {
+    const char* title = "Magnitude 7.1 earthquake strikes off the coast of central Chile";
+    auto today = store.record_refresh("a", page({{title, "https://a/quake"}}), at(now));
+    REQUIRE(today.added.size() == 1);
+    const auto story = today.added[0].story;
+    // A feed's months-old item on the same words (another quake, or an archive page) is not
+    // today's event; an item published an hour ago is.
+    std::vector<newsdesk::scrapers::headline> old = {
+        {title, "https://b/archive/quake", "ignored", now - 90 * day}};
+    std::vector<newsdesk::scrapers::headline> fresh = {
+        {title, "https://c/quake", "ignored", now - 3600 * 1000}};
+    auto archive = store.record_refresh("b", old, at(now + 60'000));
+    REQUIRE(archive.added.size() == 1);
+    CHECK(archive.added[0].story == archive.added[0].id);
+    auto recent = store.record_refresh("c", fresh, at(now + 120'000));
+    REQUIRE(recent.added.size() == 1);
+    CHECK(recent.added[0].story == story);
+    // A published time in the future (a site's clock) is taken as when it was first seen.
+    std::vector<newsdesk::scrapers::headline> ahead = {
+        {title, "https://d/quake", "ignored", now + 30 * day}};
+    auto future = store.record_refresh("d", ahead, at(now + 180'000));
+    REQUIRE(future.added.size() == 1);
+    CHECK(future.added[0].story == story);
+  });
+}
+
 TEST_CASE("stories: a merge moves every row of the merged story in the same write, and is "
           "logged") {
   auto seen = std::make_shared<observed>();

@@ -293,6 +293,25 @@ TEST_CASE("a story stops accepting headlines after its quiet period") {
   CHECK(s.add("Sbarro files for Chapter 11 bankruptcy protection", "", "two.example") == later);
 }
 
+TEST_CASE("a story spans no longer than an event: an ongoing subject starts a new story") {
+  stream s(
+      story_limits{.quiet_period = std::chrono::hours(36), .max_span = std::chrono::hours(48)});
+  const char* titles[] = {"Floods in Valencia: rescue teams reach cut-off villages",
+                          "Valencia floods: rescue teams search cut-off villages",
+                          "Rescue teams in Valencia floods reach more villages",
+                          "Valencia floods rescue teams reach the last villages"};
+  // A headline every 20 hours keeps the story from going quiet, but not open for ever.
+  std::vector<std::int64_t> stories;
+  for (int i = 0; i < 4; ++i) {
+    stories.push_back(s.add(titles[i], "", i % 2 == 0 ? "one.example" : "two.example"));
+    s.time_ms += 20 * hour_ms;
+  }
+  CHECK(stories[1] == stories[0]);
+  CHECK(stories[2] == stories[0]); // 40 hours after it began
+  CHECK(stories[3] != stories[0]); // 60 hours after: a new story, which the next days join
+  CHECK(s.add(titles[0], "", "three.example") == stories[3]);
+}
+
 TEST_CASE("observing what was decided rebuilds the same state") {
   const std::vector<std::string> titles = {
       "Netflix raises prices for new subscribers", "Comcast and Time Warner Cable agree to merge",
