@@ -300,7 +300,12 @@ struct feed_reader {
   void add_entry(const xmlNode* entry) {
     ++items;
     if (auto link = entry_link(entry); !link.empty())
-      collector.add(title_text(child(entry, "title")), link, published(entry));
+      if (collector.add(title_text(child(entry, "title")), link, published(entry)))
+        // Atom's <summary> is a text construct as its title is; RSS's <description> is text or
+        // escaped markup as its title is. Full content (<content>, content:encoded) is the
+        // article, not a line under its title.
+        collector.summarise_last(
+            title_text(child(entry, *kind == format::atom ? "summary" : "description")));
     // An item left open ("<item>...<item>...</item>") holds the next: both are items.
     for (const xmlNode* c = entry->children; c && more(); c = c->next)
       if (named(c, "item") || named(c, "entry"))

@@ -35,6 +35,9 @@ struct headline {
   // language), else the page's <html lang> or the feed's <language>. Empty when none is; the
   // store reads it, or detects one from the title (server/words/language.hpp).
   std::string language;
+  // A line of summary its source gives (a feed item's description), as text, at most
+  // max_summary_bytes; empty when none is given or it only repeats the title.
+  std::string summary;
 
   friend bool operator==(const headline&, const headline&) = default;
 };

@@ -400,6 +400,14 @@
     const published = typeof h.published === "string" && !Number.isNaN(Date.parse(h.published));
     time.dateTime = published ? h.published : h.first_seen;
     time.dataset.label = published ? "published" : "seen";
+    // Its line of summary goes with it; the style sheet shows it once it leads a card.
+    if (typeof h.summary === "string" && h.summary !== "") {
+      const summary = document.createElement("p");
+      summary.className = "headline-summary";
+      summary.dir = "auto";
+      summary.textContent = h.summary;
+      item.querySelector(":scope > .meta").after(summary);
+    }
     return item;
   }
 

@@ -520,6 +520,8 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
         break; // most sources first: the rest are one site's, or beyond the bound
       const auto& lead = *story.headlines.front();
       auto lead_entry = entry_of(lead);
+      if (!lead.headline.summary.empty())
+        lead_entry.set("summary", lead.headline.summary);
       tellings lines{{lead.headline.site}, html_of(lead_entry, "lead")};
       for (const auto* item : story.headlines)
         lines.add(*item, [&] {

@@ -61,6 +61,7 @@ inline news_item item_of(const stored_headline& row) {
   item.story = row.story;
   item.first_look = row.first_look;
   item.headline.language = row.language;
+  item.headline.summary = row.summary;
   return item;
 }
 

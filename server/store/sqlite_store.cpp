@@ -99,6 +99,11 @@ ALTER TABLE headlines ADD COLUMN first_look INTEGER NOT NULL DEFAULT 0;
     R"sql(
 ALTER TABLE headlines ADD COLUMN language TEXT NOT NULL DEFAULT '';
 )sql",
+    // 7 -> 8: a line of summary per headline (a feed item's description), shown under a
+    // story's lead.
+    R"sql(
+ALTER TABLE headlines ADD COLUMN summary TEXT NOT NULL DEFAULT '';
+)sql",
 };
 static_assert(std::size(migrations) == sqlite_store::schema_version);
 
@@ -185,10 +190,10 @@ void sqlite_store::impl::prepare_all() {
   // reused after pruning.
   prepare(insert_headline,
           "INSERT INTO headlines (id, site, url, title, first_seen_ms, last_seen_ms, seen_seq, "
-          "position, story, published_ms, first_look, language) VALUES (?1, ?2, ?3, ?4, ?5, ?5, "
-          "?6, ?7, ?8, nullif(?9, 0), ?10, ?11)");
+          "position, story, published_ms, first_look, language, summary) VALUES (?1, ?2, ?3, ?4, "
+          "?5, ?5, ?6, ?7, ?8, nullif(?9, 0), ?10, ?11, ?12)");
   prepare(update_headline, "UPDATE headlines SET title = ?2, last_seen_ms = ?3, seen_seq = ?4, "
-                           "position = ?5 WHERE id = ?1");
+                           "position = ?5, summary = ?6 WHERE id = ?1");
   prepare(select_current, std::string("SELECT ") + row_columns +
                               " FROM headlines WHERE site = ?1 AND seen_seq = (SELECT "
                               "refresh_seq FROM sites WHERE site = ?1) ORDER BY position");
@@ -351,12 +356,14 @@ refresh_written sqlite_store::record_refresh(std::string_view site,
       auto next_id = d.last_id();
       refresh_written written;
       std::int64_t position = 0;
-      for (const auto& [url, title, published_ms, language] : store_input::rows_of(found)) {
+      for (const auto& [url, title, published_ms, language, summary] :
+           store_input::rows_of(found)) {
         stored_headline row{0,     std::string(site), std::string(title), std::string(url), now_ms,
                             now_ms};
         row.published_ms = published_ms;
         row.first_look = seq == 1;
         row.language = language;
+        row.summary = summary;
         {
           impl::use u(d.find_headline);
           d.bind(u.stmt, 1, site);
@@ -379,6 +386,7 @@ refresh_written sqlite_store::record_refresh(std::string_view site,
           d.bind(u.stmt, 3, now_ms);
           d.bind(u.stmt, 4, seq);
           d.bind(u.stmt, 5, position);
+          d.bind(u.stmt, 6, summary);
           d.step(u.stmt, "cannot update a headline");
         } else {
           row.id = ++next_id;
@@ -395,6 +403,7 @@ refresh_written sqlite_store::record_refresh(std::string_view site,
           d.bind(u.stmt, 9, row.published_ms.value_or(0));
           d.bind(u.stmt, 10, std::int64_t{row.first_look ? 1 : 0});
           d.bind(u.stmt, 11, row.language);
+          d.bind(u.stmt, 12, row.summary);
           d.step(u.stmt, "cannot store a headline");
           written.added.push_back(row);
         }

@@ -21,6 +21,7 @@ struct row {
   // The language it is written in: what its source declared, unless its title says otherwise
   // (words::headline_language). Decided here, once, so every backend stores the same.
   std::string language;
+  std::string_view summary; // cut to max_summary_bytes
 };
 
 // The headlines of one refresh as they are stored, in the site's order: URLs that are empty,
@@ -35,8 +36,9 @@ inline std::vector<row> rows_of(const std::vector<scrapers::headline>& found) {
     if (h.url.empty() || h.url.size() > store_limits::max_url_bytes || !urls.insert(h.url).second)
       continue;
     const auto title = cut_utf8(h.title, store_limits::max_title_bytes);
-    rows.push_back(
-        {h.url, title, h.published_ms, words::headline_language(h.language, title, h.url)});
+    rows.push_back({h.url, title, h.published_ms,
+                    words::headline_language(h.language, title, h.url),
+                    cut_utf8(h.summary, store_limits::max_summary_bytes)});
   }
   return rows;
 }

@@ -74,6 +74,46 @@ TEST_CASE("feeds: RSS 2.0 items in order, links resolved, guid as a permalink") 
   CHECK(f.headlines[0].site == "ex");
 }
 
+TEST_CASE("feeds: an item's description or an entry's summary is its summary, as text, capped") {
+  std::string long_text;
+  for (int i = 0; i < 80; ++i)
+    long_text += "word" + std::to_string(i) + " ";
+  auto rss = parse_feed(R"(<rss version="2.0"><channel><title>T</title>
+    <item><title>Quake hits Chile</title><link>https://x/1</link>
+      <description>&lt;p&gt;A magnitude 7.1 quake struck &lt;b&gt;off the coast&lt;/b&gt;
+        on Monday.&lt;/p&gt;&lt;img src="https://tracker/x.gif"&gt;</description></item>
+    <item><title>Title repeated</title><link>https://x/2</link>
+      <description>Title repeated. And then the news itself.</description></item>
+    <item><title>Only the title again</title><link>https://x/3</link>
+      <description>Only the title again</description></item>
+    <item><title>No description</title><link>https://x/4</link></item>
+    <item><title>Long one</title><link>https://x/5</link><description>)" +
+                            long_text + R"(</description></item>
+    </channel></rss>)",
+                        "https://x/feed");
+  REQUIRE(rss.headlines.size() == 5);
+  CHECK(rss.headlines[0].summary == "A magnitude 7.1 quake struck off the coast on Monday.");
+  CHECK(rss.headlines[1].summary == "And then the news itself.");
+  CHECK(rss.headlines[2].summary.empty());
+  CHECK(rss.headlines[3].summary.empty());
+  const auto& capped = rss.headlines[4].summary;
+  CHECK(capped.size() <= max_summary_bytes);
+  CHECK(capped.ends_with("\u2026"));
+  CHECK(capped.starts_with("word0 word1 "));
+  CHECK(long_text.find(capped.substr(0, capped.size() - 3) + " ") == 0); // cut at a word's end
+
+  auto atom = parse_feed(R"(<feed xmlns="http://www.w3.org/2005/Atom"><title>A</title>
+    <entry><title>Entry</title><link href="https://x/a"/>
+      <summary type="html">&lt;em&gt;Markup&lt;/em&gt; &amp;amp; text</summary>
+      <content type="html">The whole article, which is not a summary.</content></entry>
+    <entry><title>Content only</title><link href="https://x/b"/>
+      <content>The whole article.</content></entry></feed>)",
+                         "https://x/atom");
+  REQUIRE(atom.headlines.size() == 2);
+  CHECK(atom.headlines[0].summary == "Markup & text");
+  CHECK(atom.headlines[1].summary.empty());
+}
+
 TEST_CASE("feeds: RSS's channel <language> and RSS 1.0's <dc:language> are read as given") {
   auto rss = parse_feed(R"(<?xml version="1.0"?><rss version="2.0"><channel><title>T</title>
     <language> fr-FR </language><item><title>Un séisme</title><link>https://x.fr/1</link></item>

@@ -531,6 +531,33 @@ TEST_CASE("the unfiltered page opens with a card per story two sites tell; the l
   }
 }
 
+TEST_CASE("a card's lead carries its source's line of summary, escaped; the list shows none") {
+  auto s = shared_story();
+  headline_list with_summaries;
+  for (auto item : s.headlines) {
+    if (item.id == 4)
+      item.headline.summary = "The span links the two banks <after> ten years & more.";
+    if (item.id == 3)
+      item.headline.summary = "Showers from noon, clearing by evening.";
+    with_summaries.push_back(std::move(item));
+  }
+  s.headlines = std::move(with_summaries);
+  const auto html = newsdesk::testing::without_templates(page().render(s));
+  const auto lead = html.find("<li class=\"lead site-s000\" data-id=\"4\"");
+  const auto latest = html.find("id=\"headlines-heading\"");
+  REQUIRE(lead != std::string::npos);
+  const auto summary =
+      html.find("<p class=\"headline-summary\" dir=\"auto\">The span links the two banks "
+                "&lt;after&gt; ten years &amp; more.</p>");
+  CHECK(lead < summary);
+  CHECK(summary < latest);
+  // A box of the list is a line: its summary is not on the page (news.json has it).
+  CHECK(html.find("Showers from noon") == std::string::npos);
+  CHECK(occurrences(html, "headline-summary") == 1);
+  const auto json = news_json(s);
+  CHECK(json.find("\"summary\":\"Showers from noon, clearing by evening.\"") != std::string::npos);
+}
+
 TEST_CASE("a story one site tells twice gets no card") {
   auto s = many_sites(2);
   s.headlines = {{{"Bridge opens", "https://s000.test/1", "s000"}, 2, 1'700'000'100'000},

@@ -125,6 +125,31 @@ TEST_CASE("stories: an item published long before it was first seen joins no sto
   });
 }
 
+TEST_CASE("stories: a headline's summary is stored, follows its source, and reads back") {
+  for_each_backend([](headline_store& store) {
+    std::vector<newsdesk::scrapers::headline> found = {
+        {"Bridge opens", "https://a/bridge", "ignored"},
+        {"Rain ahead", "https://a/rain", "ignored"}};
+    found[0].summary = "The span links the two banks after ten years.";
+    auto first = store.record_refresh("a", found, at(1000));
+    REQUIRE(first.added.size() == 2);
+    CHECK(first.added[0].summary == found[0].summary);
+    CHECK(first.added[1].summary.empty());
+    found[0].summary = "The span links the two banks after ten years; traffic from noon.";
+    found[1].summary = "Showers from noon.";
+    auto second = store.record_refresh("a", found, at(2000));
+    CHECK(second.added.empty());
+    REQUIRE(second.current.size() == 2);
+    CHECK(second.current[0].summary == found[0].summary);
+    CHECK(second.current[1].summary == found[1].summary);
+    const auto rows = store.current("a");
+    REQUIRE(rows.size() == 2);
+    CHECK(rows[0].summary == found[0].summary);
+    CHECK(rows[1].summary == "Showers from noon.");
+    CHECK(store.since(0, 10).at(1).summary == "Showers from noon.");
+  });
+}
+
 TEST_CASE("stories: a merge moves every row of the merged story in the same write, and is "
           "logged") {
   auto seen = std::make_shared<observed>();
@@ -293,17 +318,19 @@ TEST_CASE("stories: a database of schema version 6 is migrated; its rows keep ''
     temp_dir dir;
     const auto file = dir.path / "old.db";
     sqlite_store::open(file)->record_refresh("a", page({{"A", "https://a/1"}}), at(1000));
-    raw_exec(file, "ALTER TABLE headlines DROP COLUMN language; PRAGMA user_version = 6;");
+    raw_exec(file, "ALTER TABLE headlines DROP COLUMN language; "
+                   "ALTER TABLE headlines DROP COLUMN summary; PRAGMA user_version = 6;");
     check(*sqlite_store::open(file));
   }
   SUBCASE("postgresql") {
     auto& pg = postgres_cluster::shared();
     const auto url = pg.fresh_database();
     postgres_store::open(url)->record_refresh("a", page({{"A", "https://a/1"}}), at(1000));
-    pg.exec(database_of(url), "ALTER TABLE headlines DROP COLUMN language; "
+    pg.exec(database_of(url), "ALTER TABLE headlines DROP COLUMN language, DROP COLUMN summary; "
                               "UPDATE newsdesk_schema SET version = 6;");
     auto store = postgres_store::open(url);
-    CHECK(pg.exec(database_of(url), "SELECT version FROM newsdesk_schema") == "7");
+    CHECK(pg.exec(database_of(url), "SELECT version FROM newsdesk_schema") ==
+          std::to_string(postgres_store::schema_version));
     check(*store);
   }
 }
@@ -343,11 +370,12 @@ TEST_CASE("stories: an SQLite file of schema version 3 is migrated; each row is 
   temp_dir dir;
   const auto file = dir.path / "old.db";
   sqlite_store::open(file)->record_refresh("a", page({{"A", "https://a/1"}}), at(1000));
-  // Back to version 3: what versions 4 to 7 added, gone; then a row as version 3 wrote them.
+  // Back to version 3: what versions 4 to 8 added, gone; then a row as version 3 wrote them.
   raw_exec(
       file,
       "DROP TABLE site_icons; ALTER TABLE headlines DROP COLUMN published_ms; "
       "ALTER TABLE headlines DROP COLUMN first_look; ALTER TABLE headlines DROP COLUMN language; "
+      "ALTER TABLE headlines DROP COLUMN summary; "
       "DROP INDEX headlines_story; DROP "
       "INDEX headlines_first_seen; "
       "ALTER TABLE headlines DROP COLUMN story; DROP TABLE story_merges; "
@@ -371,12 +399,12 @@ TEST_CASE("stories: a PostgreSQL database of schema version 2 is migrated; each 
   auto& pg = postgres_cluster::shared();
   const auto url = pg.fresh_database();
   postgres_store::open(url)->record_refresh("a", page({{"A", "https://a/1"}}), at(1000));
-  // Back to version 2: what versions 3 to 7 added, gone; then a row as version 2 wrote them.
+  // Back to version 2: what versions 3 to 8 added, gone; then a row as version 2 wrote them.
   pg.exec(database_of(url),
           "DROP TABLE instances; ALTER TABLE schedule DROP COLUMN last_owner; "
           "DROP TABLE site_icons; "
           "ALTER TABLE headlines DROP COLUMN published_ms, DROP COLUMN first_look, "
-          "DROP COLUMN language; "
+          "DROP COLUMN language, DROP COLUMN summary; "
           "DROP TABLE story_merges; DROP INDEX headlines_first_seen; "
           "ALTER TABLE headlines DROP COLUMN story; "
           "ALTER TABLE newsdesk_meta DROP COLUMN last_merge; "
