@@ -17,7 +17,11 @@
 // story: "Titanfall", not a head of state). A headline joining a story that already has one of
 // its own site's headlines must resemble it more closely: one site's several headlines on one
 // subject (a front page's coverage of a war) are more often a topic than one event, while an
-// event is told by many sites.
+// event is told by many sites. Where a language's stream is thin (few of its headlines within
+// hours of a headline: a few sites of one language, not a wire feed) the stories that could
+// resemble a headline by chance are few, so a headline and a story within hours of each other
+// need less resemblance and one shared word is evidence enough (story_assigner.cpp says how few
+// and how close); in a dense stream of any language the rules are as above.
 // A story accepts no headline seen more than a quiet period after its last one (or before its
 // first): times are the headlines' own, so a stream whose times jump about (a file of several
 // years in a random order) still keeps each year's stories apart. Two live stories that come

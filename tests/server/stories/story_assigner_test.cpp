@@ -183,6 +183,36 @@ TEST_CASE("two titles that share a couple of words but tell different events sta
               "three.example") == a);
 }
 
+TEST_CASE("in a thin stream, titles hours apart sharing one name are one story; farther apart, or "
+          "in a dense stream, they are not") {
+  constexpr std::int64_t t0 = 1'700'000'000'000;
+  // Two outlets' titles of one event whose only common word is "Lula" (Portuguese's stemmer
+  // makes "candidato" and "candidatura" two words), `gap` apart, among `others` headlines of
+  // the language within the hour around them.
+  auto one_story = [&](std::int64_t gap, int others) {
+    story_assigner assigner;
+    std::vector<story_merge> merges;
+    std::int64_t id = 1;
+    auto add = [&](std::string title, std::string_view site, std::int64_t time_ms) {
+      return assigner.assign({id++, title, "", site, time_ms, "pt"}, merges);
+    };
+    // The language's headlines span a day: a stream is judged thin or dense only then.
+    add("Governo aprova novo regime de arrendamento para estudantes", "p.example", t0);
+    add("Câmara de Lisboa aprova novas ciclovias", "p.example", t0 + 24 * hour_ms);
+    for (int i = 0; i < others; ++i)
+      add("palavra" + std::to_string(i) + "a outra" + std::to_string(i) + "b", "o.example",
+          t0 + 12 * hour_ms + i * 60'000);
+    const auto a = add("Lula confirma que será candidato à reeleição em outubro", "folha.example",
+                       t0 + 12 * hour_ms);
+    const auto b = add("Lula oficializa pré-candidatura e provoca oposição", "estadao.example",
+                       t0 + 12 * hour_ms + gap);
+    return assigner.current(a) == assigner.current(b);
+  };
+  CHECK(one_story(2 * hour_ms, 0));
+  CHECK_FALSE(one_story(8 * hour_ms, 0));  // not close in time: one word is not enough
+  CHECK_FALSE(one_story(2 * hour_ms, 30)); // a dense stream: one word is not enough
+}
+
 TEST_CASE("a headline that came before its story grew is taken in once the story is large") {
   stream s;
   // Alone, one shared word ("Titanfall") is not enough to join a story of one.
