@@ -57,6 +57,22 @@ constexpr std::size_t max_story_terms = 64;
 constexpr std::size_t max_postings = 24;
 // Merges remembered for current() after they happened.
 constexpr std::size_t max_remembered_merges = 100000;
+// The rules above ask for evidence against chance resemblance, whose odds grow with the number of
+// stories near in time that a headline could resemble: in a dense stream (an English wire feed,
+// eighty headlines an hour) two titles sharing one word are often two events. In a thin stream
+// (a few sites of one language, a few headlines an hour) the stories near in time are few, while
+// one event's headlines, worded freely by its outlets, often share a single name ("Malatya",
+// "Petrobras") and little else. So where a language's stream is thin around a headline (fewer
+// than thin_stream_headlines of its headlines within close_in_time either side), a headline and
+// a story no more than close_in_time apart need thin_stream_factor times the resemblance, and
+// one shared word is evidence enough; farther apart, or in a dense stream, the rules above hold
+// as they are. An event's headlines come within hours of each other; close_in_time is the span
+// of a day's news cycle in one place, well inside the quiet period. A stream is judged thin only
+// once its language's headlines span close_in_time: at its start every stream looks thin.
+// The ambiguity and two-site rules below still hold in a thin stream.
+constexpr std::int64_t close_in_time_ms = 6 * 3600 * 1000;
+constexpr std::size_t thin_stream_headlines = 20;
+constexpr double thin_stream_factor = 0.3;
 
 struct story;
 
@@ -100,6 +116,30 @@ bool same_sites(const story& small, const story& large) {
            return std::find(large.sites.begin(), large.sites.end(), site) != large.sites.end();
          });
 }
+
+// The times of a language's recent headlines, to judge whether its stream is thin.
+struct language_times {
+  std::multiset<std::int64_t> times; // at most 2 * thin_stream_headlines, the latest
+  std::int64_t first_ms = 0;         // the earliest and latest headline times seen
+  std::int64_t last_ms = 0;
+  bool seen = false;
+
+  // Counts a headline of time `t`; returns whether the stream is thin around it.
+  bool thin_at(std::int64_t t) {
+    first_ms = seen ? std::min(first_ms, t) : t;
+    last_ms = seen ? std::max(last_ms, t) : t;
+    seen = true;
+    times.insert(t);
+    // In a stream whose times ascend, what is dropped is older than what is kept: when a dropped
+    // time was within close_in_time, so is every kept one, and the stream is dense anyway.
+    if (times.size() > 2 * thin_stream_headlines)
+      times.erase(times.begin());
+    const auto near = std::distance(times.lower_bound(t - close_in_time_ms),
+                                    times.upper_bound(t + close_in_time_ms));
+    return last_ms - first_ms >= close_in_time_ms &&
+           static_cast<std::size_t>(near) < thin_stream_headlines;
+  }
+};
 
 std::uint32_t site_hash(std::string_view site) {
   return static_cast<std::uint32_t>(std::hash<std::string_view>{}(site));
@@ -155,6 +195,8 @@ struct story_assigner::state {
   // Headlines counted per language (halved with the words' counts): a word's rarity is among
   // the headlines of its own language.
   std::unordered_map<std::string, double> documents;
+  // Per language, whether its stream is thin (see close_in_time_ms).
+  std::unordered_map<std::string, language_times> recent;
   std::string key; // scratch for a term's key
   std::unordered_map<std::int64_t, story> live;
   std::set<std::pair<std::uint64_t, std::int64_t>> by_use; // (used, id) of live stories
@@ -336,9 +378,10 @@ struct story_assigner::state {
   // Live stories sharing a word of `probe` with `v` (what is compared, never listed) that could
   // pass similar()'s tests: those sharing two words or more, those large enough to be named
   // by one word, and (when `v` is a large story, not a headline `joining`) small ones sharing a
-  // word that names `v`. Most live stories are a single headline, so this spares comparing
-  // whole vectors with most of them.
-  static std::vector<const story*> candidates(const weighted& probe, const story& v, bool joining) {
+  // word that names `v`; in a `thin` stream, any sharing a word. Most live stories are a single
+  // headline, so this spares comparing whole vectors with most of them.
+  static std::vector<const story*> candidates(const weighted& probe, const story& v, bool joining,
+                                              bool thin) {
     std::vector<std::pair<const story*, bool>> listed; // (story, found through a name of v)
     for (const auto& t : probe) {
       bool names_v = false;
@@ -353,7 +396,7 @@ struct story_assigner::state {
     std::vector<const story*> found;
     for (auto i = listed.begin(); i != listed.end();) {
       auto run = std::find_if(i, listed.end(), [&](const auto& s) { return s.first != i->first; });
-      const bool one_word = i->first->size >= min_named_story || (run - 1)->second;
+      const bool one_word = thin || i->first->size >= min_named_story || (run - 1)->second;
       if (i->first != &v && (run - i >= 2 || one_word))
         found.push_back(i->first);
       i = run;
@@ -370,18 +413,21 @@ struct story_assigner::state {
   // The live stories found through the words of `probe` that pass similar()'s tests, with
   // their scores against `v` (a headline `joining`, as a story of one, or a live story after it
   // grew), the most similar first; ties go to the older story.
-  std::vector<match> similar(const weighted& probe, const story& v, bool joining) const {
+  // `thin`: the language's stream is thin around the headline that led here.
+  std::vector<match> similar(const weighted& probe, const story& v, bool joining, bool thin) const {
     std::vector<match> found;
     if (v.norm <= 0)
       return found;
     const auto v_size = v.size;
-    for (const story* candidate : candidates(probe, v, joining)) {
+    for (const story* candidate : candidates(probe, v, joining, thin)) {
       const auto& s = *candidate;
       if (s.language != v.language || !near_in_time(v.first_ms, v.last_ms, s.first_ms, s.last_ms))
         continue;
       const auto o = common(v.centroid, s.centroid);
       if (o.shared == 0)
         continue;
+      const bool close =
+          thin && std::max(v.first_ms - s.last_ms, s.first_ms - v.last_ms) <= close_in_time_ms;
       // A small story meeting a large one is judged as its headlines would be joining it: a
       // headline that came before the story grew could not have joined it then.
       const story* large = nullptr;
@@ -396,7 +442,7 @@ struct story_assigner::state {
         small = &s;
         in_large = o.in_a;
       }
-      if (o.shared == 1 && !(large != nullptr && names_story(*in_large, *large)))
+      if (o.shared == 1 && !close && !(large != nullptr && names_story(*in_large, *large)))
         continue;
       const double cosine = s.norm > 0 ? o.dot / (v.norm * s.norm) : 0;
       double needed = large != nullptr                            ? join_threshold(*large)
@@ -406,6 +452,8 @@ struct story_assigner::state {
         needed = std::max(needed, pair_similarity);
       if (large != nullptr && same_sites(*small, *large))
         needed *= same_site_factor;
+      if (close)
+        needed *= thin_stream_factor;
       found.push_back({s.id, cosine / needed});
     }
     std::sort(found.begin(), found.end(), [](const match& a, const match& b) {
@@ -476,11 +524,11 @@ struct story_assigner::state {
   // Merges story `id` with every live story that has come to resemble it (since `headline` of
   // `site` joined it); returns what `id` is now.
   std::int64_t merge_resembling(std::int64_t id, const weighted& headline, std::uint32_t site,
-                                std::vector<story_merge>& merges) {
+                                bool thin, std::vector<story_merge>& merges) {
     for (;;) {
       // Only what shares words with the headline just joined can have come closer. A story
       // now like two unrelated ones merges with neither, as such a headline joins neither.
-      const auto found = similar(headline, live.at(id), false);
+      const auto found = similar(headline, live.at(id), false, thin);
       if (story_to_join(found) == 0)
         return id;
       std::int64_t other = 0;
@@ -522,8 +570,9 @@ std::int64_t story_assigner::assign(const story_headline& headline,
                                     std::vector<story_merge>& merges) {
   auto& s = *state_;
   s.advance(headline.id);
+  const bool thin = s.recent[std::string(headline.language)].thin_at(headline.time_ms);
   const auto one = s.story_of(headline);
-  const auto best = s.story_to_join(s.similar(one.centroid, one, true));
+  const auto best = s.story_to_join(s.similar(one.centroid, one, true, thin));
   if (best == 0) {
     // Nothing to compare on (a title of stop words), nothing alike, or two unrelated stories
     // alike: a story of its own.
@@ -531,12 +580,13 @@ std::int64_t story_assigner::assign(const story_headline& headline,
     return headline.id;
   }
   s.join(s.live.at(best), one);
-  return s.merge_resembling(best, one.centroid, site_hash(headline.site), merges);
+  return s.merge_resembling(best, one.centroid, site_hash(headline.site), thin, merges);
 }
 
 void story_assigner::observe(const story_headline& headline, std::int64_t story) {
   auto& s = *state_;
   s.advance(headline.id);
+  s.recent[std::string(headline.language)].thin_at(headline.time_ms);
   const auto one = s.story_of(headline);
   story = s.resolve(story);
   auto it = s.live.find(story);

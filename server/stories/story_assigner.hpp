@@ -17,7 +17,11 @@
 // story: "Titanfall", not a head of state). A headline joining a story that already has one of
 // its own site's headlines must resemble it more closely: one site's several headlines on one
 // subject (a front page's coverage of a war) are more often a topic than one event, while an
-// event is told by many sites.
+// event is told by many sites. Where a language's stream is thin (few of its headlines within
+// hours of a headline: a few sites of one language, not a wire feed) the stories that could
+// resemble a headline by chance are few, so a headline and a story within hours of each other
+// need less resemblance and one shared word is evidence enough (story_assigner.cpp says how few
+// and how close); in a dense stream of any language the rules are as above.
 // A story accepts no headline seen more than a quiet period after its last one (or before its
 // first), nor one that would make it span longer than an event is told (max_span: past it, an
 // ongoing subject such as a war starts a new story each time, rather than one story gathering

@@ -183,6 +183,36 @@ TEST_CASE("two titles that share a couple of words but tell different events sta
               "three.example") == a);
 }
 
+TEST_CASE("in a thin stream, titles hours apart sharing one name are one story; farther apart, or "
+          "in a dense stream, they are not") {
+  constexpr std::int64_t t0 = 1'700'000'000'000;
+  // Two outlets' titles of one event whose only common word is "Lula" (Portuguese's stemmer
+  // makes "candidato" and "candidatura" two words), `gap` apart, among `others` headlines of
+  // the language within the hour around them.
+  auto one_story = [&](std::int64_t gap, int others) {
+    story_assigner assigner;
+    std::vector<story_merge> merges;
+    std::int64_t id = 1;
+    auto add = [&](std::string title, std::string_view site, std::int64_t time_ms) {
+      return assigner.assign({id++, title, "", site, time_ms, "pt"}, merges);
+    };
+    // The language's headlines span a day: a stream is judged thin or dense only then.
+    add("Governo aprova novo regime de arrendamento para estudantes", "p.example", t0);
+    add("Câmara de Lisboa aprova novas ciclovias", "p.example", t0 + 24 * hour_ms);
+    for (int i = 0; i < others; ++i)
+      add("palavra" + std::to_string(i) + "a outra" + std::to_string(i) + "b", "o.example",
+          t0 + 12 * hour_ms + i * 60'000);
+    const auto a = add("Lula confirma que será candidato à reeleição em outubro", "folha.example",
+                       t0 + 12 * hour_ms);
+    const auto b = add("Lula oficializa pré-candidatura e provoca oposição", "estadao.example",
+                       t0 + 12 * hour_ms + gap);
+    return assigner.current(a) == assigner.current(b);
+  };
+  CHECK(one_story(2 * hour_ms, 0));
+  CHECK_FALSE(one_story(8 * hour_ms, 0));  // not close in time: one word is not enough
+  CHECK_FALSE(one_story(2 * hour_ms, 30)); // a dense stream: one word is not enough
+}
+
 TEST_CASE("a headline that came before its story grew is taken in once the story is large") {
   stream s;
   // Alone, one shared word ("Titanfall") is not enough to join a story of one.
@@ -405,5 +435,59 @@ TEST_CASE("stories on the labelled development headlines keep B-cubed precision 
     INFO("seed " << seed << ": P " << score.precision << " R " << score.recall);
     CHECK(score.precision >= 0.85);
     CHECK(score.f1() >= 0.83);
+  }
+}
+
+// A floor under the scores on the hand-written headlines in 11 languages, scored per language as
+// bench/stories does (there: the figures, the goal of F1 >= 0.75 in every language not yet met),
+// in random arrival orders with their own times: precision in every language, F1 over all.
+TEST_CASE("stories on the multilingual development headlines keep B-cubed precision >= 0.8 in "
+          "every language and F1 >= 0.72 over all") {
+  const std::filesystem::path path = std::string(NEWSDESK_SHARED_STORIES) + "/multilingual-dev.csv";
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE_MESSAGE(in, "the labelled headlines are missing: " << path.string());
+  csv_reader reader(in);
+  std::vector<std::string> fields;
+  std::string error;
+  REQUIRE(reader.next(fields, error));
+  std::map<std::string, std::size_t> column;
+  for (std::size_t i = 0; i < fields.size(); ++i)
+    column[fields[i]] = i;
+  struct row {
+    std::string title, url, host, story, language;
+    std::int64_t time_ms = 0;
+  };
+  std::vector<row> rows;
+  while (reader.next(fields, error)) {
+    REQUIRE(error.empty());
+    rows.push_back({fields[column["TITLE"]], fields[column["URL"]], fields[column["HOSTNAME"]],
+                    fields[column["STORY"]], fields[column["LANG"]],
+                    std::stoll(fields[column["TIMESTAMP"]])});
+  }
+  REQUIRE(rows.size() > 400);
+  for (unsigned seed : {1U, 2U, 3U}) {
+    std::shuffle(rows.begin(), rows.end(), std::mt19937_64(seed));
+    story_assigner assigner;
+    std::vector<story_merge> merges;
+    std::vector<std::int64_t> stories;
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      stories.push_back(
+          assigner.assign({static_cast<std::int64_t>(i) + 1, rows[i].title, rows[i].url,
+                           rows[i].host, rows[i].time_ms, rows[i].language},
+                          merges));
+    std::map<std::string, std::pair<std::vector<std::string>, std::vector<std::int64_t>>> parts;
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      for (const auto& key : {rows[i].language, std::string("all")}) {
+        parts[key].first.push_back(rows[i].story);
+        parts[key].second.push_back(assigner.current(stories[i]));
+      }
+    for (const auto& [language, part] : parts) {
+      const auto score = bcubed(part.first, part.second);
+      INFO("seed " << seed << ", " << language << ": P " << score.precision << " R "
+                   << score.recall);
+      CHECK(score.precision >= 0.8);
+      if (language == "all")
+        CHECK(score.f1() >= 0.72);
+    }
   }
 }
