@@ -68,7 +68,8 @@ constexpr std::size_t max_remembered_merges = 100000;
 // one shared word is evidence enough; farther apart, or in a dense stream, the rules above hold
 // as they are. An event's headlines come within hours of each other; close_in_time is the span
 // of a day's news cycle in one place, well inside the quiet period. A stream is judged thin only
-// once its language's headlines span close_in_time: at its start every stream looks thin.
+// once its language has headlines farther than close_in_time from the headline (and within the
+// quiet period): at its start every stream looks thin.
 // The ambiguity and two-site rules below still hold in a thin stream.
 constexpr std::int64_t close_in_time_ms = 6 * 3600 * 1000;
 constexpr std::size_t thin_stream_headlines = 20;
@@ -117,27 +118,37 @@ bool same_sites(const story& small, const story& large) {
          });
 }
 
-// The times of a language's recent headlines, to judge whether its stream is thin.
+// How many of a language's headlines came when, to judge whether its stream is thin: counts
+// per quarter of an hour of their times, the latest max_time_slots quarters kept. Counted by
+// time, not by arrival: a stream whose times jump (a feed's old items, dated when published;
+// a file of several years in a random order) leaves the present's density as it is.
 struct language_times {
-  std::multiset<std::int64_t> times; // at most 2 * thin_stream_headlines, the latest
-  std::int64_t first_ms = 0;         // the earliest and latest headline times seen
-  std::int64_t last_ms = 0;
-  bool seen = false;
+  static constexpr std::int64_t slot_ms = 15 * 60 * 1000;
+  static constexpr std::size_t max_time_slots = 4096; // six weeks of a stream with no gap
+  std::map<std::int64_t, std::uint32_t> per_slot;
 
-  // Counts a headline of time `t`; returns whether the stream is thin around it.
-  bool thin_at(std::int64_t t) {
-    first_ms = seen ? std::min(first_ms, t) : t;
-    last_ms = seen ? std::max(last_ms, t) : t;
-    seen = true;
-    times.insert(t);
-    // In a stream whose times ascend, what is dropped is older than what is kept: when a dropped
-    // time was within close_in_time, so is every kept one, and the stream is dense anyway.
-    if (times.size() > 2 * thin_stream_headlines)
-      times.erase(times.begin());
-    const auto near = std::distance(times.lower_bound(t - close_in_time_ms),
-                                    times.upper_bound(t + close_in_time_ms));
-    return last_ms - first_ms >= close_in_time_ms &&
-           static_cast<std::size_t>(near) < thin_stream_headlines;
+  // Counts a headline of time `t`; returns whether the stream is thin around it: fewer than
+  // thin_stream_headlines within close_in_time either side, once the language has headlines
+  // more than close_in_time away from it (within the quiet period): at its start every stream
+  // looks thin.
+  bool thin_at(std::int64_t t, std::int64_t quiet_ms) {
+    const auto slot = t >= 0 ? t / slot_ms : (t - slot_ms + 1) / slot_ms;
+    ++per_slot[slot];
+    if (per_slot.size() > max_time_slots)
+      per_slot.erase(per_slot.begin());
+    const auto close = close_in_time_ms / slot_ms;
+    const auto quiet = std::max(quiet_ms / slot_ms, close + 1);
+    std::size_t near = 0;
+    for (auto it = per_slot.lower_bound(slot - close);
+         it != per_slot.end() && it->first <= slot + close; ++it)
+      near += it->second;
+    if (near >= thin_stream_headlines)
+      return false;
+    const auto before = per_slot.lower_bound(slot - quiet);
+    const bool earlier = before != per_slot.end() && before->first < slot - close;
+    const auto after = per_slot.upper_bound(slot + close);
+    const bool later = after != per_slot.end() && after->first <= slot + quiet;
+    return earlier || later;
   }
 };
 
@@ -570,7 +581,8 @@ std::int64_t story_assigner::assign(const story_headline& headline,
                                     std::vector<story_merge>& merges) {
   auto& s = *state_;
   s.advance(headline.id);
-  const bool thin = s.recent[std::string(headline.language)].thin_at(headline.time_ms);
+  const bool thin = s.recent[std::string(headline.language)].thin_at(headline.time_ms,
+                                                                     s.limits.quiet_period.count());
   const auto one = s.story_of(headline);
   const auto best = s.story_to_join(s.similar(one.centroid, one, true, thin));
   if (best == 0) {
@@ -586,7 +598,7 @@ std::int64_t story_assigner::assign(const story_headline& headline,
 void story_assigner::observe(const story_headline& headline, std::int64_t story) {
   auto& s = *state_;
   s.advance(headline.id);
-  s.recent[std::string(headline.language)].thin_at(headline.time_ms);
+  s.recent[std::string(headline.language)].thin_at(headline.time_ms, s.limits.quiet_period.count());
   const auto one = s.story_of(headline);
   story = s.resolve(story);
   auto it = s.live.find(story);

@@ -189,7 +189,7 @@ TEST_CASE("in a thin stream, titles hours apart sharing one name are one story; 
   // Two outlets' titles of one event whose only common word is "Lula" (Portuguese's stemmer
   // makes "candidato" and "candidatura" two words), `gap` apart, among `others` headlines of
   // the language within the hour around them.
-  auto one_story = [&](std::int64_t gap, int others) {
+  auto one_story = [&](std::int64_t gap, int others, int old_items = 0) {
     story_assigner assigner;
     std::vector<story_merge> merges;
     std::int64_t id = 1;
@@ -199,9 +199,14 @@ TEST_CASE("in a thin stream, titles hours apart sharing one name are one story; 
     // The language's headlines span a day: a stream is judged thin or dense only then.
     add("Governo aprova novo regime de arrendamento para estudantes", "p.example", t0);
     add("Câmara de Lisboa aprova novas ciclovias", "p.example", t0 + 24 * hour_ms);
-    for (int i = 0; i < others; ++i)
+    for (int i = 0; i < others; ++i) {
       add("palavra" + std::to_string(i) + "a outra" + std::to_string(i) + "b", "o.example",
           t0 + 12 * hour_ms + i * 60'000);
+      // A feed's old items, dated when they were published, arriving among today's.
+      for (int k = 0; k < old_items; ++k)
+        add("antiga" + std::to_string(i) + "x" + std::to_string(k) + " notícia", "f.example",
+            t0 - (400 + 7 * i + k) * 24 * hour_ms);
+    }
     const auto a = add("Lula confirma que será candidato à reeleição em outubro", "folha.example",
                        t0 + 12 * hour_ms);
     const auto b = add("Lula oficializa pré-candidatura e provoca oposição", "estadao.example",
@@ -211,6 +216,8 @@ TEST_CASE("in a thin stream, titles hours apart sharing one name are one story; 
   CHECK(one_story(2 * hour_ms, 0));
   CHECK_FALSE(one_story(8 * hour_ms, 0));  // not close in time: one word is not enough
   CHECK_FALSE(one_story(2 * hour_ms, 30)); // a dense stream: one word is not enough
+  // Old items arriving among today's leave today's stream as dense as it is.
+  CHECK_FALSE(one_story(2 * hour_ms, 30, 3));
 }
 
 TEST_CASE("a headline that came before its story grew is taken in once the story is large") {
