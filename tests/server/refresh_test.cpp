@@ -300,6 +300,58 @@ TEST_CASE("/events ids name the store; an id from another store starts the clien
   CHECK(resumed.wait_for("\"title\":\"Three story\""));
 }
 
+TEST_CASE("a feed's descriptions reach the page as a line under a card's lead, and the stream") {
+  splash_standin origin;
+  temp_dir sites;
+  // Two feeds telling one story, each with its own description (markup and all); one more
+  // headline of one feed's own.
+  auto feed = [](const std::string& name, const std::string& items) {
+    return "<rss version=\"2.0\"><channel><title>" + name + "</title>" + items + "</channel></rss>";
+  };
+  auto item = [](const std::string& title, const std::string& link, const std::string& text) {
+    return "<item><title>" + title + "</title><link>" + link + "</link><description>" + text +
+           "</description></item>";
+  };
+  const std::string dam = "Dam bursts above Porto, valley evacuated";
+  origin.set_origin("one.xml",
+                    feed("one", item(dam, "https://one.example/dam",
+                                     "&lt;p&gt;Thousands leave their homes as the Douro rises."
+                                     "&lt;/p&gt;")));
+  origin.set_origin("two.xml", feed("two", item(dam, "https://two.example/dam",
+                                                "Rescue teams reach the villages of the valley.")));
+  for (const std::string name : {"one", "two"})
+    sites.write(
+        name + ".json",
+        json{{"name", name}, {"feed", origin.base_url() + "/origin/" + name + ".xml"}}.dump());
+  newsdesk_process nd(
+      json{{"site_files_dir", sites.path.string()}, {"refresh", {{"manual_min_interval", 0}}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  REQUIRE(eventually([&] { return news_json(nd.port).at("headlines").size() == 2; }));
+
+  // The card's lead carries its own feed's line (the other site's is beneath it, a title only).
+  const auto page = http_get(nd.port, "/news");
+  REQUIRE(page.status == 200);
+  const auto card = page.body.find("<li class=\"top-story\"");
+  REQUIRE_MESSAGE(card != std::string::npos, page.body);
+  const auto summary = page.body.find("<p class=\"headline-summary\" dir=\"auto\">", card);
+  REQUIRE(summary != std::string::npos);
+  const auto line = page.body.substr(summary, 120);
+  CHECK((line.find(">Thousands leave their homes as the Douro rises.</p>") != std::string::npos ||
+         line.find(">Rescue teams reach the villages of the valley.</p>") != std::string::npos));
+  CHECK(news_json(nd.port).at("headlines")[0].contains("summary"));
+
+  // What arrives live carries its line too.
+  sse_client live(nd.port);
+  REQUIRE(live.wait_for("retry: 3000"));
+  origin.set_origin("one.xml",
+                    feed("one", item("Bridge reopens after repairs", "https://one.example/bridge",
+                                     "Traffic resumes on the upper deck from Monday.") +
+                                    item(dam, "https://one.example/dam", "Thousands leave.")));
+  REQUIRE(send_request(nd.port, "POST", "/api/refresh?site=one").status == 202);
+  REQUIRE_MESSAGE(live.wait_for("\"summary\":\"Traffic resumes on the upper deck from Monday.\""),
+                  live.received << nd.log());
+}
+
 namespace {
 
 // Two feed sites, "one" and "two", of 400 headlines each (800 held, more than a page of 500),
