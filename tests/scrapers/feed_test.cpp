@@ -538,13 +538,22 @@ TEST_CASE("feeds: ill-formed feeds are read as far as they go, what is cut off l
   CHECK(amp.warning.empty());
   // Control characters and references to characters XML forbids: dropped.
   CHECK(first_title(rss_item("Bell\x07 and &#0; zero &#xD800; gone")) == "Bell and zero gone");
-  // Mismatched tags: read in recovery mode, &amp; after the error kept, and said so.
+  // Mismatched end tags close what they name, as HTML's parsers and feed readers read them:
+  // "</Title>" closes <title>, an element left open inside is closed with it, and an end tag
+  // that closes nothing is dropped. What is still wrong (here, the end) is read in recovery
+  // mode, and said so.
   auto broken = parse_feed("<rss><channel><item><title>Case</Title><link>https://e.com/c</link>"
+                           "</item><item><title>Raw <b>bold</title><link>https://e.com/b</link>"
+                           "</item><item><title>Stray</i> end</title><link>https://e.com/s</link>"
                            "</item><item><title>Fish &amp; chips</title>"
-                           "<link>https://e.com/f</link></item></channel></rss>",
+                           "<link>https://e.com/f</link></item>",
                            "https://e.com/feed");
-  CHECK(titles(broken).back() == "Fish & chips");
+  CHECK(titles(broken) ==
+        std::vector<std::string>{"Case", "Raw bold", "Stray end", "Fish & chips"});
+  CHECK(broken.headlines[1].url == "https://e.com/b");
   CHECK(broken.warning.rfind("not well-formed XML (line 1: ", 0) == 0);
+  CHECK(detail::mend_markup("<a><b x='>'><c/></a></z><A></a>") ==
+        "<a><b x='>'><c/></b></a><A></A>");
   // Cut off in the middle of an item's link: the item is not read (its link may be cut).
   auto cut = parse_feed("<rss><channel><item><title>Whole</title><link>https://e.com/1</link>"
                         "</item><item><title>Cut</title><link>https://e.com/lo",
