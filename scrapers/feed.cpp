@@ -10,7 +10,9 @@
 #include "scrapers/url.hpp"
 
 #include <libxml/tree.h>
+#include <openssl/evp.h>
 
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -173,6 +175,29 @@ bool looks_like_html(std::string_view text) {
   return false;
 }
 
+// The bytes a base64 text stands for (white space between its lines allowed); nullopt when it
+// is not base64. OpenSSL's decoder, which the server links for TLS anyway.
+std::optional<std::string> base64_decoded(std::string_view text) {
+  text = trim_ascii_whitespace(text);
+  if (text.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+    return std::nullopt;
+  std::unique_ptr<EVP_ENCODE_CTX, decltype(&EVP_ENCODE_CTX_free)> ctx(EVP_ENCODE_CTX_new(),
+                                                                      EVP_ENCODE_CTX_free);
+  if (!ctx)
+    return std::nullopt;
+  // Three bytes for every four characters, and a block of slack the decoder may write ahead.
+  std::string out(text.size() / 4 * 3 + 80, '\0');
+  auto* to = reinterpret_cast<unsigned char*>(out.data());
+  int written = 0, last = 0;
+  EVP_DecodeInit(ctx.get());
+  if (EVP_DecodeUpdate(ctx.get(), to, &written, reinterpret_cast<const unsigned char*>(text.data()),
+                       static_cast<int>(text.size())) < 0 ||
+      EVP_DecodeFinal(ctx.get(), to + written, &last) != 1)
+    return std::nullopt;
+  out.resize(static_cast<std::size_t>(written + last));
+  return out;
+}
+
 enum class format { rss, rdf, atom };
 
 } // namespace
@@ -224,14 +249,18 @@ struct feed_reader {
 
   // An Atom text construct: type="html" (Atom 0.3: "text/html", mode="escaped") holds escaped
   // markup; "xhtml" (and 0.3's mode="xml") real elements, whose text is the title; else text.
+  // Atom 0.3's mode="base64" holds the bytes of its type's text (UTF-8, as the document is now).
   std::string atom_title(const xmlNode* n) const {
     if (!n)
       return {};
     const auto type = lower(attribute(n, "type"));
     const auto mode = lower(attribute(n, "mode"));
-    const bool escaped_markup =
-        (type == "html" || type.ends_with("/html")) && mode != "xml" && mode != "base64";
-    return finish_title(escaped_markup ? html_text(text_of(n)) : text_of(n));
+    auto text = text_of(n);
+    if (mode == "base64")
+      if (auto bytes = base64_decoded(text))
+        text = std::move(*bytes);
+    const bool escaped_markup = (type == "html" || type.ends_with("/html")) && mode != "xml";
+    return finish_title(escaped_markup ? html_text(text) : std::move(text));
   }
 
   std::string rss_title(const xmlNode* n) const {
@@ -246,23 +275,27 @@ struct feed_reader {
   }
 
   // An Atom link to a page for people: rel="alternate" (the default) of an HTML type (the
-  // default), so that an enclosure or an edit link is never taken for the page.
+  // default; "html" and "xhtml" as Atom's text constructs name them), so that an enclosure or
+  // an edit link is never taken for the page.
   static bool atom_page_link(const xmlNode* link) {
-    const auto rel = lower(attribute(link, "rel"));
-    const auto type = lower(attribute(link, "type"));
+    const auto rel = lower(std::string(trim_ascii_whitespace(attribute(link, "rel"))));
+    const auto type = lower(std::string(trim_ascii_whitespace(attribute(link, "type"))));
     return (rel.empty() || rel == "alternate") &&
-           (type.empty() || type == "text/html" || type == "application/xhtml+xml");
+           (type.empty() || type == "text/html" || type == "application/xhtml+xml" ||
+            type == "html" || type == "xhtml");
   }
 
   // Where one <link> element points: Atom's (and an atom:link's in RSS) href when it is a page
-  // link, RSS's text; empty otherwise.
+  // link, RSS's text; empty otherwise. An Atom link written as RSS's, its address as its text,
+  // is read as one (its rel and type still judged).
   std::string page_link(const xmlNode* link) const {
     if (rank_of(link) > 0)
       return {};
-    const auto href = attribute(link, "href");
-    if (!href.empty() || *kind == format::atom)
-      return atom_page_link(link) ? resolved(link, href) : std::string();
-    return resolved(link, text_of(link));
+    auto href = attribute(link, "href");
+    const bool atom_link = !href.empty() || *kind == format::atom;
+    if (href.empty())
+      href = text_of(link);
+    return !atom_link || atom_page_link(link) ? resolved(link, href) : std::string();
   }
 
   // An entry's link to its page: its first page link; else CDF's href attribute, a <guid> that
@@ -341,6 +374,22 @@ struct feed_reader {
     }
   }
 
+  // Frees the descendants of `n` that were still open when the text ended: they are its last
+  // child, that one's last child, and so on (an element still open holds what came after it).
+  void drop_open_descendants(xmlNode* n) const {
+    while (n) {
+      xmlNode* last = n->last;
+      while (last && last->type != XML_ELEMENT_NODE)
+        last = last->prev;
+      if (last && stream->open_at_end(last)) {
+        xmlUnlinkNode(last);
+        xmlFreeNode(last);
+        return;
+      }
+      n = last;
+    }
+  }
+
   // Reads and frees the complete children of `parent` (all of them when `complete`): items,
   // and the feed's title and link. An RSS channel under the root is a container whose
   // children are read as they complete.
@@ -353,8 +402,12 @@ struct feed_reader {
         saw_channel = true;
         read_children(c, done, false);
       } else if (done) {
-        // What a cut-off feed left open is not read: its link may be cut too.
-        if (c->type == XML_ELEMENT_NODE && !(complete && stream->open_at_end(c)))
+        // What a cut-off feed left open is not read: its link may be cut too. An item cut off
+        // after its link closed is read without the part that was cut.
+        const bool cut = complete && stream->open_at_end(c);
+        if (cut && (named(c, "item") || named(c, "entry")))
+          drop_open_descendants(c);
+        if (c->type == XML_ELEMENT_NODE && (!cut || named(c, "item") || named(c, "entry")))
           take(c, parent);
         xmlUnlinkNode(c);
         xmlFreeNode(c);

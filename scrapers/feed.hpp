@@ -2,7 +2,7 @@
 // <CHANNEL>) read with libxml2, and OPML lists of feeds read and written.
 //
 // Feeds as the web writes them are read as feed readers read them (Python's feedparser is the
-// reference they are measured against; tests/fixtures/feeds/README.md):
+// reference they are measured against; tests/feeds/corpus/README.md says how closely):
 //  - the encoding as RFC 7303 says: BOM, then the HTTP charset, then the declaration; UTF-16
 //    and UTF-32 included; bytes that are not what they claim read as windows-1252
 //    (feed_encoding.hpp);
@@ -13,7 +13,7 @@
 //  - an entry's link: its alternate page link (never an enclosure), else a permalink <guid>, else
 //    an id that is an http(s) URL;
 //  - a title that is HTML (Atom's type="html", RSS text with markup or references, CDATA with
-//    tags) reduced to its text, as a page's titles are.
+//    tags) reduced to its text, as a page's titles are; Atom 0.3's mode="base64" decoded.
 //
 // A feed is hostile input like a page: libxml2 reads it without network access, without loading
 // DTDs or external entities (no XXE), a feed declaring entities of its own is refused, and a

@@ -90,13 +90,61 @@ std::string declared_encoding(std::string_view bytes) {
   return std::string(bytes.substr(0, bytes.find(quote)));
 }
 
+// Labels the web uses that glibc's iconv does not know, and iconv's name for what they mean (the
+// WHATWG Encoding Standard's label table, where iconv lacks the label): Microsoft's and old
+// browsers' "ks_c_5601-1987" for Korean (Windows' superset of EUC-KR), "x-" names from before
+// the registry had them, Mac OS Roman, Hebrew's logical and visual ISO-8859-8.
+struct label_alias {
+  std::string_view label;
+  const char* iconv_name;
+};
+constexpr label_alias web_labels[] = {
+    {"ks_c_5601-1987", "CP949"},
+    {"ks_c_5601-1989", "CP949"},
+    {"ksc_5601", "CP949"},
+    {"ksc5601", "CP949"},
+    {"csksc56011987", "CP949"},
+    {"iso-ir-149", "CP949"},
+    {"korean", "CP949"},
+    {"windows-949", "CP949"},
+    {"x-mac-roman", "MACINTOSH"},
+    {"mac", "MACINTOSH"},
+    {"csmacintosh", "MACINTOSH"},
+    {"x-mac-cyrillic", "MAC-CYRILLIC"},
+    {"x-mac-ukrainian", "MAC-CYRILLIC"},
+    {"x-sjis", "SHIFT_JIS"},
+    {"x-euc-jp", "EUC-JP"},
+    {"x-gbk", "GBK"},
+    {"x-x-big5", "BIG5"},
+    {"x-cp1250", "CP1250"},
+    {"x-cp1251", "CP1251"},
+    {"x-cp1252", "CP1252"},
+    {"x-cp1253", "CP1253"},
+    {"x-cp1254", "CP1254"},
+    {"x-cp1255", "CP1255"},
+    {"x-cp1256", "CP1256"},
+    {"x-cp1257", "CP1257"},
+    {"x-cp1258", "CP1258"},
+    {"unicode-1-1-utf-8", "UTF-8"},
+    {"unicode11utf8", "UTF-8"},
+    {"unicode20utf8", "UTF-8"},
+    {"x-unicode20utf8", "UTF-8"},
+    {"iso-8859-8-i", "ISO-8859-8"},
+    {"csiso88598i", "ISO-8859-8"},
+    {"logical", "ISO-8859-8"},
+    {"visual", "ISO-8859-8"},
+};
+
 // What iconv should be asked for when a label names `label`, given the bytes it labels: UTF-16
 // and UTF-32 without an order take it from the bytes (little-endian when "<" says so, else
 // big-endian as the standards default); GB2312 is read as GB18030, its superset, as the WHATWG
-// Encoding Standard does. Other names are given to iconv as written (in capitals), which knows
-// their aliases.
+// Encoding Standard does; the web's labels above as what they mean. Other names are given to
+// iconv as written (in capitals), which knows their aliases.
 std::string iconv_name(std::string_view label, std::string_view body) {
   const auto name = lower_ascii(trim_ascii_whitespace(label));
+  for (const auto& alias : web_labels)
+    if (name == alias.label)
+      return alias.iconv_name;
   const bool little = body.size() >= 2 && body[0] != '\0' && body[1] == '\0';
   if (name == "utf-16" || name == "utf16" || name == "ucs-2" || name == "iso-10646-ucs-2" ||
       name == "unicode" || name == "csunicode")

@@ -9,6 +9,7 @@
 #include <cctype>
 #include <new>
 #include <unordered_map>
+#include <vector>
 
 namespace newsdesk::scrapers::detail {
 
@@ -86,11 +87,96 @@ struct html_entity {
   xmlEntity entity{};
 };
 
+bool same_name_ascii_case(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// The elements open at each point of the text, so that an end tag that closes another element
+// than the last one opened is mended as HTML's parsers and feed readers read it: "<title>A
+// <b>bold</title>" closes the <b> too, "</Title>" closes <title>, and an end tag that closes
+// nothing open is dropped. libxml2's recovery would instead close one element per end tag,
+// and every item after the slip would land inside the one before.
+class tag_balance {
+ public:
+  // A start tag at the start of `tag` ("<name ...>"): its element is open unless it closes
+  // itself ("<br/>") or is cut off.
+  void start(std::string_view tag) {
+    if (!tracking_)
+      return;
+    std::size_t i = 1;
+    while (i < tag.size() && is_name_char(static_cast<unsigned char>(tag[i])))
+      ++i;
+    const auto name = tag.substr(1, i - 1);
+    char quote = 0;
+    // A tag longer than any real one (a quote never closed) is not followed: the scan stays
+    // linear in the text.
+    tag = tag.substr(0, max_tag_bytes);
+    for (; i < tag.size(); ++i) {
+      if (quote) {
+        quote = tag[i] == quote ? 0 : quote;
+      } else if (tag[i] == '"' || tag[i] == '\'') {
+        quote = tag[i];
+      } else if (tag[i] == '>') {
+        if (tag[i - 1] != '/')
+          open_.emplace_back(name);
+        // Deeper than any feed nests: a hostile document is left to libxml2's own limits.
+        if (open_.size() > max_depth)
+          tracking_ = false;
+        return;
+      } else if (tag[i] == '<') {
+        return; // not a tag after all
+      }
+    }
+  }
+
+  // An end tag at the start of `tag` ("</name>"). Returns how many bytes of the text it takes
+  // when it is mended (its replacement, if any, appended to `out`, and what was wrong in
+  // `what`); 0 when it is copied as is.
+  std::size_t end(std::string_view tag, std::string& out, std::string& what) {
+    if (!tracking_)
+      return 0;
+    std::size_t i = 2;
+    while (i < tag.size() && is_name_char(static_cast<unsigned char>(tag[i])))
+      ++i;
+    const auto name = tag.substr(2, i - 2);
+    while (i < tag.size() && (tag[i] == ' ' || tag[i] == '\t' || tag[i] == '\n' || tag[i] == '\r'))
+      ++i;
+    if (name.empty() || i >= tag.size() || tag[i] != '>')
+      return 0;
+    if (!open_.empty() && open_.back() == name) {
+      open_.pop_back();
+      return 0;
+    }
+    auto at = open_.size();
+    while (at > 0 && !same_name_ascii_case(open_[at - 1], name))
+      --at;
+    what = at > 0 ? "Opening and ending tag mismatch: " + open_.back() + " and " + std::string(name)
+                  : "the end tag </" + std::string(name) + "> closes no open element";
+    if (at > 0) // closes every element opened inside the one it names, then that one
+      for (auto n = open_.size(); n >= at; --n) {
+        out += "</" + open_.back() + ">";
+        open_.pop_back();
+      }
+    return i + 1;
+  }
+
+ private:
+  static constexpr std::size_t max_depth = 256;
+  static constexpr std::size_t max_tag_bytes = 16 * 1024;
+  std::vector<std::string> open_;
+  bool tracking_ = true;
+};
+
 } // namespace
 
-std::string mend_markup(std::string_view text) {
+std::string mend_markup(std::string_view text, std::optional<markup_slip>* first_slip) {
   std::string out;
   out.reserve(text.size() + text.size() / 16);
+  tag_balance tags;
+  std::string what;
   std::size_t i = 0;
   while (i < text.size()) {
     const auto c = static_cast<unsigned char>(text[i]);
@@ -113,6 +199,17 @@ std::string mend_markup(std::string_view text) {
         continue;
       // A tag starts with a name, '/', '!' or '?'; any other '<' is text ("a < b").
       const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
+      if (next == '/') {
+        if (const auto mended = tags.end(text.substr(i), out, what)) {
+          if (first_slip && !*first_slip)
+            *first_slip = markup_slip{
+                1 + static_cast<int>(std::count(text.begin(), text.begin() + i, '\n')), what};
+          i += mended;
+          continue;
+        }
+      } else if (is_name_start(next)) {
+        tags.start(text.substr(i));
+      }
       out += is_name_start(next) || next == '/' || next == '!' ? "<" : "&lt;";
       ++i;
     } else if (c == '&') {
@@ -160,6 +257,7 @@ std::string describe(const xmlError* error) {
 // What the parser's hooks share, reached through the parser context's _private.
 struct xml_stream::state {
   std::optional<xmlError> first_error;
+  std::optional<xmlError> mended_error; // the first end tag mend_markup mended
   bool declares_entities = false;
   std::unordered_map<std::string, std::unique_ptr<html_entity>> entities;
   std::size_t unknown_names = 0;
@@ -170,6 +268,8 @@ struct xml_stream::state {
   ~state() {
     if (first_error)
       xmlResetError(&*first_error);
+    if (mended_error)
+      xmlResetError(&*mended_error);
   }
 
   static state& of(void* parser) {
@@ -242,8 +342,20 @@ struct xml_stream::state {
 };
 
 xml_stream::xml_stream(std::string_view text, const std::string& base)
-    : text_(mend_markup(text))
-    , state_(std::make_unique<state>()) {
+    : state_(std::make_unique<state>()) {
+  // A slip mend_markup mended is still the document's error, as libxml2 would have named it.
+  std::optional<markup_slip> slip;
+  text_ = mend_markup(text, &slip);
+  if (slip) {
+    xmlError& e = state_->mended_error.emplace();
+    e = xmlError{};
+    e.domain = XML_FROM_PARSER;
+    e.code = XML_ERR_TAG_NAME_MISMATCH;
+    e.level = XML_ERR_FATAL;
+    e.line = slip->line;
+    e.message =
+        reinterpret_cast<char*>(xmlStrdup(reinterpret_cast<const xmlChar*>(slip->what.c_str())));
+  }
   static const bool initialised = (xmlInitParser(), true); // once, before threads share it
   (void)initialised;
   ctxt_ =
@@ -298,7 +410,11 @@ bool xml_stream::open_at_end(const xmlNode* node) const {
 }
 
 const xmlError* xml_stream::first_error() const {
-  return state_->first_error ? &*state_->first_error : nullptr;
+  const xmlError* parsed = state_->first_error ? &*state_->first_error : nullptr;
+  const xmlError* mended = state_->mended_error ? &*state_->mended_error : nullptr;
+  if (parsed && mended)
+    return parsed->line <= mended->line ? parsed : mended;
+  return parsed ? parsed : mended;
 }
 
 } // namespace newsdesk::scrapers::detail

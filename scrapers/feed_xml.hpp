@@ -7,7 +7,11 @@
 //  - Markup as the web writes it is mended before parsing (mend_markup): a bare '&' ("AT&T",
 //    "?a=1&b=2") and a '<' that starts no tag are escaped, control characters XML forbids and
 //    numeric references to them dropped, HTML's "&#X2014;" and "&eacute" (no ';', for the
-//    names HTML reads so) written as XML's. A well-formed document is left exactly as it is.
+//    names HTML reads so) written as XML's, and an end tag that closes another element than
+//    the last one opened made to close what it names (its name's case aside) and everything
+//    opened inside it, or dropped when it closes nothing open ("<title>A <b>B</title>",
+//    "</Title>", a stray "</i>"), as HTML's parsers and feed readers read them. A well-formed
+//    document is left exactly as it is; a mended end tag is still reported as the error.
 //  - What is still not well-formed is read in libxml2's recovery mode, as far as it goes; the
 //    first error is kept so that a caller that finds nothing can say what was wrong.
 //  - Nothing is fetched: no network, no DTD, no external entity; a document that declares
@@ -30,10 +34,17 @@
 
 namespace newsdesk::scrapers::detail {
 
+// An end tag mend_markup mended: its line (from 1) and what was wrong.
+struct markup_slip {
+  int line = 0;
+  std::string what; // "Opening and ending tag mismatch: b and title"
+};
+
 // `text` (UTF-8) with the web's slips mended into XML, as described above. Sections whose
 // characters are not markup (CDATA, comments, processing instructions) are copied as they are,
-// less the control characters XML allows nowhere. Linear in the text.
-std::string mend_markup(std::string_view text);
+// less the control characters XML allows nowhere. The first end tag mended is described in
+// `first_slip` when given. Linear in the text.
+std::string mend_markup(std::string_view text, std::optional<markup_slip>* first_slip = nullptr);
 
 // What a reader sees of an XML name or text: libxml2 speaks unsigned char.
 inline std::string_view view(const xmlChar* text) {

@@ -431,6 +431,17 @@ TEST_CASE("feeds: encodings as RFC 7303 orders them: BOM, then the HTTP charset,
   CHECK(first_title(rss_item("Caf\xC3\x83\xC2\xA9")) == "Caf\xC3\xA9");
 }
 
+TEST_CASE("feeds: the web's encoding labels that iconv does not know (WHATWG's table)") {
+  // "Caf\xE9" in Latin-1 and Mac OS Roman, and a Korean word in Windows' EUC-KR.
+  CHECK(decode_xml("<?xml version=\"1.0\" encoding=\"x-mac-roman\"?><a>Caf\x8E</a>").text ==
+        "<?xml version=\"1.0\" encoding=\"x-mac-roman\"?><a>Caf\xC3\xA9</a>");
+  auto korean =
+      decode_xml("<?xml version=\"1.0\" encoding=\"ks_c_5601-1987\"?><a>\xBC\xAD\xBF\xEF</a>");
+  CHECK(korean.encoding == "CP949");
+  CHECK(korean.text.ends_with("<a>\xEC\x84\x9C\xEC\x9A\xB8</a>")); // 서울
+  CHECK(decode_xml("<a>\xE9</a>", "text/xml; charset=x-cp1252").encoding == "CP1252");
+}
+
 TEST_CASE("feeds: the charset of a Content-Type") {
   CHECK(charset_of("text/xml; charset=utf-8") == "utf-8");
   CHECK(charset_of("application/rss+xml;CHARSET=\"ISO-8859-1\"") == "ISO-8859-1");
@@ -461,6 +472,35 @@ TEST_CASE("feeds: Atom 0.3 is read as Atom: link, title modes, issued date, id")
   CHECK(f.headlines[0].url == "http://old.example.com/2004/06/first");
   CHECK(f.headlines[0].published_ms == 1'086'084'000'000);
   CHECK(f.headlines[2].url == "http://old.example.com/2004/06/third");
+}
+
+TEST_CASE("feeds: Atom 0.3's base64 titles are decoded, then read as their type says") {
+  auto f = parse_feed(R"(<feed version="0.3" xmlns="http://purl.org/atom/ns#"><title>B</title>
+  <entry><title mode="base64" type="text/plain">QmFzZSBzaXh0eS1mb3VyICZhbXA7IHRleHQ=</title>
+    <link href="http://b.example.com/1"/></entry>
+  <entry><title mode="base64" type="text/html">PGI+Qm9sZDwvYj4gJmFtcDsgbWFya3Vw
+    </title><link href="http://b.example.com/2"/></entry>
+  <entry><title mode="base64">not base64 at all!</title><link href="http://b.example.com/3"/>
+  </entry></feed>)",
+                      "http://b.example.com/atom");
+  // "Base sixty-four &amp; text" is text; "<b>Bold</b> &amp; markup" is markup.
+  CHECK(titles(f) == std::vector<std::string>{"Base sixty-four &amp; text", "Bold & markup",
+                                              "not base64 at all!"});
+}
+
+TEST_CASE("feeds: Atom links typed \"html\", and written as RSS's (the address as text)") {
+  auto f = parse_feed(R"(<feed xmlns="http://www.w3.org/2005/Atom"><title>L</title>
+  <entry><title>Alias</title><link type="html" href="https://e.com/alias"/></entry>
+  <entry><title>Text link</title><link>https://e.com/text</link></entry>
+  <entry><title>Text but an edit link</title><link rel="edit">https://e.com/edit</link>
+    <id>tag:e.com,1</id></entry>
+  <entry><title>Spaced rel</title><link rel=" Alternate " type=" XHTML " href="/spaced"/></entry>
+  </feed>)",
+                      "https://e.com/atom");
+  CHECK(titles(f) == std::vector<std::string>{"Alias", "Text link", "Spaced rel"});
+  CHECK(f.headlines[0].url == "https://e.com/alias");
+  CHECK(f.headlines[1].url == "https://e.com/text");
+  CHECK(f.headlines[2].url == "https://e.com/spaced");
 }
 
 TEST_CASE("feeds: an entry's link: alternate over enclosure, else a permalink guid or an "
@@ -538,18 +578,37 @@ TEST_CASE("feeds: ill-formed feeds are read as far as they go, what is cut off l
   CHECK(amp.warning.empty());
   // Control characters and references to characters XML forbids: dropped.
   CHECK(first_title(rss_item("Bell\x07 and &#0; zero &#xD800; gone")) == "Bell and zero gone");
-  // Mismatched tags: read in recovery mode, &amp; after the error kept, and said so.
+  // Mismatched end tags close what they name, as HTML's parsers and feed readers read them:
+  // "</Title>" closes <title>, an element left open inside is closed with it, and an end tag
+  // that closes nothing is dropped. What is still wrong (here, the end) is read in recovery
+  // mode, and said so.
   auto broken = parse_feed("<rss><channel><item><title>Case</Title><link>https://e.com/c</link>"
+                           "</item><item><title>Raw <b>bold</title><link>https://e.com/b</link>"
+                           "</item><item><title>Stray</i> end</title><link>https://e.com/s</link>"
                            "</item><item><title>Fish &amp; chips</title>"
-                           "<link>https://e.com/f</link></item></channel></rss>",
+                           "<link>https://e.com/f</link></item>",
                            "https://e.com/feed");
-  CHECK(titles(broken).back() == "Fish & chips");
+  CHECK(titles(broken) ==
+        std::vector<std::string>{"Case", "Raw bold", "Stray end", "Fish & chips"});
+  CHECK(broken.headlines[1].url == "https://e.com/b");
   CHECK(broken.warning.rfind("not well-formed XML (line 1: ", 0) == 0);
-  // Cut off in the middle of an item: the item left open is not read (its link may be cut).
+  CHECK(detail::mend_markup("<a><b x='>'><c/></a></z><A></a>") ==
+        "<a><b x='>'><c/></b></a><A></A>");
+  // Cut off in the middle of an item's link: the item is not read (its link may be cut).
   auto cut = parse_feed("<rss><channel><item><title>Whole</title><link>https://e.com/1</link>"
                         "</item><item><title>Cut</title><link>https://e.com/lo",
                         "https://e.com/feed");
   CHECK(titles(cut) == std::vector<std::string>{"Whole"});
+  // Cut off after the item's link closed: read, less what was cut (a guid cut short is no link).
+  auto after_link = parse_feed("<rss><channel><item><title>Whole</title><link>https://e.com/1"
+                               "</link></item><item><title>Link whole</title>"
+                               "<link>https://e.com/2</link><description>Cut he",
+                               "https://e.com/feed");
+  CHECK(titles(after_link) == std::vector<std::string>{"Whole", "Link whole"});
+  auto cut_guid = parse_feed("<rss><channel><item><title>Whole</title><link>https://e.com/1"
+                             "</link></item><item><title>Guid cut</title><guid>https://e.com/g",
+                             "https://e.com/feed");
+  CHECK(titles(cut_guid) == std::vector<std::string>{"Whole"});
 }
 
 TEST_CASE("feeds: the mending before parsing leaves well-formed XML exactly as it is") {
