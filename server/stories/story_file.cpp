@@ -91,16 +91,27 @@ std::optional<story_headline> read_row(const std::vector<std::string>& fields,
 } // namespace
 
 bool csv_reader::next(std::vector<std::string>& fields, std::string& error) {
-  fields.clear();
   error.clear();
   start_line_ = line_;
   // Characters straight from the stream's buffer: istream::get() per character builds a sentry
   // each time, and reading a large file cost more than assigning its headlines.
   auto& in = *in_.rdbuf();
   constexpr auto eof = std::char_traits<char>::eof();
-  if (in.sgetc() == eof)
+  if (in.sgetc() == eof) {
+    fields.clear();
     return false;
-  std::string field;
+  }
+  // The fields are read into the strings `fields` already has, so that a file's records reuse
+  // one record's memory.
+  std::size_t count = 0;
+  auto start_field = [&]() {
+    if (count == fields.size())
+      fields.emplace_back();
+    auto* field = &fields[count++];
+    field->clear();
+    return field;
+  };
+  auto* field = start_field();
   std::size_t bytes = 0;
   bool quoted = false;
   bool was_quoted = false;
@@ -119,28 +130,27 @@ bool csv_reader::next(std::vector<std::string>& fields, std::string& error) {
       if (c == '"') {
         if (in.sgetc() == '"') {
           in.sbumpc();
-          append_unless_failed(field, '"', error);
+          append_unless_failed(*field, '"', error);
         } else {
           quoted = false;
         }
       } else {
-        append_unless_failed(field, static_cast<char>(c), error);
+        append_unless_failed(*field, static_cast<char>(c), error);
       }
       continue;
     }
-    if (c == '"' && field.empty() && !was_quoted) {
+    if (c == '"' && field->empty() && !was_quoted) {
       quoted = was_quoted = true;
     } else if (c == ',') {
-      fields.push_back(std::move(field));
-      field.clear();
+      field = start_field();
       was_quoted = false;
     } else if (c == '\n') {
       break;
     } else if (c != '\r') {
-      append_unless_failed(field, static_cast<char>(c), error);
+      append_unless_failed(*field, static_cast<char>(c), error);
     }
   }
-  fields.push_back(std::move(field));
+  fields.resize(count);
   return true;
 }
 

@@ -181,9 +181,7 @@ struct reading {
 
 struct string_hash {
   using is_transparent = void;
-  std::size_t operator()(std::string_view s) const noexcept {
-    return std::hash<std::string_view>{}(s);
-  }
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 
 // Readings kept per thread, keyed by language and word: headlines repeat their words (a stream's
@@ -441,8 +439,15 @@ class splitter {
 
 std::vector<word> words_of(std::string_view text, std::string_view language) {
   std::vector<word> out;
-  const auto compatible = compatible_text(text);
-  splitter(language, out).split(compatible);
+  // About a title's words at once: grown by doubling, the vector made most of the allocations of
+  // reading a title.
+  out.reserve(text.size() / 6 + 2);
+  splitter split(language, out);
+  if (std::all_of(text.begin(), text.end(), [](char c) { return (c & 0x80) == 0; })) {
+    split.split(text); // ASCII has no compatibility forms: no copy to make
+  } else {
+    split.split(compatible_text(text));
+  }
   return out;
 }
 
