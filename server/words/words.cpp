@@ -179,6 +179,8 @@ struct reading {
   bool stop = false;
 };
 
+// Not noexcept on purpose: libstdc++ then keeps each key's hash in its node, so a lookup walking
+// a bucket compares hashes before strings, and rehashing never hashes a key again.
 struct string_hash {
   using is_transparent = void;
   std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
