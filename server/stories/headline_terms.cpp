@@ -75,6 +75,7 @@ std::vector<headline_term> headline_terms(std::string_view title, std::string_vi
   const bool title_case = content == 0 || shouting || capitalised * 4 >= content * 3;
 
   std::vector<headline_term> terms;
+  terms.reserve(std::min(words.size() + 8, max_terms_per_headline)); // room for a few slug words
   auto add = [&](const words::word& w, float boost, std::uint8_t name) {
     if (terms.size() >= max_terms_per_headline || w.stop || (w.folded.size() < 2 && !w.number))
       return;

@@ -394,6 +394,10 @@ struct story_assigner::state {
   static std::vector<const story*> candidates(const weighted& probe, const story& v, bool joining,
                                               bool thin) {
     std::vector<std::pair<const story*, bool>> listed; // (story, found through a name of v)
+    std::size_t postings = 0;
+    for (const auto& t : probe)
+      postings += t.term->postings.size();
+    listed.reserve(postings); // once: grown by doubling, it was most of a headline's allocations
     for (const auto& t : probe) {
       bool names_v = false;
       if (!joining && v.size >= min_named_story) {
@@ -405,6 +409,7 @@ struct story_assigner::state {
     }
     std::sort(listed.begin(), listed.end());
     std::vector<const story*> found;
+    found.reserve(listed.size());
     for (auto i = listed.begin(); i != listed.end();) {
       auto run = std::find_if(i, listed.end(), [&](const auto& s) { return s.first != i->first; });
       const bool one_word = thin || i->first->size >= min_named_story || (run - 1)->second;

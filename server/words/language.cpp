@@ -91,18 +91,25 @@ title_script script_of(std::string_view title) {
   const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(title.data());
   const auto size = static_cast<utf8proc_ssize_t>(title.size());
   for (utf8proc_ssize_t at = 0; at < size;) {
-    utf8proc_int32_t c = 0;
-    auto n = utf8proc_iterate(p + at, size - at, &c);
-    at += n > 0 ? n : 1;
-    if (n <= 0)
-      continue;
-    const auto category = utf8proc_category(c);
-    if (category < UTF8PROC_CATEGORY_LU || category > UTF8PROC_CATEGORY_LO)
-      continue;
-    UErrorCode error = U_ZERO_ERROR;
-    auto script = uscript_getScript(c, &error);
-    if (U_FAILURE(error) || script == USCRIPT_COMMON || script == USCRIPT_INHERITED)
-      continue;
+    UScriptCode script = USCRIPT_LATIN;
+    if (p[at] < 0x80) { // ASCII (most of most titles): only its letters count, all Latin
+      const auto lower = p[at++] | 0x20;
+      if (lower < 'a' || lower > 'z')
+        continue;
+    } else {
+      utf8proc_int32_t c = 0;
+      auto n = utf8proc_iterate(p + at, size - at, &c);
+      at += n > 0 ? n : 1;
+      if (n <= 0)
+        continue;
+      const auto category = utf8proc_category(c);
+      if (category < UTF8PROC_CATEGORY_LU || category > UTF8PROC_CATEGORY_LO)
+        continue;
+      UErrorCode error = U_ZERO_ERROR;
+      script = uscript_getScript(c, &error);
+      if (U_FAILURE(error) || script == USCRIPT_COMMON || script == USCRIPT_INHERITED)
+        continue;
+    }
     out.letters = true;
     if (script == USCRIPT_HIRAGANA || script == USCRIPT_KATAKANA) {
       out.kana = true;

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace newsdesk::server::words {
@@ -169,6 +170,33 @@ std::size_t run_digits(const std::u32string& chars) {
       std::count_if(chars.begin(), chars.end(), [](char32_t c) { return digit_value(c) >= 0; }));
 }
 
+// What a word as written reads as in a language, all of word but its capitals: the costly part
+// (case folding and accents through utf8proc, the stop-word list, the Snowball stemmer).
+// `folded` empty: the word is left out (nothing left after folding, or over max_word_bytes).
+struct reading {
+  std::string text;
+  std::string folded;
+  bool stop = false;
+};
+
+// Not noexcept on purpose: libstdc++ then keeps each key's hash in its node, so a lookup walking
+// a bucket compares hashes before strings, and rehashing never hashes a key again.
+struct string_hash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+// Readings kept per thread, keyed by language and word: headlines repeat their words (a stream's
+// commonest few thousand make most of its words), and stemming one costs as much as the rest of
+// reading a title. Emptied when full: at most ~200 bytes an entry, so ~3 MB per thread that
+// reads words, and what is common is back after a few titles.
+constexpr std::size_t max_cached_readings = 16384;
+
+std::unordered_map<std::string, reading, string_hash, std::equal_to<>>& readings() {
+  thread_local std::unordered_map<std::string, reading, string_hash, std::equal_to<>> cache;
+  return cache;
+}
+
 // Cuts words out of a text; one instance per call.
 class splitter {
  public:
@@ -270,18 +298,44 @@ class splitter {
   void add(std::string_view raw) {
     if (raw.empty() || raw.size() > 2 * max_word_bytes)
       return;
+    const auto& r = reading_of(raw);
+    if (r.folded.empty())
+      return;
     word w;
     capitals(raw, w);
-    auto lower = lower_text(raw);
-    w.folded = fold_text(lower);
-    if (w.folded.empty() || w.folded.size() > max_word_bytes)
-      return;
-    w.stop = stops_ &&
-             (stops_->count(lower) != 0 || (w.folded != lower && stops_->count(w.folded) != 0));
-    w.text = stems_ ? fold_text(stem(lower, language_)) : w.folded;
-    if (w.text.empty())
-      w.text = w.folded;
+    w.text = r.text;
+    w.folded = r.folded;
+    w.stop = r.stop;
     out_.push_back(std::move(w));
+  }
+
+  // What `raw` reads as in the splitter's language, from the thread's cache or worked out.
+  const reading& reading_of(std::string_view raw) {
+    auto& cache = readings();
+    key_.assign(language_).append(1, '\x1f').append(raw);
+    if (auto it = cache.find(key_); it != cache.end())
+      return it->second;
+    if (cache.size() >= max_cached_readings)
+      cache.clear();
+    return cache.emplace(key_, read(raw)).first->second;
+  }
+
+  reading read(std::string_view raw) const {
+    reading r;
+    auto lower = lower_text(raw);
+    r.folded = fold_text(lower);
+    if (r.folded.size() > max_word_bytes) {
+      r.folded.clear(); // left out
+      return r;
+    }
+    if (r.folded.empty())
+      return r;
+    r.stop = stops_ &&
+             (stops_->count(lower) != 0 || (r.folded != lower && stops_->count(r.folded) != 0));
+    r.text = stems_ ? fold_text(stem(lower, language_)) : r.folded;
+    if (r.text.empty())
+      r.text = r.folded;
+    return r;
   }
 
   static void capitals(std::string_view raw, word& w) {
@@ -380,14 +434,22 @@ class splitter {
   const stop_set* stops_;
   bool stems_;
   std::vector<word>& out_;
+  std::string key_; // the cache's key for a word: language, U+001F, the word as written
 };
 
 } // namespace
 
 std::vector<word> words_of(std::string_view text, std::string_view language) {
   std::vector<word> out;
-  const auto compatible = compatible_text(text);
-  splitter(language, out).split(compatible);
+  // About a title's words at once: grown by doubling, the vector made most of the allocations of
+  // reading a title.
+  out.reserve(text.size() / 6 + 2);
+  splitter split(language, out);
+  if (std::all_of(text.begin(), text.end(), [](char c) { return (c & 0x80) == 0; })) {
+    split.split(text); // ASCII has no compatibility forms: no copy to make
+  } else {
+    split.split(compatible_text(text));
+  }
   return out;
 }
 
