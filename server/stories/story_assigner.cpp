@@ -78,6 +78,10 @@ constexpr double thin_stream_factor = 0.3;
 struct story;
 
 struct term_entry {
+  // When the word was first counted (1, 2, ...): vectors are sorted by it, so that the order of
+  // sums and which of equal weights a story keeps never depend on where the heap put a word, and
+  // the same arrival order always gives the same stories.
+  std::uint64_t order = 0;
   double frequency = 0;         // headlines that had the word (halved when counts are)
   std::size_t references = 0;   // live stories whose centroid has it
   std::vector<story*> postings; // live stories with it, the newest last
@@ -86,15 +90,16 @@ struct term_entry {
 // One word of a headline's or a story's vector.
 struct weighted_term {
   term_entry* term = nullptr;
+  std::uint64_t order = 0; // term->order, kept beside it: sorting reads no term
   float weight = 0;
   std::uint32_t headlines = 1; // in a story: how many of its headlines have the word
   std::uint8_t name = 0;       // in a headline: as headline_term::name (0 in a story)
 };
 
-using weighted = std::vector<weighted_term>; // sorted by term
+using weighted = std::vector<weighted_term>; // sorted by term order
 
 bool by_term(const weighted_term& a, const weighted_term& b) {
-  return a.term < b.term;
+  return a.order < b.order;
 }
 
 struct story {
@@ -172,9 +177,9 @@ overlap common(const weighted& a, const weighted& b) {
   auto i = a.begin();
   auto j = b.begin();
   while (i != a.end() && j != b.end()) {
-    if (i->term < j->term) {
+    if (i->order < j->order) {
       ++i;
-    } else if (j->term < i->term) {
+    } else if (j->order < i->order) {
       ++j;
     } else {
       o.dot += static_cast<double>(i->weight) * j->weight;
@@ -208,7 +213,8 @@ struct story_assigner::state {
   std::unordered_map<std::string, double> documents;
   // Per language, whether its stream is thin (see close_in_time_ms).
   std::unordered_map<std::string, language_times> recent;
-  std::string key; // scratch for a term's key
+  std::string key;                 // scratch for a term's key
+  std::uint64_t terms_counted = 0; // the last term_entry::order given
   std::unordered_map<std::int64_t, story> live;
   std::set<std::pair<std::uint64_t, std::int64_t>> by_use; // (used, id) of live stories
   std::unordered_map<std::int64_t, std::int64_t> merged;   // from -> into
@@ -233,9 +239,11 @@ struct story_assigner::state {
     for (auto& word : words) {
       key.assign(h.language).append(1, '\x1f').append(word.text);
       auto& entry = terms[key];
+      if (entry.order == 0)
+        entry.order = ++terms_counted;
       entry.frequency += 1;
       const double rarity = std::log(1 + seen / entry.frequency);
-      v.push_back({&entry, static_cast<float>(word.boost * rarity), 1, word.name});
+      v.push_back({&entry, entry.order, static_cast<float>(word.boost * rarity), 1, word.name});
     }
     std::sort(v.begin(), v.end(), by_term);
     const double n = length(v);
@@ -334,15 +342,15 @@ struct story_assigner::state {
     auto i = s.centroid.begin();
     auto j = v.begin();
     while (i != s.centroid.end() || j != v.end()) {
-      if (j == v.end() || (i != s.centroid.end() && i->term < j->term)) {
+      if (j == v.end() || (i != s.centroid.end() && i->order < j->order)) {
         sum.push_back(*i++);
-      } else if (i == s.centroid.end() || j->term < i->term) {
-        sum.push_back({j->term, j->weight, j->headlines, 0});
+      } else if (i == s.centroid.end() || j->order < i->order) {
+        sum.push_back({j->term, j->order, j->weight, j->headlines, 0});
         ++j->term->references;
         post(j->term, &s);
         ++j;
       } else {
-        sum.push_back({i->term, i->weight + j->weight, i->headlines + j->headlines, 0});
+        sum.push_back({i->term, i->order, i->weight + j->weight, i->headlines + j->headlines, 0});
         post(i->term, &s);
         ++i;
         ++j;
