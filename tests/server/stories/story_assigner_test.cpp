@@ -42,6 +42,38 @@ bool has_term(const std::vector<headline_term>& terms, std::string_view text, fl
   });
 }
 
+// The rows of a labelled file of ../shared/stories: its title, URL, host and story, and (when
+// the file has those columns) its language and time.
+struct labelled_row {
+  std::string title, url, host, story, language;
+  std::int64_t time_ms = 0;
+};
+
+std::vector<labelled_row> read_labelled(const std::string& name) {
+  const std::filesystem::path path = std::string(NEWSDESK_SHARED_STORIES) + "/" + name;
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE_MESSAGE(in, "the labelled headlines are missing: " << path.string());
+  csv_reader reader(in);
+  std::vector<std::string> fields;
+  std::string error;
+  REQUIRE(reader.next(fields, error));
+  std::map<std::string, std::size_t> column;
+  for (std::size_t i = 0; i < fields.size(); ++i)
+    column[fields[i]] = i;
+  std::vector<labelled_row> rows;
+  while (reader.next(fields, error)) {
+    REQUIRE(error.empty());
+    labelled_row r{fields[column.at("TITLE")], fields[column.at("URL")],
+                   fields[column.at("HOSTNAME")], fields[column.at("STORY")]};
+    if (column.count("LANG") != 0)
+      r.language = fields[column["LANG"]];
+    if (column.count("TIMESTAMP") != 0)
+      r.time_ms = std::stoll(fields[column["TIMESTAMP"]]);
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
 } // namespace
 
 TEST_CASE("a headline's terms: folded, stemmed, without stop words, names weighted up") {
@@ -402,25 +434,7 @@ TEST_CASE("titles of nothing but stop words, punctuation or invalid UTF-8 start 
 // times spread, so a change that makes grouping worse fails here (bench/stories measures it).
 TEST_CASE("stories on the labelled development headlines keep B-cubed precision >= 0.85 and F1 >= "
           "0.83") {
-  const std::filesystem::path path = std::string(NEWSDESK_SHARED_STORIES) + "/uci-news-dev.csv";
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE_MESSAGE(in, "the labelled headlines are missing: " << path.string());
-  csv_reader reader(in);
-  std::vector<std::string> fields;
-  std::string error;
-  REQUIRE(reader.next(fields, error));
-  std::map<std::string, std::size_t> column;
-  for (std::size_t i = 0; i < fields.size(); ++i)
-    column[fields[i]] = i;
-  struct row {
-    std::string title, url, host, story;
-  };
-  std::vector<row> rows;
-  while (reader.next(fields, error)) {
-    REQUIRE(error.empty());
-    rows.push_back({fields[column["TITLE"]], fields[column["URL"]], fields[column["HOSTNAME"]],
-                    fields[column["STORY"]]});
-  }
+  auto rows = read_labelled("uci-news-dev.csv");
   REQUIRE(rows.size() > 2000);
   for (unsigned seed : {1U, 2U, 3U}) {
     std::mt19937_64 random(seed);
@@ -450,27 +464,7 @@ TEST_CASE("stories on the labelled development headlines keep B-cubed precision 
 // in random arrival orders with their own times: precision in every language, F1 over all.
 TEST_CASE("stories on the multilingual development headlines keep B-cubed precision >= 0.8 in "
           "every language and F1 >= 0.72 over all") {
-  const std::filesystem::path path = std::string(NEWSDESK_SHARED_STORIES) + "/multilingual-dev.csv";
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE_MESSAGE(in, "the labelled headlines are missing: " << path.string());
-  csv_reader reader(in);
-  std::vector<std::string> fields;
-  std::string error;
-  REQUIRE(reader.next(fields, error));
-  std::map<std::string, std::size_t> column;
-  for (std::size_t i = 0; i < fields.size(); ++i)
-    column[fields[i]] = i;
-  struct row {
-    std::string title, url, host, story, language;
-    std::int64_t time_ms = 0;
-  };
-  std::vector<row> rows;
-  while (reader.next(fields, error)) {
-    REQUIRE(error.empty());
-    rows.push_back({fields[column["TITLE"]], fields[column["URL"]], fields[column["HOSTNAME"]],
-                    fields[column["STORY"]], fields[column["LANG"]],
-                    std::stoll(fields[column["TIMESTAMP"]])});
-  }
+  auto rows = read_labelled("multilingual-dev.csv");
   REQUIRE(rows.size() > 400);
   for (unsigned seed : {1U, 2U, 3U}) {
     std::shuffle(rows.begin(), rows.end(), std::mt19937_64(seed));
