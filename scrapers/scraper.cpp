@@ -1,14 +1,15 @@
 #include "scrapers/scraper.hpp"
 
+#include "scrapers/charset.hpp"
 #include "scrapers/dom.hpp"
 
 namespace newsdesk::scrapers {
 
 std::vector<headline> scraper::parse(std::string_view html, std::string_view page_url,
-                                     std::string* note, std::string_view) const {
+                                     std::string* note, std::string_view content_type) const {
   if (note)
     note->clear();
-  const auto page = parse_page(html);
+  const auto page = parse_page(html, content_type);
   auto found = extract(page, page_url);
   declare_language(found, page_language(page));
   return found;
@@ -28,7 +29,14 @@ std::string_view scraper::page_language(const dom::document& page) {
   return lang ? *lang : std::string_view();
 }
 
-dom::document scraper::parse_page(std::string_view html) {
+dom::document scraper::parse_page(std::string_view html, std::string_view content_type) {
+  // Gumbo reads UTF-8: a page in another charset is converted first (charset.hpp says how its
+  // charset is found).
+  std::string converted;
+  if (auto utf8 = page_as_utf8(html, content_type)) {
+    converted = std::move(*utf8);
+    html = converted;
+  }
   const auto cost = dom::measure_markup(html);
   if (cost.max_depth > dom::max_nesting_depth)
     throw dom::too_complex("the page nests its elements " + std::to_string(cost.max_depth) +

@@ -100,14 +100,15 @@ class scraper {
   // a C++ scraper, whose rules change only with the binary.
   virtual std::string definition() const { return {}; }
 
-  // Parses `html` (any bytes; invalid UTF-8 is tolerated) and extracts from it. Throws
+  // Parses `html` (any bytes, in any charset: see charset.hpp; invalid sequences are tolerated)
+  // and extracts from it. Throws
   // dom::too_complex, before parsing, for a page past dom::max_nesting_depth or max_elements.
   // A scraper whose source is not a page (a feed) reads the bytes its own way instead, and
   // throws its own error (feed_error) for bytes it cannot read. `note`, when given, receives
   // what the site's operator should know although headlines were found ("found by detection;
   // the selectors matched nothing"), or is cleared. `content_type` is the HTTP Content-Type the
   // bytes came with when they were fetched directly (empty from a browser or a saved file): a
-  // feed takes its charset from it.
+  // page or a feed takes its charset from it first.
   virtual std::vector<headline> parse(std::string_view html, std::string_view page_url,
                                       std::string* note, std::string_view content_type) const;
   std::vector<headline> parse(std::string_view html, std::string_view page_url,
@@ -119,8 +120,9 @@ class scraper {
   }
 
  protected:
-  // The page parsed, after the bounds check parse() applies (throws dom::too_complex).
-  static dom::document parse_page(std::string_view html);
+  // The page parsed, after its conversion to UTF-8 from the charset its bytes and `content_type`
+  // give (charset.hpp) and the bounds check parse() applies (throws dom::too_complex).
+  static dom::document parse_page(std::string_view html, std::string_view content_type = {});
   // Gives each of `found` the site's declared language, else `source`'s (the page's <html lang>,
   // the feed's <language>).
   void declare_language(std::vector<headline>& found, std::string_view source) const;

@@ -1,5 +1,6 @@
 #include "scrapers/site_file.hpp"
 
+#include "scrapers/charset.hpp"
 #include "scrapers/css/selector.hpp"
 #include "scrapers/detect.hpp"
 #include "scrapers/dom.hpp"
@@ -104,9 +105,9 @@ class site_file_scraper final : public scraper {
   // the site keeps its headlines and the note tells the operator to update the file.
   using scraper::parse;
   std::vector<headline> parse(std::string_view html, std::string_view page_url, std::string* note,
-                              std::string_view) const override {
+                              std::string_view content_type) const override {
     site_trial trial;
-    const auto page = parse_page(html);
+    const auto page = parse_page(html, content_type);
     auto found = read(page, page_url, trial, false);
     declare_language(found, page_language(page));
     if (note)
@@ -860,7 +861,9 @@ site_trial try_scraper(const scraper& s, std::string_view html, std::string_view
   trial.site = s.site();
   std::string base(page_url.empty() ? std::string_view(trial.site.url) : page_url);
   if (const auto* site = dynamic_cast<const site_file_scraper*>(&s)) {
-    trial.headlines = site->read(dom::document::parse(html), base, trial, true);
+    const auto utf8 = page_as_utf8(html, content_type); // as the service reads the page
+    trial.headlines =
+        site->read(dom::document::parse(utf8 ? std::string_view(*utf8) : html), base, trial, true);
   } else if (dynamic_cast<const feed_scraper*>(&s)) {
     // The feed read as the service reads it, and what it would warn about as the hint.
     trial.method = "feed";
