@@ -62,6 +62,7 @@ inline news_item item_of(const stored_headline& row) {
   item.first_look = row.first_look;
   item.headline.language = row.language;
   item.headline.summary = row.summary;
+  item.headline.image = row.image;
   return item;
 }
 
