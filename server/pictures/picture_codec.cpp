@@ -138,8 +138,7 @@ made_picture make_picture(std::string_view bytes) {
   if (vips_thumbnail_buffer(const_cast<char*>(bytes.data()), bytes.size(), &raw,
                             picture_limits::width, "height", picture_limits::max_height, "size",
                             VIPS_SIZE_DOWN, "option_string", "fail_on=error", nullptr) != 0)
-    return refused(std::string("cannot decode the ") + std::string(format) + ": " +
-                   vips_message());
+    return refused(std::string("cannot decode the ") + std::string(format) + ": " + vips_message());
   image_ptr small(raw);
   void* out = nullptr;
   std::size_t out_size = 0;

@@ -95,7 +95,7 @@ struct site_pictures::impl : std::enable_shared_from_this<impl> {
     bool public_only = true;
   };
 
-  std::mutex mutex; // guards the fields below; never held while calling out
+  std::mutex mutex;                      // guards the fields below; never held while calling out
   std::unordered_set<std::string> known; // image URLs tried, being tried or waiting
   std::deque<std::shared_ptr<job>> waiting;
   std::size_t in_flight = 0;
@@ -222,8 +222,15 @@ struct site_pictures::impl : std::enable_shared_from_this<impl> {
       auto made = make_picture(body);
       if (!made.ok())
         return self->refuse(j, std::move(made.error));
-      stored_picture p{j->source,         j->site,     made.name,   made.content_type,
-                       std::move(made.body), made.width, made.height, unix_ms_now(), ""};
+      stored_picture p{j->source,
+                       j->site,
+                       made.name,
+                       made.content_type,
+                       std::move(made.body),
+                       made.width,
+                       made.height,
+                       unix_ms_now(),
+                       ""};
       self->record(j, std::move(p));
     });
   }

@@ -45,16 +45,16 @@ std::vector<std::string> postgres_store::record_picture(const stored_picture& pi
            std::to_string(picture.tried_ms), without_nul(picture.error)},
           "cannot record a picture");
     // The newest first: those past the site's bytes lose their bodies.
-    auto r = d.run(c,
-                   "UPDATE pictures SET name = '', content_type = '', body = '', width = 0, "
-                   "height = 0, error = $3 WHERE source IN (SELECT source FROM (SELECT source, "
-                   "sum(length(body)) OVER (ORDER BY tried_ms DESC, source) AS total FROM "
-                   "pictures WHERE site = $1 AND name <> '') AS kept WHERE total > $2::bigint) "
-                   "RETURNING source",
-                   {picture.site, std::to_string(site_bytes),
-                    "dropped: the site's pictures were over " + std::to_string(site_bytes) +
-                        " bytes"},
-                   "cannot keep pictures within their bytes");
+    auto r =
+        d.run(c,
+              "UPDATE pictures SET name = '', content_type = '', body = '', width = 0, "
+              "height = 0, error = $3 WHERE source IN (SELECT source FROM (SELECT source, "
+              "sum(length(body)) OVER (ORDER BY tried_ms DESC, source) AS total FROM "
+              "pictures WHERE site = $1 AND name <> '') AS kept WHERE total > $2::bigint) "
+              "RETURNING source",
+              {picture.site, std::to_string(site_bytes),
+               "dropped: the site's pictures were over " + std::to_string(site_bytes) + " bytes"},
+              "cannot keep pictures within their bytes");
     std::vector<std::string> dropped;
     for (int i = 0; i < PQntuples(r.get()); ++i)
       dropped.push_back(text_at(r, i, 0));

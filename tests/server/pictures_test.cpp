@@ -45,14 +45,12 @@ struct two_feeds {
     origin.set_origin("two.png", test_png(600, 400));
     origin.set_origin("html.jpg", "<!DOCTYPE html><html><body>Not found</body></html>");
     origin.set_origin("bomb.png", declared_png(60'000, 60'000));
-    origin.set_origin("one.xml", feed("one", item(dam, "https://one.example/dam",
-                                                  images + "one.jpg") +
-                                                 item(storm, "https://one.example/storm",
-                                                      images + "html.jpg")));
-    origin.set_origin("two.xml", feed("two", item(dam, "https://two.example/dam",
-                                                  images + "two.png") +
-                                                 item(storm, "https://two.example/storm",
-                                                      images + "bomb.png")));
+    origin.set_origin(
+        "one.xml", feed("one", item(dam, "https://one.example/dam", images + "one.jpg") +
+                                   item(storm, "https://one.example/storm", images + "html.jpg")));
+    origin.set_origin(
+        "two.xml", feed("two", item(dam, "https://two.example/dam", images + "two.png") +
+                                   item(storm, "https://two.example/storm", images + "bomb.png")));
     for (const std::string name : {"one", "two"})
       sites.write(
           name + ".json",

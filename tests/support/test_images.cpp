@@ -51,8 +51,8 @@ std::string big_endian32(std::uint32_t v) {
 
 std::string chunk(const std::string& type, const std::string& data) {
   const std::string typed = type + data;
-  const auto crc = crc32(0, reinterpret_cast<const Bytef*>(typed.data()),
-                         static_cast<uInt>(typed.size()));
+  const auto crc =
+      crc32(0, reinterpret_cast<const Bytef*>(typed.data()), static_cast<uInt>(typed.size()));
   return big_endian32(static_cast<std::uint32_t>(data.size())) + typed +
          big_endian32(static_cast<std::uint32_t>(crc));
 }
@@ -79,7 +79,8 @@ std::string test_png(int width, int height) {
 
 std::string declared_png(std::uint32_t width, std::uint32_t height) {
   // 1 bit of grey per pixel: the densest a bomb can be, 1 byte of zlib for ~1,000 of pixels.
-  const std::string ihdr = big_endian32(width) + big_endian32(height) + std::string("\1\0\0\0\0", 5);
+  const std::string ihdr =
+      big_endian32(width) + big_endian32(height) + std::string("\1\0\0\0\0", 5);
   std::string idat(64, '\0');
   uLongf packed_size = compressBound(static_cast<uLong>(idat.size()));
   std::string packed(packed_size, '\0');

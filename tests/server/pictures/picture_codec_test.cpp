@@ -57,7 +57,10 @@ TEST_CASE("pictures: what is not a JPEG, PNG, GIF or WebP is refused, saying wha
         "not a JPEG, PNG, GIF or WebP image: SVG");
   CHECK(refusal("") == "not a JPEG, PNG, GIF or WebP image: an empty body");
   CHECK(refusal("{\"error\": 404}") == "not a JPEG, PNG, GIF or WebP image: JSON");
-  CHECK(refusal(std::string("\0\0\0\x1c" "ftypavif", 12) + std::string(100, 'x'))
+  CHECK(refusal(std::string("\0\0\0\x1c"
+                            "ftypavif",
+                            12) +
+                std::string(100, 'x'))
             .find("AVIF") != std::string::npos);
   CHECK(refusal(std::string(1000, 'z')) == "not a JPEG, PNG, GIF or WebP image: unknown bytes");
   // The first bytes of a JPEG and then nothing that decodes.
