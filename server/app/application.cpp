@@ -264,10 +264,12 @@ struct application::parts {
                        news.snapshot()->sites, broker_stats ? &*broker_stats : nullptr,
                        {live.clients(), http->open_connections(), http->refused()},
                        {queue.waiting, std::chrono::duration<double>(queue.oldest_wait).count(),
-                        queue.behind, queue.parse_pages, queue.parse_bytes, queue.parse_full},
+                        queue.behind, queue.parse_pages, queue.parse_bytes, queue.parse_full,
+                        queue.not_modified},
                        {.degraded = changes &&
                                     (!news.store_unreachable().empty() || !changes->connected())}) +
-                   routes.cache_metrics() + render_alert_metrics(alert_rules.stats());
+                   routes.cache_metrics() + render_fetch_metrics(renderers.client().stats()) +
+                   render_alert_metrics(alert_rules.stats());
         res.with_header("Cache-Control", "no-store");
         respond(std::move(res));
       });

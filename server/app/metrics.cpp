@@ -199,6 +199,10 @@ std::string metrics::render(const std::vector<site_report>& sites,
   header(out, "newsdesk_parse_queue_full_total", "counter",
          "Refreshes that waited to render because the parse queue was full.");
   sample(out, "newsdesk_parse_queue_full_total", "", static_cast<double>(refreshes.parse_full));
+  header(out, "newsdesk_refresh_not_modified_total", "counter",
+         "Refreshes whose site answered 304 Not Modified: the last read kept, no parse.");
+  sample(out, "newsdesk_refresh_not_modified_total", "",
+         static_cast<double>(refreshes.not_modified));
   header(out, "newsdesk_degraded", "gauge",
          "1 while the shared store is down and this instance serves from memory.");
   sample(out, "newsdesk_degraded", "", store.degraded ? 1 : 0);
@@ -259,6 +263,28 @@ std::string metrics::render(const std::vector<site_report>& sites,
       sample(out, "newsdesk_broker_disconnects_total", label("reason", reason),
              static_cast<double>(n));
   }
+  return out;
+}
+
+std::string render_fetch_metrics(const http_client::counters& fetching) {
+  std::string out;
+  auto counter = [&](const char* name, const char* help, std::uint64_t v) {
+    header(out, name, "counter", help);
+    sample(out, name, "", static_cast<double>(v));
+  };
+  counter("newsdesk_fetches_total",
+          "HTTP fetches of pages, feeds, icons, webhooks and renderers, finished or failed.",
+          fetching.fetches);
+  counter("newsdesk_fetch_connections_opened_total", "New connections (TCP, and TLS on it).",
+          fetching.connections_opened);
+  counter("newsdesk_fetch_connections_reused_total",
+          "Fetches sent over a connection kept from an earlier one.", fetching.connections_reused);
+  counter("newsdesk_fetch_wire_bytes_total",
+          "Bytes of answers as received (headers and bodies, compressed or not).",
+          fetching.wire_bytes);
+  counter("newsdesk_fetch_body_bytes_total", "Bytes of answers' bodies once decoded.",
+          fetching.body_bytes);
+  counter("newsdesk_fetch_not_modified_total", "Answers 304 Not Modified.", fetching.not_modified);
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include "server/app/route_table.hpp"
 #include "server/core/failure.hpp"
 #include "server/http/http_message.hpp"
+#include "server/render/http_client.hpp"
 
 #include <array>
 #include <atomic>
@@ -85,6 +86,7 @@ class metrics {
     std::size_t parse_pages = 0;
     std::size_t parse_bytes = 0;
     std::uint64_t parse_full = 0;
+    std::uint64_t not_modified = 0;
   };
   // The store as this instance last found it.
   struct store_gauges {
@@ -115,6 +117,10 @@ class metrics {
 // Each alert's counters (alerts.hpp): matches, webhook deliveries by result (ok, failed,
 // dropped), retries and matches waiting. Labels: the alerts' names, from the config.
 std::string render_alert_metrics(const std::vector<alerts::alert_stats>& alerts);
+
+// The HTTP fetching client's counters (http_client::stats): fetches, connections opened and
+// reused, bytes on the wire and decoded, 304 answers.
+std::string render_fetch_metrics(const http_client::counters& fetching);
 
 // Wraps `next` so each request, once its response is ready, is counted in `counters` (when
 // not null) and written as one logfmt access line to `access_log` (when set):

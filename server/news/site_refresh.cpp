@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace newsdesk::server {
 
@@ -91,6 +92,7 @@ struct site_refresh::job {
   std::chrono::steady_clock::time_point launched; // when its current render started
   bool slow = false; // its site's last render was slow: it takes a slot from the slow share
   bool held_for_parse = false; // counted in parse_full_ (a slot was free, the parse queue full)
+  bool unconditional = false;  // asks for the whole page (its last read is gone)
   int attempt = 0;             // retries used
   std::unique_ptr<news_clock::timer> retry; // the next attempt, after a transient failure
 };
@@ -269,6 +271,7 @@ site_refresh::queue_stats site_refresh::stats() const {
   out.parse_pages = parse_pages_;
   out.parse_bytes = parse_bytes_;
   out.parse_full = parse_full_;
+  out.not_modified = not_modified_;
   return out;
 }
 
@@ -277,25 +280,66 @@ void site_refresh::launch(std::shared_ptr<job> j) {
     return release_slot(*j);
   auto& site = *j->site;
   j->launched = clock_.steady_now();
-  renderers_.at(site.renderer)
-      ->render({site.url, site.wait, site.timeout}, [this, j](render_result result) {
-        judge_pace(*j, result);
-        if (!result.ok()) {
-          release_slot(*j);
-          return on_failed(j, std::move(result));
-        }
-        if (!j->wanted())
-          return release_slot(*j);
-        // The page counts against the parse queue before its render slot frees: the slot's next
-        // render may start only when the queue has room for it.
-        {
-          std::lock_guard lock(mutex_);
-          ++parse_pages_;
-          parse_bytes_ += result.html.size();
-        }
-        release_slot(*j);
-        parse(j, std::move(result));
-      });
+  render_request request{site.url, site.wait, site.timeout, {}};
+  if (!j->unconditional) {
+    std::lock_guard lock(mutex_);
+    if (auto it = last_reads_.find(site.name);
+        it != last_reads_.end() && it->second.site.lock() == j->site)
+      request.known = it->second.validators;
+  }
+  renderers_.at(site.renderer)->render(std::move(request), [this, j](render_result result) {
+    judge_pace(*j, result);
+    if (!result.ok()) {
+      release_slot(*j);
+      return on_failed(j, std::move(result));
+    }
+    if (!j->wanted())
+      return release_slot(*j);
+    if (result.not_modified)
+      return on_not_modified(j);
+    // The page counts against the parse queue before its render slot frees: the slot's next
+    // render may start only when the queue has room for it.
+    {
+      std::lock_guard lock(mutex_);
+      ++parse_pages_;
+      parse_bytes_ += result.html.size();
+    }
+    release_slot(*j);
+    parse(j, std::move(result));
+  });
+}
+
+void site_refresh::on_not_modified(const std::shared_ptr<job>& j) {
+  std::optional<refresh_result> again;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = last_reads_.find(j->site->name);
+        it != last_reads_.end() && it->second.site.lock() == j->site) {
+      again = it->second.read;
+      ++not_modified_;
+    }
+  }
+  if (!again) { // read again with another configuration meanwhile: ask for it whole
+    j->unconditional = true;
+    return launch(j); // keeps its render slot
+  }
+  release_slot(*j);
+  again->elapsed = std::chrono::duration_cast<milliseconds>(clock_.steady_now() - j->started);
+  j->done(std::move(*again));
+}
+
+void site_refresh::remember(const job& j, const page_validators& validators,
+                            const refresh_result& read) {
+  std::lock_guard lock(mutex_);
+  // A page that failed to read, or gave nothing to ask with, is fetched whole next time: a 304
+  // must never bring back a read the page no longer gives.
+  if (!read.ok() || validators.empty()) {
+    last_reads_.erase(j.site->name);
+    return;
+  }
+  last_reads_[j.site->name] = {j.site, validators, read};
+  // Sites removed or reloaded leave entries whose configuration is gone.
+  std::erase_if(last_reads_, [](const auto& entry) { return entry.second.site.expired(); });
 }
 
 void site_refresh::on_failed(const std::shared_ptr<job>& j, render_result result) {
@@ -348,6 +392,7 @@ void site_refresh::parse(std::shared_ptr<job> j, render_result page) {
   // set-ups, store writes or the representations the worker pool builds.
   boost::asio::post(scrape_, [this, j = std::move(j), page = std::move(page)]() mutable {
     auto r = read_page(*j->site, page, settings_.parse_cpu_budget);
+    remember(*j, page.validators, r);
     // The page's bytes leave the queue (and memory) before the next render is let in.
     const auto bytes = page.html.size();
     page = {};

@@ -3,6 +3,10 @@
 // all but a reserved slot (so a few stalling sites cannot keep healthy ones waiting), transient
 // failures are retried with exponential backoff and full jitter, and the page is parsed on its
 // own pool within a CPU budget.
+// What a site's last good page gave is kept with the page's validators: the next render asks
+// the site conditionally (direct and feed renderers), and a 304 gives that result again without
+// a parse. No page body is kept: a 3 MB front page costs its headlines (kilobytes) between
+// refreshes.
 // Rendering waits for parsing: a render starts only while the pages rendered and not yet parsed
 // hold fewer than max_parse_queue_bytes, so with hundreds of heavy front pages due at once the
 // pages wait as sites in the queue (a few bytes each), not as bodies in memory. What a refresh
@@ -92,6 +96,8 @@ class site_refresh {
     // Refreshes that waited to render with a render slot free, because parse_bytes was at the
     // bound (the parse threads, not the renderer, set the pace then).
     std::uint64_t parse_full = 0;
+    // Refreshes whose site answered 304 Not Modified: the last read was kept, with no parse.
+    std::uint64_t not_modified = 0;
   };
   queue_stats stats() const;
 
@@ -111,6 +117,18 @@ class site_refresh {
   void judge_pace(const job& j, const render_result& result);
   // A render that failed: retried when transient and retries are left, else the refresh ends.
   void on_failed(const std::shared_ptr<job>& j, render_result result);
+  // The site said its page has not changed: the last read again, or (if it went meanwhile) the
+  // page asked for in full.
+  void on_not_modified(const std::shared_ptr<job>& j);
+  void remember(const job& j, const page_validators& validators, const refresh_result& read);
+
+  // A site's last good read and the validators of the page it came from. `site` is the
+  // configuration it was read with: a reloaded site (another scraper, say) is asked in full.
+  struct last_read {
+    std::weak_ptr<const site_config> site;
+    page_validators validators;
+    refresh_result read;
+  };
 
   boost::asio::io_context& ioc_;
   boost::asio::any_io_executor scrape_;
@@ -118,15 +136,17 @@ class site_refresh {
   const std::map<std::string, renderer*> renderers_;
   const refresh_settings settings_;
 
-  mutable std::mutex mutex_;                   // guards everything below
-  std::size_t active_ = 0;                     // renders in flight
-  std::size_t slow_active_ = 0;                // of which for sites whose last render was slow
-  std::size_t parse_pages_ = 0;                // rendered pages not yet parsed
-  std::size_t parse_bytes_ = 0;                // their bytes
-  std::uint64_t parse_full_ = 0;               // renders held back by parse_bytes_
-  std::set<std::string> slow_sites_;           // sites whose last render was slow, by name
-  std::deque<std::shared_ptr<job>> waiting_;   // refreshes waiting for a render slot, FIFO
-  std::vector<std::shared_ptr<job>> retrying_; // jobs waiting to be tried again
+  mutable std::mutex mutex_;                    // guards everything below
+  std::size_t active_ = 0;                      // renders in flight
+  std::size_t slow_active_ = 0;                 // of which for sites whose last render was slow
+  std::size_t parse_pages_ = 0;                 // rendered pages not yet parsed
+  std::size_t parse_bytes_ = 0;                 // their bytes
+  std::uint64_t parse_full_ = 0;                // renders held back by parse_bytes_
+  std::uint64_t not_modified_ = 0;              // refreshes answered 304 (no parse)
+  std::map<std::string, last_read> last_reads_; // by site name
+  std::set<std::string> slow_sites_;            // sites whose last render was slow, by name
+  std::deque<std::shared_ptr<job>> waiting_;    // refreshes waiting for a render slot, FIFO
+  std::vector<std::shared_ptr<job>> retrying_;  // jobs waiting to be tried again
   std::mt19937_64 random_;
   std::uint64_t behind_ = 0;
   std::chrono::steady_clock::time_point behind_warned_{}; // the last "fall behind" log line

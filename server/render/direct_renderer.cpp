@@ -7,7 +7,6 @@
 #include "server/render/renderer_descriptor.hpp"
 
 #include <memory>
-#include <optional>
 
 namespace newsdesk::server {
 
@@ -27,7 +26,6 @@ struct direct_fetch : std::enable_shared_from_this<direct_fetch> {
   direct_renderer& owner;
   http_client& client;
   render_request request;
-  std::optional<direct_renderer::remembered_feed> known; // what the last full poll returned
   std::function<void(render_result)> done;
   clock_type::time_point deadline;
   clock_type::time_point started = clock_type::now();
@@ -54,15 +52,13 @@ struct direct_fetch : std::enable_shared_from_this<direct_fetch> {
     // A site that trickles its page holds a render slot: cut it once it falls under 4 KiB in
     // 5 s (a real page arrives at hundreds of KiB a second; a trickle of 300 B/s never ends).
     options.progress_bytes = 4096;
-    if (owner.conditional()) {
+    if (owner.reads_feeds())
       options.headers.emplace_back("Accept", feed_accept);
-      // Validators belong to the URL asked for; a redirect's target is asked plainly.
-      if (redirects == 0 && (known = owner.recall(url))) {
-        if (!known->etag.empty())
-          options.headers.emplace_back("If-None-Match", known->etag);
-        if (!known->last_modified.empty())
-          options.headers.emplace_back("If-Modified-Since", known->last_modified);
-      }
+    if (url == request.known.url) {
+      if (!request.known.etag.empty())
+        options.headers.emplace_back("If-None-Match", request.known.etag);
+      if (!request.known.last_modified.empty())
+        options.headers.emplace_back("If-Modified-Since", request.known.last_modified);
     }
     client.get(url, std::move(options), [self = shared_from_this(), url](http_fetch_result answer) {
       self->on_answer(url, std::move(answer));
@@ -86,15 +82,18 @@ struct direct_fetch : std::enable_shared_from_this<direct_fetch> {
     default:
       return finish(failure_kind::site_unreachable, "cannot fetch " + url + ": " + answer.error);
     }
-    if (answer.status == 304 && known && redirects == 0) {
-      owner.count_not_modified();
+    if (answer.status == 304) {
+      // Only an answer to our validators means "what you read is still the page".
+      if (url != request.known.url || request.known.empty())
+        return finish(failure_kind::site_error,
+                      "site answered 304 Not Modified to a request that named no copy");
       render_result same;
-      same.html = known->body;
-      same.url = known->url;
-      same.content_type = known->content_type;
+      same.not_modified = true;
+      same.url = url;
+      same.validators = request.known;
       return complete(std::move(same));
     }
-    if (answer.status >= 300 && answer.status < 400 && answer.status != 304) {
+    if (answer.status >= 300 && answer.status < 400) {
       auto location = answer.header("Location");
       if (location.empty())
         return finish(failure_kind::redirect, "site redirected without a Location");
@@ -110,21 +109,11 @@ struct direct_fetch : std::enable_shared_from_this<direct_fetch> {
     if (answer.status != 200)
       return finish(answer.status == 404 ? failure_kind::not_found : failure_kind::site_error,
                     "site answered HTTP " + std::to_string(answer.status));
-    if (owner.conditional()) {
-      direct_renderer::remembered_feed feed{answer.header("ETag"),
-                                            answer.header("Last-Modified"),
-                                            {},
-                                            url,
-                                            answer.header("Content-Type")};
-      if (!feed.etag.empty() || !feed.last_modified.empty()) {
-        feed.body = answer.body;
-        owner.remember(request.url, std::move(feed));
-      }
-    }
     render_result ok;
     ok.html = std::move(answer.body);
     ok.url = url;
     ok.content_type = answer.header("Content-Type");
+    ok.validators = {url, answer.header("ETag"), answer.header("Last-Modified")};
     complete(std::move(ok));
   }
 
@@ -149,22 +138,6 @@ void direct_renderer::render(render_request request, std::function<void(render_r
   auto url = request.url;
   std::make_shared<direct_fetch>(*this, client_, std::move(request), std::move(done))
       ->fetch(std::move(url));
-}
-
-std::optional<direct_renderer::remembered_feed>
-direct_renderer::recall(const std::string& url) const {
-  std::lock_guard lock(mutex_);
-  auto it = feeds_.find(url);
-  if (it == feeds_.end())
-    return std::nullopt;
-  return it->second;
-}
-
-void direct_renderer::remember(const std::string& url, remembered_feed feed) {
-  std::lock_guard lock(mutex_);
-  if (feeds_.size() >= max_remembered_feeds && !feeds_.count(url))
-    feeds_.erase(feeds_.begin());
-  feeds_[url] = std::move(feed);
 }
 
 std::string_view direct_renderer::name() const {

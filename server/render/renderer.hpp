@@ -12,10 +12,25 @@
 
 namespace newsdesk::server {
 
+// What a full answer said about its page, so the next fetch can ask whether it changed
+// (If-None-Match / If-Modified-Since). They belong to `url`, the address that answered (after
+// redirects): they are sent only there, never to a hop of a redirect chain, whose own resource
+// could be "not modified" while the page is.
+struct page_validators {
+  std::string url;
+  std::string etag;
+  std::string last_modified;
+
+  bool empty() const { return etag.empty() && last_modified.empty(); }
+};
+
 struct render_request {
   std::string url;
   std::chrono::milliseconds wait{500};       // after the load event, for scripts to fill the page
   std::chrono::milliseconds timeout{30'000}; // the whole render
+  // Set by a caller that still holds what it read from the answer these came from: a renderer
+  // that fetches over HTTP asks conditionally and may answer `not_modified`. Browsers ignore it.
+  page_validators known;
 };
 
 struct render_result {
@@ -27,6 +42,11 @@ struct render_result {
   // renderers); empty from a browser. A feed's charset is read from it (RFC 7303).
   std::string content_type;
   std::chrono::milliseconds elapsed{0};
+  // The site answered 304 to the request's `known` validators: `html` is empty and the caller
+  // keeps what it read last time (no parse).
+  bool not_modified = false;
+  // From a full answer that carried an ETag or Last-Modified: for the next request's `known`.
+  page_validators validators;
 
   bool ok() const { return failure == failure_kind::none; }
 };

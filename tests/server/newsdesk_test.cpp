@@ -766,11 +766,54 @@ TEST_CASE("feed sites: read without a renderer, polled with 304s, a broken feed 
   // The next poll asks with the feed's ETag: 304, no body, the same headlines.
   CHECK(origin.origin_not_modified() == 0);
   REQUIRE(send_request(nd.port, "POST", "/api/refresh?site=feednews").status == 202);
-  REQUIRE(eventually([&] { return origin.origin_not_modified() == 1; }));
+  REQUIRE_MESSAGE(eventually([&] { return origin.origin_not_modified() == 1; }), nd.log());
   CHECK(eventually([&] {
     auto again = json::parse(http_get(nd.port, "/news.json").body);
     return again.at("headlines").size() == 2 && again.at("sites")[0].at("ok") == true;
   }));
+}
+
+TEST_CASE("pages fetched directly ask conditionally: an unchanged page answers 304 and is not "
+          "parsed again; a changed one is read") {
+  splash_standin origin;
+  origin.set_origin("front", cnn_page({{"https://edition.cnn.com/2026/11/29/a/index.html",
+                                        "Unchanged front story"}}));
+  newsdesk_process nd(json{{"renderer", "direct"},
+                           {"refresh", {{"retries", 0}, {"manual_min_interval", 0}}},
+                           {"sites", {site("front", "cnn", origin.base_url() + "/origin/front")}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  REQUIRE(eventually([&] {
+    auto j = json::parse(http_get(nd.port, "/news.json").body);
+    return j.at("headlines").size() == 1;
+  }));
+  auto metric = [&](const std::string& name) {
+    const auto body = http_get(nd.port, "/metrics").body;
+    const auto at = body.find("\n" + name + " ");
+    return at == std::string::npos ? -1.0 : std::stod(body.substr(at + name.size() + 2));
+  };
+  CHECK(metric("newsdesk_refresh_not_modified_total") == 0);
+  CHECK(origin.origin_not_modified() == 0);
+
+  REQUIRE(send_request(nd.port, "POST", "/api/refresh?site=front").status == 202);
+  REQUIRE(eventually([&] { return metric("newsdesk_refresh_not_modified_total") == 1; }));
+  CHECK(origin.origin_not_modified() == 1); // the page's body was not sent
+  CHECK(metric("newsdesk_fetch_not_modified_total") == 1);
+  auto j = json::parse(http_get(nd.port, "/news.json").body);
+  CHECK(j.at("sites")[0].at("ok") == true);
+  REQUIRE(j.at("headlines").size() == 1);
+  CHECK(j.at("headlines")[0].at("title") == "Unchanged front story");
+
+  // The page changes: the whole page comes and is read.
+  origin.set_origin(
+      "front",
+      cnn_page({{"https://edition.cnn.com/2026/11/29/a/index.html", "Unchanged front story"},
+                {"https://edition.cnn.com/2026/11/29/b/index.html", "A new front story"}}));
+  REQUIRE(send_request(nd.port, "POST", "/api/refresh?site=front").status == 202);
+  CHECK(eventually([&] {
+    return json::parse(http_get(nd.port, "/news.json").body).at("headlines").size() == 2;
+  }));
+  CHECK(origin.origin_not_modified() == 1);
+  CHECK(metric("newsdesk_refresh_not_modified_total") == 1);
 }
 
 TEST_CASE("a site whose selectors stop matching keeps its headlines by detection, and says so") {

@@ -156,37 +156,63 @@ TEST_CASE("direct: https pages are fetched with the certificate checked") {
   CHECK(refused.message.find("TLS handshake failed") != std::string::npos);
 }
 
-TEST_CASE("feed: polls conditionally; a 304 gives the feed it remembered, a change the new one") {
+TEST_CASE("direct and feed: ask with the validators given; a 304 says not modified, no body") {
   splash_standin origin;
   const std::string v1 =
       "<rss version=\"2.0\"><channel><item><title>One</title></item></channel></rss>";
   const std::string v2 =
       "<rss version=\"2.0\"><channel><item><title>Two</title></item></channel></rss>";
   origin.set_origin("feed.xml", v1);
+  origin.set_origin_redirect("moved", "feed.xml", 301);
   rig r;
   const auto url = origin.base_url() + "/origin/feed.xml";
-  auto first = r.render_with(r.feed, url);
-  REQUIRE(first.ok());
-  CHECK(first.html == v1);
-  CHECK(origin.origin_not_modified() == 0);
+  for (auto* renderer : {&r.feed, &r.direct}) {
+    CAPTURE(renderer->name());
+    origin.set_origin("feed.xml", v1);
+    const auto before = origin.origin_not_modified();
+    auto first = r.render_with(*renderer, url);
+    REQUIRE(first.ok());
+    CHECK(first.html == v1);
+    CHECK_FALSE(first.not_modified);
+    CHECK(first.validators.url == url);
+    REQUIRE_FALSE(first.validators.etag.empty());
 
-  auto second = r.render_with(r.feed, url);
-  REQUIRE(second.ok());
-  CHECK(second.html == v1);
-  CHECK(second.url == url);
-  CHECK(origin.origin_not_modified() == 1); // the origin sent no body
-  CHECK(r.feed.not_modified() == 1);
+    // Without validators the whole page comes again.
+    CHECK(r.render_with(*renderer, url).html == v1);
+    CHECK(origin.origin_not_modified() == before);
 
-  origin.set_origin("feed.xml", v2);
-  auto third = r.render_with(r.feed, url);
-  REQUIRE(third.ok());
-  CHECK(third.html == v2);
-  CHECK(origin.origin_not_modified() == 1);
+    render_result second;
+    {
+      std::promise<render_result> p;
+      renderer->render({url, 0ms, 5s, first.validators},
+                       [&](render_result x) { p.set_value(std::move(x)); });
+      second = p.get_future().get();
+    }
+    REQUIRE(second.ok());
+    CHECK(second.not_modified);
+    CHECK(second.html.empty());
+    CHECK(origin.origin_not_modified() == before + 1); // the origin sent no body
 
-  // The page renderer never sends validators: it always gets the whole page.
-  CHECK(r.render(url).html == v2);
-  CHECK(r.render(url).html == v2);
-  CHECK(origin.origin_not_modified() == 1);
+    // Through a redirect the validators go to the address they came from, not to the hop.
+    {
+      std::promise<render_result> p;
+      renderer->render({origin.base_url() + "/origin/moved", 0ms, 5s, first.validators},
+                       [&](render_result x) { p.set_value(std::move(x)); });
+      CHECK(p.get_future().get().not_modified);
+    }
+    CHECK(origin.origin_not_modified() == before + 2);
+
+    origin.set_origin("feed.xml", v2);
+    std::promise<render_result> p;
+    renderer->render({url, 0ms, 5s, first.validators},
+                     [&](render_result x) { p.set_value(std::move(x)); });
+    auto third = p.get_future().get();
+    REQUIRE(third.ok());
+    CHECK_FALSE(third.not_modified);
+    CHECK(third.html == v2);
+    CHECK(third.validators.etag != first.validators.etag);
+    CHECK(origin.origin_not_modified() == before + 2);
+  }
 }
 
 TEST_CASE("a site's URL names an internal address only when its host is a non-public IP") {
