@@ -142,9 +142,11 @@ made_picture make_picture(std::string_view bytes) {
   image_ptr small(raw);
   void* out = nullptr;
   std::size_t out_size = 0;
+  // Pixels are decoded as the picture is saved (libvips is lazy): a file that fails to decode
+  // fails here.
   if (vips_webpsave_buffer(small.get(), &out, &out_size, "Q", picture_limits::quality, "strip",
                            TRUE, nullptr) != 0)
-    return refused("cannot save the picture as WebP: " + vips_message());
+    return refused(std::string("cannot decode the ") + std::string(format) + ": " + vips_message());
   made_picture made;
   made.body.assign(static_cast<const char*>(out), out_size);
   g_free(out);

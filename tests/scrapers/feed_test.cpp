@@ -622,7 +622,7 @@ TEST_CASE("feeds: the mending before parsing leaves well-formed XML exactly as i
 }
 
 TEST_CASE("feeds: an item's picture is its media:content image, thumbnail or image enclosure") {
-  auto rss = parse_feed(R"(<rss version="2.0" xmlns:media="http://search.yahoo.com/mrss/">
+  auto rss = parse_feed(R"xml(<rss version="2.0" xmlns:media="http://search.yahoo.com/mrss/">
     <channel><title>T</title>
     <item><title>Media content</title><link>https://x/1</link>
       <media:content url="https://img.x/1.jpg" medium="image" width="1024"/>
@@ -638,7 +638,7 @@ TEST_CASE("feeds: an item's picture is its media:content image, thumbnail or ima
       <enclosure url="https://img.x/5.mp3" type="audio/mpeg" length="100"/></item>
     <item><title>Not http</title><link>https://x/6</link>
       <media:thumbnail url="javascript:alert(1)"/></item>
-    </channel></rss>)",
+    </channel></rss>)xml",
                         "https://x/feed");
   REQUIRE(rss.headlines.size() == 6);
   CHECK(rss.headlines[0].image == "https://img.x/1.jpg");
