@@ -3,6 +3,7 @@
 #include "broker/mqtt_codec.hpp"
 #include "server/core/settings.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <stdexcept>
 
@@ -35,6 +36,22 @@ settings::setting slow_consumer_row() {
 // A row for a field of config::mqtt, under "mqtt.".
 template <class T> settings::setting mqtt_field(T mqtt_config::*member, const settings::spec& s) {
   return settings::project(field(member, s), &config::mqtt);
+}
+
+// mqtt.port, which also records that it was named (mqtt_config::port_given): only a port asked
+// for stops the start when it is busy.
+settings::setting mqtt_port_row() {
+  return settings::custom<config>(
+      {.path = "mqtt.port",
+       .min = 0,
+       .max = 65535,
+       .help = "MQTT listen port, on address (0: any free); the default 1883, when busy, is "
+               "skipped with a warning"},
+      kind::integer, [](const config& c) { return nlohmann::json(c.mqtt.port); },
+      [](config& c, const nlohmann::json& v) {
+        c.mqtt.port = v.get<std::uint16_t>();
+        c.mqtt.port_given = true;
+      });
 }
 
 settings::setting mqtt_anonymous_row() {
@@ -150,6 +167,10 @@ settings::table<config> make_table() {
                  .min = 1,
                  .help = "connections yet to send their first frame; past it a random one is "
                          "closed"}),
+          field(&config::max_connections_per_address,
+                {.path = "max_connections_per_address",
+                 .help = "connections from one address (IPv6: one /64) at once; more are "
+                         "closed at once (0: no limit)"}),
           field(&config::queue_max_messages,
                 {.path = "queue_max_messages", .help = "messages queued for one subscriber"}),
           field(&config::queue_max_bytes, {.path = "queue_max_bytes",
@@ -226,8 +247,7 @@ settings::table<config> make_table() {
                  .help = "SO_SNDBUF of each connection (0: the kernel's autotuning)"}),
           mqtt_field(&mqtt_config::enabled,
                      {.path = "mqtt.enabled", .help = "run the MQTT listener beside the broker"}),
-          mqtt_field(&mqtt_config::port,
-                     {.path = "mqtt.port", .help = "MQTT listen port, on address (0: any free)"}),
+          mqtt_port_row(),
           mqtt_field(&mqtt_config::max_packet_bytes,
                      {.path = "mqtt.max_packet_bytes",
                       .unit = "bytes",
@@ -238,10 +258,15 @@ settings::table<config> make_table() {
                      {.path = "mqtt.max_inflight",
                       .min = 1,
                       .max = 65535,
-                      .help = "QoS 1 messages sent to a client and not yet acknowledged"}),
+                      .help = "QoS 1 and 2 messages sent to a client and not yet acknowledged"}),
           mqtt_field(&mqtt_config::max_queued_messages,
                      {.path = "mqtt.max_queued_messages",
-                      .help = "QoS 1 messages kept for one session behind its window"}),
+                      .help = "QoS 1 and 2 messages kept for one session behind its window"}),
+          mqtt_field(&mqtt_config::receive_maximum,
+                     {.path = "mqtt.receive_maximum",
+                      .min = 1,
+                      .max = 65535,
+                      .help = "QoS 2 messages a client may have sent and not yet released"}),
           mqtt_field(&mqtt_config::max_session_expiry,
                      {.path = "mqtt.max_session_expiry",
                       .unit = "seconds",
@@ -270,6 +295,26 @@ settings::table<config> make_table() {
                      {.path = "mqtt.anonymous_write",
                       .help = "topic filters anonymous clients may publish to, comma-separated"}),
           mqtt_users_row(),
+          mqtt_field(&mqtt_config::idle_timeout,
+                     {.path = "mqtt.idle_timeout",
+                      .unit = "seconds",
+                      .min = 0,
+                      .max = 65535,
+                      .help = "keep-alive for clients that ask for none (0: none)"}),
+          mqtt_field(&mqtt_config::will_bytes_per_address,
+                     {.path = "mqtt.will_bytes_per_address",
+                      .unit = "bytes",
+                      .help = "will messages the connections from one address may hold"}),
+          mqtt_field(&mqtt_config::will_bytes_total,
+                     {.path = "mqtt.will_bytes_total",
+                      .unit = "bytes",
+                      .help = "will messages all connections and kept sessions may hold"}),
+          mqtt_field(&mqtt_config::sys_interval,
+                     {.path = "mqtt.sys_interval",
+                      .unit = "seconds",
+                      .min = 0,
+                      .max = 86400,
+                      .help = "how often $SYS/broker/... topics are published (0: never)"}),
       },
   }});
 }
@@ -305,6 +350,12 @@ config load_config_file(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     throw std::invalid_argument(path + ": " + e.what());
   }
+  // newsdesk's own file: its "broker" object ("broker" is no key of the broker's own files). The
+  // rest of that file is newsdesk's to check.
+  if (j.is_object() && j.contains("broker")) {
+    const nlohmann::json broker = j.at("broker");
+    j = broker.is_boolean() ? nlohmann::json{{"enabled", broker}} : broker;
+  }
   config c;
   try {
     from_json(j, c);
@@ -336,8 +387,41 @@ void apply_listen_spec(config& c, const std::string& spec) {
   c.port = static_cast<std::uint16_t>(port);
   // Port 0 is how tests start a broker: the MQTT listener then takes any free port too, instead
   // of every test's broker racing for 1883.
-  if (port == 0)
+  if (port == 0) {
     c.mqtt.port = 0;
+    c.mqtt.port_given = true;
+  }
+}
+
+std::string environment_name(std::string_view path) {
+  return settings::env_name("NEWSDESK_BROKER", path);
+}
+
+std::vector<std::string>
+apply_environment(config& c, const std::map<std::string, std::string, std::less<>>& env) {
+  std::vector<std::string> known;
+  for (const settings::setting* row : config_table().rows()) {
+    const std::string name = environment_name(row->path);
+    known.push_back(name);
+    const auto it = env.find(name);
+    if (it == env.end() || it->second.empty())
+      continue;
+    try {
+      config_table().apply_text(c, *row, it->second);
+    } catch (const settings::error& e) {
+      throw std::invalid_argument(name + ": " + e.what());
+    }
+  }
+  std::vector<std::string> warnings;
+  for (const auto& [name, value] : env) {
+    if (!name.starts_with("NEWSDESK_BROKER_") || value.empty() ||
+        std::find(known.begin(), known.end(), name) != known.end())
+      continue;
+    const auto near = settings::closest(name, known);
+    warnings.push_back("unknown environment variable " + name + " ignored" +
+                       (near ? " (did you mean " + *near + "?)" : std::string()));
+  }
+  return warnings;
 }
 
 } // namespace newsdesk::broker

@@ -11,7 +11,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -55,18 +58,31 @@ struct mqtt_config {
   /// The IANA port for MQTT. apply_listen_spec with port 0 (tests) sets this to 0 too, so two
   /// brokers started for tests never race for 1883.
   std::uint16_t port = 1883;
+  /// Whether a file, a variable or a flag named the port (the settings row sets it with port).
+  /// The default port is the one Mosquitto takes too: when it is busy and was not asked for,
+  /// the broker logs a warning and runs without its MQTT listener instead of refusing to start
+  /// (MQTT over WebSockets on the HTTP port still works); a port asked for must be had.
+  bool port_given = false;
   /// Largest packet accepted (and announced to MQTT 5 clients as Maximum Packet Size); a
   /// larger announced length closes the connection before the body is read. 1 MiB matches
   /// max_frame_bytes: a message either protocol accepts can be delivered to the other.
   std::size_t max_packet_bytes = 1024 * 1024;
-  /// QoS 1 messages sent to one client and not yet acknowledged (the in-flight window; an MQTT
-  /// 5 client's Receive Maximum lowers it). 32 keeps a round trip's worth in flight on a
+  /// QoS 1 and 2 messages sent to one client and not yet acknowledged (the in-flight window; an
+  /// MQTT 5 client's Receive Maximum lowers it). 32 keeps a round trip's worth in flight on a
   /// fast link while bounding what a reconnect resends.
   std::size_t max_inflight = 32;
-  /// QoS 1 messages waiting for one session behind its window, connected or not: what a
-  /// persistent session collects while its client is away. Past it, new ones are dropped
-  /// (drops.queue_full). 1000 headlines is days of news.
+  /// QoS 1 and 2 messages waiting for one session behind its window, connected or not: what a
+  /// persistent session collects while its client is away, and what absorbs a publisher faster
+  /// than the subscriber acknowledges. Past it, or past queue_max_bytes of payload, new ones are
+  /// dropped for that session (drops.queue_full). 1000 headlines is days of news; Mosquitto's
+  /// max_queued_messages defaults to 1000 too.
   std::size_t max_queued_messages = 1000;
+  /// QoS 2 messages one client may have sent and not yet released (PUBREL) at once: the packet
+  /// ids the session keeps so a resent PUBLISH is not delivered twice. Announced to MQTT 5
+  /// clients as Receive Maximum; one more closes the connection (MQTT 5: DISCONNECT 0x93)
+  /// before that message is acknowledged, so the client still owns it and sends it again after
+  /// reconnecting. 2 bytes each; 1000 covers a burst of a client that sends without waiting.
+  std::size_t receive_maximum = 1000;
   /// A session that persists (clean session 0 in 3.1.1, Session Expiry Interval in 5) is
   /// kept at most this long after its client left; 3.1.1 sessions, which ask for "forever",
   /// get this. Bounds what clients that never come back cost.
@@ -84,11 +100,29 @@ struct mqtt_config {
   std::size_t max_retained_bytes = 16 * 1024 * 1024;
   mqtt_anonymous anonymous = mqtt_anonymous::loopback;
   /// Topic filters anonymous clients may subscribe to and publish to, comma-separated.
-  /// Publishing under reserved_prefixes (newsdesk/) is refused to everyone.
-  std::string anonymous_read = "#";
+  /// Publishing under reserved_prefixes (newsdesk/) and $SYS/ is refused to everyone. '#'
+  /// matches no topic starting with '$' (MQTT 4.7.2), so $SYS/# is named on its own.
+  std::string anonymous_read = "#,$SYS/#";
   std::string anonymous_write = "#";
   /// Named users; a client presenting a user name must match one.
   std::vector<mqtt_user> users;
+  /// A client that asks for no keep-alive (0) is held to this one instead: MQTT 5 clients are
+  /// told so (Server Keep Alive in CONNACK), and any such client that sends nothing for 1.5
+  /// times this long is closed (disconnects.mqtt_keep_alive). Without it a connection that
+  /// never speaks again would hold its slot for ever. An hour bothers no real client (they
+  /// send 60 s keep-alives, and one that never pings is reconnected by its library); 0: none.
+  std::chrono::milliseconds idle_timeout{3600 * 1000};
+  /// Bytes of will messages (topic, payload and properties) the connections from one address may
+  /// hold, and all of them together (kept sessions' delayed wills included). A CONNECT whose
+  /// will does not fit is refused (CONNACK quota exceeded / server unavailable). A will is a
+  /// copy the broker keeps for as long as the connection lives: 3,000 connections with 64 KiB
+  /// wills would hold 183 MiB. 1 MiB per address is a thousand ordinary wills; 64 MiB in all.
+  std::size_t will_bytes_per_address = 1024 * 1024;
+  std::size_t will_bytes_total = 64 * 1024 * 1024;
+  /// Every this long the broker publishes its $SYS/broker/... topics (retained: a subscriber
+  /// gets the current values at once), each only when its value changed. Mosquitto's default.
+  /// 0: no $SYS topics.
+  std::chrono::milliseconds sys_interval{10000};
 };
 
 struct config {
@@ -117,6 +151,14 @@ struct config {
   /// and stays. Half of max_connections leaves the other half for identified clients whatever
   /// a flood of silent ones does; keep it below max_connections.
   std::size_t max_unidentified_connections = 8192;
+  /// Connections from one client address at once, over every listener (the frame protocol, MQTT,
+  /// MQTT over WebSockets). One more is accepted and closed at once (connections_rejected, and
+  /// a level=warn line naming the address and the slots left for the others). Without it one
+  /// address could take all max_connections and lock every other client out. IPv6 addresses
+  /// count by their /64 (one host usually has a whole /64). 1024 is a sixteenth of the table and
+  /// far above a household behind one NAT; behind a proxy every client has the proxy's address
+  /// (raise it, or 0: no limit).
+  std::size_t max_connections_per_address = 1024;
 
   /// Soft bounds of each subscriber's outbound queue. A message that does not fit is dropped
   /// for that subscriber (or a /queue message goes to the next subscriber). 16 MiB absorbs a
@@ -210,8 +252,20 @@ void to_json(nlohmann::json& j, const config& c);
 /// values out of range.
 void from_json(const nlohmann::json& j, config& c);
 
-/// Reads a JSON file holding a broker config object; the message names the file on failure.
+/// Reads a JSON file holding a broker config object, or a newsdesk config file (whose "broker"
+/// object is the broker's: the standalone broker reads the file newsdesk reads); the message
+/// names the file on failure.
 config load_config_file(const std::string& path);
+
+/// The environment's name for setting `path`: NEWSDESK_BROKER_ and the path in capitals, dots as
+/// underscores (mqtt.port: NEWSDESK_BROKER_MQTT_PORT), as newsdesk itself names them.
+std::string environment_name(std::string_view path);
+/// Applies every NEWSDESK_BROKER_* variable of `env` (name -> value) to `c`, as the embedded
+/// broker's settings are read; empty values count as unset. Throws std::invalid_argument naming
+/// the variable on a bad value. Returns a warning for each NEWSDESK_BROKER_* name that is no
+/// setting, with the nearest real one.
+std::vector<std::string>
+apply_environment(config& c, const std::map<std::string, std::string, std::less<>>& env);
 
 /// Parses "ADDR:PORT" (or "[v6]:PORT") into c.address/c.port; throws std::invalid_argument.
 /// Port 0 also sets c.mqtt.port to 0 (tests: every listener on a free port).

@@ -1,6 +1,7 @@
 #include "broker/core.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -76,10 +77,12 @@ void core::release_connections() {
 
 core::core(boost::asio::io_context& ioc, config cfg)
     : ctx_(ioc, std::move(cfg))
+    , addresses_(ctx_.cfg)
     , index_(ctx_)
     , flush_(ctx_)
     , queues_(ctx_, index_, flush_)
-    , mqtt_(ctx_, index_, flush_)
+    , mqtt_(ctx_, index_, flush_, addresses_,
+            [this](std::unique_ptr<mqtt_will> w) { publish_will(std::move(w)); })
     , delivery_(ctx_, index_, queues_, flush_, mqtt_)
     , reactor_(ctx_)
     , sweep_timer_(ctx_.strand)
@@ -104,7 +107,8 @@ bool core::start() {
   if (started_ || shutting_down_)
     return false;
   started_ = true;
-  next_ping_ = steady::now() + ctx_.cfg.ping_interval;
+  started_at_ = next_sys_ = steady::now(); // $SYS at the first sweep, then every sys_interval
+  next_ping_ = started_at_ + ctx_.cfg.ping_interval;
   arm_sweep();
   return true;
 }
@@ -121,6 +125,8 @@ void core::arm_sweep() {
     period = std::min(period, cfg.first_frame_timeout / 4);
   if (cfg.ping_interval.count() > 0)
     period = std::min(period, cfg.ping_interval / 4);
+  if (cfg.mqtt.enabled && cfg.mqtt.sys_interval.count() > 0)
+    period = std::min(period, cfg.mqtt.sys_interval);
   period = std::max(period, milliseconds(20));
   sweep_timer_.expires_after(period);
   sweep_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
@@ -150,6 +156,10 @@ void core::sweep() {
     p->close(why);
   queues_.expire_unattended(now);
   mqtt_.expire(now);
+  if (cfg.mqtt.enabled && cfg.mqtt.sys_interval.count() > 0 && now >= next_sys_) {
+    next_sys_ = now + cfg.mqtt.sys_interval;
+    publish_sys(now);
+  }
   if (cfg.ping_interval.count() > 0 && now >= next_ping_) {
     next_ping_ = now + cfg.ping_interval;
     ping_quiet(now);
@@ -177,8 +187,38 @@ void core::ping_quiet(steady::time_point) {
   add(ctx_.ctr.pings, sent);
 }
 
-bool core::make_room() {
+// The $SYS/broker/... values that changed, retained for later subscribers and sent to MQTT
+// subscribers only (they are MQTT's topics), without counting as messages received or dropped.
+void core::publish_sys(steady::time_point now) {
+  if (shutting_down_)
+    return;
+  const sys_figures figures{snapshot(), mqtt_.sessions_connected(), mqtt_.sessions_kept(),
+                            now - started_at_};
+  for (const auto& [topic, value] : sys_.changed(figures)) {
+    mqtt_.retain(topic, value, 0);
+    const std::string channel = "/topic/" + topic;
+    const auto ch = index_.find(channel);
+    if ((!ch || ch->mqtt_subs.empty()) && !mqtt_.has_wildcards())
+      continue;
+    const std::size_t size = frame_header_bytes + value.size();
+    block_ptr b = make_block(size);
+    write_length(b.get(), static_cast<std::uint32_t>(value.size()));
+    std::memcpy(b.get() + frame_header_bytes, value.data(), value.size());
+    const msg_view m{b.get(), static_cast<std::uint32_t>(size), 0};
+    mqtt_.fan_out(channel, ch.get(), std::span<const msg_view>(&m, 1), nullptr, {0, true, {}}, b);
+  }
+}
+
+bool core::make_room(const client_address& from) {
   const config& cfg = ctx_.cfg;
+  if (!addresses_.has_room(from)) {
+    add(ctx_.ctr.connections_rejected, 1);
+    ++refused_unlogged_;
+    ++address_refused_unlogged_;
+    address_refused_ = from;
+    log_refusals(steady::now());
+    return false;
+  }
   if (peers_.size() < cfg.max_connections && unidentified_ < cfg.max_unidentified_connections)
     return true;
   bool room = false;
@@ -207,13 +247,24 @@ void core::log_refusals(steady::time_point now) {
   if (refusal_logged_ != steady::time_point{} && now - refusal_logged_ < refusal_log_interval)
     return;
   const config& cfg = ctx_.cfg;
+  // One address at its limit: which, and how many slots the others still have.
+  std::string per_address;
+  if (address_refused_unlogged_ > 0)
+    per_address =
+        " refused_at_address_limit=" + std::to_string(address_refused_unlogged_) +
+        " address=" + to_string(address_refused_) +
+        " address_connections=" + std::to_string(addresses_.connections_of(address_refused_)) +
+        " max_connections_per_address=" + std::to_string(cfg.max_connections_per_address) +
+        " slots_left_for_others=" +
+        std::to_string(cfg.max_connections > peers_.size() ? cfg.max_connections - peers_.size()
+                                                           : 0);
   newsdesk::server::log_warn(
       "msg=\"broker: connections refused\" refused=" + std::to_string(refused_unlogged_) +
-      " unidentified_closed=" + std::to_string(evicted_unlogged_) + " connections=" +
+      " unidentified_closed=" + std::to_string(evicted_unlogged_) + per_address + " connections=" +
       std::to_string(peers_.size()) + " unidentified=" + std::to_string(unidentified_) +
       " max_connections=" + std::to_string(cfg.max_connections) +
       " max_unidentified_connections=" + std::to_string(cfg.max_unidentified_connections));
-  refused_unlogged_ = evicted_unlogged_ = 0;
+  refused_unlogged_ = evicted_unlogged_ = address_refused_unlogged_ = 0;
   refusal_logged_ = now;
 }
 
@@ -251,7 +302,8 @@ void core::move_in_registry(std::size_t from, std::size_t to) {
   peers_[to]->registry_index_ = to;
 }
 
-void core::register_peer(peer& p) {
+void core::register_peer(peer& p, const client_address& from) {
+  p.address_ = &addresses_.add_connection(from);
   // Into the unidentified prefix: the first identified peer moves to the end to make room.
   peers_.push_back(&p);
   move_in_registry(unidentified_, peers_.size() - 1);
@@ -297,6 +349,8 @@ void core::remove_peer(peer& p) {
   }
   move_in_registry(peers_.size() - 1, hole);
   peers_.pop_back();
+  if (p.address_)
+    addresses_.release_connection(*std::exchange(p.address_, nullptr));
   sub(ctr.connections_current, 1);
   maybe_finish_shutdown();
 }
@@ -328,9 +382,32 @@ void core::publish_local(std::string_view name, const block_ptr& block, std::siz
     return;
   }
   if (retain && name.starts_with("/topic/") && name.size() > 7)
-    mqtt_.retain(name.substr(7), {block.get() + frame_header_bytes, size - frame_header_bytes}, 1);
+    mqtt_.retain(name.substr(7), {block.get() + frame_header_bytes, size - frame_header_bytes}, 2);
   const msg_view m{block.get(), static_cast<std::uint32_t>(size), 0};
-  delivery_.publish(name, std::span<const msg_view>(&m, 1), nullptr, &block);
+  delivery_.publish(name, std::span<const msg_view>(&m, 1), nullptr, &block, {});
+}
+
+void core::publish_will(std::unique_ptr<mqtt_will> w) {
+  if (!w)
+    return;
+  if (!shutting_down_) {
+    if (w->has_expiry) { // it counts from now, when the will is published
+      auto e = std::make_shared<mqtt_extras>(w->extras ? *w->extras : mqtt_extras{});
+      e->has_expiry = true;
+      e->expires_at = steady::now() + std::chrono::seconds(w->expiry_s);
+      w->extras = std::move(e);
+    }
+    if (w->retain)
+      mqtt_.retain(std::string_view(w->channel).substr(7), w->payload, w->qos, w->extras);
+    const std::size_t size = frame_header_bytes + w->payload.size();
+    block_ptr b = make_block(size);
+    write_length(b.get(), static_cast<std::uint32_t>(w->payload.size()));
+    std::memcpy(b.get() + frame_header_bytes, w->payload.data(), w->payload.size());
+    const msg_view m{b.get(), static_cast<std::uint32_t>(size), 0};
+    delivery_.publish(w->channel, std::span<const msg_view>(&m, 1), nullptr, &b,
+                      {w->qos, w->retain, w->extras});
+  }
+  mqtt_.drop_will(std::move(w));
 }
 
 void core::subscribe_local(const std::shared_ptr<local_subscriber>& s, std::string_view name) {

@@ -22,6 +22,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "broker/address_book.hpp"
 #include "broker/channel_index.hpp"
 #include "broker/config.hpp"
 #include "broker/context.hpp"
@@ -32,6 +33,7 @@
 #include "broker/reactor.hpp"
 #include "broker/slice_ring.hpp"
 #include "broker/stats.hpp"
+#include "broker/sys_topics.hpp"
 
 namespace newsdesk::broker::detail {
 
@@ -62,14 +64,16 @@ class core : public std::enable_shared_from_this<core> {
 
   // For listeners and protocols: connections.
 
-  /// Before a listener registers a connection it just accepted: whether there is a slot for
-  /// it. At max_connections or max_unidentified_connections it closes a randomly chosen
+  /// Before a listener registers a connection it just accepted from `from`: whether there is a
+  /// slot for it. An address at max_connections_per_address gets none (the others' slots stay
+  /// theirs). At max_connections or max_unidentified_connections it closes a randomly chosen
   /// unidentified peer (disconnects.unidentified_limit) to make one; when every slot holds an
-  /// identified peer it returns false and counts the refusal (connections_rejected). Either
-  /// shows in a level=warn line, at most one per refusal_log_interval, with the counts since.
-  [[nodiscard]] bool make_room();
-  /// Counts and lists a peer just accepted (unidentified), before its start().
-  void register_peer(peer& p);
+  /// identified peer it returns false. A refusal counts in connections_rejected. Refusals and
+  /// closes show in a level=warn line, at most one per refusal_log_interval, with the counts
+  /// since, the address that last met its limit and the slots left for the others.
+  [[nodiscard]] bool make_room(const client_address& from);
+  /// Counts and lists a peer just accepted from `from` (unidentified), before its start().
+  void register_peer(peer& p, const client_address& from);
   /// p sent its first complete frame: it no longer counts as unidentified. Idempotent.
   void identified(peer& p);
   /// The one close path of every protocol: takes p out of its channel, a channel's paused
@@ -90,18 +94,16 @@ class core : public std::enable_shared_from_this<core> {
   void unsubscribe(peer& p);
   /// See delivery::publish; `from` is the publishing peer.
   std::size_t publish(std::string_view name, std::span<const msg_view> msgs, peer& from,
-                      std::uint8_t qos = 1) {
-    return delivery_.publish(name, msgs, &from, nullptr, qos);
+                      const publish_meta& meta = {}) {
+    return delivery_.publish(name, msgs, &from, nullptr, meta);
   }
-  /// Publishes one message held in `block` (stored form, `size` bytes) on behalf of no
-  /// connection (an MQTT will: its connection is gone).
-  void publish_block(std::string_view name, const block_ptr& block, std::size_t size,
-                     std::uint8_t qos) {
-    const msg_view m{block.get(), static_cast<std::uint32_t>(size), 0};
-    delivery_.publish(name, std::span<const msg_view>(&m, 1), nullptr, &block, qos);
-  }
+  /// Publishes an MQTT will on behalf of its connection, which is gone (and keeps it as the
+  /// retained message when it asks), unless shutdown began; gives back its will budget.
+  void publish_will(std::unique_ptr<mqtt_will> w);
   /// MQTT's sessions, wildcard tree and retained messages.
   [[nodiscard]] mqtt_router& mqtt() noexcept { return mqtt_; }
+  /// What each client address holds (connections, will bytes).
+  [[nodiscard]] address_book& addresses() noexcept { return addresses_; }
   /// Readiness of the sockets protocols register there instead of with Asio (reactor.hpp);
   /// closed when shutdown is done.
   [[nodiscard]] fd_reactor& reactor() noexcept { return reactor_; }
@@ -149,11 +151,13 @@ class core : public std::enable_shared_from_this<core> {
   void arm_sweep();
   void sweep();
   void ping_quiet(steady::time_point now);
+  void publish_sys(steady::time_point now);
   void log_refusals(steady::time_point now);
   void move_in_registry(std::size_t from, std::size_t to);
   void maybe_finish_shutdown();
 
   context ctx_;
+  address_book addresses_;
   channel_index index_;
   flush_scheduler flush_;
   queue_delivery queues_;
@@ -170,10 +174,16 @@ class core : public std::enable_shared_from_this<core> {
   std::minstd_rand rng_{std::random_device{}()}; // which unidentified peer make_room closes
   block_ptr ping_block_;                         // one zero-length message, shared by all pings
   steady::time_point next_ping_{};
+  sys_topics sys_;
+  steady::time_point started_at_{};
+  steady::time_point next_sys_{};
 
-  // Refusals and evictions not yet logged, and when the last line went out.
+  // Refusals and evictions not yet logged, and when the last line went out; of the refusals,
+  // those of an address at its limit, and the last such address.
   std::uint64_t refused_unlogged_ = 0;
   std::uint64_t evicted_unlogged_ = 0;
+  std::uint64_t address_refused_unlogged_ = 0;
+  client_address address_refused_{};
   steady::time_point refusal_logged_{};
 
   std::unique_ptr<char[]> read_buffer_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "broker/address_book.hpp"
 #include "broker/core.hpp"
 #include "broker/peer.hpp"
 
@@ -78,12 +79,17 @@ void listener::on_accept(const error_code& ec, tcp::socket socket) {
     return;
   }
   accept_backoff_ = std::chrono::milliseconds(0);
-  if (!core_->make_room()) {
+  // A client gone already (reset before the accept) has no address to tell: it is served under
+  // none, and its first read finds the reset, counted as for any connection.
+  error_code no_address;
+  const auto remote = socket.remote_endpoint(no_address);
+  const client_address from = no_address ? client_address{} : address_key(remote.address());
+  if (!core_->make_room(from)) {
     error_code ignored;
     socket.close(ignored);
   } else {
     auto p = make_(core_, std::move(socket));
-    core_->register_peer(*p);
+    core_->register_peer(*p, from);
     p->start();
   }
   do_accept();

@@ -33,6 +33,7 @@ namespace newsdesk::broker::detail {
 
 class core;
 struct channel;
+struct address_usage;
 
 class peer : public std::enable_shared_from_this<peer> {
  public:
@@ -131,6 +132,10 @@ class peer : public std::enable_shared_from_this<peer> {
   // Since when the write loop has waited for the socket with data queued (write_deadline);
   // empty while writes make progress.
   steady::time_point stalled_since_{};
+
+  // What its client address holds (address_book.hpp), this connection among it; null once it
+  // left the registry.
+  address_usage* address_ = nullptr;
 
   // Publisher side: paused_ while the backlog of blocked_on_ is full (queue_delivery).
   std::shared_ptr<channel> blocked_on_;

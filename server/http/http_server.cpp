@@ -464,6 +464,8 @@ class session : public connection_base, public std::enable_shared_from_this<sess
   }
 
   void do_write(http_response res) {
+    if (res.take_over)
+      return hand_over(std::move(res.take_over));
     if (state_->stopping)
       keep_alive_ = false;
     set_deadline(state_->limits.write_timeout);
@@ -488,6 +490,21 @@ class session : public connection_base, public std::enable_shared_from_this<sess
       return send_head_then_file(std::move(out));
     const auto body = file ? file->bytes() : std::string_view(out->response.body);
     write_out(std::move(out), body);
+  }
+
+  // An upgrade (http_response::take_over): the socket goes to whoever speaks the new protocol,
+  // and this connection ends without a write (its budget slot goes with it).
+  void hand_over(std::function<void(int)> take_over) {
+    clear_deadline();
+    if (head_ || buffer_.size() != 0 || state_->stopping) { // bytes already read would be lost
+      keep_alive_ = false;
+      return do_write(state_->stopping ? over_budget() : text_response(400));
+    }
+    error_code ec;
+    const int fd = socket_.release(ec);
+    if (ec)
+      return fail(ec, "hand over");
+    take_over(fd);
   }
 
   // A response on its way: the head formatted for this connection, and the response that owns
