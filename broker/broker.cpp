@@ -11,7 +11,6 @@
 //   core.hpp            registry, sweep, shutdown: the protocol-neutral broker
 //   listener.hpp        the accept loop
 //   session.hpp         the frame protocol's connection
-//   address_book.hpp   what each client address holds (connections, will bytes)
 //   mqtt_codec.hpp      MQTT 3.1.1 / 5.0 packets (pure; mqtt_encode.cpp writes them)
 //   mqtt_router.hpp     MQTT sessions, wills, subscriptions, retained messages; delivery and
 //                       the QoS 1 and 2 windows in mqtt_fan_out.cpp
@@ -30,7 +29,6 @@
 
 #include <boost/asio/post.hpp>
 
-#include "broker/address_book.hpp"
 #include "broker/channel_index.hpp"
 #include "broker/core.hpp"
 #include "broker/frame.hpp"
@@ -52,7 +50,8 @@ server::server(net::io_context& ioc, config cfg)
     : core_(detail::core::create(ioc, std::move(cfg)))
     , listener_(std::make_shared<detail::listener>(core_, &detail::make_frame_session)) {
   if (core_->cfg().mqtt.enabled)
-    mqtt_listener_ = std::make_shared<detail::listener>(core_, &detail::make_mqtt_session);
+    mqtt_listener_ = std::make_shared<detail::listener>(
+        core_, &detail::make_mqtt_session, core_->cfg().mqtt.max_connections_per_address);
 }
 
 server::~server() {
@@ -141,12 +140,14 @@ void server::serve_websocket(int fd, websocket_request req) {
       ::close(fd);
       return;
     }
-    const auto remote = socket.remote_endpoint(ec); // fails when the client is gone already
-    if (ec || !c->cfg().mqtt.enabled || c->shutting_down() ||
-        !c->make_room(detail::address_key(remote.address())))
+    // The MQTT listener's limits: its per-address cap counts these connections too.
+    detail::address_table::value_type* entry = nullptr;
+    if (!c->cfg().mqtt.enabled || c->shutting_down() ||
+        !c->admit(socket, c->cfg().mqtt.max_connections_per_address, entry))
       return; // the socket closes as it goes
     auto p = detail::make_mqtt_websocket_session(c, std::move(socket), std::move(req));
-    c->register_peer(*p, detail::address_key(remote.address()));
+    p->address_ = entry;
+    c->register_peer(*p);
     p->start();
   });
 }

@@ -58,10 +58,11 @@ struct mqtt_config {
   /// The IANA port for MQTT. apply_listen_spec with port 0 (tests) sets this to 0 too, so two
   /// brokers started for tests never race for 1883.
   std::uint16_t port = 1883;
-  /// Whether a file, a variable or a flag named the port (the settings row sets it with port).
-  /// The default port is the one Mosquitto takes too: when it is busy and was not asked for,
-  /// the broker logs a warning and runs without its MQTT listener instead of refusing to start
-  /// (MQTT over WebSockets on the HTTP port still works); a port asked for must be had.
+  /// Whether a file, a variable or a flag asked for another port than the default (the settings
+  /// row sets it with port; --listen ADDR:0 too). The default port is the one Mosquitto takes
+  /// too: when it is busy and no other was asked for, the broker logs a warning and runs without
+  /// its MQTT listener instead of refusing to start (MQTT over WebSockets on the HTTP port still
+  /// works); another port asked for must be had.
   bool port_given = false;
   /// Largest packet accepted (and announced to MQTT 5 clients as Maximum Packet Size); a
   /// larger announced length closes the connection before the body is read. 1 MiB matches
@@ -106,19 +107,26 @@ struct mqtt_config {
   std::string anonymous_write = "#";
   /// Named users; a client presenting a user name must match one.
   std::vector<mqtt_user> users;
-  /// A client that asks for no keep-alive (0) is held to this one instead: MQTT 5 clients are
-  /// told so (Server Keep Alive in CONNACK), and any such client that sends nothing for 1.5
-  /// times this long is closed (disconnects.mqtt_keep_alive). Without it a connection that
-  /// never speaks again would hold its slot for ever. An hour bothers no real client (they
-  /// send 60 s keep-alives, and one that never pings is reconnected by its library); 0: none.
-  std::chrono::milliseconds idle_timeout{3600 * 1000};
-  /// Bytes of will messages (topic, payload and properties) the connections from one address may
-  /// hold, and all of them together (kept sessions' delayed wills included). A CONNECT whose
-  /// will does not fit is refused (CONNACK quota exceeded / server unavailable). A will is a
-  /// copy the broker keeps for as long as the connection lives: 3,000 connections with 64 KiB
-  /// wills would hold 183 MiB. 1 MiB per address is a thousand ordinary wills; 64 MiB in all.
-  std::size_t will_bytes_per_address = 1024 * 1024;
-  std::size_t will_bytes_total = 64 * 1024 * 1024;
+
+  /// MQTT connections at once from one client address (IPv4, or IPv6 in full). One more is
+  /// closed as soon as it is accepted, before a byte is read and before it can take a slot
+  /// from anyone (connections_rejected_per_address); a warn line per address at most once per
+  /// refusal interval names the address and the slots left for every other one. Without it one
+  /// address could hold all max_connections (the HTTP server caps 256 per address the same
+  /// way). 256 is far above what one host of real subscribers needs. 0: no cap.
+  std::size_t max_connections_per_address = 256;
+  /// A connected client at keep-alive 0 (it asked for no keep-alive) that sends nothing for
+  /// this long is closed (disconnects.mqtt_idle): otherwise it is kept for ever, and silent
+  /// connections would pile up. Clients with a keep-alive are closed after 1.5 times it
+  /// instead; before CONNECT, first_frame_timeout applies. 600 s: a quiet subscriber that wants
+  /// to stay sends a PINGREQ more often (every client library does with a keep-alive). 0: never.
+  std::chrono::milliseconds idle_timeout{600 * 1000};
+  /// Bytes of wills (topic and payload) the connections of one address may hold together. A
+  /// CONNECT whose will would pass it is refused (CONNACK quota exceeded in MQTT 5, server
+  /// unavailable in 3.1.1; disconnects.mqtt_will_budget). With max_connections_per_address it
+  /// bounds what one address parks in wills (1 MiB, not 256 times max_frame_bytes); real wills
+  /// are a few bytes ("offline"). 0: no will is accepted.
+  std::size_t max_will_bytes_per_address = 1024 * 1024;
   /// Every this long the broker publishes its $SYS/broker/... topics (retained: a subscriber
   /// gets the current values at once), each only when its value changed. Mosquitto's default.
   /// 0: no $SYS topics.
@@ -151,14 +159,6 @@ struct config {
   /// and stays. Half of max_connections leaves the other half for identified clients whatever
   /// a flood of silent ones does; keep it below max_connections.
   std::size_t max_unidentified_connections = 8192;
-  /// Connections from one client address at once, over every listener (the frame protocol, MQTT,
-  /// MQTT over WebSockets). One more is accepted and closed at once (connections_rejected, and
-  /// a level=warn line naming the address and the slots left for the others). Without it one
-  /// address could take all max_connections and lock every other client out. IPv6 addresses
-  /// count by their /64 (one host usually has a whole /64). 1024 is a sixteenth of the table and
-  /// far above a household behind one NAT; behind a proxy every client has the proxy's address
-  /// (raise it, or 0: no limit).
-  std::size_t max_connections_per_address = 1024;
 
   /// Soft bounds of each subscriber's outbound queue. A message that does not fit is dropped
   /// for that subscriber (or a /queue message goes to the next subscriber). 16 MiB absorbs a

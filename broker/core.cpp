@@ -77,7 +77,6 @@ void core::release_connections() {
 
 core::core(boost::asio::io_context& ioc, config cfg)
     : ctx_(ioc, std::move(cfg))
-    , addresses_(ctx_.cfg)
     , index_(ctx_)
     , flush_(ctx_)
     , queues_(ctx_, index_, flush_)
@@ -127,6 +126,13 @@ void core::arm_sweep() {
     period = std::min(period, cfg.ping_interval / 4);
   if (cfg.mqtt.enabled && cfg.mqtt.sys_interval.count() > 0)
     period = std::min(period, cfg.mqtt.sys_interval);
+  if (cfg.mqtt.idle_timeout.count() > 0)
+    period = std::min(period, cfg.mqtt.idle_timeout / 4);
+  // Kept MQTT sessions end, and their delayed wills go, at whole seconds a client chose: a
+  // quarter of a second late at most (mqtt_router::expire walks the sessions only while some
+  // are kept).
+  if (mqtt_.sessions_kept() > 0)
+    period = std::min(period, milliseconds(250));
   period = std::max(period, milliseconds(20));
   sweep_timer_.expires_after(period);
   sweep_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
@@ -209,16 +215,8 @@ void core::publish_sys(steady::time_point now) {
   }
 }
 
-bool core::make_room(const client_address& from) {
+bool core::make_room() {
   const config& cfg = ctx_.cfg;
-  if (!addresses_.has_room(from)) {
-    add(ctx_.ctr.connections_rejected, 1);
-    ++refused_unlogged_;
-    ++address_refused_unlogged_;
-    address_refused_ = from;
-    log_refusals(steady::now());
-    return false;
-  }
   if (peers_.size() < cfg.max_connections && unidentified_ < cfg.max_unidentified_connections)
     return true;
   bool room = false;
@@ -247,24 +245,13 @@ void core::log_refusals(steady::time_point now) {
   if (refusal_logged_ != steady::time_point{} && now - refusal_logged_ < refusal_log_interval)
     return;
   const config& cfg = ctx_.cfg;
-  // One address at its limit: which, and how many slots the others still have.
-  std::string per_address;
-  if (address_refused_unlogged_ > 0)
-    per_address =
-        " refused_at_address_limit=" + std::to_string(address_refused_unlogged_) +
-        " address=" + to_string(address_refused_) +
-        " address_connections=" + std::to_string(addresses_.connections_of(address_refused_)) +
-        " max_connections_per_address=" + std::to_string(cfg.max_connections_per_address) +
-        " slots_left_for_others=" +
-        std::to_string(cfg.max_connections > peers_.size() ? cfg.max_connections - peers_.size()
-                                                           : 0);
   newsdesk::server::log_warn(
       "msg=\"broker: connections refused\" refused=" + std::to_string(refused_unlogged_) +
-      " unidentified_closed=" + std::to_string(evicted_unlogged_) + per_address + " connections=" +
+      " unidentified_closed=" + std::to_string(evicted_unlogged_) + " connections=" +
       std::to_string(peers_.size()) + " unidentified=" + std::to_string(unidentified_) +
       " max_connections=" + std::to_string(cfg.max_connections) +
       " max_unidentified_connections=" + std::to_string(cfg.max_unidentified_connections));
-  refused_unlogged_ = evicted_unlogged_ = address_refused_unlogged_ = 0;
+  refused_unlogged_ = evicted_unlogged_ = 0;
   refusal_logged_ = now;
 }
 
@@ -302,8 +289,76 @@ void core::move_in_registry(std::size_t from, std::size_t to) {
   peers_[to]->registry_index_ = to;
 }
 
-void core::register_peer(peer& p, const client_address& from) {
-  p.address_ = &addresses_.add_connection(from);
+address_table::value_type* core::take_address(const std::string& address, std::size_t cap) {
+  auto& entry = *addresses_.try_emplace(address).first;
+  address_share& share = entry.second;
+  if (cap == 0 || share.connections < cap) {
+    ++share.connections;
+    return &entry;
+  }
+  add(ctx_.ctr.connections_rejected_per_address, 1);
+  ++share.refused_unlogged;
+  const auto now = steady::now();
+  if (share.logged == steady::time_point{} || now - share.logged >= refusal_log_interval) {
+    const std::size_t max = ctx_.cfg.max_connections;
+    newsdesk::server::log_warn(
+        "msg=\"broker: connections from one address refused\" address=" +
+        newsdesk::server::logfmt_quoted(address) +
+        " refused=" + std::to_string(share.refused_unlogged) + " cap=" + std::to_string(cap) +
+        " connections=" + std::to_string(peers_.size()) +
+        " slots_left_for_others=" + std::to_string(max > peers_.size() ? max - peers_.size() : 0));
+    share.refused_unlogged = 0;
+    share.logged = now;
+  }
+  return nullptr;
+}
+
+void core::release_address(address_table::value_type& entry) {
+  if (--entry.second.connections == 0 && entry.second.will_bytes == 0)
+    addresses_.erase(entry.first);
+}
+
+bool core::charge_will(peer& p, std::size_t bytes) {
+  const std::size_t budget = ctx_.cfg.mqtt.max_will_bytes_per_address;
+  if (!p.address_)
+    return bytes <= budget;
+  std::size_t& held = p.address_->second.will_bytes;
+  if (bytes > budget || held > budget - bytes)
+    return false;
+  held += bytes;
+  return true;
+}
+
+// The per-address cap first: a connection refused there must not close another one to make
+// room (make_room) first.
+bool core::admit(boost::asio::ip::tcp::socket& socket, std::size_t cap,
+                 address_table::value_type*& entry) {
+  boost::system::error_code ec;
+  entry = nullptr;
+  if (cap > 0) {
+    auto addr = socket.remote_endpoint(ec).address();
+    if (ec) {
+      socket.close(ec); // gone already
+      return false;
+    }
+    if (addr.is_v6() && addr.to_v6().is_v4_mapped())
+      addr = boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, addr.to_v6());
+    entry = take_address(addr.to_string(), cap);
+    if (!entry) {
+      socket.close(ec);
+      return false;
+    }
+  }
+  if (!make_room()) {
+    if (entry)
+      release_address(*std::exchange(entry, nullptr));
+    socket.close(ec);
+    return false;
+  }
+  return true;
+}
+
+void core::register_peer(peer& p) {
   // Into the unidentified prefix: the first identified peer moves to the end to make room.
   peers_.push_back(&p);
   move_in_registry(unidentified_, peers_.size() - 1);
@@ -350,7 +405,7 @@ void core::remove_peer(peer& p) {
   move_in_registry(peers_.size() - 1, hole);
   peers_.pop_back();
   if (p.address_)
-    addresses_.release_connection(*std::exchange(p.address_, nullptr));
+    release_address(*std::exchange(p.address_, nullptr));
   sub(ctr.connections_current, 1);
   maybe_finish_shutdown();
 }

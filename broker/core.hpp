@@ -16,13 +16,14 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "broker/address_book.hpp"
 #include "broker/channel_index.hpp"
 #include "broker/config.hpp"
 #include "broker/context.hpp"
@@ -64,16 +65,35 @@ class core : public std::enable_shared_from_this<core> {
 
   // For listeners and protocols: connections.
 
-  /// Before a listener registers a connection it just accepted from `from`: whether there is a
-  /// slot for it. An address at max_connections_per_address gets none (the others' slots stay
-  /// theirs). At max_connections or max_unidentified_connections it closes a randomly chosen
+  /// Before a listener registers a connection it just accepted: whether there is a slot for
+  /// it. At max_connections or max_unidentified_connections it closes a randomly chosen
   /// unidentified peer (disconnects.unidentified_limit) to make one; when every slot holds an
-  /// identified peer it returns false. A refusal counts in connections_rejected. Refusals and
-  /// closes show in a level=warn line, at most one per refusal_log_interval, with the counts
-  /// since, the address that last met its limit and the slots left for the others.
-  [[nodiscard]] bool make_room(const client_address& from);
-  /// Counts and lists a peer just accepted from `from` (unidentified), before its start().
-  void register_peer(peer& p, const client_address& from);
+  /// identified peer it returns false and counts the refusal (connections_rejected). Either
+  /// shows in a level=warn line, at most one per refusal_log_interval, with the counts since.
+  [[nodiscard]] bool make_room();
+  /// For a listener with a per-address cap, before make_room(): the entry of `address` with
+  /// one more connection counted, or null when that address holds `cap` already. A refusal is
+  /// counted (connections_rejected_per_address) and shows in a level=warn line, at most one per
+  /// address per refusal_log_interval, naming the address, its refusals since and the slots
+  /// left for other addresses. The caller gives the entry to its peer (peer::address_), or back
+  /// with release_address() if it does not make one.
+  [[nodiscard]] address_table::value_type* take_address(const std::string& address,
+                                                        std::size_t cap);
+  /// Gives back a connection's count of its address's entry (remove_peer does for a peer).
+  void release_address(address_table::value_type& entry);
+  /// Charges `bytes` of will to p's address under cfg.mqtt.max_will_bytes_per_address; false
+  /// (nothing charged) when they would pass it. A peer without an address entry is charged
+  /// against the budget alone. The will keeps the entry (mqtt_will::address) until the router
+  /// gives the bytes back (mqtt_router::drop_will), which may be after p closed (a delayed will).
+  [[nodiscard]] bool charge_will(peer& p, std::size_t bytes);
+  /// A connection just accepted on `socket` (an MQTT listener's, or one handed over by the HTTP
+  /// server), before its peer is made: take_address() under `cap` (0: none), then make_room().
+  /// True with `entry` set (null without a cap) for the caller to give to its peer; false when
+  /// refused, with the socket closed and nothing held.
+  [[nodiscard]] bool admit(boost::asio::ip::tcp::socket& socket, std::size_t cap,
+                           address_table::value_type*& entry);
+  /// Counts and lists a peer just accepted (unidentified), before its start().
+  void register_peer(peer& p);
   /// p sent its first complete frame: it no longer counts as unidentified. Idempotent.
   void identified(peer& p);
   /// The one close path of every protocol: takes p out of its channel, a channel's paused
@@ -102,8 +122,6 @@ class core : public std::enable_shared_from_this<core> {
   void publish_will(std::unique_ptr<mqtt_will> w);
   /// MQTT's sessions, wildcard tree and retained messages.
   [[nodiscard]] mqtt_router& mqtt() noexcept { return mqtt_; }
-  /// What each client address holds (connections, will bytes).
-  [[nodiscard]] address_book& addresses() noexcept { return addresses_; }
   /// Readiness of the sockets protocols register there instead of with Asio (reactor.hpp);
   /// closed when shutdown is done.
   [[nodiscard]] fd_reactor& reactor() noexcept { return reactor_; }
@@ -157,7 +175,9 @@ class core : public std::enable_shared_from_this<core> {
   void maybe_finish_shutdown();
 
   context ctx_;
-  address_book addresses_;
+  // Connections and will bytes per address, of listeners that cap them (the router's wills point
+  // into it, so it is made before the router).
+  address_table addresses_;
   channel_index index_;
   flush_scheduler flush_;
   queue_delivery queues_;
@@ -178,12 +198,9 @@ class core : public std::enable_shared_from_this<core> {
   steady::time_point started_at_{};
   steady::time_point next_sys_{};
 
-  // Refusals and evictions not yet logged, and when the last line went out; of the refusals,
-  // those of an address at its limit, and the last such address.
+  // Refusals and evictions not yet logged, and when the last line went out.
   std::uint64_t refused_unlogged_ = 0;
   std::uint64_t evicted_unlogged_ = 0;
-  std::uint64_t address_refused_unlogged_ = 0;
-  client_address address_refused_{};
   steady::time_point refusal_logged_{};
 
   std::unique_ptr<char[]> read_buffer_;

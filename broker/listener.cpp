@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "broker/address_book.hpp"
 #include "broker/core.hpp"
 #include "broker/peer.hpp"
 
@@ -12,9 +11,10 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 using boost::system::error_code;
 
-listener::listener(std::shared_ptr<core> c, make_peer make)
+listener::listener(std::shared_ptr<core> c, make_peer make, std::size_t max_per_address)
     : core_(std::move(c))
     , make_(make)
+    , max_per_address_(max_per_address)
     , acceptor_(core_->strand())
     , accept_timer_(core_->strand()) {}
 
@@ -79,20 +79,18 @@ void listener::on_accept(const error_code& ec, tcp::socket socket) {
     return;
   }
   accept_backoff_ = std::chrono::milliseconds(0);
-  // A client gone already (reset before the accept) has no address to tell: it is served under
-  // none, and its first read finds the reset, counted as for any connection.
-  error_code no_address;
-  const auto remote = socket.remote_endpoint(no_address);
-  const client_address from = no_address ? client_address{} : address_key(remote.address());
-  if (!core_->make_room(from)) {
-    error_code ignored;
-    socket.close(ignored);
-  } else {
-    auto p = make_(core_, std::move(socket));
-    core_->register_peer(*p, from);
-    p->start();
-  }
+  admit(std::move(socket));
   do_accept();
+}
+
+void listener::admit(tcp::socket socket) {
+  address_table::value_type* entry = nullptr;
+  if (!core_->admit(socket, max_per_address_, entry))
+    return;
+  auto p = make_(core_, std::move(socket));
+  p->address_ = entry;
+  core_->register_peer(*p);
+  p->start();
 }
 
 } // namespace newsdesk::broker::detail

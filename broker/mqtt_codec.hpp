@@ -228,8 +228,7 @@ struct connack_properties {
   std::uint32_t session_expiry = 0;
   bool send_session_expiry = false; ///< the broker lowered the client's
   std::string_view assigned_client_id;
-  std::uint16_t receive_maximum = 0;   ///< 0: not sent (65535)
-  std::uint16_t server_keep_alive = 0; ///< 0: not sent (the client's keep-alive holds)
+  std::uint16_t receive_maximum = 0; ///< 0: not sent (65535)
 };
 
 /// Bytes of the variable-length integer `n` (5 past 268435455, which MQTT cannot encode:

@@ -62,10 +62,6 @@ void append_connack(std::string& out, std::uint8_t version, bool session_present
     p.push_back(0x21);
     put_u16(p, props.receive_maximum);
   }
-  if (props.server_keep_alive > 0) {
-    p.push_back(0x13);
-    put_u16(p, props.server_keep_alive);
-  }
   if (props.send_session_expiry) {
     p.push_back(0x11);
     put_u32(p, props.session_expiry);

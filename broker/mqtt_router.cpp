@@ -10,8 +10,6 @@
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
-#include "broker/address_book.hpp"
-
 namespace newsdesk::broker::detail {
 
 namespace {
@@ -103,7 +101,7 @@ bool mqtt_permissions::may_write(std::string_view topic) const {
 }
 
 mqtt_router::mqtt_router(context& ctx, channel_index& index, flush_scheduler& flush,
-                         address_book& addresses,
+                         address_table& addresses,
                          std::function<void(std::unique_ptr<mqtt_will>)> will_due)
     : ctx_(ctx)
     , index_(index)
@@ -147,8 +145,12 @@ void mqtt_router::will_now(std::unique_ptr<mqtt_will> w) {
 }
 
 void mqtt_router::drop_will(std::unique_ptr<mqtt_will> w) {
-  if (w && w->address)
-    addresses_.release_will(*w->address, w->bytes);
+  if (!w || !w->address)
+    return;
+  address_share& share = w->address->second;
+  share.will_bytes -= w->bytes;
+  if (share.connections == 0 && share.will_bytes == 0) // its connection went before the will
+    addresses_.erase(w->address->first);
 }
 
 mqtt_router::attach_result mqtt_router::attach(mqtt_connection& c, std::string_view client_id,

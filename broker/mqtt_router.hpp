@@ -57,7 +57,6 @@ namespace newsdesk::broker::detail {
 struct mqtt_client_state;
 struct wildcard_node;
 struct mqtt_share_group;
-class address_book;
 
 /// What an MQTT 5 message carries besides topic and payload, shared by every copy of it: the
 /// properties forwarded to receivers as they came (mqtt::append_forwarded; a receiver's
@@ -92,7 +91,8 @@ struct mqtt_will {
   bool has_expiry = false;
   std::uint8_t qos = 0;
   bool retain = false;
-  address_usage* address = nullptr; // whose will budget it holds (address_book)
+  // The address entry its bytes are charged to (core::charge_will); null when none is kept.
+  address_table::value_type* address = nullptr;
   std::size_t bytes = 0;
 };
 
@@ -221,7 +221,7 @@ class mqtt_router {
  public:
   /// `will_due` publishes a will whose time has come (the core's; it is called after the
   /// current step, never inside a router call).
-  mqtt_router(context& ctx, channel_index& index, flush_scheduler& flush, address_book& addresses,
+  mqtt_router(context& ctx, channel_index& index, flush_scheduler& flush, address_table& addresses,
               std::function<void(std::unique_ptr<mqtt_will>)> will_due);
   ~mqtt_router();
   mqtt_router(const mqtt_router&) = delete;
@@ -351,7 +351,7 @@ class mqtt_router {
   context& ctx_;
   channel_index& index_;
   flush_scheduler& flush_;
-  address_book& addresses_;
+  address_table& addresses_; // core's: where wills give their bytes back
   std::function<void(std::unique_ptr<mqtt_will>)> will_due_;
 
   struct user_entry {

@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "broker/address_book.hpp"
 #include "broker/core.hpp"
 #include "broker/frame.hpp"
 #include "broker/mqtt_codec.hpp"
@@ -215,13 +214,6 @@ void mqtt_session::on_connect(const mqtt::header_result& h, std::string_view bod
   keep_alive_ = cp.keep_alive;
   client_max_packet_ = cp.maximum_packet_size;
   mqtt::connack_properties props;
-  // A client asking for no keep-alive is held to idle_timeout (MQTT 5 clients are told).
-  if (keep_alive_ == 0 && mc.idle_timeout.count() > 0) {
-    keep_alive_ = static_cast<std::uint16_t>(
-        std::min<std::uint32_t>(std::max<std::uint32_t>(seconds_of(mc.idle_timeout), 1), 65535));
-    if (version_ == mqtt::v5)
-      props.server_keep_alive = keep_alive_;
-  }
   props.maximum_packet_size = static_cast<std::uint32_t>(mc.max_packet_bytes);
   props.receive_maximum = static_cast<std::uint16_t>(mc.receive_maximum);
   props.session_expiry = expiry;
@@ -257,8 +249,8 @@ bool mqtt_session::take_will(const mqtt::connect_packet& cp) {
     w->delay_s = cp.will.delay;
   }
   w->bytes = w->channel.size() + w->payload.size() + (w->extras ? w->extras->properties.size() : 0);
-  if (!address_ || !c.addresses().reserve_will(*address_, w->bytes)) {
-    refuse(reason::quota_exceeded, v3::server_unavailable, close_reason::mqtt_refused);
+  if (!c.charge_will(*this, w->bytes)) {
+    refuse(reason::quota_exceeded, v3::server_unavailable, close_reason::mqtt_will_budget);
     return false;
   }
   w->address = address_;
@@ -529,6 +521,10 @@ std::optional<close_reason> mqtt_session::read_overdue(steady::time_point now) c
   if (connected_ && keep_alive_ > 0 &&
       now - last_read_ > std::chrono::milliseconds(std::uint64_t{keep_alive_} * 1500))
     return close_reason::mqtt_keep_alive;
+  // Keep-alive 0 asks for none; mqtt.idle_timeout bounds how long such a silent one stays.
+  const auto idle = core_->cfg().mqtt.idle_timeout;
+  if (connected_ && keep_alive_ == 0 && idle.count() > 0 && now - last_read_ > idle)
+    return close_reason::mqtt_idle;
   return std::nullopt;
 }
 

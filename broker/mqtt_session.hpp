@@ -15,10 +15,10 @@
 //
 // Closing: every malformed or forbidden packet closes this connection only, counting why
 // (disconnects.mqtt_*); an MQTT 5 client is told the reason in a DISCONNECT first (after what
-// is queued). A client silent for 1.5 times its keep-alive (or mqtt.idle_timeout, when it asked
-// for none) is closed (mqtt_keep_alive). Its will is published when it goes without a
-// DISCONNECT (or with reason 0x04), at once or after its Will Delay Interval, unless the broker
-// is shutting down.
+// is queued). A client silent for 1.5 times its keep-alive is closed (mqtt_keep_alive), one
+// that asked for none after mqtt.idle_timeout of silence (mqtt_idle). Its will is published when it
+// goes without a DISCONNECT (or with reason 0x04), at once or after its Will Delay Interval, unless
+// the broker is shutting down.
 //
 // Threads: strand only. Ownership: owned by its pending operations and a reference to itself
 // while its socket is open, like every peer (peer.hpp).

@@ -19,6 +19,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <boost/asio/buffer.hpp>
@@ -33,7 +35,18 @@ namespace newsdesk::broker::detail {
 
 class core;
 struct channel;
-struct address_usage;
+
+/// What the connections of one client address hold, for the caps a listener applies per
+/// address (mqtt.max_connections_per_address, mqtt.max_will_bytes_per_address).
+struct address_share {
+  std::size_t connections = 0;
+  std::size_t will_bytes = 0;
+  std::uint64_t refused_unlogged = 0; // refusals not yet in a log line
+  steady::time_point logged{};        // when the last line about this address went out
+};
+/// Keyed by the address as text; an entry lives while a connection of that address does, or a
+/// will charged to it (a kept session's delayed will outlives its connection).
+using address_table = std::unordered_map<std::string, address_share>;
 
 class peer : public std::enable_shared_from_this<peer> {
  public:
@@ -119,6 +132,9 @@ class peer : public std::enable_shared_from_this<peer> {
   std::shared_ptr<channel> chan_;
   std::size_t chan_index_ = 0;
   std::size_t registry_index_ = 0; // position in core's registry (O(1) removal)
+  // Its address's entry when its listener caps connections per address (core's table, which
+  // keeps the entry while it is set); null otherwise.
+  address_table::value_type* address_ = nullptr;
 
   slice_ring out_;
   std::size_t out_bytes_ = 0; // unwritten bytes in out_
@@ -132,10 +148,6 @@ class peer : public std::enable_shared_from_this<peer> {
   // Since when the write loop has waited for the socket with data queued (write_deadline);
   // empty while writes make progress.
   steady::time_point stalled_since_{};
-
-  // What its client address holds (address_book.hpp), this connection among it; null once it
-  // left the registry.
-  address_usage* address_ = nullptr;
 
   // Publisher side: paused_ while the backlog of blocked_on_ is full (queue_delivery).
   std::shared_ptr<channel> blocked_on_;

@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# Many feed sites on one newsdesk (issue 26): memory, CPU per refresh, /news size, how long until
-# every site is on /news.json, and /news throughput while a refresh cycle runs against idle.
-#
+# Many sites on one newsdesk (issues 26 and 41): memory, CPU per refresh, /news size, how long
+# until every site is on /news.json, whether the cycle keeps up, and /news throughput while a
+# refresh cycle runs against idle. Two kinds of site:
+#   feeds: siteserver.py serves N RSS feeds of 30-90 items made from real headlines, one new item
+#          per feed per minute, 304 to If-None-Match / If-Modified-Since when unchanged;
+#   pages: siteserver.py serves N HTML front pages, each one of the saved pages of BBC, AP,
+#          Reuters and Hacker News (40 KB to 1.4 MB, from ../shared/fixtures/pages, read by the
+#          project's own site files in sites/ through the direct renderer), every headline of
+#          each site its own, two of them changed on every fetch; no ETag (a front page is
+#          dynamic: every refresh fetches and parses the whole page).
 # For each N (default 60 600 3000), on 127.0.0.1 only:
-#   - feedserver.py serves N RSS feeds of 30-90 items made from real headlines, one new item per
-#     feed per minute, 304 to If-None-Match / If-Modified-Since when unchanged; it writes a site
-#     file per feed into a temp --sites-dir;
+#   - the server writes a site file per site into a temp --sites-dir;
 #   - newsdesk (Release, build-bench/ at the repository root) with those N sites only, refresh
-#     interval 60 s (jitter and render cap at their defaults), a fresh SQLite store in a temp dir,
-#     the access log off. Its feed timeout is set to TIMEOUT (600 s) so that the idle phase, in
-#     which the feed server holds requests unanswered, ends no refresh in a failure.
+#     interval INTERVAL (feeds: 60 s; pages: 60 s, and 300 s from 3,000 sites, the issue's
+#     figures), jitter and render cap at their defaults, a fresh SQLite store in a temp dir,
+#     the access log off. Its timeout is set to TIMEOUT (600 s) so that the idle phase, in
+#     which the server holds requests unanswered, ends no refresh in a failure.
 # Then, for that N:
 #   1. cold start: time from launch until every site has a last_success in /news.json's `sites`
 #      (polled; at most COLD_MAX s), and from the log, until each has been refreshed once;
@@ -19,14 +25,17 @@
 #      cycle = CPU / (refreshes / N). The same from launch to the window's end (cold start
 #      included) is printed too, for when the window saw few refreshes;
 #   3. /news identity bytes and the headline count;
-#   4. busy: as soon as the feed server sees a refresh burst (cycles start together: every site is
-#      due at start-up, then every 60 s +/- 10% jitter; at most BURST_WAIT s), wrk -t1 -c16 -d WRK_SECONDS with
+#   4. busy: as soon as the server sees a refresh burst, a second with at least the cycle's mean
+#      rate of fetches (N / interval; cycles start together: every site is due at start-up, then
+#      every interval +/- 10% jitter; at most BURST_WAIT s, default one interval), wrk -t1 -c16 -d WRK_SECONDS with
 #      Accept-Encoding: br on /news, /readyz probed each second alongside; the feeds fetched
 #      during the run are printed, to show a cycle ran;
 #   5. idle: the feed server holds every feed request (newsdesk's refreshes wait, none ends, so
 #      nothing changes), newsdesk is given until its CPU falls under 10% of a core (at most
 #      QUIET_MAX s), then the same wrk run; the ratio busy/idle is the goal's figure;
 #   6. RSS: peak (VmHWM) and at the end (VmRSS), descriptors (peak), from /proc once a second;
+#      whether the cycle kept up: the longest time between two fetches of one site (from the
+#      server, before the idle phase) against 1.5 x the interval;
 #      warn/error log lines; how long SIGTERM takes (at most 20 s, then SIGKILL).
 # newsdesk is killed (and the rest skipped) when its RSS passes MAX_RSS_MB. Phases 1 and 2 always
 # run (at most COLD_MAX + CYCLES x 60 s); 3-5 only while the N's run is under MAX_SECONDS (a
@@ -36,9 +45,10 @@
 # The machine has 2 cores shared by newsdesk, the feed server, curl and wrk (not pinned: newsdesk
 # may use both when no client runs), and other people's builds: expect noisy figures.
 #
-# Usage: bench/scale/run.sh [N...]   (default 60 600 3000)
-#   CYCLES=2 WRK_SECONDS=10 COLD_MAX=130 BURST_WAIT=45 QUIET_MAX=30 MAX_RSS_MB=4096
-#   MAX_SECONDS=300 (per N); the defaults fit 60 600 3000 in about 15 minutes
+# Usage: bench/scale/run.sh [feeds|pages] [N...]   (default: feeds 60 600 3000)
+#   CYCLES=2 WRK_SECONDS=10 COLD_MAX=130 BURST_WAIT= QUIET_MAX=30 MAX_RSS_MB=4096 INTERVAL=
+#   MAX_SECONDS (per N; default COLD_MAX + CYCLES x interval + 150); feeds 60 600 3000 take about
+#   15 minutes, pages 60 600 3000 about 25
 #   KEEP=1 keeps the temp dir (logs, samples); needs wrk: scripts/setup --with-bench
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -48,19 +58,32 @@ stories=${NEWSDESK_SHARED_STORIES_CSV:-$root/../shared/stories/uci-news-dev.csv}
 cycles=${CYCLES:-2}
 wrk_seconds=${WRK_SECONDS:-10}
 cold_max=${COLD_MAX:-130}
-burst_wait=${BURST_WAIT:-45}
 quiet_max=${QUIET_MAX:-30}
 max_rss_mb=${MAX_RSS_MB:-4096}
-max_seconds=${MAX_SECONDS:-300}
 feed_timeout=${TIMEOUT:-600}
-interval=60
+kind=feeds
+[[ ${1:-} == feeds || ${1:-} == pages ]] && { kind=$1; shift; }
 sizes=("$@")
 ((${#sizes[@]})) || sizes=(60 600 3000)
+# The refresh interval for N sites: the issue's figures are pages at 60 s, and 300 s from 3,000.
+interval_for() {
+  if [[ -n ${INTERVAL:-} ]]; then echo "$INTERVAL"
+  elif [[ $kind == pages ]] && (($1 >= 3000)); then echo 300
+  else echo 60; fi
+}
+# The saved pages and the site files that read them (SITE_FILE=PAGE_FILE).
+pages_dir=${NEWSDESK_SHARED_PAGES:-$root/../shared/fixtures/pages}
+templates="$root/sites/bbc.json=$pages_dir/bbc-2025-news-rendered.html,$root/sites/apnews.json=$pages_dir/apnews-2026-world-rendered.html,$root/sites/reuters.json=$pages_dir/reuters-2026-world-rendered.html,$root/sites/hackernews.json=$pages_dir/hn-2022.html"
 
 for tool in wrk curl python3 flock; do
   command -v "$tool" >/dev/null || { echo "$bench: $tool is missing (scripts/setup --with-bench)" >&2; exit 2; }
 done
 [[ -f $stories ]] || { echo "$bench: saved headlines not found: $stories" >&2; exit 2; }
+if [[ $kind == pages ]]; then
+  for pair in ${templates//,/ }; do
+    [[ -f ${pair#*=} ]] || { echo "$bench: saved page not found: ${pair#*=}" >&2; exit 2; }
+  done
+fi
 for n in "${sizes[@]}"; do
   [[ $n =~ ^[0-9]+$ ]] && ((n >= 1 && n <= 10000)) || { echo "$bench: N must be 1..10000, got '$n'" >&2; exit 2; }
 done
@@ -73,7 +96,7 @@ export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/newsdesk-ccache} CCACHE_BASEDIR=${C
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 nice cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" >/dev/null
-nice cmake --build "$build" --target newsdesk >/dev/null
+nice cmake --build "$build" --target newsdesk page_headlines >/dev/null
 newsdesk_bin=$build/server/newsdesk
 
 tmp=$(mktemp -d /tmp/newsdesk-bench-scale-XXXXXX)
@@ -112,7 +135,7 @@ cpu_seconds() {
   calc "(${f[11]} + ${f[12]}) / $hz"
 }
 
-feed_stat() { # $1: a counter of the feed server's /_stats
+feed_stat() { # $1: a counter of the site server's /_stats
   curl -s -m 5 "$feeds/_stats" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'] or 0)"
 }
 
@@ -193,19 +216,24 @@ wait_quiet() {
 
 declare -A result
 run_size() {
-  local n=$1 dir=$tmp/n$1 t0 began
+  local n=$1 dir=$tmp/n$1 t0 began interval max_seconds
+  interval=$(interval_for "$n")
+  max_seconds=${MAX_SECONDS:-$((cold_max + (cycles + 1) * interval + 150))}
   mkdir -p "$dir"
   began=$SECONDS
   left() { echo $((max_seconds - (SECONDS - began))); }
   alive() { kill -0 "$pid" 2>/dev/null; }
   echo
-  echo "== $n feed sites == (load average $(cut -d" " -f1-3 /proc/loadavg))"
+  echo "== $n $kind == (interval $interval s; load average $(cut -d" " -f1-3 /proc/loadavg))"
 
-  python3 "$root/bench/scale/feedserver.py" --feeds "$n" --site-files "$dir/sites" \
-    --headlines "$stories" >"$dir/feeds.out" 2>&1 &
+  local serve=(--feeds "$n")
+  [[ $kind == pages ]] &&
+    serve=(--pages "$n" --templates "$templates" --page-headlines "$build/bench/scale/page_headlines")
+  python3 "$root/bench/scale/siteserver.py" "${serve[@]}" --interval "$interval" \
+    --site-files "$dir/sites" --headlines "$stories" >"$dir/feeds.out" 2>&1 &
   local feed_pid=$!
-  feeds=$(wait_for_line "$dir/feeds.out" 'http://127\.0\.0\.1:[0-9]+' 60 "$feed_pid") ||
-    { echo "$bench: the feed server did not start:" >&2; cat "$dir/feeds.out" >&2; exit 1; }
+  feeds=$(wait_for_line "$dir/feeds.out" 'http://127\.0\.0\.1:[0-9]+' 120 "$feed_pid") ||
+    { echo "$bench: the site server did not start:" >&2; cat "$dir/feeds.out" >&2; exit 1; }
 
   python3 - "$dir" "$interval" "$feed_timeout" >"$dir/config.json" <<'EOF'
 import json, sys
@@ -307,7 +335,7 @@ EOF
 
   # 4. Busy: wrk while a refresh burst runs.
   if alive && (($(left) > wrk_seconds + 20)); then
-    local burst_min=$((n / 100)) prev cur waited=$SECONDS rb0 rb1 most
+    local burst_min=$((n / interval)) burst_wait=${BURST_WAIT:-$interval} prev cur waited=$SECONDS rb0 rb1 most
     ((burst_min >= 1)) || burst_min=1
     prev=$(feed_stat requests)
     most=$(($(left) - wrk_seconds - 25))
@@ -320,6 +348,7 @@ EOF
       prev=$cur
     done
     waited=$((SECONDS - waited))
+    ((cur - prev >= burst_min)) || say "no burst of $burst_min fetches a second within $most s: the run below may miss the cycle"
     rb0=$(feed_stat requests)
     readyz_probe "$newsdesk" "$dir/readyz2.stop" "$dir/readyz2" &
     read -r rps p99 reqs tmo bad < <(run_wrk "$dir/wrk-busy.txt")
@@ -332,6 +361,12 @@ EOF
   elif alive; then
     say "busy run skipped: out of time"
   fi
+
+  # Whether the cycle kept up, before the idle phase holds every fetch.
+  local gap late
+  gap=$(feed_stat max_gap) late=$(feed_stat late)
+  result[$n,gap]="$gap $late" result[$n,interval]=$interval
+  say "the longest time between two fetches of one site: $gap s (1.5 x the interval: $(calc "1.5 * $interval") s; $late fetches later than that)"
 
   # 5. Idle: feeds held, nothing refreshes.
   if alive && (($(left) > wrk_seconds + 15)); then
@@ -398,7 +433,7 @@ EOF
   say "($((SECONDS - began)) s for this N)"
 }
 
-echo "bench/scale: newsdesk $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') with N feed sites from a local server, interval ${interval} s, CYCLES=$cycles, wrk -t1 -c16 -d${wrk_seconds}s (br); $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "bench/scale: newsdesk $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') with N $kind from a local server, CYCLES=$cycles, wrk -t1 -c16 -d${wrk_seconds}s (br); $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for n in "${sizes[@]}"; do run_size "$n"; done
 
 # --- goals and the table ---------------------------------------------------------------------
@@ -411,24 +446,35 @@ wrk_field() { # $1 N, $2 busy|idle, $3 index (0 rps, 1 p99)
 }
 verdict() { (($(calc "int($1)"))) && echo "met" || echo "NOT met"; }
 echo
-echo "== goals (issue 26) =="
+echo "== goals (issues 26 and 41: $kind) =="
+goal() { # $1 description, $2 figure, $3 python condition on x, or "" when there is no figure
+  local v=$2
+  if [[ $v =~ ^[0-9.]+$ ]]; then say "$1: $v -> $(verdict "$(sed "s/x/$v/g" <<<"$3")")"; else say "$1: $v -> no figure"; fi
+}
+cold_s() { local c; c=$(field "$1" cold); [[ $c =~ ^([0-9.]+)\ s$ ]] && echo "${BASH_REMATCH[1]}" || echo "$c"; }
+gap_s() { local g; g=$(field "$1" gap); echo "${g%% *}"; }
+late_n() { local g; g=$(field "$1" gap); [[ $g == *" "* ]] && echo "${g##* }" || echo -; }
 for n in "${sizes[@]}"; do
-  if ((n == 600)); then
-    rp=$(field 600 rss_peak) cs=$(field 600 cpu_site) nb=$(field 600 news_bytes) ra=$(field 600 ratio) bp=$(wrk_field 600 busy 1)
-    say "600 feeds: RSS <= 400 MB: peak $rp MB -> $([[ $rp =~ ^[0-9]+$ ]] && verdict "$rp <= 400" || echo "no figure")"
-    if [[ ${result[600,refreshes]:-} == 0 ]]; then
-      say "600 feeds: CPU per site per cycle <= 20 ms: no refresh in the window, $(field 600 cpu) s CPU spent -> NOT met"
-    else
-      say "600 feeds: CPU per site per cycle <= 20 ms: $cs ms -> $([[ $cs =~ ^[0-9.]+$ ]] && verdict "$cs <= 20" || echo "no figure")"
-    fi
-    say "600 feeds: /news during a cycle >= 50% of idle: $ra% -> $([[ $ra =~ ^[0-9]+$ ]] && verdict "$ra >= 50" || echo "no figure")"
-    say "600 feeds: /news p99 <= 100 ms during a cycle: $bp ms -> $([[ $bp =~ ^[0-9.]+$ ]] && verdict "$bp <= 100" || echo "no figure")"
-    say "600 feeds: /news <= 1.5 MB: $nb bytes -> $([[ $nb =~ ^[0-9]+$ ]] && verdict "$nb <= 1.5e6" || echo "no figure")"
-  fi
-  if ((n == 3000)); then
-    rp=$(field 3000 rss_peak) cold=$(field 3000 cold)
-    say "3000 feeds: RSS <= 1 GB: peak $rp MB -> $([[ $rp =~ ^[0-9]+$ ]] && verdict "$rp <= 1024" || echo "no figure")"
-    say "3000 feeds: every site on /news.json within 120 s: $cold -> $([[ $cold =~ ^([0-9.]+)\ s$ ]] && verdict "${BASH_REMATCH[1]} <= 120" || echo "NOT met")"
+  if [[ $kind == pages && $n == 600 ]]; then
+    goal "600 pages: RSS peak <= 200 MB" "$(field 600 rss_peak)" "x <= 200"
+    goal "600 pages: every site on /news.json within 20 s" "$(cold_s 600)" "x <= 20"
+    goal "600 pages: /news during a cycle >= 50% of idle" "$(field 600 ratio)" "x >= 50"
+    goal "600 pages: /news p99 during a cycle <= 100 ms" "$(wrk_field 600 busy 1)" "x <= 100"
+  elif [[ $kind == pages && $n == 3000 ]]; then
+    goal "3000 pages: RSS peak <= 600 MB" "$(field 3000 rss_peak)" "x <= 600"
+    goal "3000 pages: every site on /news.json within 120 s" "$(cold_s 3000)" "x <= 120"
+    goal "3000 pages: no fetch later than 1.5 x the interval (fetches later)" "$(late_n 3000)" "x == 0"
+    goal "3000 pages: /news during a cycle >= 50% of idle" "$(field 3000 ratio)" "x >= 50"
+  elif [[ $kind == feeds && $n == 600 ]]; then
+    goal "600 feeds: RSS peak <= 400 MB" "$(field 600 rss_peak)" "x <= 400"
+    goal "600 feeds: CPU per site per cycle <= 20 ms" "$(field 600 cpu_site)" "x <= 20"
+    goal "600 feeds: /news during a cycle >= 50% of idle" "$(field 600 ratio)" "x >= 50"
+    goal "600 feeds: /news p99 during a cycle <= 100 ms" "$(wrk_field 600 busy 1)" "x <= 100"
+    goal "600 feeds: /news identity bytes <= 1.5 MB" "$(field 600 news_bytes)" "x <= 1.5e6"
+  elif [[ $kind == feeds && $n == 3000 ]]; then
+    goal "3000 feeds: RSS peak <= 300 MB" "$(field 3000 rss_peak)" "x <= 300"
+    goal "3000 feeds: every site on /news.json within 30 s" "$(cold_s 3000)" "x <= 30"
+    goal "3000 feeds: CPU per feed refresh <= 15 ms" "$(field 3000 cpu_site)" "x <= 15"
   fi
 done
 flat=()
@@ -439,11 +485,11 @@ done
 say "cost per site flat from 60 to 3,000 (CPU per site per cycle in the window): ${flat[*]:-no figures}"
 
 echo
-echo "| feed sites | RSS peak / end | descriptors | CPU per cycle | CPU per site per cycle (since launch) | /news identity | every site on /news.json | /news (br) idle | /news (br) during a cycle | during / idle | /readyz within 1 s during cycles |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+echo "| $kind (interval) | RSS peak / end | descriptors | CPU per cycle | CPU per site refresh (since launch) | /news identity | every site on /news.json | longest gap between fetches (late) | /news (br) idle | /news (br) during a cycle | during / idle | /readyz within 1 s during cycles |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for n in "${sizes[@]}"; do
   if [[ ${result[$n,status]} == "did not start"* ]]; then
-    echo "| $n | ${result[$n,status]} | | | | | | | | | |"
+    echo "| $n | ${result[$n,status]} | | | | | | | | | | |"
     continue
   fi
   nb=$(field "$n" news_bytes)
@@ -455,6 +501,6 @@ for n in "${sizes[@]}"; do
   note=""
   [[ ${result[$n,status]} != ok ]] && note=" (${result[$n,status]})"
   cc="$(field "$n" cpu_cycle) s"
-  [[ ${result[$n,refreshes]:-} == 0 ]] && cc="no refresh in $((cycles * interval)) s, $(field "$n" cpu) s CPU"
-  echo "| $n | $(field "$n" rss_peak) / $(field "$n" rss_end) MB$note | $(field "$n" fds) | $cc | $(field "$n" cpu_site) ms ($(field "$n" cpu_site_all) ms) | $nb | $(field "$n" cold) | $idle | $busy | $(field "$n" ratio)% | $rz |"
+  [[ ${result[$n,refreshes]:-} == 0 ]] && cc="no refresh in $((cycles * $(field "$n" interval))) s, $(field "$n" cpu) s CPU"
+  echo "| $n ($(field "$n" interval) s) | $(field "$n" rss_peak) / $(field "$n" rss_end) MB$note | $(field "$n" fds) | $cc | $(field "$n" cpu_site) ms ($(field "$n" cpu_site_all) ms) | $nb | $(field "$n" cold) | $(gap_s "$n") s ($(late_n "$n")) | $idle | $busy | $(field "$n" ratio)% | $rz |"
 done

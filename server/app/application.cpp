@@ -127,7 +127,9 @@ struct application::parts {
       : cfg(with_descriptor_budget(std::move(c)))
       , threads(thread_count(cfg))
       , parse_pool(threads, "nd-worker")
-      , scrape_pool(std::max(1u, threads / 2), low_priority_pool::level::background, "nd-parse")
+      // Parsing may use every core (niced, it yields to serving): one parse thread per two cores
+      // was a ceiling of about 1,000 heavy pages a minute while the other core idled.
+      , scrape_pool(threads, low_priority_pool::level::background, "nd-parse")
       , filtered_pool(threads, low_priority_pool::level::idle, "nd-filtered")
       , build_pool(1, low_priority_pool::level::background, "nd-build")
       , ioc(static_cast<int>(threads))
@@ -165,7 +167,7 @@ struct application::parts {
             news.apply_events(events);
             icons.reload(); // another instance may have stored a site's icon
           });
-    live.set_snapshot_source([this] { return news.snapshot()->headlines; });
+    live.set_snapshot_source([this] { return news.snapshot(); });
     add_routes();
     wire_news();
     http = std::make_unique<http_server>(
@@ -246,7 +248,7 @@ struct application::parts {
                        news.snapshot()->sites, broker_stats ? &*broker_stats : nullptr,
                        {live.clients(), http->open_connections(), http->refused()},
                        {queue.waiting, std::chrono::duration<double>(queue.oldest_wait).count(),
-                        queue.behind},
+                        queue.behind, queue.parse_pages, queue.parse_bytes, queue.parse_full},
                        {.degraded = changes &&
                                     (!news.store_unreachable().empty() || !changes->connected())}) +
                    routes.cache_metrics() + render_alert_metrics(alert_rules.stats());
@@ -314,6 +316,7 @@ struct application::parts {
         // Only what this change added is matched: never the whole snapshot again.
         alert_rules.match(update.added, update.snapshot->sites);
       }
+      live.publish_status(update.changed_status);
       if (pubsub)
         retain_first_headlines(update);
       routes.prebuild(update.snapshot);
@@ -346,27 +349,21 @@ struct application::parts {
   // A site's first refresh is shown, not announced (nothing is published for it), yet an MQTT
   // subscriber should see every site at once: each site's newest headline is kept as its
   // retained message, without publishing it, the first time the site has headlines. Later ones
-  // replace it as they are published.
+  // replace it as they are published. Only the sites the update changed are looked at: with
+  // thousands of sites, a look at every headline held per update made a cold start quadratic.
   void retain_first_headlines(const headline_update& update) {
     std::lock_guard lock(retained_mutex);
     for (const auto& item : update.added)
       retained_sites.insert(item.headline.site);
-    bool missing = false;
-    for (const auto& r : update.snapshot->sites)
-      missing = missing || (r.headline_count > 0 && !retained_sites.contains(r.name));
-    if (!missing)
-      return;
-    std::map<std::string, const news_item*> newest;
-    for (const auto& item : update.snapshot->headlines) {
-      if (retained_sites.contains(item.headline.site))
+    for (const auto& items : update.changed_sites) {
+      if (items->empty() || retained_sites.contains(items->front().headline.site))
         continue;
-      auto& best = newest[item.headline.site];
-      if (!best || item.id > best->id)
-        best = &item;
-    }
-    for (const auto& [site, item] : newest) {
+      const auto& newest =
+          *std::max_element(items->begin(), items->end(),
+                            [](const news_item& a, const news_item& b) { return a.id < b.id; });
+      const auto& site = newest.headline.site;
       try {
-        pubsub->retain(std::string(site_headlines_prefix) + site, headline_json(*item));
+        pubsub->retain(std::string(site_headlines_prefix) + site, headline_json(newest));
         retained_sites.insert(site);
       } catch (const std::exception& e) {
         log_warn("msg=\"cannot keep a retained headline\" site=" + logfmt_quoted(site) +
@@ -550,6 +547,7 @@ struct application::parts {
     terminate.cancel();
     store_watch.cancel();
     news.stop();
+    routes.stop();
     icons.stop();
     alert_rules.stop(); // matches still waiting for their webhooks are given up
     if (changes)

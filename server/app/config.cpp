@@ -65,10 +65,12 @@ settings::table<http_server_limits> make_http_table() {
                 {.path = "max_header_bytes",
                  .unit = "bytes",
                  .min = 1024,
-                 .help = "request line and headers; larger requests get 431"}),
+                 .help = "request line and headers together, and any chunk line or trailer "
+                         "block; larger requests get 431"}),
           field(&limits::max_body_bytes, {.path = "max_body_bytes",
                                           .unit = "bytes",
-                                          .help = "request bodies; larger ones get 413"}),
+                                          .help = "request bodies as sent, chunk framing "
+                                                  "included; larger ones get 413"}),
           field(&limits::read_timeout,
                 {.path = "read_timeout",
                  .min = 0.001,
@@ -97,6 +99,11 @@ settings::table<http_server_limits> make_http_table() {
                 {.path = "max_streams_per_ip",
                  .min = 0,
                  .help = "open /events streams from one client address; 0: no limit"}),
+          field(&limits::max_streams_per_range,
+                {.path = "max_streams_per_range",
+                 .min = 0,
+                 .help = "open /events streams from one address range (IPv4 /24, IPv6 /64); 0: an "
+                         "eighth of max_streams, none when max_streams_per_ip is 0"}),
       },
   }});
 }
@@ -156,6 +163,11 @@ settings::table<refresh_settings> make_refresh_table() {
                  .min = 0.001,
                  .max = 600,
                  .help = "CPU time one page may take to parse; over it the site gets a notice"}),
+          field(&r::max_parse_queue_bytes,
+                {.path = "max_parse_queue_bytes",
+                 .unit = "bytes",
+                 .min = 1,
+                 .help = "rendered pages waiting to be parsed; no render starts beyond it"}),
           field(&r::lease, {.path = "lease",
                             .min = 1,
                             .max = 3600,
@@ -660,7 +672,7 @@ std::vector<site_config> resolve_sites(const config& cfg,
       fail(where, "expected a scraper name or an object");
     reject_unknown_keys(entry, where,
                         {"scraper", "name", "display_name", "url", "colour", "renderer", "wait",
-                         "timeout", "interval", "enabled"});
+                         "timeout", "interval", "enabled", "section"});
     std::string scraper_name;
     if (!read(entry, "scraper", scraper_name, where))
       fail(where, "missing \"scraper\"");
@@ -692,6 +704,7 @@ std::vector<site_config> resolve_sites(const config& cfg,
     site.display_name = info.display_name;
     site.url = info.url;
     site.colour = info.colour;
+    site.section = info.section;
     site.renderer = default_renderer_for(info);
     double wait = info.wait_seconds.value_or(cfg.default_wait);
     double timeout = info.timeout_seconds.value_or(cfg.default_timeout);
@@ -701,6 +714,11 @@ std::vector<site_config> resolve_sites(const config& cfg,
     // A page's home is the page; a feed site file may name its home beside its feed.
     site.home = info.home_url.empty() || entry.contains("url") ? site.url : info.home_url;
     read(entry, "colour", site.colour, where);
+    if (read(entry, "section", site.section, where) &&
+        (site.section.empty() || site.section.size() > scrapers::max_section_bytes ||
+         site.section != scrapers::collapse_whitespace(site.section)))
+      fail(where + ".section", "expected 1-" + std::to_string(scrapers::max_section_bytes) +
+                                   " bytes of text on one line");
     read(entry, "renderer", site.renderer, where);
     read(entry, "wait", wait, where);
     read(entry, "timeout", timeout, where);
@@ -774,7 +792,7 @@ std::vector<alerts::alert_config> resolve_alerts(const config& cfg,
     if (read(entry, "q", alert.q, where)) {
       if (alert.q.size() > max_q_bytes)
         fail(where + ".q", "longer than " + std::to_string(max_q_bytes) + " bytes");
-      alert.words = search_words(alert.q);
+      alert.words = search_query(alert.q);
       if (alert.words.empty())
         fail(where + ".q", "no words to search for in '" + alert.q + "'");
     }

@@ -181,7 +181,8 @@ std::string metrics::render(const std::vector<site_report>& sites,
   header(out, "newsdesk_http_refused_total", "counter",
          "Connections and streams answered 503 (or closed) because a budget was full.");
   sample(out, "newsdesk_http_refused_total", "", static_cast<double>(connections.refused));
-  header(out, "newsdesk_refresh_waiting", "gauge", "Refreshes waiting for a render slot.");
+  header(out, "newsdesk_refresh_waiting", "gauge",
+         "Refreshes waiting for a render slot (or for room in the parse queue).");
   sample(out, "newsdesk_refresh_waiting", "", static_cast<double>(refreshes.waiting));
   header(out, "newsdesk_refresh_oldest_wait_seconds", "gauge",
          "How long the first refresh waiting for a render slot has waited.");
@@ -189,6 +190,15 @@ std::string metrics::render(const std::vector<site_report>& sites,
   header(out, "newsdesk_refresh_behind_total", "counter",
          "Refreshes that waited for a render slot longer than half their site's interval.");
   sample(out, "newsdesk_refresh_behind_total", "", static_cast<double>(refreshes.behind));
+  header(out, "newsdesk_parse_queue_pages", "gauge",
+         "Rendered pages waiting for a parse thread or being parsed.");
+  sample(out, "newsdesk_parse_queue_pages", "", static_cast<double>(refreshes.parse_pages));
+  header(out, "newsdesk_parse_queue_bytes", "gauge",
+         "Bytes of those pages; no render starts while it is at refresh.max_parse_queue_bytes.");
+  sample(out, "newsdesk_parse_queue_bytes", "", static_cast<double>(refreshes.parse_bytes));
+  header(out, "newsdesk_parse_queue_full_total", "counter",
+         "Refreshes that waited to render because the parse queue was full.");
+  sample(out, "newsdesk_parse_queue_full_total", "", static_cast<double>(refreshes.parse_full));
   header(out, "newsdesk_degraded", "gauge",
          "1 while the shared store is down and this instance serves from memory.");
   sample(out, "newsdesk_degraded", "", store.degraded ? 1 : 0);
@@ -208,6 +218,9 @@ std::string metrics::render(const std::vector<site_report>& sites,
             b.connections_total);
     counter("newsdesk_broker_connections_rejected_total",
             "Broker connections refused over the limit.", b.connections_rejected);
+    counter("newsdesk_broker_connections_rejected_per_address_total",
+            "MQTT connections refused because their address held its cap.",
+            b.connections_rejected_per_address);
     gauge("newsdesk_broker_channels", "Broker channels with subscribers or backlog.",
           b.channels_current);
     gauge("newsdesk_broker_subscribers", "Broker subscribers.", b.subscribers_current);
@@ -285,15 +298,6 @@ std::string render_alert_metrics(const std::vector<alerts::alert_stats>& alerts)
   return out;
 }
 
-namespace {
-template <class Number> void append_number(std::string& out, Number n) {
-  char digits[24];
-  auto end = std::to_chars(digits, digits + sizeof digits, n).ptr;
-  out.append(digits, end);
-}
-
-} // namespace
-
 request_handler observe_requests(request_handler next, metrics* counters,
                                  std::function<void(std::string_view)> access_log) {
   if (!counters && !access_log)
@@ -326,11 +330,13 @@ request_handler observe_requests(request_handler next, metrics* counters,
             .append(" path=")
             .append(path)
             .append(" status=");
-        append_number(line, res.status);
+        append_decimal(line, res.status);
         line.append(" bytes=");
-        append_number(line, res.body_size());
+        append_decimal(line, res.body_size());
         line.append(" us=");
-        append_number(line, std::chrono::duration_cast<std::chrono::microseconds>(took).count());
+        append_decimal(line,
+                       static_cast<std::uint64_t>(
+                           std::chrono::duration_cast<std::chrono::microseconds>(took).count()));
         (*log_line)(line);
       }
       respond(std::move(res));

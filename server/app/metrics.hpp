@@ -82,6 +82,9 @@ class metrics {
     std::size_t waiting = 0;
     double oldest_wait_seconds = 0;
     std::uint64_t behind = 0;
+    std::size_t parse_pages = 0;
+    std::size_t parse_bytes = 0;
+    std::uint64_t parse_full = 0;
   };
   // The store as this instance last found it.
   struct store_gauges {

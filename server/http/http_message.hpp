@@ -4,6 +4,7 @@
 // Beast; routes, pages and tests build quickly against this header.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -32,15 +33,17 @@ struct http_request {
 
 // A response body written while it is produced (Server-Sent Events). Producers push chunks
 // from any thread; the connection writes them in order. A client that reads too slowly to keep
-// its backlog under `max_buffered_bytes` is cut off (push returns false), so it never holds
-// memory or other clients back. The stream ends when the producer or the connection closes it.
+// its backlog under one chunk plus `max_buffered_bytes` is cut off (push returns false), so it
+// never holds more memory than that, nor holds other clients back. The stream ends when the
+// producer or the connection closes it.
 class event_stream {
  public:
   explicit event_stream(std::size_t max_buffered_bytes)
       : max_bytes_(max_buffered_bytes) {}
 
   // Queues `chunk`. False when the stream is closed, or closes now because the backlog would
-  // pass the limit (a chunk pushed when nothing is waiting is taken whatever its size).
+  // pass the limit beyond its first chunk (a chunk pushed when nothing is waiting is taken
+  // whatever its size).
   bool push(std::string_view chunk);
   void close();
   bool closed() const;
@@ -54,6 +57,7 @@ class event_stream {
   mutable std::mutex mutex_;
   std::string backlog_;
   std::size_t max_bytes_;
+  std::size_t allowed_bytes_ = 0; // the backlog's first chunk plus max_bytes_
   bool closed_ = false;
   std::function<void()> wake_;
 };
@@ -147,6 +151,8 @@ bool header_fits(std::string_view name, std::string_view value);
 void append_header_line(std::string& head, std::string_view name, std::string_view value);
 // The same for a header that header_fits(); any other is left out and logged.
 void append_checked_header_line(std::string& head, std::string_view name, std::string_view value);
+// Appends `n` in decimal, with no allocation (std::to_chars): for lines built per request.
+void append_decimal(std::string& out, std::uint64_t n);
 
 // The value of a hexadecimal digit, or -1.
 inline int hex_digit(char c) {

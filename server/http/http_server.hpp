@@ -25,10 +25,12 @@ class io_context;
 namespace newsdesk::server {
 
 struct http_server_limits {
-  // Request line + headers. Browsers send 1-4 KiB; 16 KiB leaves room for big cookies while
-  // refusing header floods (answered 431).
+  // Request line + headers together, however many reads they take; also the longest chunk line
+  // or trailer block, and what a connection buffers unparsed (see request_reader). Browsers
+  // send 1-4 KiB; 16 KiB leaves room for big cookies while refusing header floods (431).
   std::size_t max_header_bytes = 16 * 1024;
-  // Request bodies. No route takes uploads; 64 KiB is plenty for a form or JSON (413 beyond).
+  // Request bodies as sent (chunk framing, extensions and trailers included). No route takes
+  // uploads; 64 KiB is plenty for a form or JSON (413 beyond).
   std::size_t max_body_bytes = 64 * 1024;
   // Deadline for a whole request to arrive, including idle time on a kept-alive connection.
   // Cuts off slowloris-style clients that trickle headers.
@@ -47,6 +49,10 @@ struct http_server_limits {
   std::size_t max_connections_per_ip = 256;
   std::size_t max_streams = 4'096;
   std::size_t max_streams_per_ip = 16;
+  // Streams from one address range (IPv4 /24, IPv6 /64: what one network holds), so a few dozen
+  // addresses cannot take every stream either. 0: an eighth of max_streams (at least
+  // max_streams_per_ip), and no range limit when max_streams_per_ip is 0 (behind a proxy).
+  std::size_t max_streams_per_range = 0;
   // Connections being refused at once (each holds a descriptor while its 503 goes out); past
   // this, new ones over a limit are closed at once.
   std::size_t max_refusing = 256;

@@ -25,6 +25,10 @@ void to_json(nlohmann::json& j, const news_item& item) {
        {"rank", item.rank},
        {"new", item.is_new},
        {"story", item.story}};
+  if (item.first_look)
+    j["first_look"] = true;
+  if (!item.headline.summary.empty())
+    j["summary"] = item.headline.summary;
   if (item.headline.published_ms)
     j["published"] = iso8601(std::chrono::system_clock::time_point(
         std::chrono::milliseconds(*item.headline.published_ms)));
@@ -36,46 +40,83 @@ void to_json(nlohmann::json& j, const headline_list& items) {
     j.push_back(item);
 }
 
-headline_list
-headline_list::replace(const std::vector<const site_items*>& gone,
-                       const std::vector<std::shared_ptr<const site_items>>& added) const {
-  // The gone sites' address ranges, sorted, so each headline's is found in O(log sites).
-  std::vector<std::pair<const news_item*, const news_item*>> ranges;
-  for (const auto* site : gone)
-    if (!site->empty())
-      ranges.emplace_back(site->data(), site->data() + site->size());
-  std::sort(ranges.begin(), ranges.end());
-  auto is_gone = [&](const news_item* item) {
-    auto it = std::upper_bound(ranges.begin(), ranges.end(), item,
-                               [](const news_item* p, const auto& r) { return p < r.first; });
-    return it != ranges.begin() && item < std::prev(it)->second;
-  };
-  std::vector<const void*> gone_owners(gone.begin(), gone.end());
-  std::sort(gone_owners.begin(), gone_owners.end());
-  auto gone_owner = [&](const std::shared_ptr<const void>& owner) {
-    return std::binary_search(gone_owners.begin(), gone_owners.end(), owner.get());
-  };
-
-  headline_list out;
-  for (const auto& owner : owners_)
-    if (!gone_owner(owner))
-      out.owners_.push_back(owner);
-  std::vector<const news_item*> fresh;
-  for (const auto& site : added) {
-    for (const auto& item : *site)
-      fresh.push_back(&item);
-    out.owners_.push_back(site);
+std::shared_ptr<const headline_list::run>
+headline_list::sorted_run(std::shared_ptr<const site_items> items) {
+  auto r = std::make_shared<run>();
+  r->order.reserve(items->size());
+  for (const auto& item : *items) {
+    r->order.push_back(&item);
+    r->last_id = std::max(r->last_id, item.id);
   }
-  auto less = [](const news_item* a, const news_item* b) { return newer_first(*a, *b); };
-  std::stable_sort(fresh.begin(), fresh.end(), less);
-  std::vector<const news_item*> kept;
-  kept.reserve(items_.size());
-  std::copy_if(items_.begin(), items_.end(), std::back_inserter(kept),
-               [&](const news_item* item) { return !is_gone(item); });
-  out.items_.reserve(kept.size() + fresh.size());
-  std::merge(kept.begin(), kept.end(), fresh.begin(), fresh.end(), std::back_inserter(out.items_),
-             less);
+  std::stable_sort(r->order.begin(), r->order.end(),
+                   [](const news_item* a, const news_item* b) { return newer_first(*a, *b); });
+  r->items = std::move(items);
+  return r;
+}
+
+headline_list headline_list::merged(std::vector<std::shared_ptr<const run>> runs) {
+  headline_list out;
+  out.merge_ = std::make_shared<pending>();
+  std::erase_if(runs, [](const auto& r) { return r->order.empty(); });
+  for (const auto& r : runs)
+    out.merge_->size += r->order.size();
+  out.merge_->runs = std::move(runs);
   return out;
+}
+
+void headline_list::pending::walk(const std::function<bool(const news_item*)>& visit) const {
+  // A heap of each run's next headline, the newest on top (newer_first is a total order: ids
+  // break ties, so the merge is the order one sort of everything gives).
+  struct head {
+    const news_item* const* at;
+    const news_item* const* end;
+  };
+  auto later = [](const head& a, const head& b) { return newer_first(**b.at, **a.at); };
+  std::vector<head> heap;
+  heap.reserve(runs.size());
+  for (const auto& r : runs)
+    heap.push_back({r->order.data(), r->order.data() + r->order.size()});
+  std::make_heap(heap.begin(), heap.end(), later);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    auto& next = heap.back();
+    if (!visit(*next.at))
+      return;
+    if (++next.at == next.end)
+      heap.pop_back();
+    else
+      std::push_heap(heap.begin(), heap.end(), later);
+  }
+}
+
+const std::vector<const news_item*>& headline_list::items() const {
+  if (!merge_)
+    return items_;
+  std::call_once(merge_->once, [m = merge_.get()] {
+    m->items.reserve(m->size);
+    m->walk([m](const news_item* item) {
+      m->items.push_back(item);
+      return true;
+    });
+    m->whole = true;
+  });
+  return merge_->items;
+}
+
+std::vector<std::shared_ptr<const void>> headline_list::owners() const {
+  if (!merge_)
+    return owners_;
+  return {merge_->runs.begin(), merge_->runs.end()};
+}
+
+void headline_list::flatten() {
+  if (!merge_)
+    return;
+  auto items = this->items();
+  auto owners = this->owners();
+  merge_.reset();
+  items_ = std::move(items);
+  owners_ = std::move(owners);
 }
 
 std::string headline_json(const news_item& item) {

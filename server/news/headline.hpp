@@ -9,10 +9,13 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -60,12 +63,29 @@ inline bool newer_first(const news_item& a, const news_item& b) {
 // list of pointers into those vectors that keeps them alive. Publishing a snapshot or cutting a
 // page from it then costs a pointer per headline, not a copy of each: with hundreds of sites a
 // copy per change was most of the CPU, and the copies most of the memory (issue 26).
+//
+// The snapshot's list is made with merged(): each site's headlines sorted once, when the site
+// changes, and the sites merged in newer_first order only as they are read. A change of one site
+// then costs that site's headlines, not every headline held (a merge of all per change was a
+// fifth of the CPU with 3,000 feeds, issue 41); reading the first n (a page) costs a heap of one
+// entry per site, O(sites + n log sites); reading it whole merges it once (O(size log sites)),
+// kept for every later read of the same list.
 // Iterating gives `const news_item&`. Copies are cheap (pointers); not safe to change from two
-// threads at once, like any container.
+// threads at once, like any container (reading from several is: a merge runs once).
 class headline_list {
  public:
   using site_items = std::vector<news_item>;
   using const_iterator = boost::indirect_iterator<std::vector<const news_item*>::const_iterator>;
+  // One site's headlines in newer_first order, sharing the site's list: what merged() merges.
+  struct run {
+    std::shared_ptr<const site_items> items;
+    std::vector<const news_item*> order;
+    std::int64_t last_id = 0; // the largest id among them
+  };
+  // `items` sorted newer_first (O(n log n)).
+  static std::shared_ptr<const run> sorted_run(std::shared_ptr<const site_items> items);
+  // Every run's headlines in newer_first order, merged as they are read (above).
+  static headline_list merged(std::vector<std::shared_ptr<const run>> runs);
 
   headline_list() = default;
   headline_list(std::initializer_list<news_item> items) {
@@ -73,22 +93,24 @@ class headline_list {
       push_back(item);
   }
 
-  const_iterator begin() const { return items_.begin(); }
-  const_iterator end() const { return items_.end(); }
-  std::size_t size() const { return items_.size(); }
-  bool empty() const { return items_.empty(); }
-  const news_item& operator[](std::size_t i) const { return *items_[i]; }
-  const news_item& front() const { return *items_.front(); }
-  const news_item& back() const { return *items_.back(); }
+  const_iterator begin() const { return items().begin(); }
+  const_iterator end() const { return items().end(); }
+  std::size_t size() const { return merge_ ? merge_->size : items_.size(); }
+  bool empty() const { return size() == 0; }
+  const news_item& operator[](std::size_t i) const { return *items()[i]; }
+  const news_item& front() const { return *items().front(); }
+  const news_item& back() const { return *items().back(); }
 
   // Appends a headline held by this list alone (a list made item by item: a story's coverage).
   void push_back(news_item item) {
+    flatten();
     auto own = std::make_shared<const news_item>(std::move(item));
     items_.push_back(own.get());
     owners_.push_back(std::move(own));
   }
   // Appends every headline of `site`, in its order, sharing it.
   void append(std::shared_ptr<const site_items> site) {
+    flatten();
     for (const auto& item : *site)
       items_.push_back(&item);
     owners_.push_back(std::move(site));
@@ -99,8 +121,19 @@ class headline_list {
   headline_list select(Keep keep,
                        std::size_t limit = std::numeric_limits<std::size_t>::max()) const {
     headline_list out;
-    out.owners_ = owners_;
-    for (const auto* item : items_) {
+    if (merge_ && !merge_->whole && limit < merge_->size) {
+      // Not read whole yet: merge only as far as the first `limit` accepted.
+      for (const auto& r : merge_->runs)
+        out.owners_.push_back(r);
+      merge_->walk([&](const news_item* item) {
+        if (keep(*item))
+          out.items_.push_back(item);
+        return out.items_.size() < limit;
+      });
+      return out;
+    }
+    out.owners_ = owners();
+    for (const auto* item : items()) {
       if (out.items_.size() >= limit)
         break;
       if (keep(*item))
@@ -109,22 +142,36 @@ class headline_list {
     return out;
   }
   // Keeps the first n.
-  void truncate(std::size_t n) { items_.resize(std::min(n, items_.size())); }
+  void truncate(std::size_t n) {
+    flatten();
+    items_.resize(std::min(n, items_.size()));
+  }
   template <class Less> void stable_sort(Less less) {
+    flatten();
     std::stable_sort(items_.begin(), items_.end(),
                      [&](const news_item* a, const news_item* b) { return less(*a, *b); });
   }
 
-  // This list in newer_first order with the headlines of the sites in `gone` taken out and those
-  // of `added` put in their places: O(size) for a list already in that order, as the snapshot's
-  // is, however many sites there are.
-  headline_list replace(const std::vector<const site_items*>& gone,
-                        const std::vector<std::shared_ptr<const site_items>>& added) const;
-
  private:
+  // A merged list's runs, and their headlines in order once someone reads them whole.
+  struct pending {
+    std::vector<std::shared_ptr<const run>> runs;
+    std::size_t size = 0;
+    std::once_flag once;
+    std::atomic<bool> whole = false;
+    std::vector<const news_item*> items;
+    // Calls `visit` with each headline in order until it returns false (a heap of runs).
+    void walk(const std::function<bool(const news_item*)>& visit) const;
+  };
+  const std::vector<const news_item*>& items() const;
+  std::vector<std::shared_ptr<const void>> owners() const;
+  // Makes a merged list a plain one, before a change.
+  void flatten();
+
   std::vector<const news_item*> items_;
   // What keeps the pointed-to headlines alive: sites' vectors and headlines held alone.
   std::vector<std::shared_ptr<const void>> owners_;
+  std::shared_ptr<pending> merge_; // set by merged() until a change flattens the list
 };
 
 // How one site stands.
@@ -151,7 +198,8 @@ struct site_report {
   // The snapshot version in which this site's headlines or state last changed: a view of this
   // site alone built for that version is still the right one in any later snapshot.
   std::uint64_t version = 0;
-  std::string home; // the site's home page (site_config::home)
+  std::string home;    // the site's home page (site_config::home)
+  std::string section; // site_config::section
 };
 
 struct news_snapshot {
@@ -167,6 +215,13 @@ struct news_snapshot {
   std::string notice;
   // A view cut to one page: the before= cursor of the next page ("" when this is the last).
   std::string next;
+  // The newest headline id held when it was made, shown or not (a view of 500 of 3,000
+  // headlines leaves newer ids for its next pages): where a page's live stream starts, so what
+  // the page left out never arrives as news.
+  std::int64_t last_id = 0;
+  // Every section the sites declare, in the order of their first sites (a filtered view keeps
+  // them all: the page's section chips lead to each).
+  std::vector<std::string> sections;
 };
 
 // RFC 3339 UTC time to the second, e.g. "2026-11-22T09:35:25Z"; iso8601_ms to the millisecond,

@@ -17,7 +17,8 @@ headline_state::headline_state(news_clock& clock, milliseconds cold_start_wait,
     , post_(std::move(post))
     , cold_start_timer_(clock.make_timer()) {
   std::lock_guard lock(mutex_);
-  publish_locked();
+  headline_update unseen; // nobody listens yet
+  publish_locked(unseen);
 }
 
 headline_state::~headline_state() {
@@ -51,6 +52,7 @@ void headline_state::count_stories_locked(std::size_t i, const site_items& items
 void headline_state::set_items_locked(std::size_t i, std::shared_ptr<const site_items> items) {
   count_stories_locked(i, *entries_[i].items, false);
   count_stories_locked(i, *items, true);
+  entries_[i].run = headline_list::sorted_run(items);
   entries_[i].items = std::move(items);
 }
 
@@ -66,7 +68,7 @@ void headline_state::index_locked() {
 void headline_state::set_sites(const std::vector<site_config>& sites) {
   std::lock_guard order(apply_order_);
   std::deque<ready_waiter> released;
-  std::shared_ptr<const news_snapshot> snap;
+  headline_update update;
   {
     std::lock_guard lock(mutex_);
     std::vector<entry> next;
@@ -79,6 +81,7 @@ void headline_state::set_sites(const std::vector<site_config>& sites) {
       e.report.colour = c.colour;
       e.report.url = c.url;
       e.report.home = c.home;
+      e.report.section = c.section;
       e.report.renderer = c.renderer;
       if (e.origin.empty() || !c.scraper || e.origin != scrapers::origin_of(c.scraper->site()))
         e.health = site_health(c.interval); // a new definition starts a new history
@@ -88,11 +91,9 @@ void headline_state::set_sites(const std::vector<site_config>& sites) {
     }
     entries_ = std::move(next);
     index_locked();
-    sites_changed_ = true;
-    released = publish_locked();
-    snap = snapshot_;
+    released = publish_locked(update);
   }
-  deliver(std::move(released), {std::move(snap), {}, {}});
+  deliver(std::move(released), std::move(update));
 }
 
 namespace {
@@ -120,35 +121,35 @@ std::vector<news_item> headline_state::apply(const site_change& change) {
 
 std::vector<news_item> headline_state::apply(const std::vector<site_change>& changes) {
   std::lock_guard order(apply_order_);
-  std::vector<news_item> added;
-  std::unordered_map<std::int64_t, std::size_t> sources;
   std::deque<ready_waiter> released;
-  std::shared_ptr<const news_snapshot> snap;
+  headline_update update;
   {
     std::lock_guard lock(mutex_);
     bool publish = false;
     for (const auto& change : changes) {
       publish |= merge_locked(change.merges);
-      publish |= apply_locked(change, added);
+      publish |= apply_locked(change, update);
     }
     if (!publish)
       return {};
     // One batch, ids ascending, whatever the sites' order: a live client skips ids at or below
     // the newest it was sent.
+    auto& added = update.added;
     std::sort(added.begin(), added.end(),
               [](const news_item& a, const news_item& b) { return a.id < b.id; });
     for (const auto& item : added)
       if (item.story != 0 && item.story != item.id)
         if (auto it = story_sites_.find(item.story); it != story_sites_.end())
-          sources[item.story] = it->second.size();
-    released = publish_locked();
-    snap = snapshot_;
+          update.story_sources[item.story] = it->second.size();
+    released = publish_locked(update);
   }
-  deliver(std::move(released), {std::move(snap), added, std::move(sources)});
+  auto added = update.added;
+  deliver(std::move(released), std::move(update));
   return added;
 }
 
-bool headline_state::apply_locked(const site_change& change, std::vector<news_item>& added) {
+bool headline_state::apply_locked(const site_change& change, headline_update& update) {
+  auto& added = update.added;
   auto* e = find_locked(change.state.site);
   if (!e)
     return false;
@@ -205,11 +206,14 @@ bool headline_state::apply_locked(const site_change& change, std::vector<news_it
     if (e->health.record(finished))
       health_changed_locked(*e);
   }
+  const bool status_changed = !same_status(before, r);
+  if (status_changed)
+    update.changed_status.push_back(r);
   // Whatever is published next carries the new times, so it gives this site a new version (a
   // view of it alone is rebuilt then).
   e->changed = true;
   // Only times moved on: they wait for the next change, or for times_refresh.
-  return headlines_changed || announced || first_try || !same_status(before, r) ||
+  return headlines_changed || announced || first_try || status_changed ||
          clock_.steady_now() - published_at_ >= times_refresh;
 }
 
@@ -226,21 +230,21 @@ void headline_state::health_changed_locked(entry& e) {
 void headline_state::recheck_health(std::int64_t now_ms) {
   std::lock_guard order(apply_order_);
   std::deque<ready_waiter> released;
-  std::shared_ptr<const news_snapshot> snap;
+  headline_update update;
   {
     std::lock_guard lock(mutex_);
     bool changed = false;
     for (auto& e : entries_)
       if (e.health.recheck(now_ms)) {
         health_changed_locked(e);
+        update.changed_status.push_back(e.report);
         changed = true;
       }
     if (!changed)
       return;
-    released = publish_locked();
-    snap = snapshot_;
+    released = publish_locked(update);
   }
-  deliver(std::move(released), {std::move(snap), {}, {}});
+  deliver(std::move(released), std::move(update));
 }
 
 bool headline_state::merge_locked(const std::vector<stories::story_merge>& merges) {
@@ -276,7 +280,7 @@ void headline_state::attempted(const std::string& site, std::int64_t now_ms) {
 bool headline_state::set_notice(std::string notice) {
   std::lock_guard order(apply_order_);
   std::deque<ready_waiter> released;
-  std::shared_ptr<const news_snapshot> snap;
+  headline_update update;
   {
     std::lock_guard lock(mutex_);
     if (notice == notice_)
@@ -284,17 +288,16 @@ bool headline_state::set_notice(std::string notice) {
     notice_ = std::move(notice);
     for (auto& e : entries_)
       e.changed = true; // every view shows the notice
-    released = publish_locked();
-    snap = snapshot_;
+    released = publish_locked(update);
   }
-  deliver(std::move(released), {std::move(snap), {}, {}});
+  deliver(std::move(released), std::move(update));
   return true;
 }
 
 void headline_state::set_icon(const std::string& site, const std::string& etag) {
   std::lock_guard order(apply_order_);
   std::deque<ready_waiter> released;
-  std::shared_ptr<const news_snapshot> snap;
+  headline_update update;
   {
     std::lock_guard lock(mutex_);
     auto* e = find_locked(site);
@@ -302,10 +305,9 @@ void headline_state::set_icon(const std::string& site, const std::string& etag) 
       return;
     e->report.icon = etag;
     e->changed = true;
-    released = publish_locked();
-    snap = snapshot_;
+    released = publish_locked(update);
   }
-  deliver(std::move(released), {std::move(snap), {}, {}});
+  deliver(std::move(released), std::move(update));
 }
 
 bool headline_state::has_succeeded(const std::string& site) const {
@@ -321,13 +323,16 @@ std::shared_ptr<const news_snapshot> headline_state::snapshot() const {
 
 void headline_state::start() {
   std::lock_guard order(apply_order_);
-  std::shared_ptr<const news_snapshot> snap;
+  headline_update update;
   {
     std::lock_guard lock(mutex_);
     started_ = true;
-    snap = snapshot_;
+    update.snapshot = snapshot_;
+    // The listener has seen nothing yet: every site's headlines are news to it.
+    for (const auto& e : entries_)
+      update.changed_sites.push_back(e.items);
   }
-  deliver({}, {std::move(snap), {}, {}});
+  deliver({}, std::move(update));
 }
 
 bool headline_state::all_tried_locked() const {
@@ -339,37 +344,34 @@ bool headline_state::ready_locked() const {
                                            [](const entry& e) { return !e.items->empty(); });
 }
 
-std::deque<headline_state::ready_waiter> headline_state::publish_locked() {
+std::deque<headline_state::ready_waiter> headline_state::publish_locked(headline_update& update) {
   auto snap = std::make_shared<news_snapshot>();
   snap->version = ++version_;
-  std::vector<const site_items*> gone;
-  std::vector<std::shared_ptr<const site_items>> added;
+  std::vector<std::shared_ptr<const headline_list::run>> runs;
+  runs.reserve(entries_.size());
+  snap->sites.reserve(entries_.size());
   for (auto& e : entries_) {
     if (e.changed || e.report.version == 0)
       e.report.version = snap->version;
     e.changed = false;
     snap->sites.push_back(e.report);
+    runs.push_back(e.run);
+    snap->last_id = std::max(snap->last_id, e.run->last_id);
+    if (!e.report.section.empty() && std::find(snap->sections.begin(), snap->sections.end(),
+                                               e.report.section) == snap->sections.end())
+      snap->sections.push_back(e.report.section);
     if (e.items != e.published) {
-      if (e.published)
-        gone.push_back(e.published.get());
-      added.push_back(e.items);
       e.published = e.items;
+      update.changed_sites.push_back(e.items);
     }
   }
-  if (sites_changed_ || !snapshot_) {
-    // Sites came or went: the list is made anew (rare: a reload).
-    for (const auto& e : entries_)
-      snap->headlines.append(e.items);
-    snap->headlines.stable_sort(newer_first);
-    sites_changed_ = false;
-  } else {
-    snap->headlines = snapshot_->headlines.replace(gone, added);
-  }
+  snap->headlines = headline_list::merged(std::move(runs));
   snap->generated_at = clock_.system_now();
   snap->notice = notice_;
   snap->ready = ready_locked();
   published_at_ = clock_.steady_now();
   snapshot_ = std::move(snap);
+  update.snapshot = snapshot_;
   std::deque<ready_waiter> released;
   if (all_tried_locked() && !ready_waiters_.empty()) {
     released.swap(ready_waiters_);

@@ -99,6 +99,8 @@ class headline_state {
     site_report report;
     // In the site's order; replaced, never changed, once a snapshot shares it.
     std::shared_ptr<const site_items> items = std::make_shared<const site_items>();
+    // The same headlines in the page's order, for the snapshot's merged list.
+    std::shared_ptr<const headline_list::run> run = headline_list::sorted_run(items);
     std::shared_ptr<const site_items> published; // what the current snapshot holds of this site
     bool tried = false;                          // at least one refresh has finished
     bool changed = false; // changed since the last snapshot: takes its version
@@ -117,15 +119,16 @@ class headline_state {
   void index_locked(); // entry_of_ and story_sites_ anew, after the sites changed
   // Applies `change` to its site's entry, appending what it announces to `added`; true when a
   // reader would see a difference (or times have waited long enough).
-  bool apply_locked(const site_change& change, std::vector<news_item>& added);
+  bool apply_locked(const site_change& change, headline_update& update);
   // Moves every site's headlines of each merged story into the surviving one; true when any
   // moved. O(headlines held) per merge: merges are rare, and only come with a write.
   bool merge_locked(const std::vector<stories::story_merge>& merges);
   // Shows e's new health verdict and tells the operator once.
   void health_changed_locked(entry& e);
-  // Makes the snapshot from the entries, in O(headlines held) pointer moves and O(changed
-  // headlines) sorting; returns the ready waiters it releases.
-  std::deque<ready_waiter> publish_locked();
+  // Makes the snapshot from the entries, in O(sites) (their headlines are merged as they are
+  // read: headline_list::merged), and puts it and the sites' lists it changed into `update`;
+  // returns the ready waiters it releases.
+  std::deque<ready_waiter> publish_locked(headline_update& update);
   bool ready_locked() const; // what when_ready waits for
   bool all_tried_locked() const;
   void arm_cold_start_locked();
@@ -148,7 +151,6 @@ class headline_state {
   std::unique_ptr<news_clock::timer> cold_start_timer_;
   std::shared_ptr<const news_snapshot> snapshot_;
   std::uint64_t version_ = 0;
-  bool sites_changed_ = true; // the next snapshot's list is made anew, not from the last one
   std::chrono::steady_clock::time_point published_at_{};
   std::string notice_;
   bool started_ = false;

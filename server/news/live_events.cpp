@@ -40,7 +40,33 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
   net::thread_pool& pool;
   headline_store* store;
   const std::string epoch; // the store's: the first half of every event id
-  std::function<headline_list()> snapshot_source;
+  std::function<std::shared_ptr<const news_snapshot>()> snapshot_source;
+  // The unfiltered reset's data and the snapshot version it was made from (reset_data();
+  // guarded by `mutex`).
+  std::uint64_t reset_version = 0;
+  std::shared_ptr<const std::string> reset_cache;
+
+  // The data of a reset event for `filter`: the newest page_size headlines it passes, what the
+  // page shows. The unfiltered one is made once per snapshot however many clients start over
+  // (a storm of reconnects with unknown ids costs a copy of the bytes per client, not a build,
+  // and never more than a page's headlines). Called with `mutex` held.
+  std::shared_ptr<const std::string> reset_data(const news_query& filter) {
+    auto snapshot = snapshot_source ? snapshot_source() : nullptr;
+    if (!snapshot)
+      return std::make_shared<const std::string>("[]");
+    const bool everyone = !filter.filters_headlines();
+    if (everyone && reset_cache && reset_version == snapshot->version)
+      return reset_cache;
+    auto chosen = snapshot->headlines.select(
+        [&filter](const news_item& item) { return filter.matches(item); }, page_size);
+    auto data = std::make_shared<const std::string>(
+        headlines_json(std::vector<news_item>(chosen.begin(), chosen.end())));
+    if (everyone) {
+      reset_version = snapshot->version;
+      reset_cache = data;
+    }
+    return data;
+  }
   mutable std::mutex sites_mutex; // guards sites (replaced whole on a reload)
   std::shared_ptr<const std::map<std::string, site_look>> sites;
 
@@ -59,8 +85,23 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
     std::string text;
     news_item item;
   };
-  mutable std::mutex mutex; // guards clients and stopped
+  mutable std::mutex mutex; // guards clients, stopped and the reset cache
   std::vector<client> clients;
+  // When registering finds this many clients, the closed ones are dropped (add_locked()).
+  std::size_t prune_at = 64;
+
+  // Registers `c`. Streams closed without a push to find it out (refused over the streams'
+  // budget, or whose client left) are dropped now and then, in time amortised over
+  // registrations, so a storm of reconnects does not pile them up until the next ping.
+  void add_locked(client c) {
+    if (clients.size() >= prune_at) {
+      clients.erase(std::remove_if(clients.begin(), clients.end(),
+                                   [](const client& k) { return k.stream->closed(); }),
+                    clients.end());
+      prune_at = std::max<std::size_t>(64, 2 * clients.size());
+    }
+    clients.push_back(std::move(c));
+  }
   bool stopped = false;
 
   // The heartbeat lives on this strand.
@@ -213,7 +254,8 @@ void live_events::set_sites(std::map<std::string, site_look> sites) {
   state_->sites = std::move(replacement);
 }
 
-void live_events::set_snapshot_source(std::function<headline_list()> source) {
+void live_events::set_snapshot_source(
+    std::function<std::shared_ptr<const news_snapshot>()> source) {
   state_->snapshot_source = std::move(source);
 }
 
@@ -230,6 +272,28 @@ void live_events::publish(std::vector<news_item> items,
               }
               st->publish(items, sources);
             });
+}
+
+void live_events::publish_status(const std::vector<site_report>& sites) {
+  if (sites.empty())
+    return;
+  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  std::string text;
+  for (const auto& s : sites) {
+    const auto status = status_of(s, now);
+    const json data = {{"site", s.name},        {"display_name", s.display_name},
+                       {"state", status.state}, {"state_text", status.state_text},
+                       {"quiet", status.quiet}, {"problem", status.problem}};
+    text += "event: site\ndata: " + state::line_of(data) + "\n\n";
+  }
+  // In publish order with the headlines: a page hears a site fail after what it last found.
+  net::post(state_->publish_strand, [st = state_, text = std::move(text)] {
+    std::lock_guard lock(st->mutex);
+    if (!st->stopped)
+      st->broadcast_locked(text);
+  });
 }
 
 void live_events::start() {
@@ -319,13 +383,8 @@ void live_events::handle(http_request request, responder respond) {
           const auto newest = st->store->last_id();
           if (start_over || after < st->store->pruned_through() || after > newest) {
             c.through = newest;
-            std::vector<news_item> current;
-            if (st->snapshot_source)
-              for (auto& item : st->snapshot_source())
-                if (c.filter.matches(item))
-                  current.push_back(item);
             stream->push("id: " + st->event_id(c.through) +
-                         "\nevent: reset\ndata: " + headlines_json(current) + "\n\n");
+                         "\nevent: reset\ndata: " + *st->reset_data(c.filter) + "\n\n");
           } else {
             auto rows = st->store->since(after, max_replay);
             for (const auto& row : rows) {
@@ -339,7 +398,7 @@ void live_events::handle(http_request request, responder respond) {
           log_warn("msg=\"live events: replay failed\" error=" + logfmt_quoted(e.what()));
         }
       }
-      st->clients.push_back(std::move(c));
+      st->add_locked(std::move(c));
     }
     http_response res;
     res.content_type = "text/event-stream; charset=utf-8";

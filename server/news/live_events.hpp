@@ -5,19 +5,21 @@
 // is {"story": ID, "headline": <the same JSON>, "sources": N}, N the sites telling that story
 // after the change (headline_update::story_sources), so an open page updates the story's cards
 // in place. Story
-// events are not replayed: a page that reconnects shows the stories of its next load.
+// events are not replayed: a page that reconnects shows the stories of its next load. A site whose
+// state changes (it fails, recovers, looks broken) is told to every client as an `event: site`
+// (publish_status).
 //
 // The feed is whatever calls publish(): in newsdesk, the news service's updates, as typed
 // headlines (nothing published on the broker by a network client reaches a page). Every event's
 // `id:` is "EPOCH:ID": the store's epoch (made when the store was created) and the headline's id,
 // which grows in commit order. A client that reconnects with Last-Event-ID (or ?after=ID) first
 // gets what it missed, replayed from the store, on any instance sharing it; an id from another
-// store, or one older than what pruning kept, gets an `event: reset` whose data is every current
-// headline, and goes on from there. A client may name the same site= and q= filters as the page
-// (news_query.hpp): it is sent only the headlines that page would list, in its replay and reset as
-// well. Each client has a bounded backlog: one that stops reading is cut off (it will reconnect and
-// replay), never slowing the others. Comments (": ping") every 15 s keep proxies from closing idle
-// streams and reveal clients that left.
+// store, or one older than what pruning kept, gets an `event: reset` whose data is the current
+// headlines its page would show (at most page_size), and goes on from there. A client may name the
+// same site= and q= filters as the page (news_query.hpp): it is sent only the headlines that page
+// would list, in its replay and reset as well. Each client has a bounded backlog: one that stops
+// reading is cut off (it will reconnect and replay), never slowing the others. Comments (": ping")
+// every 15 s keep proxies from closing idle streams and reveal clients that left.
 //
 // Threads: all members may be called from any thread. publish() only queues: the batch is
 // turned into events and sent on a strand of the worker pool, in the order publish() was called.
@@ -67,9 +69,16 @@ class live_events {
   void publish(std::vector<news_item> items,
                std::unordered_map<std::int64_t, std::size_t> story_sources = {});
 
-  // What a client starting over gets in its reset event: the headlines shown now. Set before
-  // start().
-  void set_snapshot_source(std::function<headline_list()> source);
+  // Tells every client how each of `sites` stands now (a failure, a recovery, a health verdict):
+  // an `event: site` (no id, not replayed: a page missing one shows the state of its next load)
+  // whose data
+  // is {"site", "display_name", "state", "state_text", "quiet", "problem"} in the page's words
+  // (news_page.hpp, status_of). Returns at once, sent after the batches published before it.
+  void publish_status(const std::vector<site_report>& sites);
+
+  // What a client starting over gets in its reset event: the headlines shown now (the newest
+  // page_size of them its filter passes, as the page). Set before start().
+  void set_snapshot_source(std::function<std::shared_ptr<const news_snapshot>()> source);
 
   // The /events route.
   void handle(http_request request, responder respond);

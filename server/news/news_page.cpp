@@ -12,9 +12,12 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -37,31 +40,83 @@ bool renderer_failed(const site_report& s) {
 
 } // namespace
 
-std::string text_colour_for(std::string_view bg) {
-  auto channel = [&](int i) {
-    int v = 0;
-    if (bg.size() == 4) {
-      v = std::stoi(std::string(2, bg[1 + i]), nullptr, 16);
-    } else if (bg.size() == 7) {
-      v = std::stoi(std::string(bg.substr(1 + 2 * i, 2)), nullptr, 16);
-    }
-    double c = v / 255.0;
-    return c <= 0.03928 ? c / 12.92 : std::pow((c + 0.055) / 1.055, 2.4);
+namespace {
+
+// A "#rgb" or "#rrggbb" colour's channels, 0-255; nullopt for anything else.
+std::optional<std::array<int, 3>> channels_of(std::string_view colour) {
+  if ((colour.size() != 4 && colour.size() != 7) || colour[0] != '#')
+    return std::nullopt;
+  std::array<int, 3> out{};
+  for (int i = 0; i < 3; ++i) {
+    const auto digits = colour.size() == 4 ? std::string(2, colour[1 + i])
+                                           : std::string(colour.substr(1 + 2 * i, 2));
+    if (!std::isxdigit(static_cast<unsigned char>(digits[0])) ||
+        !std::isxdigit(static_cast<unsigned char>(digits[1])))
+      return std::nullopt;
+    out[i] = std::stoi(digits, nullptr, 16);
+  }
+  return out;
+}
+
+// WCAG relative luminance.
+double luminance_of(const std::array<int, 3>& c) {
+  auto linear = [](int v) {
+    const double x = v / 255.0;
+    return x <= 0.03928 ? x / 12.92 : std::pow((x + 0.055) / 1.055, 2.4);
   };
-  if (bg.size() != 4 && bg.size() != 7)
+  return 0.2126 * linear(c[0]) + 0.7152 * linear(c[1]) + 0.0722 * linear(c[2]);
+}
+
+double contrast_of(double a, double b) {
+  return (std::max(a, b) + 0.05) / (std::min(a, b) + 0.05);
+}
+
+std::string hex_of(const std::array<int, 3>& c) {
+  char out[8];
+  std::snprintf(out, sizeof out, "#%02x%02x%02x", c[0], c[1], c[2]);
+  return out;
+}
+
+} // namespace
+
+std::string text_colour_for(std::string_view bg) {
+  const auto c = channels_of(bg);
+  if (!c)
     return "#ffffff";
-  double luminance = 0.2126 * channel(0) + 0.7152 * channel(1) + 0.0722 * channel(2);
   // WCAG contrast against white (1.05 / (L + 0.05)) vs against near-black: pick the larger.
   // Pure black and white: at the crossover (L = 0.179) both give 4.58:1, so any colour gets at
   // least WCAG AA's 4.5:1 (#111111 instead of black fell to 4.2:1 near it).
-  return luminance > 0.179 ? "#000000" : "#ffffff";
+  return luminance_of(*c) > 0.179 ? "#000000" : "#ffffff";
 }
 
+std::string colour_against(std::string_view colour, std::string_view background) {
+  const auto c = channels_of(colour);
+  const auto bg = channels_of(background);
+  if (!c || !bg)
+    return std::string(colour);
+  const double bg_luminance = luminance_of(*bg);
+  // Towards white on a dark background, towards black on a light one, a step at a time: the
+  // nearest colour of the same hue family that stands out 3:1 (WCAG 1.4.11, a control's edge).
+  const int towards = bg_luminance < 0.18 ? 255 : 0;
+  auto adjusted = *c;
+  for (int step = 0; step <= 20; ++step) {
+    for (int i = 0; i < 3; ++i)
+      adjusted[i] = static_cast<int>(std::lround((*c)[i] + (towards - (*c)[i]) * step / 20.0));
+    if (contrast_of(luminance_of(adjusted), bg_luminance) >= 3.0)
+      return step == 0 ? std::string(colour) : hex_of(adjusted);
+  }
+  return hex_of(adjusted);
+}
+
+// The templates, parsed once: the page, one headline (templates/headline.html: every kind, in the
+// list, a card's lead, a line beneath either) and a story's card (templates/story.html). A
+// headline is rendered alone and put into the page as it is: a partial ({{> headline}}) would be
+// parsed again at each of the page's 500 uses.
 struct news_page::impl {
-  mutable std::mutex mutex; // kainjow's render() is not const
-  mutable mustache::mustache tmpl;
-  explicit impl(const std::string& text)
-      : tmpl(text) {}
+  mutable std::mutex mutex; // kainjow's render() is not const: one render at a time
+  mutable mustache::mustache page;
+  mutable mustache::mustache headline;
+  mutable mustache::mustache story;
 };
 
 news_page::news_page(std::unique_ptr<impl> p)
@@ -71,17 +126,21 @@ news_page& news_page::operator=(news_page&&) noexcept = default;
 news_page::~news_page() = default;
 
 news_page news_page::load(const std::filesystem::path& dir) {
-  auto path = dir / "news.html";
-  auto text = read_whole_file(path);
-  if (!text)
-    throw std::runtime_error(
-        "cannot read template " + path.string() +
-        " (set --templates or NEWSDESK_TEMPLATES_DIR to the folder holding news.html)");
-  auto p = std::make_unique<impl>(*text);
-  if (!p->tmpl.is_valid())
-    throw std::runtime_error("template " + path.string() +
-                             " is not valid Mustache: " + p->tmpl.error_message());
-  return news_page(std::move(p));
+  auto parse = [&dir](const char* name) {
+    const auto path = dir / name;
+    auto text = read_whole_file(path);
+    if (!text)
+      throw std::runtime_error("cannot read template " + path.string() +
+                               " (set --templates or NEWSDESK_TEMPLATES_DIR to the folder holding "
+                               "news.html, headline.html and story.html)");
+    mustache::mustache parsed(*text);
+    if (!parsed.is_valid())
+      throw std::runtime_error("template " + path.string() +
+                               " is not valid Mustache: " + parsed.error_message());
+    return parsed;
+  };
+  return news_page(std::unique_ptr<impl>(
+      new impl{{}, parse("news.html"), parse("headline.html"), parse("story.html")}));
 }
 
 namespace {
@@ -170,6 +229,41 @@ std::vector<const site_report*> chip_sites(const news_snapshot& snapshot, const 
 
 } // namespace
 
+site_status status_of(const site_report& s, std::int64_t now_ms) {
+  site_status out;
+  const bool failed = !s.ok && !s.stale && s.last_attempt_ms != 0 && !s.error.empty();
+  if (renderer_failed(s)) {
+    // Quiet: the chip keeps its colours, dashed, and says it to screen readers only.
+    out.state = "renderer";
+    out.state_text = "not updating";
+    out.quiet = true;
+  } else if (s.ok && !s.health.empty()) {
+    // It refreshes, but not as it used to: the reader may miss stories, the operator should look
+    // (the reason is the chip's title, and in the log).
+    out.state = "broken";
+    out.state_text = "looks broken";
+  } else {
+    out.state = s.ok ? "ok" : s.stale ? "stale" : failed ? "failed" : "pending";
+    out.state_text = s.ok      ? (s.note.empty() ? "" : "found by detection")
+                     : s.stale ? "not updating"
+                     : failed  ? "failed"
+                               : "loading…";
+  }
+  if (s.ok || s.error.empty() || s.last_attempt_ms == 0)
+    return out;
+  const auto words = describe_failure(s.failure);
+  if (words.renderer_problem) {
+    const auto renderer = renderer_name(s.renderer);
+    out.problem = "Couldn’t load " + s.display_name + ": " + words.summary + " (" + renderer +
+                  "). Check " + renderer + ": " + words.check;
+  } else {
+    out.problem = s.stale ? s.display_name + " isn’t updating (last updated " +
+                                age_text(s.last_success_ms, now_ms) + "): " + words.summary
+                          : "Couldn’t load " + s.display_name + ": " + words.summary;
+  }
+  return out;
+}
+
 failure_words describe_failure(failure_kind kind) {
   const auto& f = info(kind);
   // A site's failure recorded by an older version has no kind: words that fit any failure.
@@ -216,14 +310,31 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
   for (const auto& s : snapshot.sites)
     by_name[s.name] = &s;
 
-  // Every site's colours: a headline of any site may arrive while the page is open.
+  // Every site's colours, light and dark, each standing out from that scheme's backgrounds: a
+  // headline of any site may arrive while the page is open.
   mustache::data sites{mustache::data::type::list};
+  mustache::data dark_sites{mustache::data::type::list};
   for (const auto& s : snapshot.sites) {
+    auto for_scheme = [&](const auto& backgrounds) {
+      std::string colour = s.colour;
+      for (auto background : backgrounds)
+        colour = colour_against(colour, background);
+      return colour;
+    };
+    const auto light = for_scheme(light_backgrounds);
+    const auto dark = for_scheme(dark_backgrounds);
     mustache::data site;
     site.set("name", s.name);
-    site.set("colour", s.colour);
-    site.set("text_colour", text_colour_for(s.colour));
+    site.set("colour", light);
+    site.set("text_colour", text_colour_for(light));
     sites.push_back(site);
+    if (dark != light) {
+      mustache::data dark_site;
+      dark_site.set("name", s.name);
+      dark_site.set("colour", dark);
+      dark_site.set("text_colour", text_colour_for(dark));
+      dark_sites.push_back(dark_site);
+    }
   }
 
   // The site's icon where one is stored, else its initial on its colour (no image at all: the
@@ -244,30 +355,14 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
   mustache::data chips{mustache::data::type::list};
   for (const auto* chip : chosen) {
     const auto& s = *chip;
-    const bool failed = !s.ok && !s.stale && s.last_attempt_ms != 0 && !s.error.empty();
-    const bool pending = !s.ok && !s.stale && !failed;
     mustache::data site;
     site.set("name", s.name);
     site.set("display_name", s.display_name);
     set_mark(site, s.icon, s.display_name);
-    if (renderer_failed(s)) {
-      // Quiet: the chip keeps its colours, dashed, and says it to screen readers only.
-      site.set("state", "renderer");
-      site.set("state_text", "not updating");
-      site.set("quiet_state", true);
-    } else if (s.ok && !s.health.empty()) {
-      // It refreshes, but not as it used to: the reader may miss stories, the operator should
-      // look (the reason is the chip's title, and in the log).
-      site.set("state", "broken");
-      site.set("state_text", "looks broken");
-    } else {
-      site.set("state", s.ok ? "ok" : s.stale ? "stale" : failed ? "failed" : "pending");
-      site.set("state_text", s.ok      ? (s.note.empty() ? "" : "found by detection")
-                             : s.stale ? "not updating"
-                             : failed  ? "failed"
-                             : pending ? "loading…"
-                                       : "");
-    }
+    const auto status = status_of(s, now);
+    site.set("state", status.state);
+    site.set("state_text", status.state_text);
+    site.set("quiet_state", status.quiet);
     if (!s.health.empty()) // a section: mustache takes any string, "" too, for true
       site.set("health", s.health);
     site.set("current", query.one_site() && query.sites.front() == s.name);
@@ -306,9 +401,8 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
       continue;
     }
     mustache::data problem;
-    problem.set("summary", s.stale ? s.display_name + " isn’t updating (last updated " +
-                                         age_text(s.last_success_ms, now) + "): " + words.summary
-                                   : "Couldn’t load " + s.display_name + ": " + words.summary);
+    problem.set("summary", status_of(s, now).problem);
+    problem.set("sites", s.name);
     mustache::data details{mustache::data::type::list};
     details.push_back(public_detail(s.error, s.url) + " (via " + renderer_name(s.renderer) +
                       ", tried " + clock_time(s.last_attempt_ms) + ")");
@@ -318,9 +412,11 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
   mustache::data problems{mustache::data::type::list};
   for (const auto& group : renderer_groups) {
     std::vector<std::string> names;
+    std::string site_names;
     mustache::data details{mustache::data::type::list};
     for (const auto* s : group.sites) {
       names.push_back(s->display_name);
+      site_names += (site_names.empty() ? "" : " ") + s->name;
       details.push_back(s->display_name + ": " + public_detail(s->error, s->url) + " (tried " +
                         clock_time(s->last_attempt_ms) + ")");
     }
@@ -329,6 +425,7 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
                                group.renderer + "). Check " + group.renderer + ": " +
                                group.words.check);
     problem.set("details", details);
+    problem.set("sites", site_names);
     problems.push_back(problem);
   }
   for (const auto& problem : site_problems.list_value())
@@ -348,7 +445,6 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
   std::vector<std::string> story_sites; // a story's view: its sites' names, in order of appearance
 
   std::size_t shown = 0;
-  std::int64_t last_id = 0;
   auto entry_of = [&](const news_item& item) {
     const auto& h = item.headline;
     auto it = by_name.find(h.site);
@@ -374,6 +470,13 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
       entry.set("time_label", "seen");
       entry.set("time_title", full_time(item.first_seen_ms));
       entry.set("time_text", "seen " + age_text(item.first_seen_ms, now));
+    } else {
+      // Found by its site's first refresh: it was on the page before newsdesk first looked, so
+      // all that is known is that it was there by then.
+      entry.set("time_at", iso8601_ms(item.first_seen_ms));
+      entry.set("time_label", "seen before");
+      entry.set("time_title", full_time(item.first_seen_ms));
+      entry.set("time_text", "seen before " + clock_time(item.first_seen_ms));
     }
     // Dashed "not updating" boxes tell a site's own failure; a renderer's is its notice's to tell.
     entry.set("stale", it != by_name.end() && it->second->stale && !renderer_failed(*it->second));
@@ -381,9 +484,28 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
     set_mark(entry, it != by_name.end() ? std::string_view(it->second->icon) : std::string_view(),
              it != by_name.end() ? std::string_view(it->second->display_name) : h.site);
     entry.set("story", std::to_string(item.story));
-    last_id = std::max(last_id, item.id);
     ++shown;
     return entry;
+  };
+
+  std::lock_guard lock(impl_->mutex); // every template below is rendered under it
+  auto html_of = [this](mustache::data& entry, const char* kind) {
+    entry.set("kind", kind);
+    return impl_->headline.render(entry);
+  };
+  // A line beneath a card's lead or a box of the list: each other site's first headline of the
+  // story, up to max_card_tellings; the story's other headlines are in its "N sources".
+  struct tellings {
+    std::vector<std::string_view> sites; // the lead's or box's first
+    std::string html;
+    bool add(const news_item& item, const std::function<std::string()>& render) {
+      if (sites.size() > max_card_tellings ||
+          std::find(sites.begin(), sites.end(), item.headline.site) != sites.end())
+        return false;
+      sites.push_back(item.headline.site);
+      html += render();
+      return true;
+    }
   };
 
   // Stories first, on the page everybody opens: a card per story that two sites or more tell.
@@ -391,31 +513,27 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
   // its others): the one the flat list would have shown first. The story's starter may have left
   // the view or be a site's tenth headline; the first in order is always there and prominent.
   mustache::data top_stories{mustache::data::type::list};
-  std::unordered_set<std::int64_t> in_cards;
+  std::unordered_set<std::int64_t> carded; // the stories with a card: shown there only
   if (!query.filters_headlines()) {
     for (const auto& story : stories) {
       if (story.sources < 2 || top_stories.list_value().size() == max_top_stories)
         break; // most sources first: the rest are one site's, or beyond the bound
+      const auto& lead = *story.headlines.front();
+      auto lead_entry = entry_of(lead);
+      if (!lead.headline.summary.empty())
+        lead_entry.set("summary", lead.headline.summary);
+      tellings lines{{lead.headline.site}, html_of(lead_entry, "lead")};
+      for (const auto* item : story.headlines)
+        lines.add(*item, [&] {
+          auto e = entry_of(*item);
+          return html_of(e, "telling");
+        });
+      carded.insert(story.id);
       mustache::data card;
       card.set("story", std::to_string(story.id));
-      const auto& lead = *story.headlines.front();
-      card.set("lead", entry_of(lead));
-      in_cards.insert(lead.id);
-      // Beneath it, each other site's first headline of the story, up to the bound; the story's
-      // other headlines stay in the list, with their "N sources".
-      std::vector<std::string_view> told_by{lead.headline.site};
-      mustache::data others{mustache::data::type::list};
-      for (const auto* item : story.headlines) {
-        if (told_by.size() > max_card_tellings)
-          break;
-        if (std::find(told_by.begin(), told_by.end(), item->headline.site) != told_by.end())
-          continue;
-        told_by.push_back(item->headline.site);
-        others.push_back(entry_of(*item));
-        in_cards.insert(item->id);
-      }
-      card.set("others", others);
+      card.set("lines_html", lines.html);
       card.set("story_sources", std::to_string(story.sources));
+      card.set("last_seen", std::to_string(story.last_seen_ms));
       card.set("started_at", iso8601_ms(story.first_seen_ms));
       card.set("started_title", full_time(story.first_seen_ms));
       card.set("started_ago", age_text(story.first_seen_ms, now));
@@ -426,43 +544,78 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
         card.set("grew_title", full_time(story.last_seen_ms));
         card.set("grew_ago", age_text(story.last_seen_ms, now));
       }
-      top_stories.push_back(card);
+      mustache::data rendered;
+      rendered.set("html", impl_->story.render(card));
+      top_stories.push_back(rendered);
     }
   }
 
-  // The latest headlines: every one but those in the cards (whose stories' other headlines keep
-  // their "N sources" link).
-  mustache::data headlines{mustache::data::type::list};
+  // The latest headlines: every one but the cards' stories'. A story that several of them tell is
+  // shown once, as a box of its first headline in the page's order with a line for each other
+  // site's first beneath (as in a card); its other headlines, as a card's, are in "N sources".
+  struct box {
+    mustache::data entry;
+    tellings lines;
+  };
+  std::vector<box> boxes;
+  std::unordered_map<std::int64_t, std::size_t> box_of_story;
   for (const auto& item : snapshot.headlines) {
     const auto& h = item.headline;
-    if (!safe_link(h) || in_cards.count(item.id))
+    if (!safe_link(h) || carded.count(item.story))
       continue;
+    const auto told = sources.find(item.story);
+    if (told != sources.end()) {
+      if (auto at = box_of_story.find(item.story); at != box_of_story.end()) {
+        boxes[at->second].lines.add(item, [&] {
+          auto e = entry_of(item);
+          return html_of(e, "telling");
+        });
+        continue;
+      }
+      box_of_story[item.story] = boxes.size();
+    }
     auto entry = entry_of(item);
-    if (auto s = sources.find(item.story); s != sources.end())
-      entry.set("sources", std::to_string(s->second));
+    if (told != sources.end())
+      entry.set("sources", std::to_string(told->second));
     auto it = by_name.find(h.site);
     const auto& name = it != by_name.end() ? it->second->display_name : h.site;
     if (query.story && std::find(story_sites.begin(), story_sites.end(), name) == story_sites.end())
       story_sites.push_back(name);
-    headlines.push_back(entry);
+    boxes.push_back({std::move(entry), {{h.site}, {}}});
+  }
+  mustache::data headlines{mustache::data::type::list};
+  for (auto& b : boxes) {
+    b.entry.set("has_tellings", !b.lines.html.empty());
+    b.entry.set("tellings_html", b.lines.html);
+    mustache::data rendered;
+    rendered.set("html", html_of(b.entry, "headline"));
+    headlines.push_back(rendered);
   }
 
-  // The same filters as a query string: "site=a&site=b&q=..." for /events, plus "&limit=N" for
-  // the feed links.
-  std::string filters;
+  // The same filters as a query string: "site=a&site=b&q=..." for /events (a section as its
+  // sites: the stream knows no sections), and with section= for the page's own and the feeds'
+  // links, plus "&limit=N" for the feed links.
+  std::string filters, events;
   auto add_parameter = [](std::string& to, std::string_view name, std::string_view value) {
     to += to.empty() ? "" : "&";
     to.append(name).append("=").append(value);
   };
   mustache::data query_sites{mustache::data::type::list};
+  if (!query.section.empty())
+    add_parameter(filters, "section", form_encode(query.section));
   for (const auto& site : query.sites) {
-    add_parameter(filters, "site", site);
-    query_sites.push_back(site);
+    add_parameter(events, "site", site);
+    if (query.section.empty()) {
+      add_parameter(filters, "site", site);
+      query_sites.push_back(site);
+    }
   }
-  if (!query.q.empty())
-    add_parameter(filters, "q", form_encode(query.q));
-  if (query.story)
-    add_parameter(filters, "story", std::to_string(query.story));
+  for (auto* to : {&filters, &events}) {
+    if (!query.q.empty())
+      add_parameter(*to, "q", form_encode(query.q));
+    if (query.story)
+      add_parameter(*to, "story", std::to_string(query.story));
+  }
   std::string feed_query = filters;
   if (query.limit)
     add_parameter(feed_query, "limit", std::to_string(query.limit));
@@ -488,6 +641,9 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
         home_href = *home_url;
         home_text = home->host.starts_with("www.") ? home->host.substr(4) : home->host;
       }
+  } else if (!query.section.empty()) {
+    view_name = query.section;
+    view_heading = query.section;
   } else if (!query.sites.empty()) {
     std::vector<std::string> names;
     for (const auto& site : query.sites)
@@ -514,6 +670,7 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
   page.set("page_title", view_name.empty() ? std::string("newsdesk") : "newsdesk: " + view_name);
   page.set("feed_title", query.one_site() ? "newsdesk: " + view_name : std::string("newsdesk"));
   page.set("sites", sites);
+  page.set("dark_sites", dark_sites);
   page.set("chips", chips);
   // Chips left out: the last one links to this view with all of them.
   if (chosen.size() < snapshot.sites.size()) {
@@ -538,6 +695,7 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
   page.set("headline_count", std::to_string(shown));
   page.set("headline_count_text", plural(shown, "headline", "headlines"));
   page.set("site_count_text", plural(snapshot.sites.size(), "site", "sites"));
+  page.set("site_count", std::to_string(snapshot.sites.size()));
   page.set("generated_at", iso8601_ms(generated_ms));
   page.set("generated_time", clock_time(generated_ms));
   page.set("generated_title", full_time(generated_ms));
@@ -554,9 +712,25 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
     page.set("home_text", home_text);
   }
   page.set("order", query.one_site() ? "site" : "latest");
-  page.set("events_query", filters);
+  page.set("events_query", events);
+  page.set("query_section", query.section);
+  page.set("has_section", !query.section.empty());
+  // The sections the sites declare, as chips: every headline, or one section's.
+  mustache::data section_chips{mustache::data::type::list};
+  for (const auto& name : snapshot.sections) {
+    mustache::data chip;
+    chip.set("name", name);
+    chip.set("href", "/news?section=" + form_encode(name));
+    chip.set("current", name == query.section);
+    section_chips.push_back(chip);
+  }
+  page.set("section_chips", section_chips);
+  page.set("has_sections", !snapshot.sections.empty());
+  page.set("all_sections_current", query.empty());
   page.set("feed_query", feed_query.empty() ? std::string() : "?" + feed_query);
-  page.set("last_id", std::to_string(last_id));
+  // The stream starts after the newest headline held, not the newest shown: a page cut at 500
+  // left newer ids to its next pages, which are not news to this reader.
+  page.set("last_id", std::to_string(snapshot.last_id));
   // A page cut at page_size links to the next one, with the same filters.
   if (!snapshot.next.empty()) {
     std::string next = page_query;
@@ -564,8 +738,21 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
     page.set("next_href", "/news?" + next);
   }
 
-  std::lock_guard lock(impl_->mutex);
-  return impl_->tmpl.render(page);
+  // One of each kind, empty, for what arrives live (static/news.js fills them in).
+  mustache::data blank;
+  blank.set("kind", "headline");
+  blank.set("time_at", "");
+  blank.set("initial", "");
+  page.set("headline_template", impl_->headline.render(blank));
+  blank.set("kind", "telling");
+  page.set("telling_template", impl_->headline.render(blank));
+  if (!query.filters_headlines()) {
+    mustache::data card;
+    card.set("story_sources", "0");
+    page.set("story_template", impl_->story.render(card));
+  }
+  page.set("cards", !query.filters_headlines());
+  return impl_->page.render(page);
 }
 
 std::string news_json(const news_snapshot& snapshot) {

@@ -73,6 +73,16 @@ std::string news_json(const news_snapshot& snapshot);
 // least 4.58:1 whatever the colour.
 std::string text_colour_for(std::string_view background);
 
+// `colour`, or the nearest colour towards white (on a dark `background`) or black (on a light
+// one) that stands out from `background` at least 3:1, as a site's chip and stripe must (WCAG
+// 1.4.11): BBC's #2b2b2b on the dark page's #121212 was 1.32:1. Both "#rgb" or "#rrggbb"; a
+// colour that is neither is returned as it is.
+std::string colour_against(std::string_view colour, std::string_view background);
+// The pages' backgrounds a site's colour must stand out from, light and dark (static/news.css:
+// the page and the cards).
+inline constexpr std::string_view light_backgrounds[] = {"#f6f6f3", "#ffffff"};
+inline constexpr std::string_view dark_backgrounds[] = {"#121212", "#1f1f1f"};
+
 // A failure in a reader's words ("the site took too long to load"), and whether it is the
 // renderer's fault rather than the site's (then one notice covers every site it failed and says
 // what to check, and the sites' chips and headlines are marked only quietly).
@@ -82,6 +92,18 @@ struct failure_words {
   std::string check; // for a renderer problem: "is it running, ...?", after "Check Splash: "
 };
 failure_words describe_failure(failure_kind kind);
+
+// How a site stands, in the words its chip and the page's notices use; the page and the live
+// `site` events (live_events.hpp) share them, so a failure told live reads as after a reload.
+struct site_status {
+  std::string state;      // ok, stale, failed, pending, broken, renderer (the chip's class)
+  std::string state_text; // what the chip says: "not updating", "failed", "loading…", ...
+  bool quiet = false;     // said to screen readers only (a renderer's notice tells it)
+  // The site's notice in plain words ("Couldn’t load CNN: the site took too long to load"), ""
+  // when it has none. A renderer's failure names the renderer and what to check.
+  std::string problem;
+};
+site_status status_of(const site_report& s, std::int64_t now_ms);
 
 // `error` with every URL whose host is not `site_url`'s replaced: a renderer's or proxy's
 // address is the operator's business, not the reader's.

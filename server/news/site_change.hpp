@@ -46,6 +46,13 @@ struct headline_update {
   // For each story that a headline of `added` joined (one another headline started): how many
   // sites tell it now, among the headlines held.
   std::unordered_map<std::int64_t, std::size_t> story_sources;
+  // The whole list of each site whose headlines this update changed (the first update a
+  // listener gets: every site's), so a listener that keeps something per site touches only
+  // those, never every headline held.
+  std::vector<std::shared_ptr<const std::vector<news_item>>> changed_sites;
+  // The sites whose state as a reader sees it changed (a failure, a recovery, a health verdict;
+  // not the times of a refresh), as they stand now: an open page is told them live.
+  std::vector<site_report> changed_status;
 };
 
 // A stored row as the outputs show it.
@@ -53,6 +60,8 @@ inline news_item item_of(const stored_headline& row) {
   news_item item{{row.title, row.url, row.site, row.published_ms}, row.id, row.first_seen_ms};
   item.story = row.story;
   item.first_look = row.first_look;
+  item.headline.language = row.language;
+  item.headline.summary = row.summary;
   return item;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -24,7 +25,8 @@ struct site_config {
   std::chrono::milliseconds wait{};
   std::chrono::milliseconds timeout{};
   std::chrono::milliseconds interval{}; // between background refreshes
-  std::string home; // the site's home page for people: `url`, or a feed site file's "url"
+  std::string home;    // the site's home page for people: `url`, or a feed site file's "url"
+  std::string section; // the page's section it is listed in (a chip); empty: none
 };
 
 // The background refresh ("refresh": {...} in the config file; durations in seconds there).
@@ -59,6 +61,12 @@ struct refresh_settings {
   // is checked when the parse ends (the input bounds in scrapers/dom.hpp cap how long that can
   // be): a page over it gives its site a notice instead of headlines.
   std::chrono::milliseconds parse_cpu_budget{2'000};
+  // Bytes of rendered pages waiting for a parse thread (or being parsed) beyond which no render
+  // starts: pages are fetched when there is room to parse them. 32 MiB holds about 60 average
+  // front pages (0.5 MB), seconds of work for the parse threads, so they never starve while the
+  // next renders run; with the render slots' pages in flight on top, this bounds a refresh
+  // cycle's memory whatever the number of sites (3,000 heavy pages held at once were 1.5 GB).
+  std::size_t max_parse_queue_bytes = 32 * 1024 * 1024;
 };
 
 } // namespace newsdesk::server

@@ -36,7 +36,7 @@ refresh_result read_page(const site_config& site, const render_result& page,
   refresh_result r;
   try {
     const auto cpu_before = thread_cpu_time();
-    r.found = site.scraper->parse(page.html, page.url, &r.note);
+    r.found = site.scraper->parse(page.html, page.url, &r.note, page.content_type);
     if (auto cpu = thread_cpu_time() - cpu_before; cpu > cpu_budget) {
       r.found.clear();
       r.error = "reading the page took " + format_seconds(cpu.count() / 1000.0) +
@@ -90,7 +90,8 @@ struct site_refresh::job {
   std::chrono::steady_clock::time_point queued;   // when it last asked for a render slot
   std::chrono::steady_clock::time_point launched; // when its current render started
   bool slow = false; // its site's last render was slow: it takes a slot from the slow share
-  int attempt = 0;   // retries used
+  bool held_for_parse = false; // counted in parse_full_ (a slot was free, the parse queue full)
+  int attempt = 0;             // retries used
   std::unique_ptr<news_clock::timer> retry; // the next attempt, after a transient failure
 };
 
@@ -140,7 +141,8 @@ std::size_t reserved_slots(std::size_t slots) {
 } // namespace
 
 bool site_refresh::may_start(const job& j) const {
-  if (active_ >= settings_.max_concurrent_renders)
+  if (active_ >= settings_.max_concurrent_renders ||
+      parse_bytes_ >= settings_.max_parse_queue_bytes)
     return false;
   return !j.slow || slow_active_ < settings_.max_concurrent_renders -
                                        reserved_slots(settings_.max_concurrent_renders);
@@ -159,28 +161,35 @@ void site_refresh::queue_render(std::shared_ptr<job> j) {
     return;
   j->queued = clock_.steady_now();
   j->slow = slow_sites_.count(j->site->name) > 0;
+  // Those already waiting may not start either (they wait for the slow share, or for room in
+  // the parse queue): a refresh that may start goes now.
   if (may_start(*j))
-    start(std::move(j));
-  else
-    waiting_.push_back(std::move(j));
+    return start(std::move(j));
+  waiting_.push_back(std::move(j));
+  held_for_parse_locked();
 }
 
-void site_refresh::release_slot(const job& finished) {
-  // The slot is freed first, so the next waiting site starts while this one is parsed.
+void site_refresh::held_for_parse_locked() {
+  // The first in line waits for the parse queue, not for a slot: counted once per refresh.
+  if (!waiting_.empty() && !waiting_.front()->held_for_parse &&
+      active_ < settings_.max_concurrent_renders &&
+      parse_bytes_ >= settings_.max_parse_queue_bytes) {
+    waiting_.front()->held_for_parse = true;
+    ++parse_full_;
+  }
+}
+
+std::string site_refresh::start_waiting_locked() {
   std::string warning;
-  {
-    std::lock_guard lock(mutex_);
-    --active_;
-    if (finished.slow)
-      --slow_active_;
-    if (stopped_)
-      return;
-    // The first in line that may take the slot: a slow site waits while the slow share is full,
+  while (!stopped_) {
+    // The first in line that may take a slot: a slow site waits while the slow share is full,
     // and the sites behind it go first.
     auto it = std::find_if(waiting_.begin(), waiting_.end(),
                            [this](const std::shared_ptr<job>& w) { return may_start(*w); });
-    if (it == waiting_.end())
-      return;
+    if (it == waiting_.end()) {
+      held_for_parse_locked();
+      break;
+    }
     auto next = std::move(*it);
     waiting_.erase(it);
     const auto now = clock_.steady_now();
@@ -196,10 +205,37 @@ void site_refresh::release_slot(const job& finished) {
                   " waiting=" + std::to_string(waiting_.size()) +
                   " render_slots=" + std::to_string(settings_.max_concurrent_renders) +
                   " slow_sites=" + std::to_string(slow_sites_.size()) +
+                  " parse_queue_bytes=" + std::to_string(parse_bytes_) +
                   " behind_total=" + std::to_string(behind_);
       }
     }
     start(std::move(next));
+  }
+  return warning;
+}
+
+void site_refresh::release_slot(const job& finished) {
+  // The slot is freed first, so the next waiting site starts while this one is parsed (when the
+  // pages waiting for a parse leave room for another).
+  std::string warning;
+  {
+    std::lock_guard lock(mutex_);
+    --active_;
+    if (finished.slow)
+      --slow_active_;
+    warning = start_waiting_locked();
+  }
+  if (!warning.empty())
+    log_warn(warning);
+}
+
+void site_refresh::parsed(std::size_t bytes) {
+  std::string warning;
+  {
+    std::lock_guard lock(mutex_);
+    --parse_pages_;
+    parse_bytes_ -= bytes;
+    warning = start_waiting_locked();
   }
   if (!warning.empty())
     log_warn(warning);
@@ -230,6 +266,9 @@ site_refresh::queue_stats site_refresh::stats() const {
     out.oldest_wait =
         std::chrono::duration_cast<milliseconds>(clock_.steady_now() - waiting_.front()->queued);
   out.behind = behind_;
+  out.parse_pages = parse_pages_;
+  out.parse_bytes = parse_bytes_;
+  out.parse_full = parse_full_;
   return out;
 }
 
@@ -241,60 +280,78 @@ void site_refresh::launch(std::shared_ptr<job> j) {
   renderers_.at(site.renderer)
       ->render({site.url, site.wait, site.timeout}, [this, j](render_result result) {
         judge_pace(*j, result);
+        if (!result.ok()) {
+          release_slot(*j);
+          return on_failed(j, std::move(result));
+        }
+        if (!j->wanted())
+          return release_slot(*j);
+        // The page counts against the parse queue before its render slot frees: the slot's next
+        // render may start only when the queue has room for it.
+        {
+          std::lock_guard lock(mutex_);
+          ++parse_pages_;
+          parse_bytes_ += result.html.size();
+        }
         release_slot(*j);
-        on_rendered(j, std::move(result));
+        parse(j, std::move(result));
       });
 }
 
-void site_refresh::on_rendered(const std::shared_ptr<job>& j, render_result result) {
+void site_refresh::on_failed(const std::shared_ptr<job>& j, render_result result) {
   if (!j->wanted())
     return;
   const auto& site = *j->site;
-  if (!result.ok()) {
-    std::unique_lock lock(mutex_);
-    if (info(result.failure).transient && j->attempt < settings_.retries && !stopped_) {
-      ++j->attempt;
-      // Full jitter: a random wait up to the exponential bound spreads retries of many sites.
-      auto bound = std::min<milliseconds>(
-          settings_.retry_max, settings_.retry_base * (1LL << std::min(j->attempt - 1, 30)));
-      std::uniform_int_distribution<long long> pick(0, bound.count());
-      auto delay = milliseconds(pick(random_));
-      retrying_.push_back(j);
-      if (!j->retry)
-        j->retry = clock_.make_timer();
-      // The timer lives in the job, and retrying_ holds the job until the wait ends (or
-      // stop()): the wait itself holds it only weakly, so no job owns its own timer.
-      j->retry->wait(delay, [this, weak = std::weak_ptr<job>(j)] {
-        auto self = weak.lock();
-        if (!self)
-          return;
-        {
-          std::lock_guard relock(mutex_);
-          std::erase(retrying_, self);
-        }
-        if (self->wanted())
-          queue_render(self);
-      });
-      lock.unlock();
-      log_info(
-          "msg=\"retrying site\" site=" + site.name + " attempt=" + std::to_string(j->attempt) +
-          " delay_ms=" + std::to_string(delay.count()) + " error=" + logfmt_quoted(result.message));
-      return;
-    }
+  std::unique_lock lock(mutex_);
+  if (info(result.failure).transient && j->attempt < settings_.retries && !stopped_) {
+    ++j->attempt;
+    // Full jitter: a random wait up to the exponential bound spreads retries of many sites.
+    auto bound = std::min<milliseconds>(
+        settings_.retry_max, settings_.retry_base * (1LL << std::min(j->attempt - 1, 30)));
+    std::uniform_int_distribution<long long> pick(0, bound.count());
+    auto delay = milliseconds(pick(random_));
+    retrying_.push_back(j);
+    if (!j->retry)
+      j->retry = clock_.make_timer();
+    // The timer lives in the job, and retrying_ holds the job until the wait ends (or
+    // stop()): the wait itself holds it only weakly, so no job owns its own timer.
+    j->retry->wait(delay, [this, weak = std::weak_ptr<job>(j)] {
+      auto self = weak.lock();
+      if (!self)
+        return;
+      {
+        std::lock_guard relock(mutex_);
+        std::erase(retrying_, self);
+      }
+      if (self->wanted())
+        queue_render(self);
+    });
     lock.unlock();
-    refresh_result failed;
-    failed.error = std::move(result.message);
-    failed.kind = result.failure;
-    failed.elapsed = std::chrono::duration_cast<milliseconds>(clock_.steady_now() - j->started);
-    log_warn("msg=\"site failed\" site=" + site.name + " kind=" +
-             std::string(to_string(failed.kind)) + " error=" + logfmt_quoted(failed.error));
-    return j->done(std::move(failed));
+    log_info("msg=\"retrying site\" site=" + site.name + " attempt=" + std::to_string(j->attempt) +
+             " delay_ms=" + std::to_string(delay.count()) +
+             " error=" + logfmt_quoted(result.message));
+    return;
   }
+  lock.unlock();
+  refresh_result failed;
+  failed.error = std::move(result.message);
+  failed.kind = result.failure;
+  failed.elapsed = std::chrono::duration_cast<milliseconds>(clock_.steady_now() - j->started);
+  log_warn("msg=\"site failed\" site=" + site.name + " kind=" +
+           std::string(to_string(failed.kind)) + " error=" + logfmt_quoted(failed.error));
+  return j->done(std::move(failed));
+}
+
+void site_refresh::parse(std::shared_ptr<job> j, render_result page) {
   // A 4 MB page takes tens of milliseconds to parse: keep it off the network threads, and on
   // its own pool, so a page that is slow to parse holds up only other pages, never /events
   // set-ups, store writes or the representations the worker pool builds.
-  boost::asio::post(scrape_, [this, j, page = std::move(result)] {
+  boost::asio::post(scrape_, [this, j = std::move(j), page = std::move(page)]() mutable {
     auto r = read_page(*j->site, page, settings_.parse_cpu_budget);
+    // The page's bytes leave the queue (and memory) before the next render is let in.
+    const auto bytes = page.html.size();
+    page = {};
+    parsed(bytes);
     r.elapsed = std::chrono::duration_cast<milliseconds>(clock_.steady_now() - j->started);
     const auto& read = *j->site;
     if (!r.ok())

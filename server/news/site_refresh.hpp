@@ -3,6 +3,10 @@
 // all but a reserved slot (so a few stalling sites cannot keep healthy ones waiting), transient
 // failures are retried with exponential backoff and full jitter, and the page is parsed on its
 // own pool within a CPU budget.
+// Rendering waits for parsing: a render starts only while the pages rendered and not yet parsed
+// hold fewer than max_parse_queue_bytes, so with hundreds of heavy front pages due at once the
+// pages wait as sites in the queue (a few bytes each), not as bodies in memory. What a refresh
+// holds at most is then that budget plus one page per render slot.
 // When and whether a site refreshes is the schedule's business (site_schedule), what the result
 // does to the page the headline state's (headline_state); this type only turns a site into a
 // result.
@@ -74,14 +78,20 @@ class site_refresh {
   // Cancels retries waiting for their time; renders in flight finish and are dropped.
   void stop();
 
-  // How refreshes queue for a render slot. A cycle that falls behind its interval shows here
-  // first: sites become due faster than the slots finish them.
+  // How refreshes queue for a render slot, and pages for a parse. A cycle that falls behind its
+  // interval shows here first: sites become due faster than the slots (or the parse threads)
+  // finish them.
   struct queue_stats {
-    std::size_t waiting = 0;                  // refreshes waiting for a slot now
+    std::size_t waiting = 0;                  // refreshes waiting to render now
     std::chrono::milliseconds oldest_wait{0}; // how long the first of them has waited
     // Refreshes that waited longer than half their site's interval: at that point a site's
     // refreshes come at less than its interval's pace.
     std::uint64_t behind = 0;
+    std::size_t parse_pages = 0; // rendered pages waiting for a parse thread or being parsed
+    std::size_t parse_bytes = 0; // their bytes (max_parse_queue_bytes bounds what starts)
+    // Refreshes that waited to render with a render slot free, because parse_bytes was at the
+    // bound (the parse threads, not the renderer, set the pace then).
+    std::uint64_t parse_full = 0;
   };
   queue_stats stats() const;
 
@@ -90,10 +100,17 @@ class site_refresh {
   void queue_render(std::shared_ptr<job> j);
   void launch(std::shared_ptr<job> j);
   void release_slot(const job& finished);
+  void parsed(std::size_t bytes);
   bool may_start(const job& j) const; // under mutex_
   void start(std::shared_ptr<job> j); // under mutex_
+  // Starts the waiting refreshes that may start now, first in line first; returns the "fall
+  // behind" line to log (outside the lock), if one is due.
+  std::string start_waiting_locked();
+  void held_for_parse_locked(); // counts the first in line when only the parse queue holds it
+  void parse(std::shared_ptr<job> j, render_result page);
   void judge_pace(const job& j, const render_result& result);
-  void on_rendered(const std::shared_ptr<job>& j, render_result result);
+  // A render that failed: retried when transient and retries are left, else the refresh ends.
+  void on_failed(const std::shared_ptr<job>& j, render_result result);
 
   boost::asio::io_context& ioc_;
   boost::asio::any_io_executor scrape_;
@@ -104,6 +121,9 @@ class site_refresh {
   mutable std::mutex mutex_;                   // guards everything below
   std::size_t active_ = 0;                     // renders in flight
   std::size_t slow_active_ = 0;                // of which for sites whose last render was slow
+  std::size_t parse_pages_ = 0;                // rendered pages not yet parsed
+  std::size_t parse_bytes_ = 0;                // their bytes
+  std::uint64_t parse_full_ = 0;               // renders held back by parse_bytes_
   std::set<std::string> slow_sites_;           // sites whose last render was slow, by name
   std::deque<std::shared_ptr<job>> waiting_;   // refreshes waiting for a render slot, FIFO
   std::vector<std::shared_ptr<job>> retrying_; // jobs waiting to be tried again

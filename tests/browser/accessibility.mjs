@@ -85,13 +85,14 @@ async function check(browser, colorScheme, width, height, marks) {
   const page = await watchedPage(context);
   await page.goto(`${newsdesk.base}/news`, { waitUntil: "load" });
   await page.locator("#live").filter({ hasText: "live" }).waitFor({ state: "visible", timeout: 10000 });
-  // Before the details are opened: headings by section; the page never scrolls sideways; the chips are one line.
+  // Before the details are opened: headings by section; the page never scrolls sideways; the
+  // chips are one row (those that do not fit behind "All N sites").
   assert((await page.locator("h1").count()) === 1, `${label}: one h1`);
   assert((await page.locator("h2").count()) >= 3, `${label}: a heading per section`);
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
   assert(overflow <= 0, `${label}: the page scrolls sideways by ${overflow}px`);
   const chips = await page.locator(".sites ul").boundingBox();
-  assert(chips.height < 60, `${label}: the site chips take ${chips.height}px, more than one line`);
+  assert(chips.height < 60, `${label}: the site chips take ${chips.height}px, more than one row`);
   const firstHeadline = await page.locator("main [data-id]").first().boundingBox();
   assert(firstHeadline.y < (width < 500 ? 420 : 300), `${label}: the first headline starts ${firstHeadline.y}px down`);
 

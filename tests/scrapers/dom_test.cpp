@@ -275,18 +275,117 @@ TEST_CASE("measure_markup counts nesting and elements from the tags alone") {
   CHECK(measure_markup("<STYLE>div{}</style><div><div>").max_depth == 2);
 }
 
-TEST_CASE("a page nested past max_nesting_depth is refused before parsing, at once") {
-  std::string html = "<html><body>";
-  for (int i = 0; i < 100'000; ++i)
-    html += "<div>";
-  html += "x</body></html>";
+namespace {
+// Checks that a built-in scraper refuses `html` as too complex, saying `why`, before parsing:
+// well within a second.
+void check_refused_at_once(const std::string& html, const char* why) {
   newsdesk::scrapers::registry builtin;
   newsdesk::scrapers::register_builtin_scrapers(builtin);
   const auto* scraper = builtin.find("cnn");
   REQUIRE(scraper != nullptr);
   const auto start = std::chrono::steady_clock::now();
-  CHECK_THROWS_WITH_AS(scraper->parse(html, "https://edition.cnn.com/"),
-                       doctest::Contains("nests its elements 100000 deep"),
+  CHECK_THROWS_WITH_AS(scraper->parse(html, "https://edition.cnn.com/"), doctest::Contains(why),
                        newsdesk::scrapers::dom::too_complex);
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
+}
+} // namespace
+
+TEST_CASE("a page nested past max_nesting_depth is refused before parsing, at once") {
+  std::string html = "<html><body>";
+  for (int i = 0; i < 100'000; ++i)
+    html += "<div>";
+  html += "x</body></html>";
+  check_refused_at_once(html, "nests its elements 100000 deep");
+}
+
+TEST_CASE("a page of more links than max_links is refused before parsing, at once") {
+  std::string html = "<html><body>";
+  for (int i = 0; i < 100'000; ++i)
+    html += "<a href=\"/story/" + std::to_string(i) + "\">Story number " + std::to_string(i) +
+            " of the day</a> ";
+  html += "</body></html>";
+  CHECK(newsdesk::scrapers::dom::measure_markup(html).links == 100'000);
+  check_refused_at_once(html, "has 100000 links (at most 20000");
+  // Every saved page is far below it.
+  for (const auto* page : {"apnews-2026-world-rendered.html", "cnn-2025-home-rendered.html"})
+    if (auto bytes = newsdesk::scrapers::testing::shared_page(page))
+      CHECK(newsdesk::scrapers::dom::measure_markup(*bytes).links <
+            newsdesk::scrapers::dom::max_links / 10);
+}
+
+namespace {
+
+// The tree below `n` as text, one line a node: elements with their attributes, text, comments;
+// but for the text of script and style elements.
+void describe(dom::node n, std::string& out, int depth = 0) {
+  for (dom::node child : n.children()) {
+    out.append(static_cast<std::size_t>(depth), ' ');
+    if (child.is_element()) {
+      out += "<" + child.tag_name();
+      for (const auto& a : child.attributes())
+        out += " " + std::string(a.name) + "=\"" + std::string(a.value) + "\"";
+      out += ">\n";
+      if (!child.has_tag("script") && !child.has_tag("style"))
+        describe(child, out, depth + 1);
+    } else if (child.is_text()) {
+      out += "text:" + std::string(child.raw_text()) + "\n";
+    } else if (child.is_comment()) {
+      out += "comment:" + std::string(child.raw_text()) + "\n";
+    }
+  }
+}
+
+std::string tree_of(std::string_view html, dom::document::script_text scripts) {
+  auto doc = dom::document::parse(html, scripts);
+  std::string out;
+  describe(doc.root(), out);
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("dropping script and style text before parsing leaves every other node as it was") {
+  using st = dom::document::script_text;
+  SUBCASE("the texts are dropped, the elements stay") {
+    auto doc = dom::document::parse("<style>p{}</style><p>a<script>var x = 1;</script>b");
+    REQUIRE(first(doc, "script"));
+    CHECK(first(doc, "script").child_count() == 0);
+    CHECK(first(doc, "style").child_count() == 0);
+    CHECK(first(doc, "p").text() == "ab");
+  }
+  SUBCASE("markup that only looks like a script's end or start") {
+    const std::vector<std::string> pages = {
+        "<p>a<script>var s = '</scrip' + 't>'; if (a<b) x--;</script><a href=/x>one</a>",
+        // An escape: inside it, "<script>" makes the next "</script>" end only the escape.
+        "<script><!-- document.write('<script>x()</script>'); --></script><a href=/y>two</a>",
+        "<script><!--></script><a href=/z>three</a>",
+        "<SCRIPT type=\"a>b\">x</SCRIPT ><style>a>b{}</style  ><p>four",
+        "<textarea><script>not a script</textarea><a href=/t>five</a>",
+        "<title><style>t</title><p>six",
+        "<!-- <script> --><a href=/c>seven</a><!--> <p>eight <!---> <script>x</script>",
+        "<svg><style>svg{}</style><a href=/s><text>nine</text></a></svg>",
+        "<p>unclosed <script>var a = 1; <a href=/u>ten</a>",
+        "<p>unclosed <style>a{}",
+        "<a href='x>y'>eleven</a><script src=a.js></script><p>twelve",
+        "<xmp><script></xmp><a href=/q>thirteen</a><plaintext><script>x</script>",
+    };
+    for (const auto& html : pages) {
+      CAPTURE(html);
+      CHECK(tree_of(html, st::dropped) == tree_of(html, st::kept));
+    }
+  }
+  SUBCASE("the saved front pages") {
+    for (const char* name :
+         {"apnews-2026-world-rendered.html", "bbc-2025-news-rendered.html", "cnn-2015-edition.html",
+          "cnn-2018-raw-jsonly.html", "cnn-2025-home-rendered.html", "hn-2022.html",
+          "reuters-2026-world-rendered.html"}) {
+      auto page = newsdesk::scrapers::testing::shared_page(name);
+      if (!page) {
+        MESSAGE("skipped: saved page " << name << " not found");
+        continue;
+      }
+      CAPTURE(name);
+      CHECK(tree_of(*page, st::dropped) == tree_of(*page, st::kept));
+    }
+  }
 }

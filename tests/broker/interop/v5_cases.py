@@ -381,7 +381,8 @@ def flow_control1():
     check(len(sent) == 2, "%d unacknowledged messages sent, Receive Maximum 2" % len(sent))
     r.ack(4, sent[0])
     p = r.read()
-    check(p is not None and p[0] == 3, "the third did not come after an acknowledgement")
+    check(p is not None and p[0] == 3,
+          "the third did not come after an acknowledgement of %d: %r" % (sent[0], p))
     r.close()
 
 
@@ -450,7 +451,7 @@ NOT_OFFERED = [
      "and takes none): one encoding of a message is shared by every subscriber, which aliases "
      "chosen per connection would undo; Mosquitto fails this case too"),
     ("client_test5.py test_server_keep_alive",
-     "it asks the broker to lower a client's 120 s keep-alive to 60 s; newsdesk keeps the "
-     "client's own, and tells only clients asking for none (mqtt.idle_timeout); Mosquitto fails "
-     "this case too"),
+     "it asks the broker to lower a client's 120 s keep-alive to 60 s (Server Keep Alive); "
+     "newsdesk keeps each client's own keep-alive and closes a client that asked for none after "
+     "mqtt.idle_timeout of silence; Mosquitto fails this case too"),
 ]

@@ -159,7 +159,7 @@ TEST_CASE("each thread is named for its role, and the background ones run below 
   CHECK(threads.count("nd-net") == 1);
   CHECK(threads.count("nd-connections") == 2);
   CHECK(threads.count("nd-worker") == 2);
-  CHECK(threads.count("nd-parse") == 1);
+  CHECK(threads.count("nd-parse") == 2);
   CHECK(threads.count("nd-build") == 1);
   CHECK(threads.count("nd-filtered") == 2);
   CHECK(threads.count("nd-log") == 1);

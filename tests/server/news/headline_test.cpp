@@ -83,16 +83,20 @@ TEST_CASE("headlines list newest first; those first seen together keep their sit
   CHECK(urls_of(list) == std::vector<std::string>{"https://b/1", "https://b/2", "https://a/3",
                                                   "https://b/3", "https://a/1", "https://a/2"});
 
-  SUBCASE("a site's new list takes the place of its old one, in the same order") {
+  SUBCASE("sites' lists merged give the same order, and a site's new list takes its place") {
+    auto merged =
+        headline_list::merged({headline_list::sorted_run(a), headline_list::sorted_run(b)});
+    CHECK(urls_of(merged) == urls_of(list));
     auto b2 = site_list({item(7, "Plum", "https://b/4", "b", 4000, false),
                          item(5, "Mango", "https://b/1", "b", 3000, false)});
-    auto next = list.replace({b.get()}, {b2});
+    auto next =
+        headline_list::merged({headline_list::sorted_run(a), headline_list::sorted_run(b2)});
     CHECK(urls_of(next) == std::vector<std::string>{"https://b/4", "https://b/1", "https://a/3",
                                                     "https://a/1", "https://a/2"});
     // The list it was made from is as it was, and b's old headlines live while it does.
-    CHECK(list.size() == 6);
+    CHECK(merged.size() == 6);
     b.reset();
-    CHECK(list[3].headline.url == "https://b/3");
+    CHECK(merged[3].headline.url == "https://b/3");
   }
   SUBCASE("views cut from a list share its headlines and keep them alive") {
     auto only_a = list.select([](const news_item& h) { return h.headline.site == "a"; }, 2);
@@ -102,9 +106,11 @@ TEST_CASE("headlines list newest first; those first seen together keep their sit
   }
 }
 
-TEST_CASE("replacing sites' headlines one change at a time gives the order a full sort does") {
+TEST_CASE(
+    "sites' lists merged as read give the order a full sort does, whole or a page at a time") {
   // Many sites with overlapping times (ties included), changed in a random order: after each
-  // change the list made by replace() equals one sorted from scratch.
+  // change the merged list, read whole or cut to a page (with and without a filter), equals one
+  // sorted from scratch.
   std::mt19937 random(26);
   std::vector<std::shared_ptr<const headline_list::site_items>> sites(20);
   std::int64_t next_id = 1;
@@ -117,28 +123,29 @@ TEST_CASE("replacing sites' headlines one change at a time gives the order a ful
                            std::to_string(s), at - static_cast<std::int64_t>(random() % 2), false));
     return site_list(std::move(items));
   };
-  headline_list list;
-  for (int s = 0; s < 20; ++s) {
+  for (int s = 0; s < 20; ++s)
     sites[s] = make_site(s);
-    list.append(sites[s]);
-  }
-  list.stable_sort(newer_first);
+  auto odd = [](const news_item& h) { return h.id % 2 == 1; };
   for (int round = 0; round < 200; ++round) {
-    std::vector<const headline_list::site_items*> gone;
-    std::vector<std::shared_ptr<const headline_list::site_items>> added;
-    std::set<int> changed;
-    for (auto n = 1 + random() % 3; n > 0; --n)
-      changed.insert(static_cast<int>(random() % 20));
-    for (int s : changed) {
-      gone.push_back(sites[s].get());
+    for (auto n = 1 + random() % 3; n > 0; --n) {
+      const auto s = static_cast<int>(random() % 20);
       sites[s] = make_site(s);
-      added.push_back(sites[s]);
     }
-    list = list.replace(gone, added);
+    std::vector<std::shared_ptr<const headline_list::run>> runs;
     headline_list full;
-    for (const auto& site : sites)
+    for (const auto& site : sites) {
+      runs.push_back(headline_list::sorted_run(site));
       full.append(site);
+    }
     full.stable_sort(newer_first);
-    REQUIRE(urls_of(list) == urls_of(full));
+    const auto merged = headline_list::merged(runs);
+    const auto page = urls_of(merged.select([](const news_item&) { return true; }, 7));
+    const auto filtered = urls_of(merged.select(odd, 5));
+    REQUIRE(merged.size() == full.size());
+    CHECK(page == urls_of(full.select([](const news_item&) { return true; }, 7)));
+    CHECK(filtered == urls_of(full.select(odd, 5)));
+    REQUIRE(urls_of(merged) == urls_of(full));
+    // Once read whole, a page is cut from what was read.
+    CHECK(urls_of(merged.select(odd, 5)) == filtered);
   }
 }

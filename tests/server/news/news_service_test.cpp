@@ -59,10 +59,10 @@ class manual_renderer final : public renderer {
     std::lock_guard lock(mutex_);
     return pending_.size();
   }
-  // Answers the oldest render in flight with a page at `url`.
-  void succeed(const std::string& url) {
+  // Answers the oldest render in flight with a page at `url` (`html`: its bytes).
+  void succeed(const std::string& url, std::string html = "<html><body><p>page</p></body></html>") {
     render_result r;
-    r.html = "<html><body><p>page</p></body></html>";
+    r.html = std::move(html);
     r.url = url;
     answer(std::move(r));
   }
@@ -485,4 +485,80 @@ TEST_CASE("refreshes that wait for a render slot past half their interval are co
   fake.succeed("https://c.test/1");
   pool.join();
   CHECK(done == 3);
+}
+
+TEST_CASE("renders wait while the pages rendered and not yet parsed fill the parse queue") {
+  // Parsing is held (its executor is not run) while pages come back: renders stop once the
+  // queue holds max_parse_queue_bytes, with render slots free, and go on as pages are parsed.
+  boost::asio::io_context ioc;
+  boost::asio::io_context parse; // the scrape executor, run only when the test says so
+  manual_clock clock;
+  manual_renderer fake;
+  auto settings = policy_rig::quiet();
+  settings.max_concurrent_renders = 4;
+  const std::string page(10'000, 'x');
+  settings.max_parse_queue_bytes = 25'000; // two pages fit, the third fills it
+  site_refresh refresh(ioc, parse.get_executor(), clock, {{"manual", &fake}}, settings, 1);
+  std::atomic<int> done{0};
+  for (int i = 0; i < 12; ++i) {
+    auto s = std::make_shared<site_config>();
+    s->name = "s" + std::to_string(i);
+    s->scraper = std::make_shared<url_scraper>();
+    s->url = "https://" + s->name + ".test/";
+    s->renderer = "manual";
+    s->interval = 1h;
+    refresh.run(
+        s, [] { return true; }, [&](refresh_result) { ++done; });
+  }
+  ioc.poll();
+  REQUIRE(fake.in_flight() == 4); // the render slots
+  // Pages come back and wait for a parse: each frees a slot, and the next render starts only
+  // while the queue has room.
+  for (int i = 0; i < 4; ++i) {
+    fake.succeed("https://s.test/" + std::to_string(i), page);
+    ioc.restart();
+    ioc.poll();
+  }
+  auto stats = refresh.stats();
+  CHECK(stats.parse_pages == 4);
+  CHECK(stats.parse_bytes == 40'000);
+  // Two pages were under the bound when their slots freed (two more renders), the third and
+  // fourth over it (none): 4 + 2 renders in all, 2 in flight, with 2 slots free.
+  CHECK(fake.started() == 6);
+  CHECK(fake.in_flight() == 2);
+  CHECK(stats.waiting == 6);
+  CHECK(stats.parse_full == 1);
+  // What is in flight comes back too: the queue takes it (bounded by the slots), nothing starts.
+  fake.succeed("https://s.test/4", page);
+  fake.succeed("https://s.test/5", page);
+  ioc.restart();
+  ioc.poll();
+  CHECK(fake.started() == 6);
+  CHECK(fake.in_flight() == 0);
+  CHECK(refresh.stats().parse_bytes == 60'000);
+  // Parsing one page leaves 50,000 bytes: still full. Parsing the rest lets renders start.
+  parse.run_one();
+  ioc.restart();
+  ioc.poll();
+  CHECK(fake.started() == 6);
+  CHECK(refresh.stats().parse_bytes == 50'000);
+  parse.restart();
+  parse.run();
+  ioc.restart();
+  ioc.poll();
+  CHECK(refresh.stats().parse_bytes == 0);
+  CHECK(fake.started() == 10);
+  CHECK(fake.in_flight() == 4);
+  CHECK(done == 6);
+  while (fake.in_flight() > 0) {
+    fake.succeed("https://s.test/more", page);
+    ioc.restart();
+    ioc.poll();
+    parse.restart();
+    parse.run();
+    ioc.restart();
+    ioc.poll();
+  }
+  CHECK(done == 12);
+  CHECK(refresh.stats().parse_bytes == 0);
 }
