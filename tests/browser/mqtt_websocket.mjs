@@ -2,6 +2,8 @@
 // headless Chromium connects to ws://HOST/mqtt on newsdesk's HTTP port with the `mqtt`
 // subprotocol, subscribes to newsdesk/headlines/+, and receives a headline the moment a refresh
 // finds it, as a dashboard in a browser would. Run by ctest (tests/browser/CMakeLists.txt).
+import { readFileSync } from "node:fs";
+import { createServer } from "node:http";
 import { createRequire } from "node:module";
 import { assert, cnnPage, eventually, launchBrowser, run, skip, startNewsdesk, startStandin, watchedPage } from "./harness.mjs";
 
@@ -11,7 +13,8 @@ const fresh = ["/2025/01/01/bridge-opens/index.html", "River bridge opens to tra
 
 let bundle;
 try {
-  bundle = createRequire(import.meta.url).resolve("mqtt/dist/mqtt.min.js");
+  // The package maps mqtt/dist/NAME to dist/NAME.js: its browser bundle.
+  bundle = createRequire(import.meta.url).resolve("mqtt/dist/mqtt.min");
 } catch (e) {
   skip("mqtt (MQTT.js) is not installed: run `npm ci --prefix tests/browser` (scripts/test does)");
 }
@@ -29,16 +32,29 @@ async function main() {
     (await newsdesk.json()).headlines.length === first.length);
 
   const browser = await launchBrowser();
+  // A dashboard of another origin, as a browser client would be: a page of its own on a local
+  // HTTP server of the test's, loading MQTT.js's browser bundle. (Served from the local machine:
+  // Chromium blocks a public page's connections to a local address, Local Network Access.) The
+  // broker takes any origin: MQTT's users and topics decide what a client may do, as on its port.
+  const dashboard = createServer((req, res) => {
+    if (req.url === "/mqtt.min.js") {
+      res.writeHead(200, { "content-type": "text/javascript" });
+      return res.end(readFileSync(bundle));
+    }
+    res.writeHead(200, { "content-type": "text/html" });
+    res.end('<!doctype html><title>dashboard</title><script src="/mqtt.min.js"></script>');
+  });
+  await new Promise((resolve) => dashboard.listen(0, "127.0.0.1", resolve));
   const page = await watchedPage(await browser.newContext());
-  // A page of another origin, as a dashboard would be: the broker takes any origin (MQTT's
-  // users and topics decide what a client may do, as on the MQTT port).
-  await page.goto("about:blank");
-  await page.addScriptTag({ path: bundle });
+  await page.goto(`http://127.0.0.1:${dashboard.address().port}/`, { waitUntil: "load" });
+  assert(await page.evaluate(() => typeof mqtt === "object" || typeof mqtt === "function"), "MQTT.js did not load");
   const wsUrl = newsdesk.base.replace(/^http/, "ws") + "/mqtt";
   const subscribed = await page.evaluate((url) => new Promise((resolve) => {
     window.received = [];
     window.client = mqtt.connect(url, { protocolVersion: 5, clientId: "browser-dashboard", reconnectPeriod: 0 });
     window.client.on("error", (e) => resolve(`error: ${e.message}`));
+    window.client.on("close", () => resolve("closed before SUBACK"));
+    setTimeout(() => resolve("no SUBACK within 10 s"), 10000);
     window.client.on("message", (topic, payload) => window.received.push({ topic, text: payload.toString() }));
     window.client.on("connect", () =>
       window.client.subscribe("newsdesk/headlines/+", { qos: 1 }, (err, granted) =>
@@ -70,6 +86,7 @@ async function main() {
   // The refused WebSocket is the one problem the page may report.
   const others = page.problems.filter((p) => !p.includes("WebSocket connection"));
   assert(others.length === 0, `the page saw problems:\n${others.join("\n")}`);
+  dashboard.close();
 }
 
 await run(main, { log: () => (newsdesk ? newsdesk.log() : "") });
