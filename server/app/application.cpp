@@ -220,6 +220,22 @@ struct application::parts {
     if (pubsub)
       routes.bind_json(route_id::broker_stats,
                        [this] { return nlohmann::json(pubsub->stats()).dump() + "\n"; });
+    if (pubsub && cfg.broker.mqtt.enabled)
+      routes.bind(route_id::mqtt_websocket, [this](http_request req, responder respond) {
+        broker::websocket_request upgrade{req.method, req.target, std::move(req.headers)};
+        if (auto refused = broker::check_websocket_request(upgrade)) {
+          auto res = text_response(refused->status, refused->text);
+          if (refused->status == 426)
+            res.with_header("Upgrade", "websocket");
+          return respond(std::move(res));
+        }
+        http_response res;
+        res.status = 101; // written by the broker, which answers the upgrade
+        res.take_over = [this, upgrade = std::move(upgrade)](int fd) mutable {
+          pubsub->serve_websocket(fd, std::move(upgrade));
+        };
+        respond(std::move(res));
+      });
     if (cfg.metrics)
       routes.bind(route_id::metrics, [this](http_request, responder respond) {
         std::optional<broker::stats_snapshot> broker_stats;
@@ -417,7 +433,7 @@ struct application::parts {
       auto endpoint = pubsub->local_endpoint();
       log_info("msg=listening service=broker address=" + endpoint.address().to_string() + ":" +
                std::to_string(endpoint.port()));
-      if (cfg.broker.mqtt.enabled) {
+      if (pubsub->mqtt_listening()) {
         auto mqtt = pubsub->mqtt_endpoint();
         log_info("msg=listening service=mqtt address=" + mqtt.address().to_string() + ":" +
                  std::to_string(mqtt.port()));

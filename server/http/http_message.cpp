@@ -142,6 +142,8 @@ std::string_view reason_phrase(unsigned status) {
     return "Payload Too Large";
   case 414:
     return "URI Too Long";
+  case 426:
+    return "Upgrade Required";
   case 429:
     return "Too Many Requests";
   case 431:

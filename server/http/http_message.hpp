@@ -102,6 +102,12 @@ struct http_response {
   // Header lines formatted ahead of time (append_header_line), sent after `headers`: what a
   // response served many times over carries every time (see representation).
   std::shared_ptr<const std::string> header_lines;
+  // When set, the connection is handed over instead of answered (an upgrade to another
+  // protocol: MQTT over WebSocket): the server writes nothing, lets the socket go and calls
+  // this, on the connection's thread, with its descriptor, the callee's from then on. A HEAD
+  // request, or one followed by bytes already read (pipelined), is answered 400 instead, and
+  // one arriving while the server stops 503.
+  std::function<void(int fd)> take_over;
 
   std::size_t body_size() const { return file_body ? file_body->size() : body.size(); }
   // The first header of that name (case-insensitive) in `headers` or `header_lines`.

@@ -543,6 +543,8 @@ class session : public connection_base, public std::enable_shared_from_this<sess
   }
 
   void do_write(http_response res) {
+    if (res.take_over)
+      return hand_over(std::move(res.take_over));
     if (state_->stopping)
       keep_alive_ = false;
     set_deadline(state_->limits.write_timeout);
@@ -567,6 +569,21 @@ class session : public connection_base, public std::enable_shared_from_this<sess
     if (file && file->size() > max_copied_body)
       return send_head_then_file();
     write_out(file ? file->bytes() : std::string_view(response_.body));
+  }
+
+  // An upgrade (http_response::take_over): the socket goes to whoever speaks the new protocol,
+  // and this connection ends without a write (its budget slot goes with it).
+  void hand_over(std::function<void(int)> take_over) {
+    clear_deadline();
+    if (head_ || buffer_.size() != 0 || state_->stopping) { // bytes already read would be lost
+      keep_alive_ = false;
+      return do_write(state_->stopping ? over_budget() : text_response(400));
+    }
+    error_code ec;
+    const int fd = socket_.release(ec);
+    if (ec)
+      return fail(ec, "hand over");
+    take_over(fd);
   }
 
   // Bodies up to this size go out with their head in one write (a copy into the socket costs
