@@ -199,7 +199,11 @@ http_response text_response(unsigned status, std::string_view text) {
   return res;
 }
 
-bool event_stream::push(std::string_view chunk) {
+bool event_stream::push(std::string_view text) {
+  return push(std::make_shared<const std::string>(text));
+}
+
+bool event_stream::push(chunk shared) {
   std::function<void()> wake;
   {
     std::lock_guard lock(mutex_);
@@ -209,11 +213,12 @@ bool event_stream::push(std::string_view chunk) {
     // refresh's batch of events, bounded by the store's limits); one that still has data
     // waiting and would pass the limit is too slow: dropped, it reconnects and replays what it
     // missed.
-    if (!backlog_.empty() && backlog_.size() + chunk.size() > max_bytes_) {
+    if (backlog_bytes_ > 0 && backlog_bytes_ + shared->size() > max_bytes_) {
       closed_ = true;
       wake = std::move(wake_);
     } else {
-      backlog_.append(chunk);
+      backlog_bytes_ += shared->size();
+      backlog_.push_back(std::move(shared));
       wake = wake_;
     }
   }
@@ -249,8 +254,9 @@ void event_stream::on_activity(std::function<void()> wake) {
   wake(); // whatever was pushed before the connection was ready
 }
 
-std::string event_stream::take() {
+std::vector<event_stream::chunk> event_stream::take() {
   std::lock_guard lock(mutex_);
+  backlog_bytes_ = 0;
   return std::exchange(backlog_, {});
 }
 

@@ -77,6 +77,9 @@ struct http_server::state {
     std::size_t plain = 0, streams = 0;
   };
   std::unordered_map<std::string, per_address> by_address;
+  // Streams by address range (range_of): a client with a few dozen addresses of one network
+  // shares one range's streams instead of taking max_streams_per_ip of each.
+  std::unordered_map<std::string, std::size_t> streams_by_range;
   std::map<std::string, std::uint64_t> refusals_unlogged; // by reason
   std::chrono::steady_clock::time_point last_refusal_log{};
 
@@ -104,8 +107,9 @@ struct http_server::state {
     return reason;
   }
 
-  // Moves a plain slot to a stream slot, or returns why not ("streams", "streams_per_ip").
-  const char* to_stream(const std::string& address) {
+  // Moves a plain slot to a stream slot, or returns why not ("streams", "streams_per_ip",
+  // "streams_per_range").
+  const char* to_stream(const std::string& address, const std::string& range) {
     std::lock_guard lock(budget_mutex);
     auto& mine = by_address[address];
     const char* reason = nullptr;
@@ -113,7 +117,12 @@ struct http_server::state {
       reason = "streams";
     else if (limits.max_streams_per_ip && mine.streams >= limits.max_streams_per_ip)
       reason = "streams_per_ip";
+    else if (limits.max_streams_per_range &&
+             streams_by_range[range] >= limits.max_streams_per_range)
+      reason = "streams_per_range";
     if (reason) {
+      if (auto r = streams_by_range.find(range); r != streams_by_range.end() && r->second == 0)
+        streams_by_range.erase(r);
       note_refusal_locked(reason);
       return reason;
     }
@@ -121,10 +130,28 @@ struct http_server::state {
     --mine.plain;
     ++streams;
     ++mine.streams;
+    ++streams_by_range[range];
     return nullptr;
   }
 
-  void release(slot kind, const std::string& address) {
+  // A stream slot taken for a request that was then answered without a stream: plain again.
+  void to_plain(const std::string& address, const std::string& range) {
+    std::lock_guard lock(budget_mutex);
+    --streams;
+    ++plain;
+    if (auto it = by_address.find(address); it != by_address.end()) {
+      --it->second.streams;
+      ++it->second.plain;
+    }
+    forget_range_locked(range);
+  }
+
+  void forget_range_locked(const std::string& range) {
+    if (auto r = streams_by_range.find(range); r != streams_by_range.end() && --r->second == 0)
+      streams_by_range.erase(r);
+  }
+
+  void release(slot kind, const std::string& address, const std::string& range) {
     std::lock_guard lock(budget_mutex);
     if (kind == slot::refusing) {
       --refusing;
@@ -139,6 +166,7 @@ struct http_server::state {
       --streams;
       if (it != by_address.end())
         --it->second.streams;
+      forget_range_locked(range);
     }
     if (it != by_address.end() && it->second.plain == 0 && it->second.streams == 0)
       by_address.erase(it);
@@ -342,6 +370,28 @@ std::string format_head(const http_response& res, unsigned version, bool keep_al
   return head;
 }
 
+// The address range a client's streams are counted in (http_server_limits::stream_range_v4 and
+// _v6): its address with the bits past the prefix cleared, as text. An IPv4 address written as
+// IPv6 (::ffff:a.b.c.d, a dual-stack listener) is IPv4.
+std::string range_of(const net::ip::address& address, const http_server_limits& limits) {
+  const auto cut = [](auto bytes, unsigned prefix) {
+    const unsigned bits = static_cast<unsigned>(bytes.size()) * 8;
+    prefix = std::min(prefix, bits);
+    for (unsigned bit = prefix; bit < bits; ++bit)
+      bytes[bit / 8] = static_cast<unsigned char>(bytes[bit / 8] & ~(0x80u >> (bit % 8)));
+    return bytes;
+  };
+  auto v6 = address.is_v6() ? address.to_v6() : net::ip::address_v6();
+  if (address.is_v4() || v6.is_v4_mapped()) {
+    const auto v4 = address.is_v4() ? address.to_v4()
+                                    : net::ip::make_address_v4(net::ip::v4_mapped, v6);
+    return net::ip::address_v4(cut(v4.to_bytes(), limits.stream_range_v4)).to_string() + "/" +
+           std::to_string(std::min(limits.stream_range_v4, 32u));
+  }
+  return net::ip::address_v6(cut(v6.to_bytes(), limits.stream_range_v6)).to_string() + "/" +
+         std::to_string(std::min(limits.stream_range_v6, 128u));
+}
+
 void fail(error_code ec, const char* step) {
   log(log_level::debug,
       std::string("msg=\"http ") + step + " failed\" error=" + logfmt_quoted(ec.message()));
@@ -353,12 +403,13 @@ class session : public connection_base, public std::enable_shared_from_this<sess
   // `kind`: the budget slot serve() took for this connection (plain, or refusing: it reads one
   // request and answers 503).
   session(tcp::socket&& socket, std::shared_ptr<http_server::state> st, std::string address,
-          http_server::state::slot kind)
+          std::string range, http_server::state::slot kind)
       : socket_(std::move(socket))
       , state_(std::move(st))
       , deadline_timer_(socket_.get_executor())
       , file_deadline_(socket_.get_executor())
       , address_(std::move(address))
+      , range_(std::move(range))
       , slot_(kind) {
     ++state_->connections;
     // Every response ends with a flush: without this, Nagle holds a body's last partial segment
@@ -371,7 +422,7 @@ class session : public connection_base, public std::enable_shared_from_this<sess
       std::lock_guard lock(state_->open_mutex);
       state_->open.erase(*registered_);
     }
-    state_->release(slot_, address_);
+    state_->release(slot_, address_, range_);
     --state_->connections;
   }
 
@@ -441,6 +492,16 @@ class session : public connection_base, public std::enable_shared_from_this<sess
     }
 
     http_request req = to_request(msg);
+    if (slot_ == http_server::state::slot::plain && !head_)
+      req.reserve_stream = [weak = weak_from_this()]() -> std::optional<http_response> {
+        auto self = weak.lock();
+        if (!self || self->slot_ != http_server::state::slot::plain)
+          return std::nullopt;
+        if (self->state_->to_stream(self->address_, self->range_))
+          return self->over_budget();
+        self->slot_ = http_server::state::slot::stream;
+        return std::nullopt;
+      };
 
     // The handler may answer from any thread; writing happens back on this connection's strand
     // or loop (at once when it answers there, before returning: no trip through the queue).
@@ -467,8 +528,10 @@ class session : public connection_base, public std::enable_shared_from_this<sess
     if (state_->stopping)
       keep_alive_ = false;
     set_deadline(state_->limits.write_timeout);
+    if (res.stream && !head_ && slot_ == http_server::state::slot::stream)
+      return start_stream(std::move(res)); // its slot reserved by the handler
     if (res.stream && !head_ && slot_ == http_server::state::slot::plain) {
-      if (!state_->to_stream(address_))
+      if (!state_->to_stream(address_, range_))
         return start_stream(std::move(res));
       res.stream->close(); // over the streams' budget: the client retries later
       res = over_budget();
@@ -476,6 +539,10 @@ class session : public connection_base, public std::enable_shared_from_this<sess
     }
     if (res.stream)
       res.stream->close();
+    if (slot_ == http_server::state::slot::stream) { // reserved, then answered otherwise
+      state_->to_plain(address_, range_);
+      slot_ = http_server::state::slot::plain;
+    }
     const bool bodiless_status = res.status / 100 == 1 || res.status == 204 || res.status == 304;
     auto out = std::make_shared<outgoing>();
     out->head = format_head(res, version_, keep_alive_,
@@ -630,15 +697,20 @@ class session : public connection_base, public std::enable_shared_from_this<sess
 
   // A streamed body: the headers, then whatever the event stream produces until it closes.
   void start_stream(http_response res) {
-    slot_ = http_server::state::slot::stream; // to_stream() moved the slot
+    slot_ = http_server::state::slot::stream; // to_stream() or the handler moved the slot
     keep_alive_ = false;                      // the body ends when the connection does
     events_ = std::move(res.stream);
+    // A stream may stay open for hours: what reading its request took goes now (the parser
+    // holds the request's headers, the buffer what the client sent).
+    parser_.reset();
+    buffer_ = beast::flat_buffer();
     auto head = std::make_shared<std::string>(format_head(res, version_, false, std::nullopt));
     net::async_write(
         socket_, net::buffer(*head), [self = shared_from_this(), head](error_code ec, std::size_t) {
           self->clear_deadline(); // idle between events; each write has its own deadline
           if (ec)
             return self->events_->close();
+          self->watch_stream_peer();
           // The stream holds the session while it is open; closing it releases the session.
           self->events_->on_activity([self] {
             net::post(self->socket_.get_executor(), [self] { self->do_stream_write(); });
@@ -646,19 +718,41 @@ class session : public connection_base, public std::enable_shared_from_this<sess
         });
   }
 
+  // A streaming client sends nothing more: a read ends only when it leaves (or sends what it
+  // should not), and the stream closes then rather than at the next event or heartbeat, so a
+  // client gone frees its slot and memory at once.
+  void watch_stream_peer() {
+    socket_.async_read_some(net::buffer(peer_byte_),
+                            [self = shared_from_this()](error_code, std::size_t) {
+                              self->peer_gone_ = true;
+                              self->events_->close();
+                            });
+  }
+
   void do_stream_write() {
     if (writing_events_)
       return;
-    auto data = std::make_shared<std::string>(events_->take());
-    if (data->empty()) {
-      if (events_->closed())
-        do_close();
+    auto chunks = std::make_shared<std::vector<event_stream::chunk>>(events_->take());
+    if (chunks->empty()) {
+      if (!events_->closed())
+        return;
+      error_code ignored;
+      if (peer_gone_)
+        return socket_.close(ignored); // nothing to tell a client that left
+      // Ended here: the client is told (FIN) and has the write deadline to close its side, while
+      // watch_stream_peer's read holds the connection.
+      set_deadline(state_->limits.write_timeout);
+      do_close();
       return;
     }
+    std::vector<net::const_buffer> buffers;
+    buffers.reserve(chunks->size());
+    for (const auto& c : *chunks)
+      buffers.push_back(net::buffer(*c));
     writing_events_ = true;
     set_deadline(state_->limits.write_timeout);
-    net::async_write(socket_, net::buffer(*data),
-                     [self = shared_from_this(), data](error_code ec, std::size_t) {
+    net::async_write(socket_, buffers,
+                     [self = shared_from_this(), chunks](error_code ec, std::size_t) {
                        self->writing_events_ = false;
                        self->clear_deadline();
                        if (ec)
@@ -687,6 +781,9 @@ class session : public connection_base, public std::enable_shared_from_this<sess
   bool restart_read_ = false; // notice_stop() cancelled that read to restart it
   std::optional<std::list<std::weak_ptr<connection_base>>::iterator> registered_;
   const std::string address_;     // the client's, for the per-address budgets
+  const std::string range_;       // its address range, for the streams' per-range budget
+  std::array<char, 1> peer_byte_{}; // what watch_stream_peer reads into
+  bool peer_gone_ = false;          // that read ended: the client left
   http_server::state::slot slot_; // the budget slot this connection holds
 };
 
@@ -700,18 +797,19 @@ void serve(const std::shared_ptr<http_server::state>& st, tcp::socket socket) {
   if (ec)
     return; // the client left before it was accepted
   auto address = endpoint.address().to_string();
+  auto range = range_of(endpoint.address(), st->limits);
   if (!st->move_to_loop(socket))
     return;
   bool refusing = false;
   if (!st->admit(address, refusing))
-    return std::make_shared<session>(std::move(socket), st, std::move(address),
+    return std::make_shared<session>(std::move(socket), st, std::move(address), std::move(range),
                                      http_server::state::slot::plain)
         ->run();
   if (!refusing) {
     socket.close(ec);
     return;
   }
-  std::make_shared<session>(std::move(socket), st, std::move(address),
+  std::make_shared<session>(std::move(socket), st, std::move(address), std::move(range),
                             http_server::state::slot::refusing)
       ->run();
 }

@@ -47,6 +47,14 @@ struct http_server_limits {
   std::size_t max_connections_per_ip = 256;
   std::size_t max_streams = 4'096;
   std::size_t max_streams_per_ip = 16;
+  // Streams from one address range at once: IPv4 addresses sharing their first stream_range_v4
+  // bits (a /24), IPv6 their first stream_range_v6 (a /64, what one site or household gets). A
+  // client holding a few dozen addresses of one network (a cloud subnet, a /64 of its own) could
+  // otherwise take max_streams_per_ip with each and fill max_streams. 64: four clients' worth of
+  // max_streams_per_ip, room for a network of readers behind a few addresses. 0: no limit.
+  std::size_t max_streams_per_range = 64;
+  unsigned stream_range_v4 = 24;
+  unsigned stream_range_v6 = 64;
   // Connections being refused at once (each holds a descriptor while its 503 goes out); past
   // this, new ones over a limit are closed at once.
   std::size_t max_refusing = 256;

@@ -15,10 +15,13 @@
 // which grows in commit order. A client that reconnects with Last-Event-ID (or ?after=ID) first
 // gets what it missed, replayed from the store, on any instance sharing it; an id from another
 // store, or one older than what pruning kept, gets an `event: reset` whose data is every current
-// headline, and goes on from there. A client may name the same site= and q= filters as the page
+// headline, and goes on from there; that reset is made once per snapshot (and filter) and shared
+// by every client starting over meanwhile, so a storm of reconnects costs one reset's bytes. A client may name the same site= and q= filters as the page
 // (news_query.hpp): it is sent only the headlines that page would list, in its replay and reset as
 // well. Each client has a bounded backlog: one that stops reading is cut off (it will reconnect and
-// replay), never slowing the others. Comments (": ping") every 15 s keep proxies from closing idle
+// replay), never slowing the others; its backlog is the bytes it has yet to be sent, shared with
+// the other clients where they are the same (a batch, a reset), so a stream costs its connection
+// and a few hundred bytes, not a copy of every event. Comments (": ping") every 15 s keep proxies from closing idle
 // streams and reveal clients that left.
 //
 // Threads: all members may be called from any thread. publish() only queues: the batch is
@@ -76,9 +79,9 @@ class live_events {
   // (news_page.hpp, status_of). Returns at once, sent after the batches published before it.
   void publish_status(const std::vector<site_report>& sites);
 
-  // What a client starting over gets in its reset event: the headlines shown now. Set before
-  // start().
-  void set_snapshot_source(std::function<headline_list()> source);
+  // What a client starting over gets in its reset event: the headlines shown now, and the newest
+  // id held (where its stream goes on from). Set before start().
+  void set_snapshot_source(std::function<std::shared_ptr<const news_snapshot>()> source);
 
   // The /events route.
   void handle(http_request request, responder respond);
@@ -86,6 +89,7 @@ class live_events {
   void start(); // heartbeats
   void stop();  // closes every stream; later batches are dropped
 
+  // Open streams (a refused one is never counted: it is answered 503 before it is one).
   std::size_t clients() const;
 
   static constexpr std::chrono::seconds heartbeat{15};

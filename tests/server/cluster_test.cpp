@@ -10,8 +10,11 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <thread>
 
 using namespace newsdesk::testing;
@@ -38,6 +41,65 @@ std::set<std::string> titles(unsigned short port) {
   for (const auto& h : news.at("headlines"))
     out.insert(h.at("title").get<std::string>());
   return out;
+}
+
+// HAProxy in front of `ports` as deploy/haproxy-cluster.cfg checks them (GET /readyz, 200
+// expected, two failures mark one down, two successes up), checking every `check_every` so that
+// a wrong 503 shows within a test's outage.
+struct load_balancer {
+  temp_dir dir;
+  unsigned short port = unused_port();
+  std::unique_ptr<child_process> process;
+
+  load_balancer(const std::vector<unsigned short>& ports, const std::string& check_every) {
+    std::string cfg = "global\n    maxconn 256\ndefaults\n    mode http\n"
+                      "    timeout connect 2s\n    timeout client 10s\n"
+                      "    timeout server 10s\n    retries 2\n    option redispatch\n"
+                      "frontend in\n    bind 127.0.0.1:" +
+                      std::to_string(port) +
+                      "\n    default_backend newsdesk\nbackend newsdesk\n"
+                      "    balance leastconn\n    option httpchk\n"
+                      "    http-check send meth GET uri /readyz\n"
+                      "    http-check expect status 200\n"
+                      "    default-server check inter " +
+                      check_every + " fall 2 rise 2\n";
+    for (auto p : ports)
+      cfg += "    server n" + std::to_string(p) + " 127.0.0.1:" + std::to_string(p) + "\n";
+    const auto haproxy = fs::exists("/usr/sbin/haproxy") ? "/usr/sbin/haproxy" : "haproxy";
+    process = std::make_unique<child_process>(
+        haproxy, std::vector<std::string>{"-f", dir.write("haproxy.cfg", cfg), "-db"},
+        std::vector<std::string>{}, (dir.path / "haproxy.log").string());
+    REQUIRE_MESSAGE(eventually([&] { return http_get(port, "/news").status == 200; }),
+                    ("HAProxy did not answer (scripts/setup installs it): " + log()));
+  }
+  std::string log() const { return read_file((dir.path / "haproxy.log").string()); }
+};
+
+// The sockets `pid` holds to `port` that the other side has closed (CLOSE_WAIT in
+// /proc/net/tcp), found by their inodes among its descriptors.
+std::size_t closed_by_peer(int pid, unsigned short port) {
+  std::set<std::string> inodes;
+  std::error_code ec;
+  for (const auto& fd : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+    const auto target = fs::read_symlink(fd.path(), ec).string();
+    if (target.rfind("socket:[", 0) == 0)
+      inodes.insert(target.substr(8, target.size() - 9));
+  }
+  std::ifstream tcp("/proc/net/tcp");
+  std::string line;
+  std::getline(tcp, line); // the header
+  std::size_t n = 0;
+  char port_hex[8];
+  std::snprintf(port_hex, sizeof port_hex, "%04X", port);
+  while (std::getline(tcp, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+    fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >>
+        timeout >> inode;
+    if (state == "08" && remote.substr(remote.find(':') + 1) == port_hex && inodes.count(inode))
+      ++n;
+  }
+  return n;
 }
 
 // The epoch:id of the newest headline an SSE stream has carried.
@@ -320,29 +382,8 @@ TEST_CASE("with PostgreSQL down every instance stays in HAProxy, serving from me
   REQUIRE(eventually([&] { return titles(b->port).count("Before story") == 1; }));
   REQUIRE(eventually([&] { return http_get(b->port, "/readyz").status == 200; }));
 
-  // HAProxy as deploy/haproxy-cluster.cfg checks the instances (GET /readyz, 200 expected, two
-  // failures mark one down), checking faster so that a wrong 503 shows within the outage.
-  temp_dir lb_dir;
-  const auto lb_port = unused_port();
-  std::string lb_config = "global\n    maxconn 256\ndefaults\n    mode http\n"
-                          "    timeout connect 2s\n    timeout client 10s\n"
-                          "    timeout server 10s\n    retries 2\n    option redispatch\n"
-                          "frontend in\n    bind 127.0.0.1:" +
-                          std::to_string(lb_port) +
-                          "\n    default_backend newsdesk\nbackend newsdesk\n"
-                          "    balance leastconn\n    option httpchk\n"
-                          "    http-check send meth GET uri /readyz\n"
-                          "    http-check expect status 200\n"
-                          "    default-server check inter 300ms fall 2 rise 2\n";
-  for (const auto* nd : {a.get(), b.get()})
-    lb_config +=
-        "    server n" + std::to_string(nd->port) + " 127.0.0.1:" + std::to_string(nd->port) + "\n";
-  const auto haproxy = fs::exists("/usr/sbin/haproxy") ? "/usr/sbin/haproxy" : "haproxy";
-  child_process lb(haproxy, {"-f", lb_dir.write("haproxy.cfg", lb_config), "-db"}, {},
-                   (lb_dir.path / "haproxy.log").string());
-  REQUIRE_MESSAGE(eventually([&] { return http_get(lb_port, "/news").status == 200; }),
-                  ("HAProxy did not answer (scripts/setup installs it): " +
-                   read_file((lb_dir.path / "haproxy.log").string())));
+  load_balancer lb({a->port, b->port}, "300ms");
+  const auto lb_port = lb.port;
 
   pg.stop();
   const auto stopped = std::chrono::steady_clock::now();
@@ -370,7 +411,7 @@ TEST_CASE("with PostgreSQL down every instance stays in HAProxy, serving from me
       ++served;
     std::this_thread::sleep_for(50ms);
   }
-  INFO(read_file((lb_dir.path / "haproxy.log").string()));
+  INFO(lb.log());
   CHECK(asked >= 20);
   CHECK(served == asked);
 
@@ -392,6 +433,148 @@ TEST_CASE("with PostgreSQL down every instance stays in HAProxy, serving from me
   CHECK(eventually([&] {
     return http_get(a->port, "/metrics").body.find("\nnewsdesk_degraded 0\n") != std::string::npos;
   }));
+  // The pool's connections the restart closed are let go, not left in CLOSE-WAIT until used.
+  for (const auto* nd : {a.get(), b.get()})
+    CHECK_MESSAGE(eventually([&] { return closed_by_peer(nd->process->pid(), pg.port()) == 0; },
+                             5s),
+                  closed_by_peer(nd->process->pid(), pg.port()));
+}
+
+TEST_CASE("a frozen PostgreSQL is told as a stopped one: every instance stays in HAProxy, says "
+          "so within 5 s in one line, and is back within 5 s of the thaw") {
+  postgres_cluster pg; // its own: this test freezes it
+  const auto store = pg.fresh_database();
+  splash_standin splash;
+  splash.set("https://a.cnn.com/",
+             standin_page::page(cnn_page({{"/1/index.html", "Before story"}})));
+  const auto config = cluster_config(
+      splash, {site("a", "cnn", "https://a.cnn.com/", {{"interval", 1}})}, {{"retries", 0}});
+  auto a = instance(config, store);
+  auto b = instance(config, store);
+  const std::vector<const newsdesk_process*> nds{a.get(), b.get()};
+  for (const auto* nd : nds)
+    REQUIRE(eventually([&] { return http_get(nd->port, "/readyz").status == 200; }, 20s));
+  REQUIRE(eventually([&] { return titles(b->port).count("Before story") == 1; }));
+  // As deploy/haproxy-cluster.cfg checks (two failures mark an instance down), every 500 ms.
+  load_balancer lb({a->port, b->port}, "500ms");
+
+  // SIGSTOP: connections stay open and nothing answers, so only a bound on this side ends a
+  // call. Claims, renewals and writes go on trying every second meanwhile.
+  pg.freeze();
+  const auto frozen = std::chrono::steady_clock::now();
+  std::vector<std::optional<std::chrono::milliseconds>> told(nds.size());
+  int asked = 0, served = 0;
+  std::chrono::milliseconds slowest_readyz{0};
+  while (std::chrono::steady_clock::now() - frozen < 12s) {
+    auto page = http_get(lb.port, "/news");
+    ++asked;
+    served += page.status == 200 && page.body.find("Before story") != std::string::npos;
+    for (std::size_t i = 0; i < nds.size(); ++i) {
+      auto ready = http_get(nds[i]->port, "/readyz");
+      slowest_readyz = std::max(slowest_readyz, ready.elapsed);
+      if (!told[i] && ready.status == 200 &&
+          json::parse(ready.body).at("state") == "degraded" &&
+          news_json(nds[i]->port).value("notice", "").find("database") != std::string::npos)
+        told[i] = std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::steady_clock::now() - frozen);
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  INFO(lb.log());
+  CHECK(asked >= 50);
+  CHECK(served == asked);
+  // /readyz answers from state: the probe that finds the database hung holds nothing it needs.
+  CHECK(slowest_readyz < 1s);
+  for (std::size_t i = 0; i < nds.size(); ++i) {
+    INFO(nds[i]->log());
+    REQUIRE(told[i]);
+    CHECK(*told[i] <= 5s);
+    CHECK(count(nds[i]->process->output(), "msg=\"store unreachable\"") == 1);
+    CHECK(scrape_metric(nds[i]->port, "newsdesk_degraded") == 1);
+  }
+
+  splash.set("https://a.cnn.com/",
+             standin_page::page(
+                 cnn_page({{"/1/index.html", "Before story"}, {"/2/index.html", "After story"}})));
+  pg.thaw();
+  const auto thawed = std::chrono::steady_clock::now();
+  for (const auto* nd : nds)
+    CHECK(eventually(
+        [&] {
+          return news_json(nd->port).value("notice", "").empty() &&
+                 scrape_metric(nd->port, "newsdesk_degraded") == 0;
+        },
+        10s));
+  const auto back = std::chrono::steady_clock::now() - thawed;
+  INFO("back after " << std::chrono::duration_cast<std::chrono::milliseconds>(back).count()
+                     << " ms");
+  CHECK(back <= 5s);
+  for (const auto* nd : nds) {
+    CHECK(eventually([&] { return titles(nd->port).count("After story") == 1; }, 15s));
+    CHECK(nd->process->output().find("msg=\"store reachable again\"") != std::string::npos);
+  }
+}
+
+TEST_CASE("a killed instance's sites are taken over when its heartbeat runs out, long before its "
+          "lease") {
+  auto& pg = postgres_cluster::shared();
+  const auto store = pg.fresh_database();
+  splash_standin splash;
+  splash.set("https://a.cnn.com/", standin_page::hang()); // the holder dies mid-render
+  const auto config =
+      cluster_config(splash, {site("a", "cnn", "https://a.cnn.com/", {{"interval", 600}})},
+                     {{"lease", 60}, {"retries", 0}});
+  auto holder = instance(config, store);
+  REQUIRE(eventually([&] { return splash.renders("https://a.cnn.com/") == 1; }, 10s));
+  auto other = instance(config, store);
+  REQUIRE(other->process->wait_for_log("msg=\"change listener: listening\""));
+  CHECK(splash.renders("https://a.cnn.com/") == 1);
+
+  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a/index.html", "Taken over"}})));
+  const auto killed = std::chrono::steady_clock::now();
+  REQUIRE(holder->process->stop(SIGKILL) == 128 + SIGKILL);
+  REQUIRE(eventually([&] { return splash.renders("https://a.cnn.com/") == 2; }, 20s));
+  const auto took = std::chrono::steady_clock::now() - killed;
+  INFO("taken over after " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                           << " ms (lease 60 s)");
+  // The heartbeat's 5 s, a beat's second, a claim's spread and a loaded machine's slack.
+  CHECK(took <= 9s);
+  CHECK(eventually([&] { return titles(other->port).count("Taken over") == 1; }, 5s));
+}
+
+TEST_CASE("a site only some instances have is reported by the others, and as rendered by none "
+          "once those are gone") {
+  auto& pg = postgres_cluster::shared();
+  const auto store = pg.fresh_database();
+  splash_standin splash;
+  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a/x.html", "A story"}})));
+  splash.set("https://x.cnn.com/", standin_page::page(cnn_page({{"/x/x.html", "X story"}})));
+  const auto a_site = site("a", "cnn", "https://a.cnn.com/", {{"interval", 2}});
+  auto knows_x = instance(
+      cluster_config(splash, {a_site, site("x", "cnn", "https://x.cnn.com/", {{"interval", 2}})},
+                     {}),
+      store);
+  auto without_x = instance(cluster_config(splash, {a_site}, {}), store);
+  REQUIRE(eventually([&] { return splash.renders("https://x.cnn.com/") >= 1; }));
+  CHECK(without_x->process->wait_for_log(
+      "msg=\"site known to other instances only\" site=\"x\"", 15s));
+  CHECK(scrape_metric(without_x->port, "newsdesk_cluster_sites_elsewhere") == 1);
+  CHECK(scrape_metric(knows_x->port, "newsdesk_cluster_sites_elsewhere") == 0);
+
+  REQUIRE(knows_x->process->stop(SIGKILL) == 128 + SIGKILL);
+  CHECK_MESSAGE(without_x->process->wait_for_log(
+                    "msg=\"site rendered by no running instance\" site=\"x\"", 30s),
+                without_x->log());
+  CHECK(scrape_metric(without_x->port, "newsdesk_cluster_sites_orphaned") == 1);
+  // Its lease was let go: an instance that has the site claims it at once.
+  CHECK(pg.exec(store.substr(store.rfind('/') + 1),
+                "SELECT count(*) FROM schedule WHERE site = 'x' AND owner IS NOT NULL") == "0");
+  auto again = instance(
+      cluster_config(splash, {a_site, site("x", "cnn", "https://x.cnn.com/", {{"interval", 2}})},
+                     {}),
+      store);
+  const auto renders = splash.renders("https://x.cnn.com/");
+  CHECK(eventually([&] { return splash.renders("https://x.cnn.com/") > renders; }, 10s));
 }
 
 TEST_CASE("an unreachable PostgreSQL at start stops newsdesk with a message naming it") {
@@ -495,4 +678,38 @@ TEST_CASE("a role that may not create newsdesk's tables stops newsdesk with what
   const auto said = nd.log();
   CHECK(said.find("permission denied for schema public") != std::string::npos);
   CHECK(said.find("GRANT CREATE ON SCHEMA public TO") != std::string::npos);
+}
+
+TEST_CASE("a login PostgreSQL refuses is told with its cause, in the log line and the notice") {
+  auto& pg = postgres_cluster::shared();
+  const auto database = database_of(pg.fresh_database());
+  const auto role = "login_" + database;
+  const auto store = store_as_role(pg, database, role, "");
+  pg.exec(database, "ALTER DATABASE " + database + " OWNER TO " + role);
+  splash_standin splash;
+  splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a/x.html", "A story"}})));
+  auto a = instance(
+      cluster_config(splash, {site("a", "cnn", "https://a.cnn.com/", {{"interval", 1}})}, {}),
+      store);
+  REQUIRE(eventually([&] { return titles(a->port).count("A story") == 1; }));
+  REQUIRE(a->process->wait_for_log("msg=\"change listener: listening\""));
+
+  // The role may no longer log in, and its sessions are cut: every new connection is refused.
+  pg.exec(database, "ALTER ROLE " + role + " NOLOGIN");
+  pg.exec(database, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE "
+                    "usename = '" +
+                        role + "'");
+  const auto line = a->process->wait_for_log("msg=\"store refused the login\"", 15s);
+  REQUIRE_MESSAGE(line, a->log());
+  CHECK(line->find("is not permitted to log in") != std::string::npos);
+  CHECK(line->find("check store credentials") != std::string::npos);
+  CHECK(count(a->process->output(), "msg=\"store refused the login\"") == 1);
+  CHECK(count(a->process->output(), "msg=\"store unreachable\"") == 0);
+  const auto notice = news_json(a->port).value("notice", "");
+  CHECK(notice.find("refused newsdesk's login") != std::string::npos);
+  CHECK(notice.find("is not permitted to log in") != std::string::npos);
+  CHECK(scrape_metric(a->port, "newsdesk_degraded") == 1);
+
+  pg.exec(database, "ALTER ROLE " + role + " LOGIN");
+  CHECK(eventually([&] { return news_json(a->port).value("notice", "").empty(); }, 10s));
 }
