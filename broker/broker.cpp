@@ -43,7 +43,8 @@ server::server(net::io_context& ioc, config cfg)
     : core_(detail::core::create(ioc, std::move(cfg)))
     , listener_(std::make_shared<detail::listener>(core_, &detail::make_frame_session)) {
   if (core_->cfg().mqtt.enabled)
-    mqtt_listener_ = std::make_shared<detail::listener>(core_, &detail::make_mqtt_session);
+    mqtt_listener_ = std::make_shared<detail::listener>(
+        core_, &detail::make_mqtt_session, core_->cfg().mqtt.max_connections_per_address);
 }
 
 server::~server() {

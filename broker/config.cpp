@@ -270,6 +270,21 @@ settings::table<config> make_table() {
                      {.path = "mqtt.anonymous_write",
                       .help = "topic filters anonymous clients may publish to, comma-separated"}),
           mqtt_users_row(),
+          mqtt_field(&mqtt_config::max_connections_per_address,
+                     {.path = "mqtt.max_connections_per_address",
+                      .help = "MQTT connections at once from one client address (0: no cap)"}),
+          mqtt_field(&mqtt_config::idle_timeout,
+                     {.path = "mqtt.idle_timeout",
+                      .unit = "seconds",
+                      .min = 0,
+                      .max = 4294967,
+                      .help = "a client at keep-alive 0 that sends nothing this long is closed "
+                              "(0: never)"}),
+          mqtt_field(&mqtt_config::max_will_bytes_per_address,
+                     {.path = "mqtt.max_will_bytes_per_address",
+                      .unit = "bytes",
+                      .help = "bytes of wills (topic and payload) one address's connections "
+                              "may hold; a will past it refuses the CONNECT"}),
       },
   }});
 }

@@ -89,6 +89,26 @@ struct mqtt_config {
   std::string anonymous_write = "#";
   /// Named users; a client presenting a user name must match one.
   std::vector<mqtt_user> users;
+
+  /// MQTT connections at once from one client address (IPv4, or IPv6 in full). One more is
+  /// closed as soon as it is accepted, before a byte is read and before it can take a slot
+  /// from anyone (connections_rejected_per_address); a warn line per address at most once per
+  /// refusal interval names the address and the slots left for every other one. Without it one
+  /// address could hold all max_connections (the HTTP server caps 256 per address the same
+  /// way). 256 is far above what one host of real subscribers needs. 0: no cap.
+  std::size_t max_connections_per_address = 256;
+  /// A connected client at keep-alive 0 (it asked for no keep-alive) that sends nothing for
+  /// this long is closed (disconnects.mqtt_idle): otherwise it is kept for ever, and silent
+  /// connections would pile up. Clients with a keep-alive are closed after 1.5 times it
+  /// instead; before CONNECT, first_frame_timeout applies. 600 s: a quiet subscriber that wants
+  /// to stay sends a PINGREQ more often (every client library does with a keep-alive). 0: never.
+  std::chrono::milliseconds idle_timeout{600 * 1000};
+  /// Bytes of wills (topic and payload) the connections of one address may hold together. A
+  /// CONNECT whose will would pass it is refused (CONNACK quota exceeded in MQTT 5, server
+  /// unavailable in 3.1.1; disconnects.mqtt_will_budget). With max_connections_per_address it
+  /// bounds what one address parks in wills (1 MiB, not 256 times max_frame_bytes); real wills
+  /// are a few bytes ("offline"). 0: no will is accepted.
+  std::size_t max_will_bytes_per_address = 1024 * 1024;
 };
 
 struct config {

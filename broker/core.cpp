@@ -121,6 +121,8 @@ void core::arm_sweep() {
     period = std::min(period, cfg.first_frame_timeout / 4);
   if (cfg.ping_interval.count() > 0)
     period = std::min(period, cfg.ping_interval / 4);
+  if (cfg.mqtt.idle_timeout.count() > 0)
+    period = std::min(period, cfg.mqtt.idle_timeout / 4);
   period = std::max(period, milliseconds(20));
   sweep_timer_.expires_after(period);
   sweep_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
@@ -251,6 +253,51 @@ void core::move_in_registry(std::size_t from, std::size_t to) {
   peers_[to]->registry_index_ = to;
 }
 
+address_table::value_type* core::take_address(const std::string& address, std::size_t cap) {
+  auto& entry = *addresses_.try_emplace(address).first;
+  address_share& share = entry.second;
+  if (cap == 0 || share.connections < cap) {
+    ++share.connections;
+    return &entry;
+  }
+  add(ctx_.ctr.connections_rejected_per_address, 1);
+  ++share.refused_unlogged;
+  const auto now = steady::now();
+  if (share.logged == steady::time_point{} || now - share.logged >= refusal_log_interval) {
+    const std::size_t max = ctx_.cfg.max_connections;
+    newsdesk::server::log_warn(
+        "msg=\"broker: connections from one address refused\" address=" +
+        newsdesk::server::logfmt_quoted(address) +
+        " refused=" + std::to_string(share.refused_unlogged) + " cap=" + std::to_string(cap) +
+        " connections=" + std::to_string(peers_.size()) +
+        " slots_left_for_others=" + std::to_string(max > peers_.size() ? max - peers_.size() : 0));
+    share.refused_unlogged = 0;
+    share.logged = now;
+  }
+  return nullptr;
+}
+
+void core::release_address(address_table::value_type& entry) {
+  if (--entry.second.connections == 0 && entry.second.will_bytes == 0)
+    addresses_.erase(entry.first);
+}
+
+bool core::charge_will(peer& p, std::size_t bytes) {
+  const std::size_t budget = ctx_.cfg.mqtt.max_will_bytes_per_address;
+  if (!p.address_)
+    return bytes <= budget;
+  std::size_t& held = p.address_->second.will_bytes;
+  if (bytes > budget || held > budget - bytes)
+    return false;
+  held += bytes;
+  return true;
+}
+
+void core::release_will(peer& p, std::size_t bytes) {
+  if (p.address_)
+    p.address_->second.will_bytes -= bytes;
+}
+
 void core::register_peer(peer& p) {
   // Into the unidentified prefix: the first identified peer moves to the end to make room.
   peers_.push_back(&p);
@@ -297,6 +344,8 @@ void core::remove_peer(peer& p) {
   }
   move_in_registry(peers_.size() - 1, hole);
   peers_.pop_back();
+  if (p.address_)
+    release_address(*std::exchange(p.address_, nullptr));
   sub(ctr.connections_current, 1);
   maybe_finish_shutdown();
 }

@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <boost/asio/buffer.hpp>
@@ -68,6 +69,21 @@ class core : public std::enable_shared_from_this<core> {
   /// identified peer it returns false and counts the refusal (connections_rejected). Either
   /// shows in a level=warn line, at most one per refusal_log_interval, with the counts since.
   [[nodiscard]] bool make_room();
+  /// For a listener with a per-address cap, before make_room(): the entry of `address` with
+  /// one more connection counted, or null when that address holds `cap` already. A refusal is
+  /// counted (connections_rejected_per_address) and shows in a level=warn line, at most one per
+  /// address per refusal_log_interval, naming the address, its refusals since and the slots
+  /// left for other addresses. The caller gives the entry to its peer (peer::address_), or back
+  /// with release_address() if it does not make one.
+  [[nodiscard]] address_table::value_type* take_address(const std::string& address,
+                                                        std::size_t cap);
+  /// Gives back a connection's count of its address's entry (remove_peer does for a peer).
+  void release_address(address_table::value_type& entry);
+  /// Charges `bytes` of will to p's address under cfg.mqtt.max_will_bytes_per_address; false
+  /// (nothing charged) when they would pass it. A peer without an address entry is charged
+  /// against the budget alone. Pair each true with release_will().
+  [[nodiscard]] bool charge_will(peer& p, std::size_t bytes);
+  void release_will(peer& p, std::size_t bytes);
   /// Counts and lists a peer just accepted (unidentified), before its start().
   void register_peer(peer& p);
   /// p sent its first complete frame: it no longer counts as unidentified. Idempotent.
@@ -166,6 +182,7 @@ class core : public std::enable_shared_from_this<core> {
   // The registry, non-owning: for the sweep, shutdown and making room. The first
   // unidentified_ entries are the peers that have not sent their first frame yet.
   std::vector<peer*> peers_;
+  address_table addresses_; // connections per address, of listeners that cap them
   std::size_t unidentified_ = 0;
   std::minstd_rand rng_{std::random_device{}()}; // which unidentified peer make_room closes
   block_ptr ping_block_;                         // one zero-length message, shared by all pings

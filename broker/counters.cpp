@@ -12,6 +12,7 @@ stats_snapshot counters::snapshot() const {
   s.connections_current = get(connections_current);
   s.connections_total = get(connections_total);
   s.connections_rejected = get(connections_rejected);
+  s.connections_rejected_per_address = get(connections_rejected_per_address);
   s.channels_current = get(channels_current);
   s.subscribers_current = get(subscribers_current);
   s.messages_in = get(messages_in);
@@ -62,7 +63,9 @@ stats_snapshot counters::snapshot() const {
                              &d.mqtt_keep_alive,
                              &d.mqtt_taken_over,
                              &d.mqtt_refused,
-                             &d.not_authorized};
+                             &d.not_authorized,
+                             &d.mqtt_idle,
+                             &d.mqtt_will_budget};
   static_assert(std::size(fields) == close_reason_count);
   for (std::size_t i = 0; i < close_reason_count; ++i)
     *fields[i] = get(disconnects[i]);

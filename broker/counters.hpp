@@ -44,14 +44,17 @@ enum class close_reason {
   mqtt_taken_over,
   mqtt_refused,
   not_authorized,
+  mqtt_idle,
+  mqtt_will_budget,
 };
-inline constexpr std::size_t close_reason_count = 27;
+inline constexpr std::size_t close_reason_count = 29;
 
 struct counters {
   std::atomic<std::uint64_t> connections_current{0}, connections_total{0}, connections_rejected{0},
-      channels_current{0}, subscribers_current{0}, messages_in{0}, deliveries{0}, bytes_in{0},
-      bytes_out{0}, pings{0}, queued_bytes{0}, backlog_messages{0}, backlog_bytes{0},
-      publishers_paused{0}, mqtt_sessions_current{0}, retained_messages{0}, retained_bytes{0};
+      connections_rejected_per_address{0}, channels_current{0}, subscribers_current{0},
+      messages_in{0}, deliveries{0}, bytes_in{0}, bytes_out{0}, pings{0}, queued_bytes{0},
+      backlog_messages{0}, backlog_bytes{0}, publishers_paused{0}, mqtt_sessions_current{0},
+      retained_messages{0}, retained_bytes{0};
   std::atomic<std::uint64_t> drop_no_subscriber{0}, drop_queue_full{0}, drop_backlog_full{0},
       drop_channel_limit{0}, drop_disconnected{0}, drop_shutdown{0}, drop_expired{0},
       drop_not_authorized{0}, drop_too_large{0};

@@ -11,9 +11,10 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 using boost::system::error_code;
 
-listener::listener(std::shared_ptr<core> c, make_peer make)
+listener::listener(std::shared_ptr<core> c, make_peer make, std::size_t max_per_address)
     : core_(std::move(c))
     , make_(make)
+    , max_per_address_(max_per_address)
     , acceptor_(core_->strand())
     , accept_timer_(core_->strand()) {}
 
@@ -78,15 +79,37 @@ void listener::on_accept(const error_code& ec, tcp::socket socket) {
     return;
   }
   accept_backoff_ = std::chrono::milliseconds(0);
-  if (!core_->make_room()) {
-    error_code ignored;
-    socket.close(ignored);
-  } else {
-    auto p = make_(core_, std::move(socket));
-    core_->register_peer(*p);
-    p->start();
-  }
+  admit(std::move(socket));
   do_accept();
+}
+
+// The per-address cap first: a connection refused there must not close another one to make
+// room (make_room) first.
+void listener::admit(tcp::socket socket) {
+  error_code ec;
+  address_table::value_type* entry = nullptr;
+  if (max_per_address_ > 0) {
+    auto addr = socket.remote_endpoint(ec).address();
+    if (ec)
+      return; // gone already: the socket closes with it
+    if (addr.is_v6() && addr.to_v6().is_v4_mapped())
+      addr = net::ip::make_address_v4(net::ip::v4_mapped, addr.to_v6());
+    entry = core_->take_address(addr.to_string(), max_per_address_);
+    if (!entry) {
+      socket.close(ec);
+      return;
+    }
+  }
+  if (!core_->make_room()) {
+    if (entry)
+      core_->release_address(*entry);
+    socket.close(ec);
+    return;
+  }
+  auto p = make_(core_, std::move(socket));
+  p->address_ = entry;
+  core_->register_peer(*p);
+  p->start();
 }
 
 } // namespace newsdesk::broker::detail

@@ -60,6 +60,10 @@ struct will_data {
   std::string payload;
   std::uint8_t qos = 0;
   bool retain = false;
+  /// What it counts against mqtt.max_will_bytes_per_address: its topic and payload.
+  [[nodiscard]] std::size_t cost() const {
+    return channel.size() - topic_prefix.size() + payload.size();
+  }
 };
 
 class mqtt_session final : public mqtt_connection {
@@ -104,6 +108,7 @@ class mqtt_session final : public mqtt_connection {
   void wait_write();
 
   void publish_will();
+  void drop_will();
 
   // The flags first: they fill peer's tail padding (see there).
   bool connected_ = false; // CONNECT accepted
@@ -307,6 +312,8 @@ void mqtt_session::on_connect(const mqtt::header_result& h, std::string_view bod
     if (topic_prefix.size() + cp.will.topic.size() > c.cfg().max_channel_name ||
         cp.will.payload.size() > c.cfg().max_frame_bytes || !may_publish(cp.will.topic, reserved))
       return refuse(reason::not_authorized, v3::not_authorized, close_reason::not_authorized);
+    if (!c.charge_will(*this, cp.will.topic.size() + cp.will.payload.size()))
+      return refuse(reason::quota_exceeded, v3::server_unavailable, close_reason::mqtt_will_budget);
     will_ = std::make_unique<will_data>();
     will_->channel = std::string(topic_prefix) + std::string(cp.will.topic);
     will_->payload = std::string(cp.will.payload);
@@ -504,7 +511,7 @@ void mqtt_session::send_control() {
 // A CONNECT refused: CONNACK with the reason, then closed once it is written.
 void mqtt_session::refuse(std::uint8_t v5_code, std::uint8_t v3_code, close_reason why) {
   mqtt::append_connack(control(), version_, false, version_ == mqtt::v5 ? v5_code : v3_code, {});
-  will_.reset();
+  drop_will();
   finish(why);
 }
 
@@ -535,6 +542,10 @@ std::optional<close_reason> mqtt_session::read_overdue(steady::time_point now) c
   if (connected_ && keep_alive_ > 0 &&
       now - last_read_ > std::chrono::milliseconds(std::uint64_t{keep_alive_} * 1500))
     return close_reason::mqtt_keep_alive;
+  // Keep-alive 0 asks for none; mqtt.idle_timeout bounds how long such a silent one stays.
+  const auto idle = core_->cfg().mqtt.idle_timeout;
+  if (connected_ && keep_alive_ == 0 && idle.count() > 0 && now - last_read_ > idle)
+    return close_reason::mqtt_idle;
   return std::nullopt;
 }
 
@@ -612,6 +623,12 @@ void mqtt_session::publish_will() {
   core_->publish_block(w.channel, b, size, w.qos);
 }
 
+void mqtt_session::drop_will() {
+  if (will_)
+    core_->release_will(*this, will_->cost());
+  will_.reset();
+}
+
 void mqtt_session::close(close_reason why) {
   if (closed_)
     return;
@@ -623,7 +640,7 @@ void mqtt_session::close(close_reason why) {
   // Taken over: the session is the new connection's, and so is the decision about the will.
   if (state_)
     publish_will();
-  will_.reset();
+  drop_will();
   core_->mqtt().detach(*this);
   core_->remove_peer(*this);
 }

@@ -19,6 +19,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <boost/asio/buffer.hpp>
@@ -33,6 +35,17 @@ namespace newsdesk::broker::detail {
 
 class core;
 struct channel;
+
+/// What the connections of one client address hold, for the caps a listener applies per
+/// address (mqtt.max_connections_per_address, mqtt.max_will_bytes_per_address).
+struct address_share {
+  std::size_t connections = 0;
+  std::size_t will_bytes = 0;
+  std::uint64_t refused_unlogged = 0; // refusals not yet in a log line
+  steady::time_point logged{};        // when the last line about this address went out
+};
+/// Keyed by the address as text; an entry lives while a connection of that address does.
+using address_table = std::unordered_map<std::string, address_share>;
 
 class peer : public std::enable_shared_from_this<peer> {
  public:
@@ -118,6 +131,9 @@ class peer : public std::enable_shared_from_this<peer> {
   std::shared_ptr<channel> chan_;
   std::size_t chan_index_ = 0;
   std::size_t registry_index_ = 0; // position in core's registry (O(1) removal)
+  // Its address's entry when its listener caps connections per address (core's table, which
+  // keeps the entry while it is set); null otherwise.
+  address_table::value_type* address_ = nullptr;
 
   slice_ring out_;
   std::size_t out_bytes_ = 0; // unwritten bytes in out_

@@ -10,6 +10,7 @@ void to_json(nlohmann::json& j, const stats_snapshot& s) {
   j = nlohmann::json{{"connections_current", s.connections_current},
                      {"connections_total", s.connections_total},
                      {"connections_rejected", s.connections_rejected},
+                     {"connections_rejected_per_address", s.connections_rejected_per_address},
                      {"channels_current", s.channels_current},
                      {"subscribers_current", s.subscribers_current},
                      {"messages_in", s.messages_in},
@@ -61,7 +62,9 @@ void to_json(nlohmann::json& j, const stats_snapshot& s) {
                        {"mqtt_keep_alive", x.mqtt_keep_alive},
                        {"mqtt_taken_over", x.mqtt_taken_over},
                        {"mqtt_refused", x.mqtt_refused},
-                       {"not_authorized", x.not_authorized}}}};
+                       {"not_authorized", x.not_authorized},
+                       {"mqtt_idle", x.mqtt_idle},
+                       {"mqtt_will_budget", x.mqtt_will_budget}}}};
 }
 
 } // namespace newsdesk::broker

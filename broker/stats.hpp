@@ -59,12 +59,17 @@ struct disconnect_counts {
   std::uint64_t mqtt_refused = 0;   ///< MQTT CONNECT refused: session quota, client id rejected
   std::uint64_t not_authorized = 0; ///< MQTT client without the right: anonymous where not allowed,
                                     ///< a publish its user may not make (3.1.1)
+  std::uint64_t mqtt_idle = 0;      ///< MQTT client at keep-alive 0 silent for mqtt.idle_timeout
+  std::uint64_t mqtt_will_budget =
+      0; ///< MQTT CONNECT refused: its will passes mqtt.max_will_bytes_per_address
 };
 
 struct stats_snapshot {
   std::uint64_t connections_current = 0;
   std::uint64_t connections_total = 0;
   std::uint64_t connections_rejected = 0; ///< every slot held by an identified connection
+  /// MQTT connections closed at accept: their address held mqtt.max_connections_per_address
+  std::uint64_t connections_rejected_per_address = 0;
   std::uint64_t channels_current = 0;
   std::uint64_t subscribers_current = 0;
   std::uint64_t messages_in = 0; ///< messages published (network and in-process)

@@ -427,6 +427,8 @@ markup_cost measure_markup(std::string_view html) {
       continue;
     }
     ++cost.elements;
+    if (ascii_iequals(name, "a"))
+      ++cost.links;
     if (raw_text(name)) {
       // Skip to "</name" (any case); an unclosed one runs to the end of the page.
       std::size_t end = at;

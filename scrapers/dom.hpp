@@ -42,6 +42,11 @@ inline constexpr std::size_t max_document_bytes = 16 * 1024 * 1024;
 // above.
 inline constexpr std::size_t max_nesting_depth = 2'000;
 inline constexpr std::size_t max_elements = 500'000;
+// Links are what scrapers weigh one by one (detection scores each, a selector's matches are each
+// resolved): about 26 us of CPU a link, so 100,000 of them spent 2.6 s before the parse's CPU
+// budget could be checked. The most in ../shared's saved pages is 1,535 (AP); a page with more
+// than this is refused before parsing.
+inline constexpr std::size_t max_links = 20'000;
 
 // How deep `html`'s elements nest and how many there are, from a linear scan of its tags
 // (no tree is built): void elements and those whose end tags HTML lets authors omit (p, li, td,
@@ -51,11 +56,12 @@ inline constexpr std::size_t max_elements = 500'000;
 struct markup_cost {
   std::size_t max_depth = 0;
   std::size_t elements = 0;
+  std::size_t links = 0; // <a> elements
 };
 markup_cost measure_markup(std::string_view html);
 
-// Thrown by scraper::parse for a page past max_nesting_depth or max_elements; the message
-// names which limit and the page's figure.
+// Thrown by scraper::parse for a page past max_nesting_depth, max_elements or max_links; the
+// message names which limit and the page's figure.
 class too_complex : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

@@ -473,6 +473,12 @@ bool headline_collector::add(std::string_view raw_title, std::string_view href,
     leave_out(title, shown_url, refusal::bad_title, "bad title: one word");
     return false;
   }
+  // A paragraph under a link is a summary or a teaser, not the story's title: a reader scans
+  // titles, and a summary matches no other site's title of the same story.
+  if (!authored_titles_ && looks_like_summary(title)) {
+    leave_out(title, shown_url, refusal::bad_title, "bad title: a summary, not a title");
+    return false;
+  }
   if (!resolved || !url::is_http_url(*resolved)) {
     leave_out(title, shown_url, refusal::not_http, "not an http(s) link");
     return false;
@@ -487,6 +493,31 @@ bool headline_collector::add(std::string_view raw_title, std::string_view href,
                         collapse_whitespace(cut_utf8(kicker, 200))});
   follow_numbering(headlines_.back().title, headlines_.size() - 1);
   return true;
+}
+
+void headline_collector::summarise_last(std::string_view text) {
+  if (headlines_.empty())
+    return;
+  auto& h = headlines_.back();
+  std::string summary = collapse_whitespace(cut_utf8(text, 4 * max_summary_bytes));
+  // Many feeds' descriptions begin with the title again ("Title. Body" or the title alone).
+  if (summary.starts_with(h.title)) {
+    auto rest = std::string_view(summary).substr(h.title.size());
+    while (!rest.empty() && (is_ascii_whitespace(rest.front()) || rest.front() == '.' ||
+                             rest.front() == ':' || rest.front() == '-'))
+      rest.remove_prefix(1);
+    summary = std::string(rest);
+  }
+  if (summary.size() > max_summary_bytes) {
+    constexpr std::string_view ellipsis = "\u2026";
+    auto kept = cut_utf8(summary, max_summary_bytes - ellipsis.size());
+    if (auto space = kept.rfind(' '); space != std::string_view::npos && space > kept.size() / 2)
+      kept = kept.substr(0, space);
+    while (!kept.empty() && (kept.back() == ' ' || kept.back() == ',' || kept.back() == ';'))
+      kept.remove_suffix(1);
+    summary = std::string(kept) + std::string(ellipsis);
+  }
+  h.summary = std::move(summary);
 }
 
 void headline_collector::leave_out(std::string_view title, std::string_view url, refusal why,

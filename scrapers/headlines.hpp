@@ -69,6 +69,10 @@ std::optional<std::int64_t> time_near(dom::node link, std::int64_t now_ms);
 // The most of a left-out link's text kept: enough to recognise it; a matched box can hold a page.
 inline constexpr std::size_t max_left_out_title = 200;
 
+// The most of a summary kept (headline::summary): a line or two under a story's lead, not the
+// article. Cut at a word's end, with an ellipsis.
+inline constexpr std::size_t max_summary_bytes = 280;
+
 // A link a scraper saw but did not keep, and why: what `--try-site` lists so that the effect of a
 // rule can be seen ("duplicate", "bad title: one word", "furniture: media file"...).
 struct left_out_link {
@@ -99,6 +103,10 @@ class headline_collector {
   // Applies the rules above; returns true when the headline was kept.
   bool add(std::string_view raw_title, std::string_view href,
            std::optional<std::int64_t> published_ms = std::nullopt, std::string_view kicker = {});
+  // Gives the headline add() kept last a summary (a feed item's description, already text):
+  // whitespace collapsed, the title taken off its start when it repeats it, cut at
+  // max_summary_bytes at a word's end; nothing when what is left is empty.
+  void summarise_last(std::string_view text);
   // The headline of a link element on the page: its title and kicker from split_title(title)
   // (`title` defaults to the link), its published time from time_near(link).
   bool add_link(dom::node link, std::string_view href, dom::node title = {});

@@ -31,6 +31,13 @@ struct headline {
   std::optional<std::int64_t> published_ms;
   // A label the page shows before the title and apart from it ("PLANE CRASH"); may be empty.
   std::string kicker;
+  // The language its source declares, as declared ("de", "pt-BR"): the site's own (site_info::
+  // language), else the page's <html lang> or the feed's <language>. Empty when none is; the
+  // store reads it, or detects one from the title (server/words/language.hpp).
+  std::string language;
+  // A line of summary its source gives (a feed item's description), as text, at most
+  // max_summary_bytes; empty when none is given or it only repeats the title.
+  std::string summary;
 
   friend bool operator==(const headline&, const headline&) = default;
 };
@@ -44,13 +51,23 @@ struct site_info {
   // The site's home page for people, when it is not `url`: a feed site file's "url" beside its
   // "feed". Never fetched. Empty: `url` is the home page.
   std::string home_url;
-  std::string colour;                    // CSS colour of the site's boxes, e.g. "#cc0000"
+  std::string colour; // CSS colour of the site's boxes, e.g. "#cc0000"
+  // The section of the page it belongs to ("World", "Technology"), a chip of its own that lists
+  // its sites together; empty: none.
+  std::string section;
   std::optional<double> wait_seconds;    // renderer wait after the load event
   std::optional<double> timeout_seconds; // whole-render deadline
   std::optional<std::string> renderer;   // one of renderer_names
   // Where the site was defined, for messages: a site file's path; empty for a C++ scraper.
   std::string origin;
+  // The language its headlines are written in ("de", "pt-BR"), when the site declares one (a
+  // site file's "language"): it wins over what its pages or feed say. Empty: theirs.
+  std::string language;
 };
+
+// A declared language longer than this is cut (a language tag is a few letters; BCP 47's longest
+// practical tags are about 35 bytes): a page's lang attribute is not a place to store text.
+inline constexpr std::size_t max_language_bytes = 64;
 
 // The renderers a site may ask for; the server builds one of each that is configured.
 // "feed" fetches a site's RSS or Atom feed directly (no browser), polling it conditionally.
@@ -83,21 +100,33 @@ class scraper {
   // a C++ scraper, whose rules change only with the binary.
   virtual std::string definition() const { return {}; }
 
-  // Parses `html` (any bytes; invalid UTF-8 is tolerated) and extracts from it. Throws
+  // Parses `html` (any bytes, in any charset: see charset.hpp; invalid sequences are tolerated)
+  // and extracts from it. Throws
   // dom::too_complex, before parsing, for a page past dom::max_nesting_depth or max_elements.
   // A scraper whose source is not a page (a feed) reads the bytes its own way instead, and
   // throws its own error (feed_error) for bytes it cannot read. `note`, when given, receives
   // what the site's operator should know although headlines were found ("found by detection;
-  // the selectors matched nothing"), or is cleared.
+  // the selectors matched nothing"), or is cleared. `content_type` is the HTTP Content-Type the
+  // bytes came with when they were fetched directly (empty from a browser or a saved file): a
+  // page or a feed takes its charset from it first.
   virtual std::vector<headline> parse(std::string_view html, std::string_view page_url,
-                                      std::string* note) const;
+                                      std::string* note, std::string_view content_type) const;
+  std::vector<headline> parse(std::string_view html, std::string_view page_url,
+                              std::string* note) const {
+    return parse(html, page_url, note, {});
+  }
   std::vector<headline> parse(std::string_view html, std::string_view page_url) const {
-    return parse(html, page_url, nullptr);
+    return parse(html, page_url, nullptr, {});
   }
 
  protected:
-  // The page parsed, after the bounds check parse() applies (throws dom::too_complex).
-  static dom::document parse_page(std::string_view html);
+  // The page parsed, after its conversion to UTF-8 from the charset its bytes and `content_type`
+  // give (charset.hpp) and the bounds check parse() applies (throws dom::too_complex).
+  static dom::document parse_page(std::string_view html, std::string_view content_type = {});
+  // Gives each of `found` the site's declared language, else `source`'s (the page's <html lang>,
+  // the feed's <language>).
+  void declare_language(std::vector<headline>& found, std::string_view source) const;
+  static std::string_view page_language(const dom::document& page);
 };
 
 } // namespace newsdesk::scrapers

@@ -1,5 +1,6 @@
 #include "scrapers/site_file.hpp"
 
+#include "scrapers/charset.hpp"
 #include "scrapers/css/selector.hpp"
 #include "scrapers/detect.hpp"
 #include "scrapers/dom.hpp"
@@ -103,10 +104,12 @@ class site_file_scraper final : public scraper {
   // Selectors first; detection when the file has none, or when they find nothing (a redesign):
   // the site keeps its headlines and the note tells the operator to update the file.
   using scraper::parse;
-  std::vector<headline> parse(std::string_view html, std::string_view page_url,
-                              std::string* note) const override {
+  std::vector<headline> parse(std::string_view html, std::string_view page_url, std::string* note,
+                              std::string_view content_type) const override {
     site_trial trial;
-    auto found = read(parse_page(html), page_url, trial, false);
+    const auto page = parse_page(html, content_type);
+    auto found = read(page, page_url, trial, false);
+    declare_language(found, page_language(page));
     if (note)
       *note = trial.method == fallback_method ? "found by detection; the selectors matched nothing"
                                               : "";
@@ -279,11 +282,15 @@ class feed_scraper final : public scraper {
     return {};
   }
   using scraper::parse;
-  std::vector<headline> parse(std::string_view bytes, std::string_view feed_url,
-                              std::string* note) const override {
+  // A feed's warning (read in recovery mode, or in another encoding than it claims) is not
+  // passed on as the note: /news shows any note as "found by detection".
+  std::vector<headline> parse(std::string_view bytes, std::string_view feed_url, std::string* note,
+                              std::string_view content_type) const override {
     if (note)
       note->clear();
-    return parse_feed(bytes, feed_url, info_.name).headlines;
+    auto read = parse_feed(bytes, feed_url, info_.name, content_type);
+    declare_language(read.headlines, read.language);
+    return std::move(read.headlines);
   }
 
  private:
@@ -469,6 +476,32 @@ class reader {
   const std::filesystem::path& file_;
 };
 
+// A BCP 47 language tag's shape: a primary language of 2-3 letters, then subtags of 1-8 letters
+// or digits, separated by '-' ("de", "pt-BR", "zh-Hant-TW", "sr-Latn").
+bool is_language_tag(std::string_view tag) {
+  std::size_t part = 0;
+  while (!tag.empty()) {
+    const auto dash = tag.find('-');
+    const auto sub = tag.substr(0, dash);
+    tag = dash == std::string_view::npos ? std::string_view() : tag.substr(dash + 1);
+    const bool letters = std::all_of(sub.begin(), sub.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    });
+    const bool alnum = std::all_of(sub.begin(), sub.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    });
+    if (part == 0 ? !(letters && sub.size() >= 2 && sub.size() <= 3)
+                  : !(alnum && !sub.empty() && sub.size() <= 8))
+      return false;
+    if (dash == std::string_view::npos)
+      return true;
+    if (tag.empty())
+      return false;
+    ++part;
+  }
+  return false;
+}
+
 bool is_hex_colour(std::string_view c) {
   if ((c.size() != 4 && c.size() != 7) || c[0] != '#') {
     return false;
@@ -479,9 +512,9 @@ bool is_hex_colour(std::string_view c) {
 }
 
 const std::vector<std::string> known_fields{
-    "name",          "display_name", "url",     "feed",   "colour", "wait",
-    "timeout",       "renderer",     "rules",   "link",   "title",  "title_fallback",
-    "url_attribute", "include",      "exclude", "comment"};
+    "name",          "display_name", "url",     "feed",    "colour",  "wait",
+    "timeout",       "renderer",     "rules",   "link",    "title",   "title_fallback",
+    "url_attribute", "include",      "exclude", "comment", "section", "language"};
 
 // The fields of one rule, at the top level (one rule) or in each entry of "rules".
 const std::vector<std::string> rule_fields{"link",          "title",   "title_fallback",
@@ -631,6 +664,13 @@ std::unique_ptr<scraper> parse_site_file(std::string_view json_text,
       in.fail("display_name", "must not be empty");
     }
   }
+  if (j.contains("section")) {
+    // A chip on the page, like the display name: one line of a few words.
+    info.section = collapse_whitespace(in.string_field(j.at("section"), "section"));
+    if (info.section.empty() || info.section.size() > max_section_bytes)
+      in.fail("section", "expected 1-" + std::to_string(max_section_bytes) +
+                             " bytes of text, got " + json(info.section).dump());
+  }
   // A feed site's URL is its feed's: that is what is fetched. Its "url", when given, is the
   // site's home page, shown to people and never fetched.
   const char* url_field = is_feed ? "feed" : "url";
@@ -684,6 +724,13 @@ std::unique_ptr<scraper> parse_site_file(std::string_view json_text,
               "a feed is read by the feed renderer, got " + json(*info.renderer).dump());
     }
     info.renderer = "feed";
+  }
+  if (j.contains("language")) {
+    info.language = in.string_field(j.at("language"), "language");
+    if (!is_language_tag(info.language)) {
+      in.fail("language", "expected a language tag such as \"de\", \"pt-BR\" or \"zh-Hant\", got " +
+                              json(info.language).dump());
+    }
   }
   if (j.contains("comment")) {
     in.string_field(j.at("comment"), "comment");
@@ -808,16 +855,24 @@ std::vector<std::string> check_site_folder(const std::filesystem::path& dir) {
   return errors;
 }
 
-site_trial try_scraper(const scraper& s, std::string_view html, std::string_view page_url) {
+site_trial try_scraper(const scraper& s, std::string_view html, std::string_view page_url,
+                       std::string_view content_type) {
   site_trial trial;
   trial.site = s.site();
   std::string base(page_url.empty() ? std::string_view(trial.site.url) : page_url);
   if (const auto* site = dynamic_cast<const site_file_scraper*>(&s)) {
-    trial.headlines = site->read(dom::document::parse(html), base, trial, true);
+    const auto utf8 = page_as_utf8(html, content_type); // as the service reads the page
+    trial.headlines =
+        site->read(dom::document::parse(utf8 ? std::string_view(*utf8) : html), base, trial, true);
+  } else if (dynamic_cast<const feed_scraper*>(&s)) {
+    // The feed read as the service reads it, and what it would warn about as the hint.
+    trial.method = "feed";
+    auto f = parse_feed(html, base, trial.site.name, content_type);
+    trial.headlines = std::move(f.headlines);
+    trial.hint = std::move(f.warning);
   } else {
-    trial.method =
-        trial.site.renderer == "feed" ? "feed" : "built-in scraper (" + origin_of(trial.site) + ")";
-    trial.headlines = s.parse(html, base);
+    trial.method = "built-in scraper (" + origin_of(trial.site) + ")";
+    trial.headlines = s.parse(html, base, nullptr, content_type);
   }
   return trial;
 }

@@ -31,6 +31,9 @@ namespace newsdesk::scrapers {
 // stops a wrong path (a log, a page saved as .json) from being read into memory and parsed.
 inline constexpr std::size_t max_site_file_bytes = 64 * 1024;
 
+// A section's name is a chip's label: a few words ("Science and technology" is 22 bytes).
+inline constexpr std::size_t max_section_bytes = 40;
+
 // The longest regex source accepted in include/exclude. std::regex compiles patterns to an NFA
 // whose size grows with the pattern; real URL patterns are under 100 characters.
 inline constexpr std::size_t max_regex_length = 256;
@@ -116,9 +119,12 @@ struct site_trial {
 };
 
 // Runs scraper `s` (a site file, a feed or a built-in) on `html` as the service would; the counts
-// are filled for site files with selectors. The page URL used to resolve relative links is
-// `page_url`, or the site's own url when it is empty.
-site_trial try_scraper(const scraper& s, std::string_view html, std::string_view page_url = {});
+// are filled for site files with selectors, and for a feed, the hint is what the reader would
+// warn about (recovered XML, a wrong encoding label). The page URL used to resolve relative links
+// is `page_url`, or the site's own url when it is empty; `content_type` the Content-Type the page
+// came with, if known (a feed's charset).
+site_trial try_scraper(const scraper& s, std::string_view html, std::string_view page_url = {},
+                       std::string_view content_type = {});
 
 // Loads `file` (throws site_file_error) and tries it: try_scraper(*load_site_file(file), ...).
 site_trial try_site_file(const std::filesystem::path& file, std::string_view html,

@@ -241,4 +241,31 @@ std::size_t title_words(std::string_view title) {
   return words;
 }
 
+bool looks_like_summary(std::string_view text) {
+  std::size_t chars = 0;
+  bool sentence_break = false;
+  // The last three characters seen: a lowercase letter, a full stop (or ! ?), a space; then a
+  // capital starts the next sentence.
+  utf8proc_int32_t before_stop = 0, stop = 0, space = 0;
+  each_character(text, [&](utf8proc_int32_t c, std::size_t, std::size_t) {
+    ++chars;
+    if (space && stop && utf8proc_category(before_stop) == UTF8PROC_CATEGORY_LL &&
+        utf8proc_category(c) == UTF8PROC_CATEGORY_LU)
+      sentence_break = true;
+    if (stop && c == ' ' && !space) {
+      space = c;
+      return;
+    }
+    space = 0;
+    if (c == '.' || c == '!' || c == '?') {
+      stop = c;
+      return;
+    }
+    stop = 0;
+    before_stop = c;
+  });
+  const bool ends_with_stop = !text.empty() && text.back() == '.';
+  return chars > max_title_chars || (sentence_break && ends_with_stop);
+}
+
 } // namespace newsdesk::scrapers

@@ -51,6 +51,17 @@ std::optional<leading_number> leading_number_of(std::string_view title);
 // so "日本の首相が辞任" is a title while "速報" is not.
 std::size_t title_words(std::string_view title);
 
+// Whether `text` reads as a summary rather than a title: a title is a line, a summary a
+// paragraph: two sentences or more, the last ending in a full stop ("Sentence one. Sentence
+// two."), or longer than max_title_chars. "U.S." and "No. 1" are not sentence
+// ends (the next word must start with a capital after a lowercase word's stop). CNN's lead
+// package gives a summary where its cards give titles.
+bool looks_like_summary(std::string_view text);
+// A title longer than this many characters (code points) is a summary: the longest real
+// headlines in the saved pages and the labelled sets are about 130, and a long one of 200 is
+// no paragraph.
+inline constexpr std::size_t max_title_chars = 300;
+
 // The fewest words a title from a page may have. One word is a label ("Video", "LIVE",
 // "Opinion") or a name (a user, a domain), never a headline a reader can act on.
 inline constexpr std::size_t min_title_words = 2;

@@ -172,7 +172,10 @@
   }
   const read = loadRead();
 
-  const pending = []; // arrivals waiting behind the "N new" button, as built boxes
+
+  // Arrivals and story changes waiting for a safe moment (below: "what waits").
+  const pending = []; // arrivals waiting: {h, box} in arrival order
+  const storyChanges = new Map(); // story -> {sources, lastSeen}, waiting too
   const baseTitle = document.title;
   function showUnread() {
     const n = main.querySelectorAll("[data-id]:not(.is-read)").length + pending.length;
@@ -229,6 +232,26 @@
   main.addEventListener("click", opened);
   main.addEventListener("auxclick", opened);
 
+  // Sharing a story: the system's share sheet where there is one (phones), else its link copied;
+  // without the script, the link itself (the story's own view).
+  main.addEventListener("click", (event) => {
+    const share = event.target.closest("a.share");
+    if (!share || event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey) return;
+    const card = share.closest(".top-story");
+    const title = card && card.querySelector(".lead a.story");
+    const data = { title: title ? title.textContent : document.title, url: share.href };
+    if (navigator.share) {
+      event.preventDefault();
+      navigator.share(data).catch(() => {});
+    } else if (navigator.clipboard && window.isSecureContext) {
+      event.preventDefault();
+      navigator.clipboard.writeText(share.href).then(() => {
+        share.textContent = "Link copied";
+        setTimeout(() => (share.textContent = "Share"), 2000);
+      }, () => window.location.assign(share.href));
+    }
+  });
+
   // ---- keys --------------------------------------------------------------------------------
 
   const keys = document.getElementById("keys");
@@ -241,9 +264,9 @@
   function tabSources(links) {
     for (const link of links) link.tabIndex = keysOn.checked ? -1 : 0;
   }
-  tabSources(main.querySelectorAll("a.sources"));
+  tabSources(main.querySelectorAll("a.sources, a.share"));
   keysOn.addEventListener("change", () => {
-    tabSources(main.querySelectorAll("a.sources"));
+    tabSources(main.querySelectorAll("a.sources, a.share"));
     if (!store) return;
     if (keysOn.checked) store.removeItem(keysKey);
     else store.setItem(keysKey, "off");
@@ -347,46 +370,44 @@
     return Number(item.dataset.id) < Number(other.dataset.id);
   }
 
-  // The site's icon as the page shows it (the same mark the server put on the page for this
-  // site), else its initial on its colour: never an image that is not stored.
-  function siteMark(h) {
-    const shown = document.querySelector('.meta .site-icon[src="/sites/' + h.site + '/icon"], .chip[data-site="' + h.site + '"] .site-icon');
-    if (shown) return shown.cloneNode(false);
-    const mark = document.createElement("span");
-    mark.className = "site-mark";
-    mark.setAttribute("aria-hidden", "true");
-    mark.textContent = Array.from(h.site_display_name || h.site)[0] || "";
-    mark.textContent = mark.textContent.toUpperCase();
-    return mark;
+  // A headline as the server renders it (templates/headline.html), from the page's <template> of
+  // that kind, filled in with text only (never markup).
+  function fromTemplate(id) {
+    const template = document.getElementById(id);
+    return template ? template.content.firstElementChild.cloneNode(true) : null;
   }
-  function build(h) {
-    const item = document.createElement("li");
-    item.className = "headline just-arrived site-" + h.site;
+  function build(h, kind) {
+    const item = fromTemplate(kind === "telling" ? "telling-template" : "headline-template");
+    item.className = kind + " just-arrived site-" + h.site;
     item.dataset.id = String(h.id);
     item.dataset.pageTime = h.page_time;
+    item.dataset.firstSeen = h.first_seen;
     item.dataset.rank = String(h.rank);
     item.dataset.site = h.site;
-    if (Number.isSafeInteger(h.story)) item.dataset.story = String(h.story);
-    const link = document.createElement("a");
-    link.className = "story";
+    item.dataset.story = Number.isSafeInteger(h.story) ? String(h.story) : "";
+    const link = item.querySelector("a.story");
     link.href = h.url;
-    link.rel = "noreferrer";
-    link.dir = "auto";
-    link.textContent = h.title; // text, never markup
-    const meta = document.createElement("span");
-    meta.className = "meta";
-    const source = document.createElement("a");
-    source.className = "source";
+    link.textContent = h.title;
+    const source = item.querySelector("a.source");
     source.href = "/news?site=" + encodeURIComponent(h.site);
-    source.tabIndex = -1; // as in the template: the site's chip leads to the same view
     source.textContent = h.site_display_name;
-    const time = document.createElement("time");
-    time.className = "ago";
+    // The site's icon as the page shows it elsewhere, else its initial on its colour.
+    const mark = item.querySelector(".site-mark");
+    const icon = document.querySelector('.chip[data-site="' + h.site + '"] .site-icon, [data-site="' + h.site + '"] > .meta .site-icon');
+    if (icon) mark.replaceWith(icon.cloneNode(false));
+    else mark.textContent = (Array.from(h.site_display_name || h.site)[0] || "").toUpperCase();
+    const time = item.querySelector("time.ago");
     const published = typeof h.published === "string" && !Number.isNaN(Date.parse(h.published));
     time.dateTime = published ? h.published : h.first_seen;
     time.dataset.label = published ? "published" : "seen";
-    meta.append(siteMark(h), source, " · ", time);
-    item.append(link, meta);
+    // Its line of summary goes with it; the style sheet shows it once it leads a card.
+    if (typeof h.summary === "string" && h.summary !== "") {
+      const summary = document.createElement("p");
+      summary.className = "headline-summary";
+      summary.dir = "auto";
+      summary.textContent = h.summary;
+      item.querySelector(":scope > .meta").after(summary);
+    }
     return item;
   }
 
@@ -411,24 +432,155 @@
     if (asOf) asOf.dateTime = new Date().toISOString();
   }
 
-  function insert(item) {
-    const before = Array.from(list.children).find((other) => comesBefore(item, other));
+  // ---- stories: one box in the list, or a card of Top stories -----------------------------
+
+  const storiesList = document.getElementById("stories"); // only on the unfiltered page
+  const maxCards = 8; // news_page.hpp: max_top_stories
+  const maxLines = 4; // max_card_tellings: lines beneath a lead or a box
+  // Where a story is shown: its card, or its box in the list.
+  function storyHome(story) {
+    if (!story) return null;
+    const card = storiesList && storiesList.querySelector(':scope > .top-story[data-story="' + story + '"]');
+    return card || list.querySelector(':scope > .headline[data-story="' + story + '"]');
+  }
+  function linesOf(home) {
+    return home.classList.contains("top-story") ? home.querySelector(".card-lines") : home.querySelector(":scope > .tellings");
+  }
+  // A headline of a story already shown joins it as a line beneath (one per site, a few at most);
+  // false when the story has that site's already, or enough lines: it is counted in "N sources".
+  function join(home, h) {
+    const lines = linesOf(home);
+    const shown = Array.from(home.querySelectorAll("[data-site]")).map((e) => e.dataset.site);
+    if (shown.includes(h.site) || (lines && lines.children.length > maxLines)) return false;
+    let into = lines;
+    if (!into) {
+      into = document.createElement("ul");
+      into.className = "tellings";
+      home.append(into);
+    }
+    const line = build(h, "telling");
+    into.append(line);
+    markNew(line);
+    showRead(line, read.has(h.id));
+    return true;
+  }
+  // "N sources" on a story's card or box, a link to its whole coverage.
+  function showSources(home, story, sources) {
+    if (home.classList.contains("top-story")) {
+      home.dataset.sources = String(sources);
+      const link = home.querySelector(".story-meta a.sources");
+      link.textContent = sources + " sources";
+      return;
+    }
+    const coverage = home.querySelector(":scope > .meta .coverage");
+    let link = coverage.querySelector("a.sources");
+    if (!link) {
+      link = document.createElement("a");
+      link.className = "sources";
+      link.href = "/news?story=" + story;
+      tabSources([link]);
+      coverage.append(" · ", link);
+    }
+    link.textContent = sources + " sources";
+  }
+  function ranksBefore(card, other) {
+    const a = Number(card.dataset.sources), b = Number(other.dataset.sources);
+    if (a !== b) return a > b;
+    const s = Number(card.dataset.lastSeen), t = Number(other.dataset.lastSeen);
+    if (s !== t) return s > t;
+    return Number(card.dataset.story) < Number(other.dataset.story);
+  }
+  // A story several sites tell now, shown as a box in the list, becomes a card when it ranks
+  // among the cards: the box's own nodes move (read marks and all), its lines beneath the lead.
+  function promote(box, sources, lastSeen) {
+    const cards = Array.from(storiesList.children);
+    const card = fromTemplate("story-template");
+    card.dataset.story = box.dataset.story;
+    card.dataset.sources = String(sources);
+    card.dataset.lastSeen = String(lastSeen);
+    if (cards.length >= maxCards && !ranksBefore(card, cards[cards.length - 1])) return;
+    const lines = card.querySelector(".card-lines");
+    const tellings = box.querySelector(":scope > .tellings");
+    box.classList.replace("headline", "lead");
+    const coverage = box.querySelector(":scope > .meta .coverage");
+    if (coverage) coverage.replaceChildren();
+    lines.append(box);
+    if (tellings) {
+      lines.append(...tellings.children);
+      tellings.remove();
+    }
+    const meta = card.querySelector(".story-meta");
+    for (const link of meta.querySelectorAll("a.sources, a.share")) link.href = "/news?story=" + box.dataset.story;
+    meta.querySelector("a.sources").textContent = sources + " sources";
+    tabSources(meta.querySelectorAll("a.sources"));
+    const started = Math.min(...Array.from(lines.children).map((e) => Date.parse(e.dataset.firstSeen)).filter((t) => !Number.isNaN(t)));
+    const startedAt = meta.querySelector('time[data-label="started"]');
+    startedAt.dateTime = new Date(Number.isFinite(started) ? started : Date.now()).toISOString();
+    storiesList.append(card);
+    if (cards.length >= maxCards) demote(cards[cards.length - 1]);
+  }
+  // A card that left the cards: its lead goes back to the list as a box, its lines beneath.
+  function demote(card) {
+    const lines = Array.from(card.querySelector(".card-lines").children);
+    const lead = lines.shift();
+    lead.classList.replace("lead", "headline");
+    if (lines.length) {
+      const tellings = document.createElement("ul");
+      tellings.className = "tellings";
+      tellings.append(...lines);
+      lead.append(tellings);
+    }
+    showSources(lead, card.dataset.story, Number(card.dataset.sources));
+    card.remove();
+    placeInList(lead);
+  }
+  function placeInList(item) {
+    const before = Array.from(list.children).find((other) => other !== item && comesBefore(item, other));
     list.insertBefore(item, before || null);
     list.hidden = false;
-    const empty = document.getElementById("empty");
-    if (empty) empty.hidden = true;
-    markNew(item);
-    showRead(item, read.has(Number(item.dataset.id)));
-    lastId = Math.max(lastId, Number(item.dataset.id));
-    updateCounts(item.dataset.site);
+  }
+  function rankCards() {
+    if (!storiesList) return;
+    const cards = Array.from(storiesList.children);
+    cards.sort((a, b) => (ranksBefore(a, b) ? -1 : ranksBefore(b, a) ? 1 : 0));
+    cards.forEach((card, i) => {
+      if (storiesList.children[i] !== card) storiesList.insertBefore(card, storiesList.children[i]);
+    });
+    const section = document.getElementById("top-stories");
+    if (section && cards.length) {
+      section.hidden = false;
+      const heading = document.getElementById("headlines-heading");
+      heading.classList.remove("visually-hidden");
+      heading.classList.add("view-heading", "section-heading");
+    }
   }
 
-  // Scrolled down, an insertion above would move what the reader is looking at (in a grid, every
-  // box after it changes place), so arrivals wait until the reader asks for them, or until one
-  // comes while the reader is at the top.
+  // ---- what waits for a safe moment ---------------------------------------------------------
+
+  // Nothing moves under the reader: scrolled down, or with the pointer on a headline's box or a
+  // card, arrivals and story changes wait (behind an "N new" button) until the reader asks for
+  // them, or until the pointer leaves the boxes at the top of the page. An insertion above would
+  // move what the reader looks at (in a grid, every box after it changes place).
+  // The box or card under a mouse or pen (a touch leaves nothing hovered), if any.
+  const boxes = ".top-story, #headlines > li";
+  let hovered = null;
+  main.addEventListener("pointerover", (e) => {
+    if (e.pointerType !== "touch") hovered = e.target.closest(boxes);
+  });
+  function pointerGone(e) {
+    const to = e.relatedTarget;
+    if (e.type === "pointerout" && to && to.closest && to.closest(boxes)) return;
+    hovered = null;
+    if (safe() && (pending.length || storyChanges.size)) applyPending();
+  }
+  main.addEventListener("pointerout", pointerGone);
+  main.addEventListener("pointerleave", pointerGone);
   const arrivals = document.getElementById("arrivals");
   function atTop() {
     return window.scrollY < 1;
+  }
+  function safe() {
+    return atTop() && !hovered;
   }
   function showArrivals() {
     arrivals.hidden = pending.length === 0;
@@ -437,9 +589,36 @@
     arrow.textContent = "↑";
     arrivals.replaceChildren(arrow, " " + count(pending.length, "new headline", "new headlines"));
   }
-  function insertPending() {
-    const inserted = pending.splice(0);
-    for (const item of inserted) insert(item);
+  function insert(entry) {
+    const h = entry.h;
+    const home = storyHome(h.story !== h.id ? h.story : 0);
+    let item = entry.box;
+    if (home) {
+      if (!join(home, h)) return null;
+      item = home.querySelector('[data-id="' + h.id + '"]');
+    } else {
+      placeInList(item);
+      markNew(item);
+      showRead(item, read.has(h.id));
+    }
+    const empty = document.getElementById("empty");
+    if (empty) empty.hidden = true;
+    lastId = Math.max(lastId, h.id);
+    updateCounts(h.site);
+    return item;
+  }
+  function applyStory(story, change) {
+    const home = storyHome(story);
+    if (!home) return;
+    showSources(home, story, change.sources);
+    if (home.classList.contains("top-story")) home.dataset.lastSeen = String(Math.max(Number(home.dataset.lastSeen), change.lastSeen));
+    else if (storiesList && change.sources >= 2) promote(home, change.sources, change.lastSeen);
+  }
+  function applyPending() {
+    const inserted = pending.splice(0).map(insert).filter(Boolean);
+    for (const [story, change] of storyChanges) applyStory(story, change);
+    storyChanges.clear();
+    rankCards();
     showArrivals();
     showStatus();
     showUnread();
@@ -447,31 +626,11 @@
     return inserted;
   }
   arrivals.addEventListener("click", () => {
-    const inserted = insertPending();
+    const inserted = applyPending();
     window.scrollTo(0, 0);
-    // The first of them in the list's order: on the latest view, the top one.
-    focusHeadline(Array.from(list.children).find((item) => inserted.includes(item)));
+    // The first of them in the page's order: on the latest view, the top one.
+    focusHeadline(items().find((item) => inserted.includes(item)));
   });
-
-  // Every box of `story` in the list (those waiting too) links to its coverage once two sites or more tell
-  // it. The card keeps its place; the link is a few words on its meta line.
-  function updateStory(story, sources) {
-    if (sources < 2) return;
-    // Its card, if it has one, says how many sites tell it; a new headline of it goes to the list.
-    for (const link of main.querySelectorAll('.top-story[data-story="' + story + '"] a.sources')) link.textContent = sources + " sources";
-    const cards = Array.from(list.children).concat(pending).filter((item) => item.dataset.story === String(story));
-    for (const item of cards) {
-      let link = item.querySelector("a.sources");
-      if (!link) {
-        link = document.createElement("a");
-        link.className = "sources";
-        link.href = "/news?story=" + story;
-        tabSources([link]);
-        item.querySelector("time.ago").after(" · ", link);
-      }
-      link.textContent = sources + " sources";
-    }
-  }
 
   // A site failed, recovered or looks broken while the page is open: its chip says so, and its
   // notice (in the server's words) joins the problems above the headlines, or leaves them.
@@ -558,8 +717,8 @@
     if (typeof h.site_display_name !== "string") h.site_display_name = h.site;
     if (seen.has(h.url)) return;
     seen.add(h.url);
-    pending.push(build(h));
-    if (atTop()) insertPending();
+    pending.push({ h, box: build(h, "headline") });
+    if (safe()) applyPending();
     else {
       showArrivals();
       showUnread();
@@ -582,7 +741,9 @@
       problem: typeof s.problem === "string" ? s.problem : "",
     });
   });
-  // A new headline joined a story: its cards say how many sites tell it now.
+  // A new headline joined a story: how many sites tell it now. Its card or box says so; a story
+  // that ranks among Top stories now becomes a card, and the cards take their new order (when
+  // nothing would move under the reader).
   source.addEventListener("story", (event) => {
     let s;
     try {
@@ -590,7 +751,13 @@
     } catch (e) {
       return;
     }
-    if (s && Number.isSafeInteger(s.story) && Number.isSafeInteger(s.sources))
-      updateStory(s.story, s.sources);
+    if (!s || !Number.isSafeInteger(s.story) || !Number.isSafeInteger(s.sources)) return;
+    const seenAt = s.headline && typeof s.headline.first_seen === "string" ? Date.parse(s.headline.first_seen) : NaN;
+    const before = storyChanges.get(s.story);
+    storyChanges.set(s.story, {
+      sources: s.sources,
+      lastSeen: Math.max(Number.isNaN(seenAt) ? Date.now() : seenAt, before ? before.lastSeen : 0),
+    });
+    if (safe()) applyPending();
   });
 })();

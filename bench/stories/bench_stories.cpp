@@ -11,12 +11,15 @@
 // UNRELATED.csv has the columns ID,TITLE,URL,HOSTNAME and TIMESTAMP (bench/stories/run.sh makes
 // it from the saved front pages of other years). Prints: the anchors' rules and ours on the
 // labelled headlines alone (mean of several orders), ours with the unrelated mixed in (how many of
-// them end up in a story of 3 or more, and in a labelled story), microseconds per headline, and
+// them end up in a story of 3 or more, and in a labelled story), microseconds per headline, the
+// labelled titles shown by 600 sites at once as bench/scale serves them (the largest story, and
+// the stories holding more than one event; SHOW_MIXED=1 lists those with a title per event), and
 // memory and live state at 10k, 100k and 1M headlines of a synthetic stream whose vocabulary never
 // stops growing.
 #include "server/stories/bcubed.hpp"
 #include "server/stories/story_assigner.hpp"
 #include "server/stories/story_file.hpp"
+#include "server/words/language.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -33,6 +36,7 @@
 #include <vector>
 
 namespace stories = newsdesk::server::stories;
+namespace words = newsdesk::server::words;
 
 namespace {
 
@@ -42,6 +46,7 @@ struct row {
   std::string host;
   std::string label; // "" for an unrelated headline
   std::int64_t time_ms = 0;
+  std::string language; // as labelled (the LANG column), "" when the file has none
 };
 
 std::vector<row> read_rows(const char* path, bool labelled) {
@@ -72,6 +77,8 @@ std::vector<row> read_rows(const char* path, bool labelled) {
       r.label = fields[at["STORY"]];
     if (at.count("TIMESTAMP") != 0)
       r.time_ms = std::stoll(fields[at["TIMESTAMP"]]);
+    if (at.count("LANG") != 0)
+      r.language = fields[at["LANG"]];
     rows.push_back(std::move(r));
   }
   return rows;
@@ -159,6 +166,10 @@ struct run_result {
   double microseconds_per_headline = 0;
 };
 
+// Each headline's language as the service finds it (words::headline_language): the labelled
+// one taken as the site's declared language, unless `detect`, when only the title tells.
+bool detect_languages = false;
+
 run_result assign_all(const std::vector<row>& rows) {
   stories::story_assigner assigner;
   std::vector<std::int64_t> story(rows.size());
@@ -167,8 +178,10 @@ run_result assign_all(const std::vector<row>& rows) {
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < rows.size(); ++i) {
     merges.clear();
+    const auto language = words::headline_language(detect_languages ? "" : rows[i].language,
+                                                   rows[i].title, rows[i].url);
     story[i] = assigner.assign({static_cast<std::int64_t>(i) + 1, rows[i].title, rows[i].url,
-                                rows[i].host, rows[i].time_ms},
+                                rows[i].host, rows[i].time_ms, language},
                                merges);
     for (const auto& m : merges)
       merged[m.from] = m.into;
@@ -247,6 +260,84 @@ mixed_result mix(const std::vector<row>& labelled, const std::vector<row>& unrel
   return result;
 }
 
+// --- other languages ----------------------------------------------------------------------------
+
+// Which part of a labelled file a story is in: by a hash of its label (FNV-1a), a third held out
+// while developing ("held-out"), the rest to develop on ("dev").
+bool held_out(const std::string& label) {
+  std::uint32_t hash = 2166136261u;
+  for (char c : label)
+    hash = (hash ^ static_cast<unsigned char>(c)) * 16777619u;
+  return hash % 3 == 0;
+}
+
+// B-cubed of each language's headlines (scored apart; assigned in one stream), and of all.
+std::map<std::string, scores> per_language(const std::vector<row>& rows,
+                                           const std::vector<std::int64_t>& cluster) {
+  std::map<std::string, std::vector<std::string>> labels;
+  std::map<std::string, std::vector<std::int64_t>> groups;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    for (const auto& key : {rows[i].language, std::string("all")}) {
+      labels[key].push_back(rows[i].label);
+      groups[key].push_back(cluster[i]);
+    }
+  std::map<std::string, scores> out;
+  for (const auto& [key, l] : labels)
+    out[key] = stories::bcubed(l, groups[key]);
+  return out;
+}
+
+// The rows in the order of their times (as they arrived), or shuffled by `seed` (times kept).
+std::vector<row> ordered(std::vector<row> rows, unsigned seed) {
+  if (seed == 0)
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const row& a, const row& b) { return a.time_ms < b.time_ms; });
+  else
+    std::shuffle(rows.begin(), rows.end(), std::mt19937_64(seed));
+  return rows;
+}
+
+// Scores per language of a file with a LANG column, in time order and as the mean of random
+// orders, with each headline's language declared (the LANG column, as a site declares it) or
+// detected from its title; the dev and held-out parts alone, then the whole file.
+void languages_report(const std::vector<row>& all) {
+  std::printf("\nper language (B-cubed; each part's stream assigned alone; P R F1):\n");
+  std::printf("%-34s", "");
+  std::set<std::string> languages;
+  for (const auto& r : all)
+    languages.insert(r.language);
+  for (const auto& l : languages)
+    std::printf(" %-17s", l.c_str());
+  std::printf(" %-17s\n", "all");
+  for (const char* part : {"dev", "held-out", "whole"}) {
+    std::vector<row> rows;
+    for (const auto& r : all)
+      if (std::string(part) == "whole" || held_out(r.label) == (std::string(part) == "held-out"))
+        rows.push_back(r);
+    for (bool detect : {false, true}) {
+      detect_languages = detect;
+      for (unsigned runs : {1U, orders}) {
+        std::map<std::string, scores> mean;
+        for (unsigned seed = 0; seed < runs; ++seed) {
+          const auto order = ordered(rows, runs == 1 ? 0 : seed + 1);
+          for (const auto& [key, sc] : per_language(order, assign_all(order).cluster)) {
+            mean[key].precision += sc.precision / runs;
+            mean[key].recall += sc.recall / runs;
+          }
+        }
+        const std::string name = std::string(part) + (detect ? ", detected" : ", declared") +
+                                 (runs == 1 ? ", time order" : ", 10 orders");
+        std::printf("%-34s", name.c_str());
+        for (const auto& l : languages)
+          std::printf(" %.2f %.2f %.3f", mean[l].precision, mean[l].recall, mean[l].f1());
+        std::printf(" %.2f %.2f %.3f\n", mean["all"].precision, mean["all"].recall,
+                    mean["all"].f1());
+      }
+    }
+  }
+  detect_languages = false;
+}
+
 long rss_kib() {
   std::ifstream status("/proc/self/status");
   std::string line;
@@ -290,12 +381,97 @@ void stream_memory(const std::vector<row>& titles) {
   }
 }
 
+// --- many sites showing the labelled headlines at once --------------------------------------
+
+// What bench/scale serves at `sites` sites: each site's front page shows `per_site` labelled
+// titles (drawn as its siteserver draws them, so one title is on several sites, each with its
+// own link), every site read within one refresh round of `round_ms`. Prints the scores, the
+// largest story against the largest true event among what was shown, and the stories that
+// hold more than one event: those whose most common label is under 90% of their headlines.
+void many_sites(const std::vector<row>& labelled, std::size_t sites, std::size_t per_site) {
+  constexpr std::int64_t round_ms = 5 * 60 * 1000;
+  std::vector<row> rows;
+  const std::int64_t start = labelled.front().time_ms;
+  for (std::size_t i = 0; i < sites; ++i)
+    for (std::size_t k = 0; k < per_site; ++k) {
+      auto r = labelled[(i * 7919 + k * 104729) % labelled.size()];
+      r.url += "?site=" + std::to_string(i);
+      r.host = "site" + std::to_string(i) + ".example";
+      r.time_ms =
+          start + static_cast<std::int64_t>(i) * round_ms / static_cast<std::int64_t>(sites);
+      rows.push_back(std::move(r));
+    }
+  std::map<std::string, std::size_t> event_size;
+  for (const auto& r : rows)
+    ++event_size[r.label];
+  std::size_t largest_event = 0;
+  for (const auto& [label, n] : event_size)
+    largest_event = std::max(largest_event, n);
+  scores mean;
+  std::size_t largest = 0;
+  double mixed_stories = 0;
+  double mixed_share = 0;
+  for (unsigned seed = 1; seed <= 3; ++seed) {
+    auto order = rows;
+    std::shuffle(order.begin(), order.end(), std::mt19937_64(seed));
+    std::stable_sort(order.begin(), order.end(),
+                     [](const row& a, const row& b) { return a.time_ms < b.time_ms; });
+    const auto ours = assign_all(order);
+    const auto s = bcubed(order, ours.cluster);
+    mean.precision += s.precision / 3;
+    mean.recall += s.recall / 3;
+    std::map<std::int64_t, std::map<std::string, std::size_t>> labels_of;
+    for (std::size_t i = 0; i < order.size(); ++i)
+      ++labels_of[ours.cluster[i]][order[i].label];
+    for (const auto& [story, labels] : labels_of) {
+      std::size_t size = 0;
+      std::size_t top = 0;
+      for (const auto& [label, n] : labels) {
+        size += n;
+        top = std::max(top, n);
+      }
+      largest = std::max(largest, size);
+      if (10 * top < 9 * size) {
+        if (std::getenv("SHOW_MIXED") && seed == 1) {
+          std::printf("  mixed story of %zu:", size);
+          for (const auto& [label, n] : labels)
+            if (n * 50 >= size)
+              std::printf(" %s=%zu", label.c_str(), n);
+          std::printf("\n");
+          std::set<std::string> shown_labels;
+          for (std::size_t i = 0; i < order.size(); ++i)
+            if (ours.cluster[i] == story && labels.at(order[i].label) * 50 >= size &&
+                shown_labels.insert(order[i].label).second)
+              std::printf("      %s: %s\n", order[i].label.c_str(), order[i].title.c_str());
+        }
+        mixed_stories += 1.0 / 3;
+        mixed_share += static_cast<double>(size) / static_cast<double>(order.size()) / 3;
+      }
+    }
+  }
+  std::printf("%zu sites showing %zu labelled titles each (%zu headlines, one round; 3 orders):\n"
+              "  P %.3f R %.3f F1 %.3f; largest story %zu (largest event shown %zu); "
+              "stories of more than one event: %.1f holding %.1f%% of the headlines\n",
+              sites, per_site, rows.size(), mean.precision, mean.recall, mean.f1(), largest,
+              largest_event, mixed_stories, 100 * mixed_share);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: bench_stories LABELLED.csv UNRELATED.csv\n");
+  if (argc != 3 && argc != 4) {
+    std::fprintf(stderr, "usage: bench_stories LABELLED.csv UNRELATED.csv [LANGUAGES.csv]\n");
     return 2;
+  }
+  if (argc == 4) { // LANGUAGES.csv: labelled headlines with a LANG column
+    const auto rows = read_rows(argv[3], true);
+    if (rows.empty() || rows.front().language.empty()) {
+      std::fprintf(stderr, "bench_stories: %s has no rows with a LANG column\n", argv[3]);
+      return 2;
+    }
+    languages_report(rows);
+    if (std::getenv("LANGUAGES_ONLY"))
+      return 0;
   }
   const auto labelled = read_rows(argv[1], true);
   const auto unrelated = read_rows(argv[2], false);
@@ -364,6 +540,7 @@ int main(int argc, char** argv) {
   std::printf("assignment: %.2f us per headline (median of %u runs of %zu headlines)\n\n",
               speed[speed.size() / 2], orders, labelled.size());
 
+  many_sites(labelled, 600, 30);
   if (quick)
     return 0;
   std::printf("a stream with an ever-growing vocabulary, 20 headlines a minute:\n");

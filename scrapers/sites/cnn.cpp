@@ -13,6 +13,7 @@
 #include "scrapers/dom.hpp"
 #include "scrapers/headlines.hpp"
 #include "scrapers/scraper.hpp"
+#include "scrapers/titles.hpp"
 #include "scrapers/url.hpp"
 
 #include <memory>
@@ -25,6 +26,24 @@ dom::node headline_text_in(dom::node link) {
     if (n.has_class("container__headline-text") || n.has_class("cd__headline-text")) {
       return n;
     }
+  }
+  return {};
+}
+
+// The title of the package a card belongs to (2025: the lead package's h2,
+// .container__title_url-text), for a card whose headline text is the package's summary: the
+// first card of CNN's lead package gives "China's export restrictions on seven types of rare
+// earth minerals is bad news... And Trump has little room to retaliate in kind." where the
+// package says "Xi's powerful card in fight against Trump's trade war", linking the same story.
+dom::node package_title_of(dom::node link) {
+  int levels = 0;
+  for (dom::node up = link.parent(); up && levels < 12; up = up.parent(), ++levels) {
+    if (!up.has_class("container"))
+      continue;
+    for (dom::node n : up.descendant_elements())
+      if (n.has_class("container__title_url-text"))
+        return n;
+    return {}; // the card's own container has no title
   }
   return {};
 }
@@ -55,6 +74,12 @@ class cnn_scraper final : public scraper {
       dom::node text = headline_text_in(link);
       if (!text) {
         continue;
+      }
+      if (looks_like_summary(normalise_title_text(text.text()))) {
+        text = package_title_of(link);
+        if (!text) {
+          continue;
+        }
       }
       std::optional<std::string> target = collector.resolve(*href);
       if (!target) {

@@ -5,6 +5,8 @@
 // and delivers.
 #pragma once
 
+#include "server/news/search.hpp"
+
 #include <chrono>
 #include <cstddef>
 #include <optional>
@@ -45,9 +47,9 @@ struct alert_config {
   std::string name; // unique; one MQTT topic level (no '/', '+', '#')
   std::string q;    // as given; the search words are in `query`
   std::string site; // as given ("" or names separated by commas, as /news's site=)
-  // The filter as parse_news_query reads q= and site=: the folded words of q (search_words) and
-  // the sites (none: any). alerts.cpp matches with news_query::matches, /news's own matcher.
-  std::vector<std::string> words;
+  // The filter as parse_news_query reads q= and site=: q's words (search_query) and the sites
+  // (none: any). alerts.cpp matches with news_query::matches, /news's own matcher.
+  search_query words;
   std::vector<std::string> sites;
   std::optional<webhook_config> webhook;
 };

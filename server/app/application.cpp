@@ -538,6 +538,7 @@ struct application::parts {
     terminate.cancel();
     store_watch.cancel();
     news.stop();
+    routes.stop();
     icons.stop();
     alert_rules.stop(); // matches still waiting for their webhooks are given up
     if (changes)

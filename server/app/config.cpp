@@ -65,10 +65,12 @@ settings::table<http_server_limits> make_http_table() {
                 {.path = "max_header_bytes",
                  .unit = "bytes",
                  .min = 1024,
-                 .help = "request line and headers; larger requests get 431"}),
+                 .help = "request line and headers together, and any chunk line or trailer "
+                         "block; larger requests get 431"}),
           field(&limits::max_body_bytes, {.path = "max_body_bytes",
                                           .unit = "bytes",
-                                          .help = "request bodies; larger ones get 413"}),
+                                          .help = "request bodies as sent, chunk framing "
+                                                  "included; larger ones get 413"}),
           field(&limits::read_timeout,
                 {.path = "read_timeout",
                  .min = 0.001,
@@ -100,19 +102,8 @@ settings::table<http_server_limits> make_http_table() {
           field(&limits::max_streams_per_range,
                 {.path = "max_streams_per_range",
                  .min = 0,
-                 .help = "open /events streams from one address range (stream_range_v4, "
-                         "stream_range_v6), so a few dozen addresses of one network cannot "
-                         "fill max_streams; 0: no limit (behind a proxy)"}),
-          field(&limits::stream_range_v4,
-                {.path = "stream_range_v4",
-                 .min = 1,
-                 .max = 32,
-                 .help = "IPv4 prefix length of an address range for max_streams_per_range"}),
-          field(&limits::stream_range_v6,
-                {.path = "stream_range_v6",
-                 .min = 1,
-                 .max = 128,
-                 .help = "IPv6 prefix length of an address range for max_streams_per_range"}),
+                 .help = "open /events streams from one address range (IPv4 /24, IPv6 /64); 0: an "
+                         "eighth of max_streams, none when max_streams_per_ip is 0"}),
       },
   }});
 }
@@ -699,7 +690,7 @@ std::vector<site_config> resolve_sites(const config& cfg,
       fail(where, "expected a scraper name or an object");
     reject_unknown_keys(entry, where,
                         {"scraper", "name", "display_name", "url", "colour", "renderer", "wait",
-                         "timeout", "interval", "enabled"});
+                         "timeout", "interval", "enabled", "section"});
     std::string scraper_name;
     if (!read(entry, "scraper", scraper_name, where))
       fail(where, "missing \"scraper\"");
@@ -731,6 +722,7 @@ std::vector<site_config> resolve_sites(const config& cfg,
     site.display_name = info.display_name;
     site.url = info.url;
     site.colour = info.colour;
+    site.section = info.section;
     site.renderer = default_renderer_for(info);
     double wait = info.wait_seconds.value_or(cfg.default_wait);
     double timeout = info.timeout_seconds.value_or(cfg.default_timeout);
@@ -740,6 +732,11 @@ std::vector<site_config> resolve_sites(const config& cfg,
     // A page's home is the page; a feed site file may name its home beside its feed.
     site.home = info.home_url.empty() || entry.contains("url") ? site.url : info.home_url;
     read(entry, "colour", site.colour, where);
+    if (read(entry, "section", site.section, where) &&
+        (site.section.empty() || site.section.size() > scrapers::max_section_bytes ||
+         site.section != scrapers::collapse_whitespace(site.section)))
+      fail(where + ".section", "expected 1-" + std::to_string(scrapers::max_section_bytes) +
+                                   " bytes of text on one line");
     read(entry, "renderer", site.renderer, where);
     read(entry, "wait", wait, where);
     read(entry, "timeout", timeout, where);
@@ -813,7 +810,7 @@ std::vector<alerts::alert_config> resolve_alerts(const config& cfg,
     if (read(entry, "q", alert.q, where)) {
       if (alert.q.size() > max_q_bytes)
         fail(where + ".q", "longer than " + std::to_string(max_q_bytes) + " bytes");
-      alert.words = search_words(alert.q);
+      alert.words = search_query(alert.q);
       if (alert.words.empty())
         fail(where + ".q", "no words to search for in '" + alert.q + "'");
     }

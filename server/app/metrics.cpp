@@ -228,6 +228,9 @@ std::string metrics::render(const std::vector<site_report>& sites,
             b.connections_total);
     counter("newsdesk_broker_connections_rejected_total",
             "Broker connections refused over the limit.", b.connections_rejected);
+    counter("newsdesk_broker_connections_rejected_per_address_total",
+            "MQTT connections refused because their address held its cap.",
+            b.connections_rejected_per_address);
     gauge("newsdesk_broker_channels", "Broker channels with subscribers or backlog.",
           b.channels_current);
     gauge("newsdesk_broker_subscribers", "Broker subscribers.", b.subscribers_current);
@@ -305,15 +308,6 @@ std::string render_alert_metrics(const std::vector<alerts::alert_stats>& alerts)
   return out;
 }
 
-namespace {
-template <class Number> void append_number(std::string& out, Number n) {
-  char digits[24];
-  auto end = std::to_chars(digits, digits + sizeof digits, n).ptr;
-  out.append(digits, end);
-}
-
-} // namespace
-
 request_handler observe_requests(request_handler next, metrics* counters,
                                  std::function<void(std::string_view)> access_log) {
   if (!counters && !access_log)
@@ -346,11 +340,13 @@ request_handler observe_requests(request_handler next, metrics* counters,
             .append(" path=")
             .append(path)
             .append(" status=");
-        append_number(line, res.status);
+        append_decimal(line, res.status);
         line.append(" bytes=");
-        append_number(line, res.body_size());
+        append_decimal(line, res.body_size());
         line.append(" us=");
-        append_number(line, std::chrono::duration_cast<std::chrono::microseconds>(took).count());
+        append_decimal(line,
+                       static_cast<std::uint64_t>(
+                           std::chrono::duration_cast<std::chrono::microseconds>(took).count()));
         (*log_line)(line);
       }
       respond(std::move(res));

@@ -18,7 +18,8 @@ namespace {
 constexpr const char* content_security_policy =
     "default-src 'none'; style-src 'self' 'unsafe-inline'; script-src 'self'; img-src 'self' "
     "data:; "
-    "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+    "connect-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'";
 
 // A feed's title: the sites it is made of.
 std::string sites_title(const news_snapshot& s) {
@@ -115,6 +116,8 @@ std::string view_key(const std::string& path, const news_query& query, const std
     key += "&before=" + std::to_string(query.before_ms) + "." + std::to_string(query.before_id);
   if (query.story)
     key += "&story=" + std::to_string(query.story);
+  if (!query.section.empty())
+    key += "&section=" + form_encode(query.section);
   if (query.all_chips)
     key += "&chips=all";
   if (path == "/news.atom" || path == "/news.feed.json" || path == "/opml")
@@ -139,8 +142,11 @@ std::string view_target(const std::string& path, const news_query& query) {
     first = false;
     target.append(name).append("=").append(value);
   };
-  for (const auto& site : query.sites)
-    add("site", site);
+  if (!query.section.empty())
+    add("section", form_encode(query.section));
+  else
+    for (const auto& site : query.sites)
+      add("site", site);
   if (!query.q.empty())
     add("q", form_encode(query.q));
   if (query.limit)

@@ -45,8 +45,10 @@ bool plain_host(std::string_view host) {
 
 struct routes::prebuild_timer {
   explicit prebuild_timer(low_priority_pool& pool)
-      : timer(pool.get_executor()) {}
+      : timer(pool.get_executor())
+      , polish(pool.get_executor()) {}
   net::steady_timer timer;
+  net::steady_timer polish; // polish_views() once the headlines are still for polish_after
 };
 
 routes::routes(news_service& news, std::shared_ptr<const news_page> page, const static_files& files,
@@ -155,6 +157,48 @@ std::string routes::cache_key(const std::string& path, const news_query& query,
   return key;
 }
 
+const routes::unfiltered_keys& routes::keys_of(const std::string& path,
+                                               const std::string& base) const {
+  struct memo {
+    const routes* owner;
+    std::string path, base;
+    std::int64_t minute;
+    std::uint64_t generation;
+    unfiltered_keys keys;
+  };
+  // A few entries: the unfiltered paths, and for feeds the Hosts clients named (the oldest
+  // entry is replaced past that).
+  constexpr std::size_t max_memos = 16;
+  thread_local std::vector<memo> memos;
+  thread_local std::size_t next_replaced = 0;
+  const auto minute = std::chrono::duration_cast<std::chrono::minutes>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const auto generation = template_generation_.load();
+  memo* found = nullptr;
+  for (auto& m : memos)
+    if (m.owner == this && m.path == path && m.base == base) {
+      found = &m;
+      break;
+    }
+  if (found && found->minute == minute && found->generation == generation)
+    return found->keys;
+  if (!found) {
+    if (memos.size() < max_memos)
+      found = &memos.emplace_back();
+    else
+      found = &memos[next_replaced++ % max_memos];
+    found->owner = this;
+    found->path = path;
+    found->base = base;
+    found->keys.slot = path + "@" + base;
+  }
+  found->minute = minute;
+  found->generation = generation;
+  found->keys.key = cache_key(path, news_query{}, base);
+  return found->keys;
+}
+
 std::shared_ptr<const representation> routes::current_view(const std::string& slot,
                                                            const std::string& key,
                                                            std::uint64_t version, bool& renew) {
@@ -221,8 +265,8 @@ void routes::serve_news(http_request request, const std::string& path, responder
   const auto snapshot = news_.snapshot();
   if (snapshot->ready) {
     bool renew = false;
-    if (auto ready = current_view(path + "@" + base, cache_key(path, news_query{}, base),
-                                  snapshot->version, renew)) {
+    const auto& keys = keys_of(path, base);
+    if (auto ready = current_view(keys.slot, keys.key, snapshot->version, renew)) {
       if (renew)
         build_ahead(snapshot, path, news_query{}, base);
       fast_hits_.fetch_add(1, std::memory_order_relaxed);
@@ -350,6 +394,16 @@ void routes::prebuild_round_done(std::chrono::steady_clock::time_point started) 
     prebuild_last_ = took;
     prebuild_ended_ = std::chrono::steady_clock::now();
     superseded = prebuild_superseded_;
+    // Views compressed quick while the headlines moved are compressed again at the best effort
+    // once no round has come for polish_after (setting the time cancels the earlier wait).
+    // Under the lock: stop() cancels the wait from another thread.
+    if (!stopped_) {
+      prebuild_timer_->polish.expires_after(polish_after);
+      prebuild_timer_->polish.async_wait([this](boost::system::error_code ec) {
+        if (!ec)
+          polish_views();
+      });
+    }
     // Rounds that take this long mean the page lags the headlines: say so, once a minute.
     const auto now = std::chrono::steady_clock::now();
     if (took > std::chrono::seconds(5) && now - prebuild_warned_ > std::chrono::minutes(1)) {
@@ -371,6 +425,30 @@ void routes::prebuild_round_done(std::chrono::steady_clock::time_point started) 
   });
 }
 
+void routes::stop() {
+  std::lock_guard lock(prebuild_mutex_);
+  stopped_ = true;
+  prebuild_timer_->polish.cancel(); // the build pool's threads end without waiting for it
+}
+
+void routes::polish_views() {
+  std::vector<std::pair<std::string, std::shared_ptr<const representation>>> quick;
+  {
+    std::lock_guard lock(current_mutex_);
+    for (const auto& [slot, view] : current_)
+      if (view.bytes && view.bytes->quick())
+        quick.emplace_back(slot, view.bytes);
+  }
+  for (const auto& [slot, bytes] : quick) {
+    auto better = bytes->polished();
+    std::shared_ptr<const representation> replaced; // freed after the lock, as in remember_view
+    std::lock_guard lock(current_mutex_);
+    // Unless a newer build took the slot meanwhile.
+    if (auto it = current_.find(slot); it != current_.end() && it->second.bytes == bytes)
+      replaced = std::exchange(it->second.bytes, std::move(better));
+  }
+}
+
 representation_cache::builder routes::view_builder(std::shared_ptr<const news_snapshot> snapshot,
                                                    const std::string& path, const news_query& query,
                                                    const std::string& base) const {
@@ -378,12 +456,13 @@ representation_cache::builder routes::view_builder(std::shared_ptr<const news_sn
   // the request's raw text).
   auto target = view_target(path, query);
   // Compression effort fits the rate of change: the best for the unfiltered views while the
-  // headlines change less than once a minute (their bytes are then sent many times over), quick
-  // when they change faster, and for views built on request (a site's own, a search).
+  // headlines are still (their bytes are then sent many times over), quick while they change
+  // (polish_views() compresses them again once they are still), and for views built on request
+  // (a site's own, a search).
   compression effort = compression::quick;
   if (query.empty()) {
     std::lock_guard lock(prebuild_mutex_);
-    if (std::chrono::steady_clock::now() - prebuild_ended_ > std::chrono::minutes(1))
+    if (std::chrono::steady_clock::now() - prebuild_ended_ > polish_after)
       effort = compression::best;
   }
   return [page = page(), snapshot = std::move(snapshot), path, query, base,

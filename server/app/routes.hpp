@@ -78,6 +78,8 @@ class routes {
 
   // The representation cache's counters, in Prometheus text format (for /metrics).
   std::string cache_metrics() const;
+  // At shutdown: no more background work is scheduled (views waiting to be polished are not).
+  void stop();
 
  private:
   void serve_news(http_request request, const std::string& path, responder respond);
@@ -90,12 +92,24 @@ class routes {
   // The representation cache's key for a view (for /news: with its template and minute).
   std::string cache_key(const std::string& path, const news_query& query,
                         const std::string& base) const;
+  // The slot ("path@base") and cache_key() of an unfiltered view, kept per network thread for
+  // as long as they hold (a minute for /news, until a template reload), so that the fast path
+  // builds no string. The reference lasts until this thread's next call.
+  struct unfiltered_keys {
+    std::string slot, key;
+  };
+  const unfiltered_keys& keys_of(const std::string& path, const std::string& base) const;
   // The unfiltered views as last built, one per `slot` (path and, for feeds, base URL): what the
   // fast path answers from while `version` is still the current one. When the view's `key` has
   // moved on (/news of a new minute), the old bytes are still answered and `renew` is set for
   // one caller in a while, which starts the new build.
   std::shared_ptr<const representation>
   current_view(const std::string& slot, const std::string& key, std::uint64_t version, bool& renew);
+  // Compresses the current unfiltered views that were compressed quick again at the best
+  // effort (on the build pool), each replacing its slot's bytes unless a newer build did.
+  void polish_views();
+  // How long the headlines stay still (no prebuild round) before the views are polished.
+  static constexpr std::chrono::seconds polish_after{20};
   // What builds a view's bytes from `snapshot` (with the page template of now).
   representation_cache::builder view_builder(std::shared_ptr<const news_snapshot> snapshot,
                                              const std::string& path, const news_query& query,
@@ -147,6 +161,7 @@ class routes {
 
   struct prebuild_timer; // the wait between two rounds (an asio timer, kept out of this header)
   std::unique_ptr<prebuild_timer> prebuild_timer_;
+  bool stopped_ = false;                               // stop() was called (under prebuild_mutex_)
   mutable std::mutex prebuild_mutex_;                  // guards the prebuild fields below
   std::shared_ptr<const news_snapshot> prebuild_next_; // the newest snapshot not yet built
   bool prebuilding_ = false;                           // a round runs or waits for its timer

@@ -87,11 +87,13 @@ int check_scrapers(std::vector<std::string> args, std::ostream& out, std::ostrea
 namespace {
 
 constexpr const char* try_site_usage =
-    "usage: newsdesk --try-site FILE|NAME [--html SAVED] [--url URL] [--json] [server options]\n"
+    "usage: newsdesk --try-site FILE|NAME [--html SAVED] [--url URL] [--content-type TYPE]\n"
+    "                [--json] [server options]\n"
     "  FILE: a site file; NAME: a built-in scraper or a site in the configured folder.\n"
     "  --html SAVED reads a saved page (a saved feed for a feed site); without it, the page is\n"
     "  rendered live through the renderer the site would use. --url: the page to render, or\n"
-    "  the address a saved page's links resolve against.\n";
+    "  the address a saved page's links resolve against. --content-type: the Content-Type a\n"
+    "  saved page was served with (a feed's charset: \"text/xml; charset=koi8-r\").\n";
 
 // What a try found, and on what.
 struct trial_report {
@@ -189,7 +191,7 @@ void print_json(const trial_report& r, std::ostream& out) {
 
 // Renders `site`'s page live with the renderer it would use in the service.
 void render_live(const config& cfg, const site_config& site, std::string& html, std::string& source,
-                 std::string& base) {
+                 std::string& base, std::string& content_type) {
   boost::asio::io_context ioc;
   renderer_set renderers(ioc, renderer_options_of(cfg));
   renderer* r = renderers.find(site.renderer);
@@ -213,6 +215,7 @@ void render_live(const config& cfg, const site_config& site, std::string& html, 
                       .count();
   html = std::move(result->html);
   base = result->url.empty() ? site.url : result->url;
+  content_type = std::move(result->content_type);
   source = site.url + " via " + site.renderer + " in " + std::to_string(ms) + " ms";
 }
 
@@ -332,7 +335,7 @@ int import_opml(std::vector<std::string> args, std::ostream& out, std::ostream& 
 }
 
 int try_site(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  std::string target, saved, url;
+  std::string target, saved, url, content_type;
   bool as_json = false;
   std::vector<std::string> server_options;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -340,6 +343,8 @@ int try_site(const std::vector<std::string>& args, std::ostream& out, std::ostre
       saved = args[++i];
     else if (args[i] == "--url" && i + 1 < args.size())
       url = args[++i];
+    else if (args[i] == "--content-type" && i + 1 < args.size())
+      content_type = args[++i];
     else if (args[i] == "--json")
       as_json = true;
     else if (target.empty() && !args[i].starts_with("--"))
@@ -397,10 +402,10 @@ int try_site(const std::vector<std::string>& args, std::ostream& out, std::ostre
         entry["url"] = url;
       cfg.sites = std::make_shared<const nlohmann::json>(nlohmann::json::array({entry}));
       auto sites = resolve_sites(cfg, registry);
-      render_live(cfg, sites.front(), html, report.source, report.base);
+      render_live(cfg, sites.front(), html, report.source, report.base, content_type);
     }
 
-    report.trial = scrapers::try_scraper(*scraper, html, report.base);
+    report.trial = scrapers::try_scraper(*scraper, html, report.base, content_type);
     report.counted = is_file && site.renderer != "feed";
     if (as_json)
       print_json(report, out);

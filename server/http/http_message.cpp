@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <system_error>
 #include <utility>
 
@@ -210,11 +211,15 @@ bool event_stream::push(chunk shared) {
     if (closed_)
       return false;
     // A stream with nothing waiting is keeping up: it takes one chunk of any size (one
-    // refresh's batch of events, bounded by the store's limits); one that still has data
-    // waiting and would pass the limit is too slow: dropped, it reconnects and replays what it
-    // missed.
-    if (backlog_bytes_ > 0 && backlog_bytes_ + shared->size() > max_bytes_) {
+    // refresh's batch of events, bounded by the store's limits), and up to the limit more
+    // behind it, so that a small event right behind a large batch the connection has not
+    // taken yet (a site's status, a story) is no sign of a slow reader. A stream whose
+    // backlog would pass that is too slow: dropped, it reconnects and replays what it missed.
+    if (backlog_.empty())
+      allowed_bytes_ = shared->size() + max_bytes_;
+    if (backlog_bytes_ + shared->size() > allowed_bytes_) {
       closed_ = true;
+      drop_backlog_locked(); // nothing will send it
       wake = std::move(wake_);
     } else {
       backlog_bytes_ += shared->size();
@@ -234,6 +239,9 @@ void event_stream::close() {
     if (closed_)
       return;
     closed_ = true;
+    // Nothing will send it: free it now, not when the publisher next finds the stream closed
+    // (a stream refused over the streams' budget held its whole reset until the next ping).
+    drop_backlog_locked();
     wake = std::move(wake_); // the connection holds itself through wake_: release it
   }
   if (wake)
@@ -254,10 +262,21 @@ void event_stream::on_activity(std::function<void()> wake) {
   wake(); // whatever was pushed before the connection was ready
 }
 
+void event_stream::drop_backlog_locked() {
+  std::vector<chunk>().swap(backlog_);
+  backlog_bytes_ = 0;
+}
+
 std::vector<event_stream::chunk> event_stream::take() {
   std::lock_guard lock(mutex_);
   backlog_bytes_ = 0;
   return std::exchange(backlog_, {});
+}
+
+void append_decimal(std::string& out, std::uint64_t n) {
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, n).ptr;
+  out.append(digits, end);
 }
 
 } // namespace newsdesk::server

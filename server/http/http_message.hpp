@@ -4,6 +4,7 @@
 // Beast; routes, pages and tests build quickly against this header.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -21,8 +22,9 @@ using header_list = std::vector<std::pair<std::string, std::string>>;
 // from any thread; the connection writes them in order. A chunk many streams carry alike (a batch
 // of events, a reset with every headline) is pushed as one shared buffer, never copied per
 // stream. A client that reads too slowly to keep its backlog (the bytes it has yet to be sent,
-// shared or not) under `max_buffered_bytes` is cut off (push returns false), so it never holds
-// memory or other clients back. The stream ends when the producer or the connection closes it.
+// shared or not) under one chunk plus `max_buffered_bytes` is cut off (push returns false), so
+// it never holds more memory than that, nor holds other clients back. The stream ends when the
+// producer or the connection closes it.
 class event_stream {
  public:
   using chunk = std::shared_ptr<const std::string>;
@@ -31,8 +33,8 @@ class event_stream {
       : max_bytes_(max_buffered_bytes) {}
 
   // Queues `text` (copied), or `shared` (kept). False when the stream is closed, or closes now
-  // because the backlog would pass the limit (a chunk pushed when nothing is waiting is taken
-  // whatever its size).
+  // because the backlog would pass the limit beyond its first chunk (a chunk pushed when nothing
+  // is waiting is taken whatever its size).
   bool push(std::string_view text);
   bool push(chunk shared);
   void close();
@@ -44,10 +46,13 @@ class event_stream {
   std::vector<chunk> take();
 
  private:
+  void drop_backlog_locked(); // frees what is waiting: the stream is closed
+
   mutable std::mutex mutex_;
   std::vector<chunk> backlog_;
   std::size_t backlog_bytes_ = 0;
   std::size_t max_bytes_;
+  std::size_t allowed_bytes_ = 0; // the backlog's first chunk plus max_bytes_
   bool closed_ = false;
   std::function<void()> wake_;
 };
@@ -159,6 +164,8 @@ bool header_fits(std::string_view name, std::string_view value);
 void append_header_line(std::string& head, std::string_view name, std::string_view value);
 // The same for a header that header_fits(); any other is left out and logged.
 void append_checked_header_line(std::string& head, std::string_view name, std::string_view value);
+// Appends `n` in decimal, with no allocation (std::to_chars): for lines built per request.
+void append_decimal(std::string& out, std::uint64_t n);
 
 // The value of a hexadecimal digit, or -1.
 inline int hex_digit(char c) {

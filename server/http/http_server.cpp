@@ -3,6 +3,7 @@
 #include "server/core/log.hpp"
 #include "server/http/event_loops.hpp"
 #include "server/http/representation.hpp"
+#include "server/http/request_reader.hpp"
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/io_context.hpp>
@@ -46,6 +47,27 @@ struct connection_base {
   // Called from any thread when the server stops.
   virtual void on_server_stop() = 0;
 };
+
+// The network an address belongs to, as stream budgets count them: its IPv4 /24 or IPv6 /64
+// ("203.0.113.0/24", "2001:db8:1:2::/64"); an IPv4 address written in IPv6 form is IPv4. A
+// string that is no address is its own range.
+std::string range_of(const std::string& address) {
+  boost::system::error_code ec;
+  auto ip = net::ip::make_address(address, ec);
+  if (ec)
+    return address;
+  if (ip.is_v6() && ip.to_v6().is_v4_mapped())
+    ip = net::ip::make_address_v4(net::ip::v4_mapped, ip.to_v6());
+  if (ip.is_v4()) {
+    auto bytes = ip.to_v4().to_bytes();
+    bytes[3] = 0;
+    return net::ip::address_v4(bytes).to_string() + "/24";
+  }
+  auto bytes = ip.to_v6().to_bytes();
+  std::fill(bytes.begin() + 8, bytes.end(), 0);
+  return net::ip::address_v6(bytes).to_string() + "/64";
+}
+
 } // namespace
 
 struct http_server::state {
@@ -77,9 +99,16 @@ struct http_server::state {
     std::size_t plain = 0, streams = 0;
   };
   std::unordered_map<std::string, per_address> by_address;
-  // Streams by address range (range_of): a client with a few dozen addresses of one network
-  // shares one range's streams instead of taking max_streams_per_ip of each.
-  std::unordered_map<std::string, std::size_t> streams_by_range;
+  std::unordered_map<std::string, std::size_t> streams_by_range; // range_of(address) -> streams
+
+  // The streams one address range may hold (http_server_limits::max_streams_per_range); 0: any.
+  std::size_t streams_per_range() const {
+    if (limits.max_streams_per_range != 0)
+      return limits.max_streams_per_range;
+    if (limits.max_streams_per_ip == 0)
+      return 0;
+    return std::max(limits.max_streams_per_ip, limits.max_streams / 8);
+  }
   std::map<std::string, std::uint64_t> refusals_unlogged; // by reason
   std::chrono::steady_clock::time_point last_refusal_log{};
 
@@ -110,6 +139,7 @@ struct http_server::state {
   // Moves a plain slot to a stream slot, or returns why not ("streams", "streams_per_ip",
   // "streams_per_range").
   const char* to_stream(const std::string& address, const std::string& range) {
+    const auto per_range = streams_per_range();
     std::lock_guard lock(budget_mutex);
     auto& mine = by_address[address];
     const char* reason = nullptr;
@@ -117,8 +147,8 @@ struct http_server::state {
       reason = "streams";
     else if (limits.max_streams_per_ip && mine.streams >= limits.max_streams_per_ip)
       reason = "streams_per_ip";
-    else if (limits.max_streams_per_range &&
-             streams_by_range[range] >= limits.max_streams_per_range)
+    else if (auto it = streams_by_range.find(range);
+             per_range && it != streams_by_range.end() && it->second >= per_range)
       reason = "streams_per_range";
     if (reason) {
       if (auto r = streams_by_range.find(range); r != streams_by_range.end() && r->second == 0)
@@ -219,33 +249,11 @@ struct http_server::state {
 
 namespace {
 
-// The request parser every connection uses, and how its read errors are answered. Shared with
-// read_requests() so that tests and fuzzers exercise exactly what a connection does.
-using request_parser = http::request_parser<http::string_body>;
-
-void apply_limits(request_parser& parser, const http_server_limits& limits) {
-  parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
-  parser.body_limit(limits.max_body_bytes);
-}
-
-// 431, 413 or 400 for a request that must be refused; 0 for anything else.
-unsigned status_for_read_error(error_code ec) {
-  if (ec == http::error::end_of_stream) // closed between requests: nothing to answer
-    return 0;
-  if (ec == http::error::header_limit)
-    return 431;
-  if (ec == http::error::body_limit)
-    return 413;
-  if (ec.category() == make_error_code(http::error::bad_target).category() ||
-      ec == http::error::partial_message)
-    return 400;
-  return 0;
-}
-
 http_request to_request(http::request<http::string_body>& msg) {
   http_request req;
   req.method = std::string(msg.method_string());
   req.target = std::string(msg.target());
+  req.headers.reserve(static_cast<std::size_t>(std::distance(msg.begin(), msg.end())));
   for (const auto& field : msg)
     req.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
   req.body = std::move(msg.body());
@@ -281,6 +289,39 @@ bool host_ok(const http::request<http::string_body>& msg) {
   return hosts == 1;
 }
 
+// The host a request names: its absolute-form target's authority, else its Host header.
+std::string_view named_host(const http::request<http::string_body>& msg) {
+  std::string_view target = msg.target();
+  for (std::string_view scheme : {"http://", "https://"})
+    if (target.size() >= scheme.size() && beast::iequals(target.substr(0, scheme.size()), scheme)) {
+      auto rest = target.substr(scheme.size());
+      return rest.substr(0, rest.find_first_of("/?"));
+    }
+  return msg[http::field::host];
+}
+
+// RFC 9110 7.2: a Host with an invalid value is a 400. Its port, when it has one, must be 1 to
+// 65535 in digits: anything else ("name:99999999999") would otherwise reach the feeds' links.
+bool host_port_ok(std::string_view host) {
+  std::string_view after_name;
+  if (host.starts_with('[')) { // an IPv6 literal: its colons are not the port's
+    const auto close = host.find(']');
+    if (close == std::string_view::npos)
+      return false;
+    after_name = host.substr(close + 1);
+  } else {
+    after_name = host.substr(std::min(host.find(':'), host.size()));
+  }
+  if (after_name.empty())
+    return true;
+  const auto port = after_name.substr(1);
+  if (after_name.front() != ':' || port.empty() || port.size() > 5 ||
+      !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return false;
+  const auto value = std::stoul(std::string(port));
+  return value >= 1 && value <= 65535;
+}
+
 // A request refused for how it is framed or addressed: its status and text (status 0: none).
 struct refusal {
   unsigned status = 0;
@@ -295,6 +336,8 @@ struct refusal {
 refusal check_request(const http::request<http::string_body>& msg) {
   if (!host_ok(msg))
     return {400, "Bad Request: HTTP/1.1 needs one Host header"};
+  if (!host_port_ok(named_host(msg)))
+    return {400, "Bad Request: the Host's port must be a number from 1 to 65535"};
   if (msg.count(http::field::transfer_encoding) == 0)
     return {};
   if (msg.version() < 11)
@@ -340,15 +383,17 @@ const std::string& date_now() {
 }
 
 // The status line and headers of `res` through the blank line, for an HTTP/1.`version % 10`
-// request. `content_length`: the body's size, or none (a streamed body, or a status that has no
-// body). A header that could split the response is left out and logged.
-std::string format_head(const http_response& res, unsigned version, bool keep_alive,
-                        std::optional<std::size_t> content_length) {
-  std::string head;
+// request, into `head` (its earlier content replaced; a connection reuses one buffer, so a
+// response costs no allocation here). `content_length`: the body's size, or none (a streamed
+// body, or a status that has no body). A header that could split the response is left out and
+// logged.
+void format_head(std::string& head, const http_response& res, unsigned version, bool keep_alive,
+                 std::optional<std::size_t> content_length) {
+  head.clear();
   head.reserve(256 + res.content_type.size() + res.headers.size() * 64 +
                (res.header_lines ? res.header_lines->size() : 0));
   head += version >= 11 ? "HTTP/1.1 " : "HTTP/1.0 ";
-  head += std::to_string(res.status);
+  append_decimal(head, res.status);
   head += ' ';
   head += reason_phrase(res.status);
   append_header_line(head, "Server", "newsdesk");
@@ -359,37 +404,16 @@ std::string format_head(const http_response& res, unsigned version, bool keep_al
     append_checked_header_line(head, name, value);
   if (res.header_lines) // checked when they were formatted
     head += *res.header_lines;
-  if (content_length)
-    append_header_line(head, "Content-Length", std::to_string(*content_length));
+  if (content_length) {
+    head += "\r\nContent-Length: ";
+    append_decimal(head, *content_length);
+  }
   // HTTP/1.1 keeps connections open unless told; HTTP/1.0 closes them unless told.
   if (version >= 11 && !keep_alive)
     append_header_line(head, "Connection", "close");
   else if (version < 11 && keep_alive)
     append_header_line(head, "Connection", "keep-alive");
   head += "\r\n\r\n";
-  return head;
-}
-
-// The address range a client's streams are counted in (http_server_limits::stream_range_v4 and
-// _v6): its address with the bits past the prefix cleared, as text. An IPv4 address written as
-// IPv6 (::ffff:a.b.c.d, a dual-stack listener) is IPv4.
-std::string range_of(const net::ip::address& address, const http_server_limits& limits) {
-  const auto cut = [](auto bytes, unsigned prefix) {
-    const unsigned bits = static_cast<unsigned>(bytes.size()) * 8;
-    prefix = std::min(prefix, bits);
-    for (unsigned bit = prefix; bit < bits; ++bit)
-      bytes[bit / 8] = static_cast<unsigned char>(bytes[bit / 8] & ~(0x80u >> (bit % 8)));
-    return bytes;
-  };
-  auto v6 = address.is_v6() ? address.to_v6() : net::ip::address_v6();
-  if (address.is_v4() || v6.is_v4_mapped()) {
-    const auto v4 = address.is_v4() ? address.to_v4()
-                                    : net::ip::make_address_v4(net::ip::v4_mapped, v6);
-    return net::ip::address_v4(cut(v4.to_bytes(), limits.stream_range_v4)).to_string() + "/" +
-           std::to_string(std::min(limits.stream_range_v4, 32u));
-  }
-  return net::ip::address_v6(cut(v6.to_bytes(), limits.stream_range_v6)).to_string() + "/" +
-         std::to_string(std::min(limits.stream_range_v6, 128u));
 }
 
 void fail(error_code ec, const char* step) {
@@ -405,6 +429,7 @@ class session : public connection_base, public std::enable_shared_from_this<sess
   session(tcp::socket&& socket, std::shared_ptr<http_server::state> st, std::string address,
           std::string range, http_server::state::slot kind)
       : socket_(std::move(socket))
+      , buffer_(request_reader::make_buffer(st->limits))
       , state_(std::move(st))
       , deadline_timer_(socket_.get_executor())
       , file_deadline_(socket_.get_executor())
@@ -441,31 +466,51 @@ class session : public connection_base, public std::enable_shared_from_this<sess
 
  private:
   void do_read() {
-    parser_.emplace();
-    apply_limits(*parser_, state_->limits);
+    reader_.emplace(state_->limits);
     auto timeout = state_->limits.read_timeout;
     if (state_->stopping)
       timeout = std::min(timeout, state_->limits.stop_idle_grace);
     if (slot_ == http_server::state::slot::refusing) // its 503 waits only briefly for a request
       timeout = std::min<std::chrono::milliseconds>(timeout, std::chrono::seconds(2));
-    set_deadline(timeout);
+    set_deadline(timeout); // one deadline for the whole request, however many reads it takes
     reading_ = true;
-    http::async_read(socket_, buffer_, *parser_,
-                     beast::bind_front_handler(&session::on_read, shared_from_this()));
+    parse_buffered();
+  }
+
+  // Parses what has arrived; reads more while the request is incomplete.
+  void parse_buffered() {
+    auto ec = reader_->parse(buffer_);
+    if (ec != http::error::need_more)
+      return on_read(ec);
+    auto space = reader_->prepare(buffer_, ec);
+    if (ec)
+      return on_read(ec);
+    socket_.async_read_some(space,
+                            beast::bind_front_handler(&session::on_read_some, shared_from_this()));
+  }
+
+  void on_read_some(error_code ec, std::size_t bytes) {
+    buffer_.commit(bytes);
+    if (ec == net::error::eof)
+      ec = reader_->parse_eof();
+    if (ec)
+      return on_read(ec);
+    parse_buffered();
   }
 
   // The server is stopping. A connection waiting for its next request, with nothing of it read
   // yet, restarts its read under the short stop_idle_grace deadline (do_read sees `stopping`);
   // a request being read, handled or written is left to finish.
   void notice_stop() {
-    if (!reading_ || parser_->got_some() || buffer_.size() != 0)
+    if (!reading_ || reader_->parser().got_some() || buffer_.size() != 0)
       return;
     restart_read_ = true;
     error_code ignored;
     socket_.cancel(ignored); // no bytes are lost: the request, if any, is still in the socket
   }
 
-  void on_read(error_code ec, std::size_t) {
+  // The request is whole (ec clear), refused, or the connection ended.
+  void on_read(error_code ec) {
     reading_ = false;
     clear_deadline(); // the handler has as long as it needs; the write gets its own
     if (std::exchange(restart_read_, false) && ec == net::error::operation_aborted && !timed_out_)
@@ -478,7 +523,7 @@ class session : public connection_base, public std::enable_shared_from_this<sess
     if (ec)
       return fail(ec, "read");
 
-    auto& msg = parser_->get();
+    auto& msg = reader_->parser().get();
     keep_alive_ = msg.keep_alive();
     version_ = msg.version();
     head_ = msg.method() == http::verb::head;
@@ -544,55 +589,48 @@ class session : public connection_base, public std::enable_shared_from_this<sess
       slot_ = http_server::state::slot::plain;
     }
     const bool bodiless_status = res.status / 100 == 1 || res.status == 204 || res.status == 304;
-    auto out = std::make_shared<outgoing>();
-    out->head = format_head(res, version_, keep_alive_,
-                            bodiless_status ? std::nullopt : std::optional(res.body_size()));
-    out->response = std::move(res);
-    const auto& file = out->response.file_body;
+    // One response is written at a time (the next request is read once it is out), so the
+    // connection keeps it, and its head's buffer, in members: no allocation per response.
+    format_head(head_buffer_, res, version_, keep_alive_,
+                bodiless_status ? std::nullopt : std::optional(res.body_size()));
+    response_ = std::move(res);
+    const auto& file = response_.file_body;
     if (head_ || bodiless_status)
-      return write_out(std::move(out), {});
+      return write_out({});
     if (file && file->size() > max_copied_body)
-      return send_head_then_file(std::move(out));
-    const auto body = file ? file->bytes() : std::string_view(out->response.body);
-    write_out(std::move(out), body);
+      return send_head_then_file();
+    write_out(file ? file->bytes() : std::string_view(response_.body));
   }
-
-  // A response on its way: the head formatted for this connection, and the response that owns
-  // the body's bytes until they are sent.
-  struct outgoing {
-    std::string head;
-    http_response response;
-  };
 
   // Bodies up to this size go out with their head in one write (a copy into the socket costs
   // less than the extra system calls of sendfile); larger ones are sent from the file.
   static constexpr std::size_t max_copied_body = 64 * 1024;
 
-  void write_out(std::shared_ptr<outgoing> out, std::string_view body) {
-    const std::array<net::const_buffer, 2> buffers{net::buffer(out->head),
+  void write_out(std::string_view body) {
+    const std::array<net::const_buffer, 2> buffers{net::buffer(head_buffer_),
                                                    net::buffer(body.data(), body.size())};
-    net::async_write(
-        socket_, buffers,
-        [self = shared_from_this(), out](error_code ec, std::size_t n) { self->on_write(ec, n); });
+    net::async_write(socket_, buffers, [self = shared_from_this()](error_code ec, std::size_t n) {
+      self->on_write(ec, n);
+    });
   }
 
   // The head with MSG_MORE, so the kernel sends it in the same segments as the body's first
   // bytes, then the body with sendfile(2). The head goes out at once when the socket has room
   // (it nearly always has: a response is written only after its request was read).
-  void send_head_then_file(std::shared_ptr<outgoing> out) {
-    const auto& head = out->head;
+  void send_head_then_file() {
+    const auto& head = head_buffer_;
     auto n = ::send(socket_.native_handle(), head.data(), head.size(),
                     MSG_MORE | MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n == static_cast<ssize_t>(head.size()))
-      return send_file(out->response.file_body, 0);
+      return send_file(response_.file_body, 0);
     if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
       return on_write(error_code(errno, boost::system::system_category()), 0);
     const std::size_t sent = n > 0 ? static_cast<std::size_t>(n) : 0;
     net::async_write(socket_, net::buffer(head.data() + sent, head.size() - sent),
-                     [self = shared_from_this(), out](error_code ec, std::size_t written) {
+                     [self = shared_from_this()](error_code ec, std::size_t written) {
                        if (ec)
                          return self->on_write(ec, written);
-                       self->send_file(out->response.file_body, 0);
+                       self->send_file(self->response_.file_body, 0);
                      });
   }
 
@@ -638,6 +676,7 @@ class session : public connection_base, public std::enable_shared_from_this<sess
 
   void on_write(error_code ec, std::size_t) {
     clear_deadline();
+    response_ = {}; // an idle connection holds no representation's bytes
     if (ec == net::error::operation_aborted || ec == net::error::broken_pipe ||
         ec == net::error::connection_reset)
       return;
@@ -702,9 +741,10 @@ class session : public connection_base, public std::enable_shared_from_this<sess
     events_ = std::move(res.stream);
     // A stream may stay open for hours: what reading its request took goes now (the parser
     // holds the request's headers, the buffer what the client sent).
-    parser_.reset();
+    reader_.reset();
     buffer_ = beast::flat_buffer();
-    auto head = std::make_shared<std::string>(format_head(res, version_, false, std::nullopt));
+    auto head = std::make_shared<std::string>();
+    format_head(*head, res, version_, false, std::nullopt);
     net::async_write(
         socket_, net::buffer(*head), [self = shared_from_this(), head](error_code ec, std::size_t) {
           self->clear_deadline(); // idle between events; each write has its own deadline
@@ -762,8 +802,8 @@ class session : public connection_base, public std::enable_shared_from_this<sess
   }
 
   tcp::socket socket_;
-  beast::flat_buffer buffer_;
-  std::optional<request_parser> parser_;
+  beast::flat_buffer buffer_; // bounded: see request_reader
+  std::optional<request_reader> reader_;
   std::shared_ptr<http_server::state> state_;
   net::steady_timer deadline_timer_;                      // enforces deadline_ (see set_deadline)
   clock::time_point deadline_ = clock::time_point::max(); // for the read or write pending
@@ -775,9 +815,11 @@ class session : public connection_base, public std::enable_shared_from_this<sess
   bool keep_alive_ = false;
   bool head_ = false;
   unsigned version_ = 11;
+  std::string head_buffer_;              // the response being written: its head, formatted here
+  http_response response_;               // and what owns its body's bytes until they are sent
   std::shared_ptr<event_stream> events_; // set while streaming a body
   bool writing_events_ = false;
-  bool reading_ = false;      // waiting in async_read for a request
+  bool reading_ = false;      // reading a request
   bool restart_read_ = false; // notice_stop() cancelled that read to restart it
   std::optional<std::list<std::weak_ptr<connection_base>>::iterator> registered_;
   const std::string address_;     // the client's, for the per-address budgets
@@ -797,7 +839,7 @@ void serve(const std::shared_ptr<http_server::state>& st, tcp::socket socket) {
   if (ec)
     return; // the client left before it was accepted
   auto address = endpoint.address().to_string();
-  auto range = range_of(endpoint.address(), st->limits);
+  auto range = range_of(address);
   if (!st->move_to_loop(socket))
     return;
   bool refusing = false;
@@ -864,13 +906,6 @@ class memory_stream {
     rest_.remove_prefix(n);
     return n;
   }
-  template <class Buffers> std::size_t read_some(const Buffers& buffers) {
-    error_code ec;
-    auto n = read_some(buffers, ec);
-    if (ec)
-      throw boost::system::system_error(ec);
-    return n;
-  }
 
  private:
   std::string_view rest_;
@@ -882,15 +917,23 @@ class memory_stream {
 unsigned read_requests(std::string_view bytes, std::size_t chunk, const http_server_limits& limits,
                        const std::function<void(http_request)>& on_request) {
   memory_stream stream(bytes, chunk);
-  beast::flat_buffer buffer;
+  auto buffer = request_reader::make_buffer(limits);
   for (;;) {
-    request_parser parser;
-    apply_limits(parser, limits);
+    request_reader reader(limits);
     error_code ec;
-    http::read(stream, buffer, parser, ec);
+    while ((ec = reader.parse(buffer)) == http::error::need_more) { // the session's read loop
+      auto space = reader.prepare(buffer, ec);
+      if (ec)
+        break;
+      buffer.commit(stream.read_some(space, ec));
+      if (ec == net::error::eof)
+        ec = reader.parse_eof();
+      if (ec)
+        break;
+    }
     if (ec)
       return status_for_read_error(ec);
-    auto& msg = parser.get();
+    auto& msg = reader.parser().get();
     if (auto refused = check_request(msg); refused.status != 0)
       return refused.status;
     const bool keep_alive = msg.keep_alive();

@@ -25,10 +25,12 @@ class io_context;
 namespace newsdesk::server {
 
 struct http_server_limits {
-  // Request line + headers. Browsers send 1-4 KiB; 16 KiB leaves room for big cookies while
-  // refusing header floods (answered 431).
+  // Request line + headers together, however many reads they take; also the longest chunk line
+  // or trailer block, and what a connection buffers unparsed (see request_reader). Browsers
+  // send 1-4 KiB; 16 KiB leaves room for big cookies while refusing header floods (431).
   std::size_t max_header_bytes = 16 * 1024;
-  // Request bodies. No route takes uploads; 64 KiB is plenty for a form or JSON (413 beyond).
+  // Request bodies as sent (chunk framing, extensions and trailers included). No route takes
+  // uploads; 64 KiB is plenty for a form or JSON (413 beyond).
   std::size_t max_body_bytes = 64 * 1024;
   // Deadline for a whole request to arrive, including idle time on a kept-alive connection.
   // Cuts off slowloris-style clients that trickle headers.
@@ -47,14 +49,10 @@ struct http_server_limits {
   std::size_t max_connections_per_ip = 256;
   std::size_t max_streams = 4'096;
   std::size_t max_streams_per_ip = 16;
-  // Streams from one address range at once: IPv4 addresses sharing their first stream_range_v4
-  // bits (a /24), IPv6 their first stream_range_v6 (a /64, what one site or household gets). A
-  // client holding a few dozen addresses of one network (a cloud subnet, a /64 of its own) could
-  // otherwise take max_streams_per_ip with each and fill max_streams. 64: four clients' worth of
-  // max_streams_per_ip, room for a network of readers behind a few addresses. 0: no limit.
-  std::size_t max_streams_per_range = 64;
-  unsigned stream_range_v4 = 24;
-  unsigned stream_range_v6 = 64;
+  // Streams from one address range (IPv4 /24, IPv6 /64: what one network holds), so a few dozen
+  // addresses cannot take every stream either. 0: an eighth of max_streams (at least
+  // max_streams_per_ip), and no range limit when max_streams_per_ip is 0 (behind a proxy).
+  std::size_t max_streams_per_range = 0;
   // Connections being refused at once (each holds a descriptor while its 503 goes out); past
   // this, new ones over a limit are closed at once.
   std::size_t max_refusing = 256;

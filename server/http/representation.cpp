@@ -146,8 +146,12 @@ representation::make(std::string content_type, std::string_view bytes,
   auto r = std::shared_ptr<representation>(new representation());
   r->content_type_ = std::move(content_type);
   r->etag_ = content_tag(bytes);
-  r->etag_gzip_ = r->etag_.substr(0, r->etag_.size() - 1) + "-gz\"";
-  r->etag_br_ = r->etag_.substr(0, r->etag_.size() - 1) + "-br\"";
+  const std::string_view quick = effort == compression::quick ? "q" : "";
+  r->etag_gzip_ = r->etag_.substr(0, r->etag_.size() - 1) + "-gz" + std::string(quick) + "\"";
+  r->etag_br_ = r->etag_.substr(0, r->etag_.size() - 1) + "-br" + std::string(quick) + "\"";
+  r->effort_ = effort;
+  r->cache_control_ = cache_control;
+  r->extra_ = extra;
   r->last_modified_ms_ = last_modified_ms;
   r->last_modified_ = http_date(last_modified_ms);
   r->identity_ = memory_file::create(bytes);
@@ -160,6 +164,11 @@ representation::make(std::string content_type, std::string_view bytes,
   yield_point();
   r->format_header_lines(cache_control, extra);
   return r;
+}
+
+std::shared_ptr<const representation> representation::polished() const {
+  return make(content_type_, identity_->bytes(), last_modified_ms_, cache_control_, extra_,
+              compression::best);
 }
 
 void representation::format_header_lines(std::string_view cache_control, const header_list& extra) {

@@ -39,7 +39,8 @@ class representation {
 
   const std::string& content_type() const { return content_type_; }
   // The strong ETag of the identity bytes ("\"1a2b...\""); the encoded bodies' tags add "-gz"
-  // or "-br" inside the quotes, so a cache never mixes them up.
+  // or "-br" inside the quotes ("-gzq", "-brq" when compressed quick), so a cache never mixes
+  // them up.
   const std::string& etag() const { return etag_; }
   std::string etag(content_coding coding) const;
   std::int64_t last_modified_ms() const { return last_modified_ms_; }
@@ -47,6 +48,11 @@ class representation {
   const std::shared_ptr<const memory_file>& body(content_coding coding) const;
   // Bytes held, all encodings together (for caches that count memory).
   std::size_t bytes() const;
+  // Whether it was compressed `quick`; polished() is then the same representation compressed
+  // at the best effort (same identity bytes and headers; the encoded bodies' tags change). As
+  // CPU-heavy as make().
+  bool quick() const { return effort_ == compression::quick; }
+  std::shared_ptr<const representation> polished() const;
 
   // The answer to `request`: 200 with the best acceptable encoding, 304 when a validator
   // matches, 406 when no encoding is acceptable. Always with Vary: Accept-Encoding, the ETag,
@@ -66,6 +72,9 @@ class representation {
   std::int64_t last_modified_ms_ = 0;
   std::string last_modified_; // as an HTTP-date: formatted once, sent many times
   std::shared_ptr<const memory_file> identity_, gzip_, br_;
+  compression effort_ = compression::best;
+  std::string cache_control_; // as given to make(), for polished()
+  header_list extra_;
 };
 
 // The coding to send for an Accept-Encoding header value (absent: identity), among those

@@ -59,6 +59,7 @@ std::string_view mime_type_for(std::string_view filename) {
       {"html", "text/html; charset=utf-8"},
       {"txt", "text/plain; charset=utf-8"},
       {"json", "application/json"},
+      {"webmanifest", "application/manifest+json"},
       {"svg", "image/svg+xml"},
       {"png", "image/png"},
       {"jpg", "image/jpeg"},

@@ -27,6 +27,8 @@ void to_json(nlohmann::json& j, const news_item& item) {
        {"story", item.story}};
   if (item.first_look)
     j["first_look"] = true;
+  if (!item.headline.summary.empty())
+    j["summary"] = item.headline.summary;
   if (item.headline.published_ms)
     j["published"] = iso8601(std::chrono::system_clock::time_point(
         std::chrono::milliseconds(*item.headline.published_ms)));

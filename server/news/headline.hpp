@@ -198,7 +198,8 @@ struct site_report {
   // The snapshot version in which this site's headlines or state last changed: a view of this
   // site alone built for that version is still the right one in any later snapshot.
   std::uint64_t version = 0;
-  std::string home; // the site's home page (site_config::home)
+  std::string home;    // the site's home page (site_config::home)
+  std::string section; // site_config::section
 };
 
 struct news_snapshot {
@@ -218,6 +219,9 @@ struct news_snapshot {
   // headlines leaves newer ids for its next pages): where a page's live stream starts, so what
   // the page left out never arrives as news.
   std::int64_t last_id = 0;
+  // Every section the sites declare, in the order of their first sites (a filtered view keeps
+  // them all: the page's section chips lead to each).
+  std::vector<std::string> sections;
 };
 
 // RFC 3339 UTC time to the second, e.g. "2026-11-22T09:35:25Z"; iso8601_ms to the millisecond,

@@ -81,6 +81,7 @@ void headline_state::set_sites(const std::vector<site_config>& sites) {
       e.report.colour = c.colour;
       e.report.url = c.url;
       e.report.home = c.home;
+      e.report.section = c.section;
       e.report.renderer = c.renderer;
       if (e.origin.empty() || !c.scraper || e.origin != scrapers::origin_of(c.scraper->site()))
         e.health = site_health(c.interval); // a new definition starts a new history
@@ -356,6 +357,9 @@ std::deque<headline_state::ready_waiter> headline_state::publish_locked(headline
     snap->sites.push_back(e.report);
     runs.push_back(e.run);
     snap->last_id = std::max(snap->last_id, e.run->last_id);
+    if (!e.report.section.empty() && std::find(snap->sections.begin(), snap->sections.end(),
+                                               e.report.section) == snap->sections.end())
+      snap->sections.push_back(e.report.section);
     if (e.items != e.published) {
       e.published = e.items;
       update.changed_sites.push_back(e.items);

@@ -94,6 +94,13 @@ struct stored_headline {
   std::optional<std::int64_t> published_ms;
   // Found by its site's first successful refresh: it was on the page before newsdesk looked.
   bool first_look = false;
+  // The language it is written in (a code: words::headline_language, from what its source
+  // declared and its title), decided when it is first stored; "" in rows stored before
+  // languages were (their stories and searches read them as detected from the title).
+  std::string language;
+  // A line of summary its source gives (a feed item's description), as text; "" when none.
+  // Follows the source as its title does.
+  std::string summary;
 
   friend bool operator==(const stored_headline&, const stored_headline&) = default;
 };
@@ -142,6 +149,8 @@ struct store_limits {
   static constexpr std::size_t max_url_bytes = 2048;
   // Headlines beyond this in one refresh are ignored; CNN's front page has about 300.
   static constexpr std::size_t max_headlines_per_refresh = 2000;
+  // Summaries are cut to this (scrapers keep less: a line under a story's lead).
+  static constexpr std::size_t max_summary_bytes = 1000;
   // Error notices are cut to this; they are one-line summaries.
   static constexpr std::size_t max_error_bytes = 1000;
   // Site names come from the config ([a-z0-9_-]+); longer ones are refused (store_error).

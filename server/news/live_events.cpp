@@ -74,8 +74,21 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
     std::string text;
     news_item item;
   };
-  mutable std::mutex mutex; // guards clients, stopped, resets and ended_since_trim
+  mutable std::mutex mutex; // guards clients, prune_at, stopped, resets and ended_since_trim
   std::vector<client> clients;
+  // When registering finds this many clients, the closed ones are dropped (add_locked()).
+  std::size_t prune_at = 64;
+
+  // Registers `c`. Streams closed without a push to find it out (refused over the streams'
+  // budget, or whose client left) are dropped now and then, in time amortised over
+  // registrations, so a storm of reconnects does not pile them up until the next ping.
+  void add_locked(client c) {
+    if (clients.size() >= prune_at) {
+      drop_clients_locked([](const client& k) { return k.stream->closed(); });
+      prune_at = std::max<std::size_t>(64, 2 * clients.size());
+    }
+    clients.push_back(std::move(c));
+  }
   bool stopped = false;
   // The reset events of the current snapshot, by filter (filter_key): made once, shared by every
   // client starting over while that snapshot is current (a reconnect storm costs one reset's
@@ -149,13 +162,13 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
     for (const auto& s : filter.sites)
       key += s + ",";
     key += "|";
-    for (const auto& w : filter.words)
-      key += w + " ";
+    key += filter.q;
     return key + "|" + std::to_string(filter.story);
   }
 
-  // The reset event for `filter` of `snapshot`: every headline it shows that the filter passes,
-  // and the newest id held, from the cache while the snapshot is current.
+  // The reset event for `filter` of `snapshot`: what the page shows (the newest page_size
+  // headlines the filter passes), and the newest id held, from the cache while the snapshot is
+  // current (a storm of reconnects with unknown ids costs no build per client, and no copy).
   event_stream::chunk reset_locked(const news_snapshot& snapshot, const news_query& filter) {
     if (snapshot.version != resets_version) {
       resets.clear();
@@ -164,10 +177,9 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
     const auto key = filter_key(filter);
     if (auto found = resets.find(key); found != resets.end())
       return found->second;
-    std::vector<news_item> current;
-    for (const auto& item : snapshot.headlines)
-      if (filter.matches(item))
-        current.push_back(item);
+    auto chosen = snapshot.headlines.select(
+        [&filter](const news_item& item) { return filter.matches(item); }, page_size);
+    const std::vector<news_item> current(chosen.begin(), chosen.end());
     auto made = std::make_shared<const std::string>("id: " + event_id(snapshot.last_id) +
                                                     "\nevent: reset\ndata: " +
                                                     headlines_json(current) + "\n\n");
@@ -441,7 +453,7 @@ void live_events::handle(http_request request, responder respond) {
           stream->push(st->reset_locked(*snapshot, c.filter));
         }
       }
-      st->clients.push_back(std::move(c));
+      st->add_locked(std::move(c));
     }
     http_response res;
     res.content_type = "text/event-stream; charset=utf-8";

@@ -14,15 +14,16 @@
 // `id:` is "EPOCH:ID": the store's epoch (made when the store was created) and the headline's id,
 // which grows in commit order. A client that reconnects with Last-Event-ID (or ?after=ID) first
 // gets what it missed, replayed from the store, on any instance sharing it; an id from another
-// store, or one older than what pruning kept, gets an `event: reset` whose data is every current
-// headline, and goes on from there; that reset is made once per snapshot (and filter) and shared
-// by every client starting over meanwhile, so a storm of reconnects costs one reset's bytes. A client may name the same site= and q= filters as the page
-// (news_query.hpp): it is sent only the headlines that page would list, in its replay and reset as
-// well. Each client has a bounded backlog: one that stops reading is cut off (it will reconnect and
-// replay), never slowing the others; its backlog is the bytes it has yet to be sent, shared with
-// the other clients where they are the same (a batch, a reset), so a stream costs its connection
-// and a few hundred bytes, not a copy of every event. Comments (": ping") every 15 s keep proxies from closing idle
-// streams and reveal clients that left.
+// store, or one older than what pruning kept, gets an `event: reset` whose data is the current
+// headlines its page would show (at most page_size), and goes on from there; that reset is made
+// once per snapshot (and filter) and shared by every client starting over meanwhile, so a storm
+// of reconnects costs one reset's bytes. A client may name the same site= and q= filters as the
+// page (news_query.hpp): it is sent only the headlines that page would list, in its replay and
+// reset as well. Each client has a bounded backlog: one that stops reading is cut off (it will
+// reconnect and replay), never slowing the others; its backlog is the bytes it has yet to be
+// sent, shared with the other clients where they are the same (a batch, a reset), so a stream
+// costs its connection and a few hundred bytes, not a copy of every event. Comments (": ping")
+// every 15 s keep proxies from closing idle streams and reveal clients that left.
 //
 // Threads: all members may be called from any thread. publish() only queues: the batch is
 // turned into events and sent on a strand of the worker pool, in the order publish() was called.
@@ -79,8 +80,9 @@ class live_events {
   // (news_page.hpp, status_of). Returns at once, sent after the batches published before it.
   void publish_status(const std::vector<site_report>& sites);
 
-  // What a client starting over gets in its reset event: the headlines shown now, and the newest
-  // id held (where its stream goes on from). Set before start().
+  // What a client starting over gets in its reset event: the headlines shown now (the newest
+  // page_size of them its filter passes, as the page), and the newest id held (where its stream
+  // goes on from). Set before start().
   void set_snapshot_source(std::function<std::shared_ptr<const news_snapshot>()> source);
 
   // The /events route.

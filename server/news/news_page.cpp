@@ -108,11 +108,15 @@ std::string colour_against(std::string_view colour, std::string_view background)
   return hex_of(adjusted);
 }
 
+// The templates, parsed once: the page, one headline (templates/headline.html: every kind, in the
+// list, a card's lead, a line beneath either) and a story's card (templates/story.html). A
+// headline is rendered alone and put into the page as it is: a partial ({{> headline}}) would be
+// parsed again at each of the page's 500 uses.
 struct news_page::impl {
-  mutable std::mutex mutex; // kainjow's render() is not const
-  mutable mustache::mustache tmpl;
-  explicit impl(const std::string& text)
-      : tmpl(text) {}
+  mutable std::mutex mutex; // kainjow's render() is not const: one render at a time
+  mutable mustache::mustache page;
+  mutable mustache::mustache headline;
+  mutable mustache::mustache story;
 };
 
 news_page::news_page(std::unique_ptr<impl> p)
@@ -122,17 +126,21 @@ news_page& news_page::operator=(news_page&&) noexcept = default;
 news_page::~news_page() = default;
 
 news_page news_page::load(const std::filesystem::path& dir) {
-  auto path = dir / "news.html";
-  auto text = read_whole_file(path);
-  if (!text)
-    throw std::runtime_error(
-        "cannot read template " + path.string() +
-        " (set --templates or NEWSDESK_TEMPLATES_DIR to the folder holding news.html)");
-  auto p = std::make_unique<impl>(*text);
-  if (!p->tmpl.is_valid())
-    throw std::runtime_error("template " + path.string() +
-                             " is not valid Mustache: " + p->tmpl.error_message());
-  return news_page(std::move(p));
+  auto parse = [&dir](const char* name) {
+    const auto path = dir / name;
+    auto text = read_whole_file(path);
+    if (!text)
+      throw std::runtime_error("cannot read template " + path.string() +
+                               " (set --templates or NEWSDESK_TEMPLATES_DIR to the folder holding "
+                               "news.html, headline.html and story.html)");
+    mustache::mustache parsed(*text);
+    if (!parsed.is_valid())
+      throw std::runtime_error("template " + path.string() +
+                               " is not valid Mustache: " + parsed.error_message());
+    return parsed;
+  };
+  return news_page(std::unique_ptr<impl>(
+      new impl{{}, parse("news.html"), parse("headline.html"), parse("story.html")}));
 }
 
 namespace {
@@ -480,36 +488,52 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
     return entry;
   };
 
+  std::lock_guard lock(impl_->mutex); // every template below is rendered under it
+  auto html_of = [this](mustache::data& entry, const char* kind) {
+    entry.set("kind", kind);
+    return impl_->headline.render(entry);
+  };
+  // A line beneath a card's lead or a box of the list: each other site's first headline of the
+  // story, up to max_card_tellings; the story's other headlines are in its "N sources".
+  struct tellings {
+    std::vector<std::string_view> sites; // the lead's or box's first
+    std::string html;
+    bool add(const news_item& item, const std::function<std::string()>& render) {
+      if (sites.size() > max_card_tellings ||
+          std::find(sites.begin(), sites.end(), item.headline.site) != sites.end())
+        return false;
+      sites.push_back(item.headline.site);
+      html += render();
+      return true;
+    }
+  };
+
   // Stories first, on the page everybody opens: a card per story that two sites or more tell.
   // The lead is the story's first headline in the page's order (the newest, a site's lead before
   // its others): the one the flat list would have shown first. The story's starter may have left
   // the view or be a site's tenth headline; the first in order is always there and prominent.
   mustache::data top_stories{mustache::data::type::list};
-  std::unordered_set<std::int64_t> in_cards;
+  std::unordered_set<std::int64_t> carded; // the stories with a card: shown there only
   if (!query.filters_headlines()) {
     for (const auto& story : stories) {
       if (story.sources < 2 || top_stories.list_value().size() == max_top_stories)
         break; // most sources first: the rest are one site's, or beyond the bound
+      const auto& lead = *story.headlines.front();
+      auto lead_entry = entry_of(lead);
+      if (!lead.headline.summary.empty())
+        lead_entry.set("summary", lead.headline.summary);
+      tellings lines{{lead.headline.site}, html_of(lead_entry, "lead")};
+      for (const auto* item : story.headlines)
+        lines.add(*item, [&] {
+          auto e = entry_of(*item);
+          return html_of(e, "telling");
+        });
+      carded.insert(story.id);
       mustache::data card;
       card.set("story", std::to_string(story.id));
-      const auto& lead = *story.headlines.front();
-      card.set("lead", entry_of(lead));
-      in_cards.insert(lead.id);
-      // Beneath it, each other site's first headline of the story, up to the bound; the story's
-      // other headlines stay in the list, with their "N sources".
-      std::vector<std::string_view> told_by{lead.headline.site};
-      mustache::data others{mustache::data::type::list};
-      for (const auto* item : story.headlines) {
-        if (told_by.size() > max_card_tellings)
-          break;
-        if (std::find(told_by.begin(), told_by.end(), item->headline.site) != told_by.end())
-          continue;
-        told_by.push_back(item->headline.site);
-        others.push_back(entry_of(*item));
-        in_cards.insert(item->id);
-      }
-      card.set("others", others);
+      card.set("lines_html", lines.html);
       card.set("story_sources", std::to_string(story.sources));
+      card.set("last_seen", std::to_string(story.last_seen_ms));
       card.set("started_at", iso8601_ms(story.first_seen_ms));
       card.set("started_title", full_time(story.first_seen_ms));
       card.set("started_ago", age_text(story.first_seen_ms, now));
@@ -520,43 +544,78 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
         card.set("grew_title", full_time(story.last_seen_ms));
         card.set("grew_ago", age_text(story.last_seen_ms, now));
       }
-      top_stories.push_back(card);
+      mustache::data rendered;
+      rendered.set("html", impl_->story.render(card));
+      top_stories.push_back(rendered);
     }
   }
 
-  // The latest headlines: every one but those in the cards (whose stories' other headlines keep
-  // their "N sources" link).
-  mustache::data headlines{mustache::data::type::list};
+  // The latest headlines: every one but the cards' stories'. A story that several of them tell is
+  // shown once, as a box of its first headline in the page's order with a line for each other
+  // site's first beneath (as in a card); its other headlines, as a card's, are in "N sources".
+  struct box {
+    mustache::data entry;
+    tellings lines;
+  };
+  std::vector<box> boxes;
+  std::unordered_map<std::int64_t, std::size_t> box_of_story;
   for (const auto& item : snapshot.headlines) {
     const auto& h = item.headline;
-    if (!safe_link(h) || in_cards.count(item.id))
+    if (!safe_link(h) || carded.count(item.story))
       continue;
+    const auto told = sources.find(item.story);
+    if (told != sources.end()) {
+      if (auto at = box_of_story.find(item.story); at != box_of_story.end()) {
+        boxes[at->second].lines.add(item, [&] {
+          auto e = entry_of(item);
+          return html_of(e, "telling");
+        });
+        continue;
+      }
+      box_of_story[item.story] = boxes.size();
+    }
     auto entry = entry_of(item);
-    if (auto s = sources.find(item.story); s != sources.end())
-      entry.set("sources", std::to_string(s->second));
+    if (told != sources.end())
+      entry.set("sources", std::to_string(told->second));
     auto it = by_name.find(h.site);
     const auto& name = it != by_name.end() ? it->second->display_name : h.site;
     if (query.story && std::find(story_sites.begin(), story_sites.end(), name) == story_sites.end())
       story_sites.push_back(name);
-    headlines.push_back(entry);
+    boxes.push_back({std::move(entry), {{h.site}, {}}});
+  }
+  mustache::data headlines{mustache::data::type::list};
+  for (auto& b : boxes) {
+    b.entry.set("has_tellings", !b.lines.html.empty());
+    b.entry.set("tellings_html", b.lines.html);
+    mustache::data rendered;
+    rendered.set("html", html_of(b.entry, "headline"));
+    headlines.push_back(rendered);
   }
 
-  // The same filters as a query string: "site=a&site=b&q=..." for /events, plus "&limit=N" for
-  // the feed links.
-  std::string filters;
+  // The same filters as a query string: "site=a&site=b&q=..." for /events (a section as its
+  // sites: the stream knows no sections), and with section= for the page's own and the feeds'
+  // links, plus "&limit=N" for the feed links.
+  std::string filters, events;
   auto add_parameter = [](std::string& to, std::string_view name, std::string_view value) {
     to += to.empty() ? "" : "&";
     to.append(name).append("=").append(value);
   };
   mustache::data query_sites{mustache::data::type::list};
+  if (!query.section.empty())
+    add_parameter(filters, "section", form_encode(query.section));
   for (const auto& site : query.sites) {
-    add_parameter(filters, "site", site);
-    query_sites.push_back(site);
+    add_parameter(events, "site", site);
+    if (query.section.empty()) {
+      add_parameter(filters, "site", site);
+      query_sites.push_back(site);
+    }
   }
-  if (!query.q.empty())
-    add_parameter(filters, "q", form_encode(query.q));
-  if (query.story)
-    add_parameter(filters, "story", std::to_string(query.story));
+  for (auto* to : {&filters, &events}) {
+    if (!query.q.empty())
+      add_parameter(*to, "q", form_encode(query.q));
+    if (query.story)
+      add_parameter(*to, "story", std::to_string(query.story));
+  }
   std::string feed_query = filters;
   if (query.limit)
     add_parameter(feed_query, "limit", std::to_string(query.limit));
@@ -582,6 +641,9 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
         home_href = *home_url;
         home_text = home->host.starts_with("www.") ? home->host.substr(4) : home->host;
       }
+  } else if (!query.section.empty()) {
+    view_name = query.section;
+    view_heading = query.section;
   } else if (!query.sites.empty()) {
     std::vector<std::string> names;
     for (const auto& site : query.sites)
@@ -650,7 +712,21 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
     page.set("home_text", home_text);
   }
   page.set("order", query.one_site() ? "site" : "latest");
-  page.set("events_query", filters);
+  page.set("events_query", events);
+  page.set("query_section", query.section);
+  page.set("has_section", !query.section.empty());
+  // The sections the sites declare, as chips: every headline, or one section's.
+  mustache::data section_chips{mustache::data::type::list};
+  for (const auto& name : snapshot.sections) {
+    mustache::data chip;
+    chip.set("name", name);
+    chip.set("href", "/news?section=" + form_encode(name));
+    chip.set("current", name == query.section);
+    section_chips.push_back(chip);
+  }
+  page.set("section_chips", section_chips);
+  page.set("has_sections", !snapshot.sections.empty());
+  page.set("all_sections_current", query.empty());
   page.set("feed_query", feed_query.empty() ? std::string() : "?" + feed_query);
   // The stream starts after the newest headline held, not the newest shown: a page cut at 500
   // left newer ids to its next pages, which are not news to this reader.
@@ -662,8 +738,21 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
     page.set("next_href", "/news?" + next);
   }
 
-  std::lock_guard lock(impl_->mutex);
-  return impl_->tmpl.render(page);
+  // One of each kind, empty, for what arrives live (static/news.js fills them in).
+  mustache::data blank;
+  blank.set("kind", "headline");
+  blank.set("time_at", "");
+  blank.set("initial", "");
+  page.set("headline_template", impl_->headline.render(blank));
+  blank.set("kind", "telling");
+  page.set("telling_template", impl_->headline.render(blank));
+  if (!query.filters_headlines()) {
+    mustache::data card;
+    card.set("story_sources", "0");
+    page.set("story_template", impl_->story.render(card));
+  }
+  page.set("cards", !query.filters_headlines());
+  return impl_->page.render(page);
 }
 
 std::string news_json(const news_snapshot& snapshot) {

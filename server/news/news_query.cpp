@@ -14,15 +14,26 @@ bool news_query::matches(const news_item& item) const {
     return false;
   if (story != 0 && item.story != story)
     return false;
-  return title_matches(words, item.headline.title);
+  return words.matches(item.headline.title, item.headline.language);
 }
 
 std::variant<news_query, std::string> parse_news_query(std::string_view query,
                                                        const std::vector<site_report>& sites) {
-  return parse_news_query(query, [&sites](std::string_view name) {
+  auto parsed = parse_news_query(query, [&sites](std::string_view name) {
     return std::any_of(sites.begin(), sites.end(),
                        [&](const site_report& s) { return s.name == name; });
   });
+  auto* q = std::get_if<news_query>(&parsed);
+  if (!q || q->section.empty())
+    return parsed;
+  if (!q->sites.empty())
+    return "section: give site= or section=, not both";
+  for (const auto& s : sites)
+    if (s.section == q->section)
+      q->sites.push_back(s.name);
+  if (q->sites.empty())
+    return "section: no site is in a section named '" + q->section.substr(0, 40) + "'";
+  return parsed;
 }
 
 std::variant<news_query, std::string>
@@ -54,7 +65,7 @@ parse_news_query(std::string_view query, const std::function<bool(std::string_vi
       if (value.size() > max_q_bytes)
         return "q: longer than " + std::to_string(max_q_bytes) + " bytes";
       result.q = value;
-      result.words = search_words(value);
+      result.words = search_query(value);
     } else if (key == "before") {
       // TIME_MS.ID (page_time and id), both whole numbers, as cursor_after writes it.
       const auto dot = value.find('.');
@@ -83,6 +94,10 @@ parse_news_query(std::string_view query, const std::function<bool(std::string_vi
       if (ec != std::errc{} || end != value.data() + value.size() || n == 0 || n > max_limit)
         return "limit: expected a whole number from 1 to " + std::to_string(max_limit);
       result.limit = n;
+    } else if (key == "section") {
+      if (value.empty() || value.size() > 40)
+        return "section: expected a section's name (1-40 bytes), as its chip links to it";
+      result.section = value;
     } else if (key == "chips") {
       if (value != "all")
         return "chips: expected all (a chip for every site), or no chips= (the most active)";
@@ -101,6 +116,7 @@ news_snapshot with_coverage(const news_snapshot& snapshot, std::vector<news_item
   out.notice = snapshot.notice;
   out.ready = snapshot.ready;
   out.last_id = snapshot.last_id;
+  out.sections = snapshot.sections;
   for (auto& item : coverage)
     if (std::any_of(out.sites.begin(), out.sites.end(),
                     [&](const site_report& s) { return s.name == item.headline.site; }))
@@ -123,6 +139,7 @@ news_snapshot apply_query(const news_snapshot& snapshot, const news_query& query
   out.notice = snapshot.notice;
   out.ready = snapshot.ready;
   out.last_id = snapshot.last_id;
+  out.sections = snapshot.sections;
   auto wanted = [&](const std::string& site) {
     return query.sites.empty() ||
            std::find(query.sites.begin(), query.sites.end(), site) != query.sites.end();

@@ -3,8 +3,9 @@
 // accents: search.hpp), limit= (at most this many headlines; ignored by /events), before= (the
 // page after a cursor, as the previous page's `next` gives it) and story= (one story's headlines:
 // its whole coverage, read from the store by the routes; on /events, the headlines that join it),
-// and chips=all, which only the page reads (a chip for every site in the view rather than the
-// most active: news_page.hpp); the other outputs take it and ignore it.
+// section= (the sites a section lists, as site= would name them: only with the sites' reports,
+// parse_news_query's second form), and chips=all, which only the page reads (a chip for every site
+// in the view rather than the most active: news_page.hpp); the other outputs take it and ignore it.
 //
 // A page is bounded: without limit=, a view of several sites shows the newest page_size
 // headlines and says where the next page starts, and at most max_site_chips site chips, so /news
@@ -13,6 +14,7 @@
 #pragma once
 
 #include "server/news/news_service.hpp"
+#include "server/news/search.hpp"
 
 #include <functional>
 #include <string>
@@ -24,13 +26,14 @@ namespace newsdesk::server {
 
 struct news_query {
   std::vector<std::string> sites; // empty: all
-  std::vector<std::string> words; // the folded words of q (search_words)
+  search_query words;             // q's words (search.hpp)
   std::string q;                  // as given, for echoing in forms
   std::size_t limit = 0;          // 0: no limit
   // before=TIME_MS.ID: only headlines after that one (page_time, id) in the page's order.
   std::int64_t before_ms = 0;
   std::int64_t before_id = 0;
   std::int64_t story = 0; // story=ID; 0: any
+  std::string section;    // section=NAME: `sites` are its sites
   bool all_chips = false; // chips=all
   bool paged() const { return before_ms != 0 || before_id != 0; }
   // Whether the headlines are a part of the whole: some sites, a search, a limit, a later page
@@ -41,7 +44,7 @@ struct news_query {
   // No parameter at all: the view everybody asks for, built ahead of time.
   bool empty() const { return !filters_headlines() && !all_chips; }
   // One site named: the page shows that site's headlines in the site's own order.
-  bool one_site() const { return sites.size() == 1; }
+  bool one_site() const { return sites.size() == 1 && section.empty(); }
   // Whether `item` passes the site=, q= and story= filters (limit= is not about one headline).
   bool matches(const news_item& item) const;
 };
@@ -59,7 +62,8 @@ inline constexpr std::size_t max_q_bytes = 200;
 // message naming the bad parameter.
 std::variant<news_query, std::string>
 parse_news_query(std::string_view query, const std::function<bool(std::string_view)>& is_site);
-// The same, with the sites a snapshot reports.
+// The same, with the sites a snapshot reports; section= is read too (a section no site is in, or
+// one given with site=, is refused).
 std::variant<news_query, std::string> parse_news_query(std::string_view query,
                                                        const std::vector<site_report>& sites);
 

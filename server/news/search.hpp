@@ -1,27 +1,41 @@
 // Search by words: a query matches a title when every query word is the beginning of some word of
-// the title ("war" finds "War" and "warships", not "towards"). Both sides are compared folded:
-// Unicode case folding, compatibility forms and accents removed (utf8proc), so "elysee",
-// "ÉLYSÉE" and "Élysée" are the same word. Scripts written without spaces between words (Chinese,
-// Japanese, Thai) have no word starts to find, so a query word in them matches anywhere.
+// the title ("war" finds "War" and "warships", not "towards"). The words are those stories
+// compare (server/words/words.hpp), read in the title's language: folded (Unicode case folding,
+// compatibility forms and accents removed, so "elysee", "ÉLYSÉE" and "Élysée" are one word),
+// stemmed where Snowball stems the language (so "erdbeben" finds "Erdbebens" and "Erdbebens"
+// finds "Erdbeben"), and cut by ICU's word breaker in scripts written without spaces (so "地震"
+// finds "東京で震度5強の地震" by its word, and "京都" does not find "東京都"). A query word
+// matches when its stem begins the stem of a title word, or as typed begins the word as written.
 #pragma once
+
+#include "server/words/words.hpp"
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace newsdesk::server {
 
-// `text` folded: case-folded, accents stripped, compatibility forms (ligatures, full-width
-// letters) replaced. Invalid UTF-8 bytes become spaces, so they separate words and never match.
-std::string fold_text(std::string_view text);
+// A query's words, read once in every language that stems differently: immutable once made, so
+// one query (an alert's) may be matched from any number of threads at once.
+class search_query {
+ public:
+  search_query() = default;
+  explicit search_query(std::string_view q);
 
-// Whether code point `c` belongs inside a word: a letter, a digit, or a mark that belongs to one.
-bool is_word_character(char32_t c);
+  bool empty() const { return folded_.empty(); }
+  // The query's words folded, as typed.
+  const std::vector<std::string>& words() const { return folded_; }
 
-// The folded words of `text`: runs of letters and digits, everything else separates them.
-std::vector<std::string> search_words(std::string_view text);
+  // Whether every word of the query begins a word of `title` read in `language` (a code, as the
+  // headline's language; "" reads it without stemming). No words: true.
+  bool matches(std::string_view title, std::string_view language) const;
 
-// Whether every one of `words` (from search_words) begins a word of `title`. No words: true.
-bool title_matches(const std::vector<std::string>& words, std::string_view title);
+ private:
+  std::vector<std::string> folded_;
+  // Per stemming language: the query's words stemmed in it, in the order of folded_.
+  std::vector<std::pair<std::string, std::vector<std::string>>> stems_;
+};
 
 } // namespace newsdesk::server

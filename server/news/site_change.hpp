@@ -60,6 +60,8 @@ inline news_item item_of(const stored_headline& row) {
   news_item item{{row.title, row.url, row.site, row.published_ms}, row.id, row.first_seen_ms};
   item.story = row.story;
   item.first_look = row.first_look;
+  item.headline.language = row.language;
+  item.headline.summary = row.summary;
   return item;
 }
 

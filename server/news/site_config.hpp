@@ -25,7 +25,8 @@ struct site_config {
   std::chrono::milliseconds wait{};
   std::chrono::milliseconds timeout{};
   std::chrono::milliseconds interval{}; // between background refreshes
-  std::string home; // the site's home page for people: `url`, or a feed site file's "url"
+  std::string home;    // the site's home page for people: `url`, or a feed site file's "url"
+  std::string section; // the page's section it is listed in (a chip); empty: none
 };
 
 // The background refresh ("refresh": {...} in the config file; durations in seconds there).

@@ -15,6 +15,7 @@
 #include <cctype>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 
 namespace newsdesk::server {
@@ -28,22 +29,145 @@ std::string lower_prefix(std::string_view body, std::size_t n) {
   return out;
 }
 
+// Pixels an image's header declares.
+struct image_size {
+  std::uint32_t width = 0;
+  std::uint32_t height = 0;
+};
+
+std::uint32_t byte_at(std::string_view b, std::size_t at) {
+  return static_cast<unsigned char>(b[at]);
+}
+std::uint32_t big_endian16(std::string_view b, std::size_t at) {
+  return byte_at(b, at) << 8 | byte_at(b, at + 1);
+}
+std::uint32_t big_endian32(std::string_view b, std::size_t at) {
+  return big_endian16(b, at) << 16 | big_endian16(b, at + 2);
+}
+std::uint32_t little_endian16(std::string_view b, std::size_t at) {
+  return byte_at(b, at) | byte_at(b, at + 1) << 8;
+}
+std::uint32_t little_endian24(std::string_view b, std::size_t at) {
+  return little_endian16(b, at) | byte_at(b, at + 2) << 16;
+}
+std::uint32_t little_endian32(std::string_view b, std::size_t at) {
+  return little_endian16(b, at) | little_endian16(b, at + 2) << 16;
+}
+
+using namespace std::string_view_literals;
+constexpr auto png_signature = "\x89PNG\r\n\x1a\n"sv;
+
+// The IHDR chunk comes first in every PNG (ISO 15948 11.2.2).
+std::optional<image_size> png_size(std::string_view b) {
+  if (b.size() < 24 || b.substr(12, 4) != "IHDR"sv)
+    return std::nullopt;
+  return image_size{big_endian32(b, 16), big_endian32(b, 20)};
+}
+
+// The logical screen descriptor follows the 6-byte signature (GIF89a section 18).
+std::optional<image_size> gif_size(std::string_view b) {
+  if (b.size() < 10)
+    return std::nullopt;
+  return image_size{little_endian16(b, 6), little_endian16(b, 8)};
+}
+
+// The first frame header (SOF0-SOF15 but DHT, JPG and DAC), found by walking the segments from
+// SOI (ITU T.81 B.2); none before the scan starts is no image.
+std::optional<image_size> jpeg_size(std::string_view b) {
+  std::size_t at = 2;
+  while (at + 4 <= b.size()) {
+    if (byte_at(b, at) != 0xff)
+      return std::nullopt;
+    const auto marker = byte_at(b, at + 1);
+    if (marker == 0xff) { // fill byte
+      ++at;
+      continue;
+    }
+    if (marker == 0x01 || (marker >= 0xd0 && marker <= 0xd7)) { // no length follows
+      at += 2;
+      continue;
+    }
+    if (marker == 0xda || marker == 0xd9) // start of scan, end of image
+      return std::nullopt;
+    const bool frame =
+        marker >= 0xc0 && marker <= 0xcf && marker != 0xc4 && marker != 0xc8 && marker != 0xcc;
+    if (frame) {
+      if (at + 9 > b.size())
+        return std::nullopt;
+      return image_size{big_endian16(b, at + 7), big_endian16(b, at + 5)};
+    }
+    at += 2 + big_endian16(b, at + 2);
+  }
+  return std::nullopt;
+}
+
+// The largest of an ICO's entries: each says its size in a byte (0 meaning 256), and may hold a
+// whole PNG whose own header is what a browser believes.
+std::optional<image_size> ico_size(std::string_view b) {
+  const auto entries = little_endian16(b, 4);
+  if (entries == 0 || b.size() < 6 + std::size_t{16} * entries)
+    return std::nullopt;
+  image_size largest;
+  for (std::size_t i = 0; i < entries; ++i) {
+    const auto entry = 6 + 16 * i;
+    image_size size{byte_at(b, entry) == 0 ? 256 : byte_at(b, entry),
+                    byte_at(b, entry + 1) == 0 ? 256 : byte_at(b, entry + 1)};
+    const std::size_t offset = little_endian32(b, entry + 12);
+    if (offset < b.size() && b.substr(offset).starts_with(png_signature)) {
+      auto embedded = png_size(b.substr(offset));
+      if (!embedded)
+        return std::nullopt;
+      size = *embedded;
+    }
+    largest.width = std::max(largest.width, size.width);
+    largest.height = std::max(largest.height, size.height);
+  }
+  return largest;
+}
+
+// The first chunk after "WEBP" says which coding and where its size is (RFC 9649 2.5-2.7).
+std::optional<image_size> webp_size(std::string_view b) {
+  if (b.size() < 30)
+    return std::nullopt;
+  const auto chunk = b.substr(12, 4);
+  if (chunk == "VP8 "sv && b.substr(23, 3) == "\x9d\x01\x2a"sv)
+    return image_size{little_endian16(b, 26) & 0x3fff, little_endian16(b, 28) & 0x3fff};
+  if (chunk == "VP8L"sv && byte_at(b, 20) == 0x2f) {
+    const auto bits = little_endian32(b, 21);
+    return image_size{(bits & 0x3fff) + 1, ((bits >> 14) & 0x3fff) + 1};
+  }
+  if (chunk == "VP8X"sv)
+    return image_size{little_endian24(b, 24) + 1, little_endian24(b, 27) + 1};
+  return std::nullopt;
+}
+
+// `type` when `size` is within the limits, else the reason it is refused; `name`: the format's.
+icon_check sized(std::string type, std::string_view name, std::optional<image_size> size) {
+  if (!size)
+    return {"", "its " + std::string(name) + " header is missing or cut short"};
+  if (size->width == 0 || size->height == 0 || size->width > site_icon_limits::max_side ||
+      size->height > site_icon_limits::max_side)
+    return {"", "it declares " + std::to_string(size->width) + " x " +
+                    std::to_string(size->height) + " pixels (at most " +
+                    std::to_string(site_icon_limits::max_side) + " on a side)"};
+  return {std::move(type), ""};
+}
+
 } // namespace
 
 icon_check check_icon(std::string_view body) {
-  using namespace std::string_view_literals;
   if (body.empty())
     return {"", "the answer is empty"};
-  if (body.starts_with("\x89PNG\r\n\x1a\n"sv))
-    return {"image/png", ""};
+  if (body.starts_with(png_signature))
+    return sized("image/png", "PNG", png_size(body));
   if (body.starts_with("\0\0\1\0"sv) && body.size() >= 6)
-    return {"image/x-icon", ""};
+    return sized("image/x-icon", "ICO", ico_size(body));
   if (body.starts_with("GIF87a"sv) || body.starts_with("GIF89a"sv))
-    return {"image/gif", ""};
+    return sized("image/gif", "GIF", gif_size(body));
   if (body.starts_with("\xff\xd8\xff"sv))
-    return {"image/jpeg", ""};
+    return sized("image/jpeg", "JPEG", jpeg_size(body));
   if (body.size() >= 12 && body.starts_with("RIFF"sv) && body.substr(8, 4) == "WEBP"sv)
-    return {"image/webp", ""};
+    return sized("image/webp", "WebP", webp_size(body));
   // What it is instead, for the log: past a BOM and whitespace, markup says which.
   auto start = body.find_first_not_of(" \t\r\n\xef\xbb\xbf"sv);
   const auto head = lower_prefix(start == std::string_view::npos ? ""sv : body.substr(start), 512);

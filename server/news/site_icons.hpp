@@ -47,10 +47,17 @@ struct site_icon_limits {
   static constexpr int max_redirects = 3;
   // How often an icon is fetched again, whether the last attempt worked or not.
   static constexpr std::chrono::hours refetch{24};
+  // Pixels on a side, as the image's header declares them. Icons are drawn at 16 to 64 px and
+  // the largest made (apple-touch, PWA) are 512; a browser decodes a served icon whole, so a
+  // small file declaring 100,000 x 100,000 pixels would cost every reader 40 GB to show.
+  static constexpr std::uint32_t max_side = 1024;
 };
 
 // What the first bytes of `body` say it is: "image/png", "image/x-icon", "image/gif",
-// "image/jpeg" or "image/webp"; else an empty type and `error` saying what it is instead.
+// "image/jpeg" or "image/webp"; else an empty type and `error` saying what it is instead. An
+// image is also refused when its header (PNG IHDR, GIF logical screen, JPEG frame header, each
+// ICO entry and a PNG it embeds, WebP VP8/VP8L/VP8X) is missing or cut short, or declares 0 or
+// more than site_icon_limits::max_side pixels on a side; `error` then names the size.
 struct icon_check {
   std::string content_type;
   std::string error;

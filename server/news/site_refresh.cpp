@@ -36,7 +36,7 @@ refresh_result read_page(const site_config& site, const render_result& page,
   refresh_result r;
   try {
     const auto cpu_before = thread_cpu_time();
-    r.found = site.scraper->parse(page.html, page.url, &r.note);
+    r.found = site.scraper->parse(page.html, page.url, &r.note, page.content_type);
     if (auto cpu = thread_cpu_time() - cpu_before; cpu > cpu_budget) {
       r.found.clear();
       r.error = "reading the page took " + format_seconds(cpu.count() / 1000.0) +

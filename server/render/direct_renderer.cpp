@@ -91,6 +91,7 @@ struct direct_fetch : std::enable_shared_from_this<direct_fetch> {
       render_result same;
       same.html = known->body;
       same.url = known->url;
+      same.content_type = known->content_type;
       return complete(std::move(same));
     }
     if (answer.status >= 300 && answer.status < 400 && answer.status != 304) {
@@ -110,8 +111,11 @@ struct direct_fetch : std::enable_shared_from_this<direct_fetch> {
       return finish(answer.status == 404 ? failure_kind::not_found : failure_kind::site_error,
                     "site answered HTTP " + std::to_string(answer.status));
     if (owner.conditional()) {
-      direct_renderer::remembered_feed feed{
-          answer.header("ETag"), answer.header("Last-Modified"), {}, url};
+      direct_renderer::remembered_feed feed{answer.header("ETag"),
+                                            answer.header("Last-Modified"),
+                                            {},
+                                            url,
+                                            answer.header("Content-Type")};
       if (!feed.etag.empty() || !feed.last_modified.empty()) {
         feed.body = answer.body;
         owner.remember(request.url, std::move(feed));
@@ -120,6 +124,7 @@ struct direct_fetch : std::enable_shared_from_this<direct_fetch> {
     render_result ok;
     ok.html = std::move(answer.body);
     ok.url = url;
+    ok.content_type = answer.header("Content-Type");
     complete(std::move(ok));
   }
 

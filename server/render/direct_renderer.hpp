@@ -51,7 +51,8 @@ class direct_renderer final : public renderer {
     std::string etag;
     std::string last_modified;
     std::string body;
-    std::string url; // where it ended after redirects: the base of its links
+    std::string url;          // where it ended after redirects: the base of its links
+    std::string content_type; // as the full answer gave it: a 304 repeats the body, not it
   };
   // Conditional GET bookkeeping, used by the fetch in direct_renderer.cpp.
   std::optional<remembered_feed> recall(const std::string& url) const;

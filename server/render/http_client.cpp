@@ -1,27 +1,33 @@
 #include "server/render/http_client.hpp"
 
+#include "server/core/thread_name.hpp"
+#include "server/render/http_transfer.hpp"
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/url/parse.hpp>
-#include <boost/url/url_view.hpp>
 
-#include <openssl/ssl.h>
+#include <curl/curl.h>
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
 
 namespace newsdesk::server {
 
-namespace beast = boost::beast;
-namespace http = beast::http;
 namespace net = boost::asio;
-namespace ssl = net::ssl;
 using tcp = net::ip::tcp;
-using error_code = boost::system::error_code;
-using clock_type = std::chrono::steady_clock;
+using detail::http_transfer;
 
 std::string http_fetch_result::header(std::string_view name) const {
   for (const auto& [key, value] : headers)
@@ -30,48 +36,21 @@ std::string http_fetch_result::header(std::string_view name) const {
   return {};
 }
 
-struct http_client::impl {
-  impl(net::io_context& ioc_, const tls_options& tls)
-      : ioc(ioc_)
-      , tls_ctx(ssl::context::tls_client) {
-    tls_ctx.set_default_verify_paths();
-    if (!tls.ca_file.empty())
-      tls_ctx.load_verify_file(tls.ca_file);
-    tls_ctx.set_verify_mode(tls.verify_peer ? ssl::verify_peer : ssl::verify_none);
-    verify_peer = tls.verify_peer;
-  }
-  net::io_context& ioc;
-  ssl::context tls_ctx;
-  bool verify_peer = true;
-};
-
 namespace {
 
-// Whether connecting to `a` stays on the public Internet: not loopback, private (RFC 1918,
-// unique local), shared (100.64/10), link-local, unspecified, multicast or reserved.
-bool is_public(const net::ip::address& a) {
-  if (a.is_v6()) {
-    const auto v6 = a.to_v6();
-    if (v6.is_v4_mapped())
-      return is_public(net::ip::make_address_v4(net::ip::v4_mapped, v6));
-    const auto b = v6.to_bytes();
-    const bool unique_local = (b[0] & 0xfe) == 0xfc;
-    return !(v6.is_loopback() || v6.is_unspecified() || v6.is_link_local() || v6.is_site_local() ||
-             v6.is_multicast() || unique_local);
-  }
-  const auto b = a.to_v4().to_bytes();
-  return !(b[0] == 0 || b[0] == 10 || b[0] == 127 || b[0] >= 224 ||
-           (b[0] == 100 && (b[1] & 0xc0) == 64) || (b[0] == 169 && b[1] == 254) ||
-           (b[0] == 172 && (b[1] & 0xf0) == 16) || (b[0] == 192 && b[1] == 168) ||
-           (b[0] == 192 && b[1] == 0 && b[2] == 0) || (b[0] == 198 && (b[1] & 0xfe) == 18));
+// libcurl's global state, set up once for the process before the first handle (thread-safe in
+// this libcurl: its "threadsafe" feature), and never torn down: other clients may come later.
+void init_curl_once() {
+  static const CURLcode code = curl_global_init(CURL_GLOBAL_DEFAULT);
+  if (code != CURLE_OK)
+    throw std::runtime_error(std::string("cannot set up libcurl: ") + curl_easy_strerror(code));
 }
 
+// The parts of a URL the client decides on before libcurl sees it.
 struct target {
   bool https = false;
-  std::string host;
+  std::string host; // the name, or the IP literal without brackets
   std::string port;
-  std::string host_header;
-  std::string path_and_query;
 };
 
 std::optional<target> split_url(const std::string& url) {
@@ -80,242 +59,253 @@ std::optional<target> split_url(const std::string& url) {
     return std::nullopt;
   const auto& u = *parsed;
   target t;
-  auto scheme = u.scheme_id();
+  const auto scheme = u.scheme_id();
   if (scheme == boost::urls::scheme::https)
     t.https = true;
   else if (scheme != boost::urls::scheme::http)
     return std::nullopt;
-  // host_address() is the name or the IP literal without brackets, decoded.
   t.host = u.host_address();
   if (t.host.empty())
     return std::nullopt;
   t.port = u.has_port() ? std::string(u.port()) : (t.https ? "443" : "80");
-  t.host_header = std::string(u.encoded_host_and_port());
-  t.path_and_query = std::string(u.encoded_path());
-  if (t.path_and_query.empty())
-    t.path_and_query = "/";
-  if (u.has_query())
-    t.path_and_query += "?" + std::string(u.encoded_query());
   return t;
 }
 
-// One request from resolve to the last body byte. Everything runs on one strand, so the
-// deadline timer and the I/O handlers never race.
-template <class Stream> class fetch_op : public std::enable_shared_from_this<fetch_op<Stream>> {
- public:
-  fetch_op(net::any_io_executor ex, Stream stream, target t, http_fetch_options opts,
-           std::optional<http_client::post_body> payload,
-           std::function<void(http_fetch_result)> done)
-      : resolver_(ex)
-      , stream_(std::move(stream))
-      , timer_(ex)
-      , progress_timer_(ex)
-      , target_(std::move(t))
-      , options_(std::move(opts))
-      , payload_(std::move(payload))
-      , done_(std::move(done))
-      , started_(clock_type::now()) {}
+std::string environment(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
 
-  void run() {
-    timer_.expires_after(options_.timeout);
-    timer_.async_wait([self = this->shared_from_this()](error_code ec) {
-      if (ec)
-        return;
-      self->timed_out_ = true;
-      self->resolver_.cancel();
-      error_code ignored;
-      beast::get_lowest_layer(self->stream_).socket().close(ignored);
-    });
-    resolver_.async_resolve(
-        target_.host, target_.port,
-        beast::bind_front_handler(&fetch_op::on_resolve, this->shared_from_this()));
-  }
+// The first of these variables that is set and not empty.
+std::string first_set(std::initializer_list<const char*> names) {
+  for (const auto* name : names)
+    if (auto value = environment(name); !value.empty())
+      return value;
+  return {};
+}
 
- private:
-  void on_resolve(error_code ec, tcp::resolver::results_type results) {
-    if (ec)
-      return fail(fetch_failure::resolve, ec, "cannot resolve " + target_.host);
-    std::vector<tcp::endpoint> endpoints;
-    std::string internal;
-    for (const auto& entry : results) {
-      if (!options_.public_addresses_only || is_public(entry.endpoint().address()))
-        endpoints.push_back(entry.endpoint());
-      else if (internal.empty())
-        internal = entry.endpoint().address().to_string();
-    }
-    if (endpoints.empty()) {
-      http_fetch_result result;
-      result.failure = fetch_failure::refused_address;
-      result.error = target_.host + " is " + internal +
-                     ", an internal address: only a site whose own URL names an internal "
-                     "address is fetched from one";
-      return finish(std::move(result));
-    }
-    beast::get_lowest_layer(stream_).async_connect(
-        endpoints, beast::bind_front_handler(&fetch_op::on_connect, this->shared_from_this()));
-  }
-
-  void on_connect(error_code ec, const tcp::endpoint&) {
-    if (ec)
-      return fail(fetch_failure::connect, ec, "");
-    if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
-      do_write();
-    } else {
-      stream_.async_handshake(
-          ssl::stream_base::client,
-          beast::bind_front_handler(&fetch_op::on_handshake, this->shared_from_this()));
+// The addresses of a proxy's host ("http://proxy.corp:3128", "10.0.0.1:3128", "[::1]:8888"),
+// as text; empty when it names none that resolve.
+std::vector<std::string> proxy_addresses(const std::string& proxy) {
+  std::vector<std::string> addresses;
+  CURLU* url = curl_url();
+  char* host = nullptr;
+  if (url &&
+      curl_url_set(url, CURLUPART_URL, proxy.c_str(),
+                   CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) == CURLUE_OK &&
+      curl_url_get(url, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
+    std::string name = host;
+    if (name.size() > 2 && name.front() == '[')
+      name = name.substr(1, name.size() - 2);
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    if (::getaddrinfo(name.c_str(), nullptr, &hints, &found) == 0) {
+      for (auto* a = found; a; a = a->ai_next) {
+        char text[INET6_ADDRSTRLEN] = {};
+        const void* raw = a->ai_family == AF_INET6
+                              ? static_cast<const void*>(
+                                    &reinterpret_cast<const sockaddr_in6*>(a->ai_addr)->sin6_addr)
+                              : &reinterpret_cast<const sockaddr_in*>(a->ai_addr)->sin_addr;
+        if (::inet_ntop(a->ai_family, raw, text, sizeof text))
+          addresses.emplace_back(text);
+      }
+      ::freeaddrinfo(found);
     }
   }
-
-  void on_handshake(error_code ec) {
-    if (ec)
-      return fail(fetch_failure::tls, ec, "TLS handshake failed");
-    do_write();
-  }
-
-  void do_write() {
-    request_.version(11);
-    request_.method(payload_ ? http::verb::post : http::verb::get);
-    request_.target(target_.path_and_query);
-    request_.set(http::field::host, target_.host_header);
-    request_.set(http::field::user_agent, "newsdesk/0.1");
-    request_.set(http::field::accept,
-                 "text/html,application/xhtml+xml,application/json;q=0.9,*/*;q=0.8");
-    request_.set(http::field::connection, "close");
-    for (const auto& [name, value] : options_.headers)
-      request_.set(name, value);
-    if (payload_) {
-      request_.set(http::field::content_type, payload_->content_type);
-      request_.body() = std::move(payload_->data);
-      request_.prepare_payload();
-    }
-    http::async_write(stream_, request_,
-                      beast::bind_front_handler(&fetch_op::on_write, this->shared_from_this()));
-  }
-
-  void on_write(error_code ec, std::size_t) {
-    if (ec)
-      return fail(fetch_failure::io, ec, "sending the request failed");
-    parser_.header_limit(64 * 1024); // real sites send large Set-Cookie and CSP headers
-    parser_.body_limit(options_.max_body_bytes);
-    read_some();
-  }
-
-  // The answer read a piece at a time, so its pace can be watched (watch_progress).
-  void read_some() {
-    http::async_read_some(stream_, buffer_, parser_,
-                          [self = this->shared_from_this()](error_code ec, std::size_t bytes) {
-                            self->on_read_some(ec, bytes);
-                          });
-  }
-
-  void on_read_some(error_code ec, std::size_t bytes) {
-    if (!ec && !parser_.is_done()) {
-      if (received_ == 0 && bytes > 0 && options_.progress_bytes > 0)
-        watch_progress(); // the floor applies from the first byte
-      received_ += bytes;
-      return read_some();
-    }
-    on_read(ec);
-  }
-
-  // Every progress_window: fewer than progress_bytes since the last look cuts the connection.
-  void watch_progress() {
-    progress_timer_.expires_after(options_.progress_window);
-    progress_timer_.async_wait([self = this->shared_from_this(), seen = received_](error_code ec) {
-      if (ec || self->parser_.is_done())
-        return;
-      if (self->received_ - seen >= self->options_.progress_bytes)
-        return self->watch_progress();
-      self->too_slow_ = self->received_ - seen;
-      error_code ignored;
-      beast::get_lowest_layer(self->stream_).socket().close(ignored);
-    });
-  }
-
-  void on_read(error_code ec) {
-    if (too_slow_) {
-      http_fetch_result result;
-      result.failure = fetch_failure::too_slow;
-      result.error = "the answer came too slowly: " + std::to_string(*too_slow_) + " bytes in " +
-                     std::to_string(options_.progress_window.count()) + " ms (at least " +
-                     std::to_string(options_.progress_bytes) + " needed)";
-      return finish(std::move(result));
-    }
-    if (ec == http::error::body_limit)
-      return fail(fetch_failure::too_large, ec,
-                  "response larger than " + std::to_string(options_.max_body_bytes) + " bytes");
-    if (ec && ec.category() == make_error_code(http::error::bad_target).category() &&
-        ec != http::error::end_of_stream)
-      return fail(fetch_failure::protocol, ec, "malformed HTTP response");
-    if (ec)
-      return fail(fetch_failure::io, ec, "reading the response failed");
-    auto& msg = parser_.get();
-    http_fetch_result result;
-    result.status = msg.result_int();
-    for (const auto& field : msg)
-      result.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
-    result.body = std::move(msg.body());
-    finish(std::move(result));
-  }
-
-  void fail(fetch_failure kind, error_code ec, std::string what) {
-    http_fetch_result result;
-    if (timed_out_) {
-      result.failure = fetch_failure::timeout;
-      result.error = "no answer within " + std::to_string(options_.timeout.count()) + " ms";
-    } else {
-      result.failure = kind;
-      result.error = what.empty() ? ec.message() : what + " (" + ec.message() + ")";
-    }
-    if (parser_.is_header_done()) // e.g. too_large: the server answered, with a body past the limit
-      result.status = parser_.get().result_int();
-    finish(std::move(result));
-  }
-
-  void finish(http_fetch_result result) {
-    timer_.cancel();
-    progress_timer_.cancel();
-    error_code ignored;
-    beast::get_lowest_layer(stream_).socket().shutdown(tcp::socket::shutdown_both, ignored);
-    result.elapsed =
-        std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - started_);
-    auto done = std::move(done_);
-    done(std::move(result));
-  }
-
-  tcp::resolver resolver_;
-  Stream stream_;
-  net::steady_timer timer_;
-  net::steady_timer progress_timer_;
-  std::size_t received_ = 0;            // bytes of the answer so far
-  std::optional<std::size_t> too_slow_; // set when watch_progress cut it: bytes in the window
-  target target_;
-  http_fetch_options options_;
-  std::optional<http_client::post_body> payload_;
-  std::function<void(http_fetch_result)> done_;
-  clock_type::time_point started_;
-  bool timed_out_ = false;
-  beast::flat_buffer buffer_;
-  http::request<http::string_body> request_;
-  http::response_parser<http::string_body> parser_;
-};
+  curl_free(host);
+  curl_url_cleanup(url);
+  return addresses;
+}
 
 } // namespace
 
-bool names_internal_address(std::string_view url) {
-  auto t = split_url(std::string(url));
-  if (!t)
-    return false;
-  error_code ec;
-  auto address = net::ip::make_address(t->host, ec);
-  return !ec && !is_public(address);
+// The environment's proxies, read once. The variables and their order are libcurl's (lib/url.c),
+// and curl(1)'s, with one addition: HTTP_PROXY in upper case, which libcurl leaves out because a
+// CGI program finds a request's Proxy header there ("httpoxy"); newsdesk is no CGI program, and
+// container tools set the upper-case name. NO_PROXY stays libcurl's to read and match.
+detail::proxy_environment detail::proxy_environment::read() {
+  proxy_environment env;
+  env.http = first_set({"http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"});
+  env.https = first_set({"https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"});
+  for (const auto* proxy : {&env.http, &env.https})
+    if (!proxy->empty())
+      for (auto& address : proxy_addresses(*proxy))
+        env.addresses.push_back(std::move(address));
+  return env;
 }
 
-http_client::http_client(net::io_context& ioc, const tls_options& tls)
-    : impl_(std::make_unique<impl>(ioc, tls)) {}
+// The fetch thread and its multi handle. Shared with the Asio handlers that resolve names for
+// proxied fetches, so one that completes during destruction finds it stopped, not gone.
+struct http_client::impl {
+  impl(net::io_context& ioc_, tls_options tls_)
+      : ioc(ioc_)
+      , tls(std::move(tls_))
+      , proxies(
+            std::make_shared<const detail::proxy_environment>(detail::proxy_environment::read())) {
+    init_curl_once();
+    multi = curl_multi_init();
+    if (!multi)
+      throw std::runtime_error("cannot set up libcurl's multi handle");
+    curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, max_idle_connections);
+    curl_multi_setopt(multi, CURLMOPT_PIPELINING, static_cast<long>(CURLPIPE_MULTIPLEX));
+    thread = std::thread([this] { run(); });
+  }
 
-http_client::~http_client() = default;
+  ~impl() {
+    stop();
+    curl_multi_cleanup(multi);
+  }
+
+  void stop() {
+    {
+      std::lock_guard lock(mutex);
+      if (stopping)
+        return;
+      stopping = true;
+    }
+    curl_multi_wakeup(multi);
+    if (thread.joinable())
+      thread.join();
+  }
+
+  // Hands a transfer to the fetch thread; dropped (with its callback) once stopping.
+  void submit(std::unique_ptr<http_transfer> t) {
+    {
+      std::lock_guard lock(mutex);
+      if (stopping)
+        return;
+      incoming.push_back(std::move(t));
+    }
+    curl_multi_wakeup(multi);
+  }
+
+  // A fetch that failed before it reached libcurl.
+  void refuse(http_fetch_result result, std::function<void(http_fetch_result)> done) {
+    fetches.fetch_add(1, std::memory_order_relaxed);
+    net::post(ioc, [done = std::move(done), result = std::move(result)]() mutable {
+      done(std::move(result));
+    });
+  }
+
+  // The fetch thread: adds what arrived, lets libcurl do what its sockets allow, finishes what
+  // is done, cuts what fell under its progress floor, and sleeps until a socket, a timer of
+  // libcurl's, the next progress look or a new fetch wakes it.
+  void run() {
+    name_this_thread("nd-fetch");
+    for (;;) {
+      std::vector<std::unique_ptr<http_transfer>> arrived;
+      {
+        std::lock_guard lock(mutex);
+        if (stopping)
+          break;
+        arrived.swap(incoming);
+      }
+      for (auto& t : arrived)
+        add(std::move(t));
+      int running = 0;
+      curl_multi_perform(multi, &running);
+      collect_finished();
+      const auto now = http_transfer::clock_type::now();
+      auto wake = now + std::chrono::seconds(30);
+      for (auto it = active.begin(); it != active.end();) {
+        auto& t = *it->second;
+        if (!t.keeps_pace(now)) {
+          curl_multi_remove_handle(multi, t.easy());
+          t.finish(CURLE_ABORTED_BY_CALLBACK);
+          complete(t);
+          it = active.erase(it);
+          continue;
+        }
+        if (auto next = t.next_progress_check())
+          wake = std::min(wake, *next);
+        ++it;
+      }
+      const auto wait =
+          std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count() + 1;
+      curl_multi_poll(multi, nullptr, 0, static_cast<int>(std::max<long long>(wait, 1)), nullptr);
+    }
+    // Stopped: what is in flight is dropped, callbacks and all.
+    for (auto& [easy, t] : active)
+      curl_multi_remove_handle(multi, easy);
+    active.clear();
+    std::lock_guard lock(mutex);
+    incoming.clear();
+  }
+
+  void add(std::unique_ptr<http_transfer> t) {
+    if (!t->prepare(tls) || curl_multi_add_handle(multi, t->easy()) != CURLM_OK) {
+      complete(*t);
+      return;
+    }
+    auto* easy = t->easy();
+    active.emplace(easy, std::move(t));
+  }
+
+  void collect_finished() {
+    int left = 0;
+    while (CURLMsg* message = curl_multi_info_read(multi, &left)) {
+      if (message->msg != CURLMSG_DONE)
+        continue;
+      auto it = active.find(message->easy_handle);
+      if (it == active.end())
+        continue;
+      const auto code = message->data.result; // read before the handle leaves the multi handle
+      curl_multi_remove_handle(multi, it->first);
+      it->second->finish(code);
+      complete(*it->second);
+      active.erase(it);
+    }
+  }
+
+  void complete(http_transfer& t) {
+    const auto& r = t.result();
+    fetches.fetch_add(1, std::memory_order_relaxed);
+    if (r.reused)
+      reused.fetch_add(1, std::memory_order_relaxed);
+    else if (r.wire_bytes > 0)
+      opened.fetch_add(1, std::memory_order_relaxed);
+    wire_bytes.fetch_add(r.wire_bytes, std::memory_order_relaxed);
+    body_bytes.fetch_add(r.body.size(), std::memory_order_relaxed);
+    if (r.ok() && r.status == 304)
+      not_modified.fetch_add(1, std::memory_order_relaxed);
+    t.call_back();
+  }
+
+  net::io_context& ioc;
+  const tls_options tls;
+  const std::shared_ptr<const detail::proxy_environment> proxies;
+  CURLM* multi = nullptr;
+
+  std::mutex mutex; // guards incoming and stopping
+  std::vector<std::unique_ptr<http_transfer>> incoming;
+  bool stopping = false;
+
+  std::map<CURL*, std::unique_ptr<http_transfer>> active; // the fetch thread's only
+  std::thread thread;
+
+  std::atomic<std::uint64_t> fetches{0}, opened{0}, reused{0}, wire_bytes{0}, body_bytes{0},
+      not_modified{0};
+};
+
+http_client::http_client(net::io_context& ioc, const tls_options& tls)
+    : impl_(std::make_shared<impl>(ioc, tls)) {}
+
+http_client::~http_client() {
+  impl_->stop();
+}
+
+http_client::counters http_client::stats() const {
+  const auto& i = *impl_;
+  counters c;
+  c.fetches = i.fetches.load(std::memory_order_relaxed);
+  c.connections_opened = i.opened.load(std::memory_order_relaxed);
+  c.connections_reused = i.reused.load(std::memory_order_relaxed);
+  c.wire_bytes = i.wire_bytes.load(std::memory_order_relaxed);
+  c.body_bytes = i.body_bytes.load(std::memory_order_relaxed);
+  c.not_modified = i.not_modified.load(std::memory_order_relaxed);
+  return c;
+}
 
 void http_client::get(const std::string& url, http_fetch_options options,
                       std::function<void(http_fetch_result)> done) {
@@ -331,42 +321,57 @@ void http_client::post(const std::string& url, std::string content_type, std::st
 void http_client::start(const std::string& url, std::optional<post_body> payload,
                         http_fetch_options options, std::function<void(http_fetch_result)> done) {
   auto t = split_url(url);
-  auto ex = net::make_strand(impl_->ioc);
   if (!t) {
-    net::post(ex, [done = std::move(done), url] {
-      http_fetch_result result;
-      result.failure = fetch_failure::bad_url;
-      result.error = "not an http(s) URL: " + url;
-      done(std::move(result));
-    });
-    return;
+    http_fetch_result result;
+    result.failure = fetch_failure::bad_url;
+    result.error = "not an http(s) URL: " + url;
+    return impl_->refuse(std::move(result), std::move(done));
   }
-  if (!t->https) {
-    auto op = std::make_shared<fetch_op<beast::tcp_stream>>(ex, beast::tcp_stream(ex),
-                                                            std::move(*t), std::move(options),
-                                                            std::move(payload), std::move(done));
-    net::dispatch(ex, [op] { op->run(); });
-    return;
-  }
-  beast::ssl_stream<beast::tcp_stream> stream(ex, impl_->tls_ctx);
-  // SNI, and the name the certificate must carry.
-  // SSL_set_tlsext_host_name is a macro with a C cast; this is the call it stands for.
-  if (!SSL_ctrl(stream.native_handle(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
-                const_cast<char*>(t->host.c_str()))) {
-    net::post(ex, [done = std::move(done)] {
-      http_fetch_result result;
-      result.failure = fetch_failure::tls;
-      result.error = "cannot set TLS server name";
-      done(std::move(result));
-    });
-    return;
-  }
-  if (impl_->verify_peer)
-    stream.set_verify_callback(ssl::host_name_verification(t->host));
-  auto op = std::make_shared<fetch_op<beast::ssl_stream<beast::tcp_stream>>>(
-      ex, std::move(stream), std::move(*t), std::move(options), std::move(payload),
-      std::move(done));
-  net::dispatch(ex, [op] { op->run(); });
+  std::string proxy;
+  if (options.use_proxy)
+    proxy = t->https ? impl_->proxies->https : impl_->proxies->http;
+  // Through a proxy, the proxy resolves and connects: the public-address rule is applied to the
+  // addresses the name has here, before the proxy is asked (an IP literal is judged as it
+  // stands). Every one must be public, since the proxy may pick any. (When NO_PROXY covers the
+  // host, the connection is direct and its socket is checked as well.)
+  const bool resolve_first = !proxy.empty() && options.public_addresses_only;
+  detail::fetch_request request{url,
+                                t->host,
+                                std::move(proxy),
+                                impl_->proxies,
+                                std::move(options),
+                                std::move(payload),
+                                std::move(done)};
+  if (!resolve_first)
+    return impl_->submit(std::make_unique<http_transfer>(impl_->ioc, std::move(request)));
+  auto resolver = std::make_shared<tcp::resolver>(impl_->ioc);
+  auto pending = std::make_shared<detail::fetch_request>(std::move(request));
+  resolver->async_resolve(
+      t->host, t->port,
+      [impl = impl_, resolver, pending](const boost::system::error_code& ec,
+                                        const tcp::resolver::results_type& results) {
+        http_fetch_result refused;
+        if (ec) {
+          refused.failure = fetch_failure::resolve;
+          refused.error = "cannot resolve " + pending->host + " (" + ec.message() + ")";
+          return impl->refuse(std::move(refused), std::move(pending->done));
+        }
+        std::string internal;
+        for (const auto& entry : results) {
+          const auto ip = entry.endpoint().address().to_string();
+          if (!is_public_address(ip)) {
+            internal = ip;
+            break;
+          }
+        }
+        if (internal.empty())
+          return impl->submit(std::make_unique<http_transfer>(impl->ioc, std::move(*pending)));
+        refused.failure = fetch_failure::refused_address;
+        refused.error = pending->host + " is " + internal +
+                        ", an internal address: only a site whose own URL names an internal "
+                        "address is fetched from one";
+        impl->refuse(std::move(refused), std::move(pending->done));
+      });
 }
 
 } // namespace newsdesk::server

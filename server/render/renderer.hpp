@@ -23,6 +23,9 @@ struct render_result {
   std::string message; // set when failure != none, e.g. "Splash timed out after 30 s"
   std::string html;    // the rendered (or fetched) page, UTF-8 from Splash
   std::string url;     // the page's final URL (after redirects): the base for its links
+  // The response's Content-Type when the page was fetched directly (the direct and feed
+  // renderers); empty from a browser. A feed's charset is read from it (RFC 7303).
+  std::string content_type;
   std::chrono::milliseconds elapsed{0};
 
   bool ok() const { return failure == failure_kind::none; }

@@ -266,6 +266,7 @@ void splash_renderer::render(render_request request, std::function<void(render_r
     return render_html(std::move(request), std::move(done));
   http_fetch_options options;
   options.timeout = request.timeout + grace_for(request.timeout);
+  options.use_proxy = false; // the operator's own service, beside newsdesk
   auto body = splash_execute_body(request);
   client_.post(base_ + "/execute", "application/json", std::move(body), std::move(options),
                [this, request = std::move(request),
@@ -288,6 +289,7 @@ void splash_renderer::render(render_request request, std::function<void(render_r
 void splash_renderer::render_html(render_request request, std::function<void(render_result)> done) {
   http_fetch_options options;
   options.timeout = request.timeout + grace_for(request.timeout);
+  options.use_proxy = false; // the operator's own service, beside newsdesk
   auto url = splash_render_url(base_, request);
   client_.get(
       url, std::move(options),

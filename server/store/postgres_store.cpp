@@ -114,6 +114,16 @@ CREATE TABLE instances (
   alive_until timestamptz NOT NULL
 );
 )sql",
+    // 6 -> 7: the language each headline is written in ('' in older rows), which its story's
+    // assignment reads again after a restart.
+    R"sql(
+ALTER TABLE headlines ADD COLUMN language text NOT NULL DEFAULT '';
+)sql",
+    // 7 -> 8: a line of summary per headline (a feed item's description), shown under a
+    // story's lead.
+    R"sql(
+ALTER TABLE headlines ADD COLUMN summary text NOT NULL DEFAULT '';
+)sql",
 };
 static_assert(std::size(migrations) == postgres_store::schema_version);
 
@@ -306,22 +316,24 @@ refresh_written postgres_store::record_refresh(std::string_view site,
       const std::string name(site);
       const auto seq = std::to_string(d.ensure_site(c, site) + 1);
       const auto now = std::to_string(record.now_ms);
-      std::vector<std::string> urls, titles, positions;
+      std::vector<std::string> urls, titles, positions, summaries;
       const bool first_look = seq == "1";
       for (std::size_t i = 0; i < rows.size(); ++i) {
         urls.push_back(without_nul(rows[i].url));
         titles.push_back(without_nul(rows[i].title));
         positions.push_back(std::to_string(i));
+        summaries.push_back(without_nul(rows[i].summary));
       }
       // Known links move on in one statement; what it did not touch is new.
       auto known = d.run(
           c,
-          "UPDATE headlines h SET title = v.title, last_seen_ms = $2, seen_seq = $3, "
-          "position = v.position FROM unnest($4::text[], $5::text[], $6::int[]) "
-          "AS v(url, title, position) WHERE h.site = $1 AND h.url = v.url "
+          "UPDATE headlines h SET title = v.title, summary = v.summary, last_seen_ms = $2, "
+          "seen_seq = $3, position = v.position FROM unnest($4::text[], $5::text[], $6::int[], "
+          "$7::text[]) AS v(url, title, position, summary) WHERE h.site = $1 AND h.url = v.url "
           "RETURNING h.url, h.id, h.first_seen_ms, h.story, coalesce(h.published_ms, 0), "
-          "h.first_look",
-          {name, now, seq, array_literal(urls), array_literal(titles), array_literal(positions)},
+          "h.first_look, h.language",
+          {name, now, seq, array_literal(urls), array_literal(titles), array_literal(positions),
+           array_literal(summaries)},
           "cannot update headlines");
       std::unordered_map<std::string, stored_headline> updated; // by url: the links seen before
       for (int i = 0; i < PQntuples(known.get()); ++i) {
@@ -331,6 +343,7 @@ refresh_written postgres_store::record_refresh(std::string_view site,
         if (const auto published = int_at(known, i, 4); published != 0)
           row.published_ms = published;
         row.first_look = text_at(known, i, 5) == "t";
+        row.language = text_at(known, i, 6);
       }
       auto last =
           int_at(d.run(c, "SELECT last_id FROM newsdesk_meta", "cannot read the last id"), 0, 0);
@@ -341,12 +354,15 @@ refresh_written postgres_store::record_refresh(std::string_view site,
           auto row = seen->second;
           row.title = titles[i];
           row.url = urls[i];
+          row.summary = summaries[i];
           written.current.push_back(std::move(row));
           continue;
         }
         stored_headline row{++last, name, titles[i], urls[i], record.now_ms, record.now_ms};
         row.published_ms = rows[i].published_ms;
         row.first_look = first_look;
+        row.language = rows[i].language;
+        row.summary = summaries[i];
         d.keeper.assign(row, written.merges);
         written.current.push_back(row);
         written.added.push_back(std::move(row));
@@ -357,7 +373,7 @@ refresh_written postgres_store::record_refresh(std::string_view site,
       apply_merges(written.added, written.merges);
       if (!written.added.empty()) {
         std::vector<std::string> new_ids, new_urls, new_titles, new_positions, new_stories,
-            new_published;
+            new_published, new_languages, new_summaries;
         for (std::size_t n = 0; n < new_rows.size(); ++n) {
           new_ids.push_back(std::to_string(written.added[n].id));
           new_urls.push_back(urls[new_rows[n]]);
@@ -365,16 +381,21 @@ refresh_written postgres_store::record_refresh(std::string_view site,
           new_positions.push_back(positions[new_rows[n]]);
           new_stories.push_back(std::to_string(written.added[n].story));
           new_published.push_back(std::to_string(written.added[n].published_ms.value_or(0)));
+          new_languages.push_back(without_nul(written.added[n].language));
+          new_summaries.push_back(summaries[new_rows[n]]);
         }
         d.run(c,
               "INSERT INTO headlines (id, site, url, title, first_seen_ms, last_seen_ms, "
-              "seen_seq, position, story, published_ms, first_look) SELECT v.id, $1, v.url, "
-              "v.title, $2, $2, $3, v.position, v.story, nullif(v.published, 0), $10::boolean "
-              "FROM unnest($4::bigint[], $5::text[], $6::text[], $7::int[], $8::bigint[], "
-              "$9::bigint[]) AS v(id, url, title, position, story, published)",
+              "seen_seq, position, story, published_ms, first_look, language, summary) SELECT "
+              "v.id, $1, v.url, v.title, $2, $2, $3, v.position, v.story, "
+              "nullif(v.published, 0), $10::boolean, v.language, v.summary FROM "
+              "unnest($4::bigint[], $5::text[], $6::text[], $7::int[], $8::bigint[], $9::bigint[], "
+              "$11::text[], $12::text[]) AS v(id, url, title, position, story, published, "
+              "language, summary)",
               {name, now, seq, array_literal(new_ids), array_literal(new_urls),
                array_literal(new_titles), array_literal(new_positions), array_literal(new_stories),
-               array_literal(new_published), first_look ? "true" : "false"},
+               array_literal(new_published), first_look ? "true" : "false",
+               array_literal(new_languages), array_literal(new_summaries)},
               "cannot store headlines");
       }
       d.log_merges(c, written.merges, record.now_ms);

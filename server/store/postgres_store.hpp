@@ -34,7 +34,7 @@ namespace newsdesk::server {
 class postgres_store final : public headline_store, public cluster_store {
  public:
   // The schema this program writes.
-  static constexpr int schema_version = 6;
+  static constexpr int schema_version = 8;
   // After PostgreSQL refused a connection for want of slots, how long the pool makes do with
   // those it has before it tries to open another: the slots come back when another client
   // leaves, and a try costs a connection attempt and the server a log line.

@@ -35,7 +35,7 @@ constexpr long long writer_lock = 7'242'002;
 
 // The columns every headline read selects, in this order (headline_at reads them).
 constexpr const char* row_columns = "id, site, title, url, first_seen_ms, last_seen_ms, story, "
-                                    "coalesce(published_ms, 0), first_look";
+                                    "coalesce(published_ms, 0), first_look, language, summary";
 
 // PostgreSQL text cannot hold NUL bytes; scraped text might.
 inline std::string without_nul(std::string_view text) {
@@ -80,6 +80,8 @@ inline stored_headline headline_at(const result& r, int row) {
   if (const auto published = int_at(r, row, 7); published != 0)
     h.published_ms = published;
   h.first_look = text_at(r, row, 8) == "t";
+  h.language = text_at(r, row, 9);
+  h.summary = text_at(r, row, 10);
   return h;
 }
 

@@ -94,6 +94,16 @@ CREATE TABLE site_icons (
 ALTER TABLE headlines ADD COLUMN published_ms INTEGER;
 ALTER TABLE headlines ADD COLUMN first_look INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // 6 -> 7: the language each headline is written in ('' in older rows), which its story's
+    // assignment reads again after a restart.
+    R"sql(
+ALTER TABLE headlines ADD COLUMN language TEXT NOT NULL DEFAULT '';
+)sql",
+    // 7 -> 8: a line of summary per headline (a feed item's description), shown under a
+    // story's lead.
+    R"sql(
+ALTER TABLE headlines ADD COLUMN summary TEXT NOT NULL DEFAULT '';
+)sql",
 };
 static_assert(std::size(migrations) == sqlite_store::schema_version);
 
@@ -173,17 +183,17 @@ void sqlite_store::impl::prepare_all() {
   prepare(site_failure, "UPDATE sites SET last_attempt_ms = ?2, last_error = ?3, "
                         "last_elapsed_ms = ?4, last_failure = ?5 WHERE site = ?1");
   prepare(find_headline,
-          "SELECT id, first_seen_ms, story, published_ms, first_look FROM headlines WHERE site = "
-          "?1 AND url = ?2");
+          "SELECT id, first_seen_ms, story, published_ms, first_look, language FROM headlines "
+          "WHERE site = ?1 AND url = ?2");
   // The id is given (the last one + 1, under the write lock): the story assignment needs it
   // before the row exists. AUTOINCREMENT's counter follows explicit ids, so ids are still never
   // reused after pruning.
   prepare(insert_headline,
           "INSERT INTO headlines (id, site, url, title, first_seen_ms, last_seen_ms, seen_seq, "
-          "position, story, published_ms, first_look) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7, ?8, "
-          "nullif(?9, 0), ?10)");
+          "position, story, published_ms, first_look, language, summary) VALUES (?1, ?2, ?3, ?4, "
+          "?5, ?5, ?6, ?7, ?8, nullif(?9, 0), ?10, ?11, ?12)");
   prepare(update_headline, "UPDATE headlines SET title = ?2, last_seen_ms = ?3, seen_seq = ?4, "
-                           "position = ?5 WHERE id = ?1");
+                           "position = ?5, summary = ?6 WHERE id = ?1");
   prepare(select_current, std::string("SELECT ") + row_columns +
                               " FROM headlines WHERE site = ?1 AND seen_seq = (SELECT "
                               "refresh_seq FROM sites WHERE site = ?1) ORDER BY position");
@@ -346,11 +356,14 @@ refresh_written sqlite_store::record_refresh(std::string_view site,
       auto next_id = d.last_id();
       refresh_written written;
       std::int64_t position = 0;
-      for (const auto& [url, title, published_ms] : store_input::rows_of(found)) {
+      for (const auto& [url, title, published_ms, language, summary] :
+           store_input::rows_of(found)) {
         stored_headline row{0,     std::string(site), std::string(title), std::string(url), now_ms,
                             now_ms};
         row.published_ms = published_ms;
         row.first_look = seq == 1;
+        row.language = language;
+        row.summary = summary;
         {
           impl::use u(d.find_headline);
           d.bind(u.stmt, 1, site);
@@ -363,6 +376,7 @@ refresh_written sqlite_store::record_refresh(std::string_view site,
                                    ? std::nullopt
                                    : std::optional(sqlite3_column_int64(u.stmt, 3));
             row.first_look = sqlite3_column_int64(u.stmt, 4) != 0;
+            row.language = impl::text_column(u.stmt, 5);
           }
         }
         if (row.id != 0) {
@@ -372,6 +386,7 @@ refresh_written sqlite_store::record_refresh(std::string_view site,
           d.bind(u.stmt, 3, now_ms);
           d.bind(u.stmt, 4, seq);
           d.bind(u.stmt, 5, position);
+          d.bind(u.stmt, 6, summary);
           d.step(u.stmt, "cannot update a headline");
         } else {
           row.id = ++next_id;
@@ -387,6 +402,8 @@ refresh_written sqlite_store::record_refresh(std::string_view site,
           d.bind(u.stmt, 8, row.story);
           d.bind(u.stmt, 9, row.published_ms.value_or(0));
           d.bind(u.stmt, 10, std::int64_t{row.first_look ? 1 : 0});
+          d.bind(u.stmt, 11, row.language);
+          d.bind(u.stmt, 12, row.summary);
           d.step(u.stmt, "cannot store a headline");
           written.added.push_back(row);
         }

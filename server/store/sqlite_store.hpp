@@ -19,7 +19,7 @@ class sqlite_store final : public headline_store {
  public:
   // The schema this program writes (PRAGMA user_version). Files at a lower version are
   // migrated on open; files at a higher one are refused.
-  static constexpr int schema_version = 6;
+  static constexpr int schema_version = 8;
 
   // Opens or creates the store at `file` (":memory:" for a private in-memory store), brings its
   // schema to schema_version in one transaction and rebuilds the story assignment. Throws

@@ -4,6 +4,7 @@
 
 #include "scrapers/text.hpp"
 #include "server/news/headline_store.hpp"
+#include "server/words/language.hpp"
 
 #include <string_view>
 #include <unordered_set>
@@ -17,6 +18,10 @@ struct row {
   std::string_view url;
   std::string_view title; // cut to max_title_bytes
   std::optional<std::int64_t> published_ms;
+  // The language it is written in: what its source declared, unless its title says otherwise
+  // (words::headline_language). Decided here, once, so every backend stores the same.
+  std::string language;
+  std::string_view summary; // cut to max_summary_bytes
 };
 
 // The headlines of one refresh as they are stored, in the site's order: URLs that are empty,
@@ -30,7 +35,10 @@ inline std::vector<row> rows_of(const std::vector<scrapers::headline>& found) {
       break;
     if (h.url.empty() || h.url.size() > store_limits::max_url_bytes || !urls.insert(h.url).second)
       continue;
-    rows.push_back({h.url, cut_utf8(h.title, store_limits::max_title_bytes), h.published_ms});
+    const auto title = cut_utf8(h.title, store_limits::max_title_bytes);
+    rows.push_back({h.url, title, h.published_ms,
+                    words::headline_language(h.language, title, h.url),
+                    cut_utf8(h.summary, store_limits::max_summary_bytes)});
   }
   return rows;
 }

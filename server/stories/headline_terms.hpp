@@ -1,9 +1,12 @@
 // The words a headline is compared on, before they are weighted by how rare they are: the
-// title's words and its URL slug's, folded as search folds them (case, accents, compatibility
-// forms), stop words left out, plurals and other inflections lightly stemmed, each with a boost:
-// a name or other capitalised word in a sentence-case title counts more, a word found only in
-// the slug less.
+// title's words and its URL slug's, read in the headline's language (server/words/words.hpp:
+// folded as search folds them, stemmed by the language's Snowball stemmer, cut by ICU's word
+// breaker in scripts without spaces, numbers normalised), the language's stop words left out,
+// each with a boost: a name or other capitalised word in a sentence-case title counts more, a
+// word found only in the slug less.
 #pragma once
+
+#include "server/words/words.hpp"
 
 #include <cstdint>
 #include <string>
@@ -22,14 +25,11 @@ struct headline_term {
 };
 
 // Each distinct term of a headline once (the larger boost when it occurs twice), in the order
-// first met. Bounded: at most max_terms_per_headline terms, words of at most max_word_bytes.
-std::vector<headline_term> headline_terms(std::string_view title, std::string_view url);
+// first met. Bounded: at most max_terms_per_headline terms, words of at most
+// words::max_word_bytes. `language` as words::words_of takes it ("" for none known).
+std::vector<headline_term> headline_terms(std::string_view title, std::string_view url,
+                                          std::string_view language);
 
 inline constexpr std::size_t max_terms_per_headline = 32;
-inline constexpr std::size_t max_word_bytes = 40;
-
-// The light stemmer on its own (for tests): plural and common inflection endings of a folded
-// English word ("recalls" -> "recall", "companies" -> "company"); other words unchanged.
-std::string stem(std::string word);
 
 } // namespace newsdesk::server::stories

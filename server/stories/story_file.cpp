@@ -1,6 +1,7 @@
 #include "server/stories/story_file.hpp"
 
 #include "server/stories/story_assigner.hpp"
+#include "server/words/language.hpp"
 
 #include <utf8proc.h>
 
@@ -90,18 +91,33 @@ std::optional<story_headline> read_row(const std::vector<std::string>& fields,
 } // namespace
 
 bool csv_reader::next(std::vector<std::string>& fields, std::string& error) {
-  fields.clear();
   error.clear();
   start_line_ = line_;
-  if (in_.peek() == std::char_traits<char>::eof())
+  // Characters straight from the stream's buffer: istream::get() per character builds a sentry
+  // each time, and reading a large file cost more than assigning its headlines.
+  auto& in = *in_.rdbuf();
+  constexpr auto eof = std::char_traits<char>::eof();
+  if (in.sgetc() == eof) {
+    fields.clear();
     return false;
-  std::string field;
+  }
+  // The fields are read into the strings `fields` already has, so that a file's records reuse
+  // one record's memory.
+  std::size_t count = 0;
+  auto start_field = [&]() {
+    if (count == fields.size())
+      fields.emplace_back();
+    auto* field = &fields[count++];
+    field->clear();
+    return field;
+  };
+  auto* field = start_field();
   std::size_t bytes = 0;
   bool quoted = false;
   bool was_quoted = false;
   for (;;) {
-    const int c = in_.get();
-    if (c == std::char_traits<char>::eof()) {
+    const int c = in.sbumpc();
+    if (c == eof) {
       if (quoted)
         error = "a quoted field is never closed";
       break;
@@ -112,30 +128,29 @@ bool csv_reader::next(std::vector<std::string>& fields, std::string& error) {
       ++line_;
     if (quoted) {
       if (c == '"') {
-        if (in_.peek() == '"') {
-          in_.get();
-          append_unless_failed(field, '"', error);
+        if (in.sgetc() == '"') {
+          in.sbumpc();
+          append_unless_failed(*field, '"', error);
         } else {
           quoted = false;
         }
       } else {
-        append_unless_failed(field, static_cast<char>(c), error);
+        append_unless_failed(*field, static_cast<char>(c), error);
       }
       continue;
     }
-    if (c == '"' && field.empty() && !was_quoted) {
+    if (c == '"' && field->empty() && !was_quoted) {
       quoted = was_quoted = true;
     } else if (c == ',') {
-      fields.push_back(std::move(field));
-      field.clear();
+      field = start_field();
       was_quoted = false;
     } else if (c == '\n') {
       break;
     } else if (c != '\r') {
-      append_unless_failed(field, static_cast<char>(c), error);
+      append_unless_failed(*field, static_cast<char>(c), error);
     }
   }
-  fields.push_back(std::move(field));
+  fields.resize(count);
   return true;
 }
 
@@ -163,9 +178,16 @@ int assign_story_file(const std::vector<std::string>& args, std::ostream& out, s
     return 2;
   }
 
+  // An optional LANG column declares each row's language, as a site declares its own.
+  std::optional<std::size_t> lang_at;
+  for (std::size_t i = 0; i < fields.size(); ++i)
+    if (fields[i] == "LANG")
+      lang_at = i;
+
   // Rows are numbered 1, 2, ... as the assigner's headline ids; a story is named by the ID of
   // the row that started it. The whole stream's merges are applied before printing.
   story_assigner assigner;
+  std::string language;
   std::vector<std::string> ids;
   std::vector<std::int64_t> story_of;
   std::unordered_map<std::int64_t, std::int64_t> merged_into;
@@ -179,17 +201,31 @@ int assign_story_file(const std::vector<std::string>& args, std::ostream& out, s
       continue;
     }
     row->id = static_cast<std::int64_t>(ids.size()) + 1;
+    const auto declared =
+        lang_at && *lang_at < fields.size() ? std::string_view(fields[*lang_at]) : "";
+    language = words::headline_language(declared, row->title, row->url);
+    row->language = language;
     merges.clear();
     story_of.push_back(assigner.assign(*row, merges));
     for (const auto& m : merges)
       merged_into[m.from] = m.into;
     ids.push_back(std::move(fields[(*at)[id_column]]));
   }
+  // Written in large blocks: `out` may be line-buffered (the process's stdout is), and a write
+  // per line cost more than the rest of printing.
+  std::string block;
   for (std::size_t i = 0; i < ids.size(); ++i) {
     auto story = story_of[i];
     for (auto it = merged_into.find(story); it != merged_into.end(); it = merged_into.find(story))
       story = it->second;
-    out << ids[i] << '\t' << ids[static_cast<std::size_t>(story) - 1] << '\n';
+    block.append(ids[i])
+        .append(1, '\t')
+        .append(ids[static_cast<std::size_t>(story) - 1])
+        .append(1, '\n');
+    if (block.size() >= 64 * 1024 || i + 1 == ids.size()) {
+      out.write(block.data(), static_cast<std::streamsize>(block.size()));
+      block.clear();
+    }
   }
   out.flush();
   return status;

@@ -1,8 +1,10 @@
 // `newsdesk --stories FILE.csv`: the service's story assignment run on any headlines, to judge
 // it on labelled data. The file is CSV (RFC 4180: quoted fields may hold commas, quotes and line
 // breaks) with a header naming at least the columns ID, TITLE, URL, HOSTNAME and TIMESTAMP
-// (milliseconds since the epoch); other columns are ignored. Rows arrive in file order, each
-// assigned as the service assigns a headline first seen at TIMESTAMP on site HOSTNAME.
+// (milliseconds since the epoch), and optionally LANG (the language the row's site declares, as
+// a tag: "de", "pt-BR"; empty or absent: detected from the title); other columns are ignored.
+// Rows arrive in file order, each assigned as the service assigns a headline first seen at
+// TIMESTAMP on site HOSTNAME.
 //
 // Prints one line per accepted row, in file order, once the whole file is read: ID, a tab, and
 // the row's story, named by the ID of the row that started it (after the merges the whole

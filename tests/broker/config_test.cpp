@@ -127,3 +127,16 @@ TEST_CASE("every broker setting has a help line, and --help shows its default an
   CHECK(help.find("[default 30000 ms;") != std::string::npos);
   CHECK(help.find("[default drop_newest; one of drop_newest, disconnect]") != std::string::npos);
 }
+
+TEST_CASE("the MQTT per-address limits parse from JSON, idle_timeout in seconds") {
+  const config d;
+  CHECK(d.mqtt.max_connections_per_address == 256);
+  CHECK(d.mqtt.idle_timeout == std::chrono::seconds(600));
+  CHECK(d.mqtt.max_will_bytes_per_address == 1024 * 1024);
+  const auto c = nlohmann::json::parse(R"({"mqtt": {"max_connections_per_address": 8,
+      "idle_timeout": 30, "max_will_bytes_per_address": 4096}})")
+                     .get<config>();
+  CHECK(c.mqtt.max_connections_per_address == 8);
+  CHECK(c.mqtt.idle_timeout == std::chrono::seconds(30));
+  CHECK(c.mqtt.max_will_bytes_per_address == 4096);
+}

@@ -195,11 +195,38 @@ inline received_publish parse_received(const mqtt_packet& p, std::uint8_t versio
   return r;
 }
 
+/// A TCP connection to 127.0.0.1:port from the loopback address `from` (127.0.0.2 and up are
+/// other client addresses on the same machine, as the broker sees them).
+inline int connect_from(const char* from, std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in local{};
+  local.sin_family = AF_INET;
+  ::inet_pton(AF_INET, from, &local.sin_addr);
+  sockaddr_in remote{};
+  remote.sin_family = AF_INET;
+  remote.sin_port = htons(port);
+  ::inet_pton(AF_INET, "127.0.0.1", &remote.sin_addr);
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&local), sizeof local) != 0 ||
+      ::connect(fd, reinterpret_cast<const sockaddr*>(&remote), sizeof remote) != 0) {
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    throw std::runtime_error("connect from " + std::string(from) + ": " + why);
+  }
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+}
+
 /// A blocking MQTT client on a plain socket, with timeouts; it sends what the test gives it.
 class mqtt_raw {
  public:
   explicit mqtt_raw(std::uint16_t port)
       : fd_(connect_nodelay(port)) {}
+  /// From loopback address `from` (connect_from).
+  mqtt_raw(const char* from, std::uint16_t port)
+      : fd_(connect_from(from, port)) {}
   mqtt_raw(const mqtt_raw&) = delete;
   mqtt_raw& operator=(const mqtt_raw&) = delete;
   ~mqtt_raw() { close(); }

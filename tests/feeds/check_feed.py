@@ -11,7 +11,7 @@ EXPECTED_JSON_FILE describes what must come out:
 Atom is read with feedparser (Debian's python3-feedparser): the feed must parse without any
 complaint (bozo == 0) as Atom 1.0. JSON Feed 1.1 is read with the json module and its required
 fields are checked. Exit status 0 when everything matches, 1 with the reasons on stderr
-otherwise, 2 when feedparser is missing (callers may skip).
+otherwise, 2 when feedparser is missing (a check that cannot run: callers fail on it too).
 """
 
 import calendar

@@ -275,20 +275,42 @@ TEST_CASE("measure_markup counts nesting and elements from the tags alone") {
   CHECK(measure_markup("<STYLE>div{}</style><div><div>").max_depth == 2);
 }
 
-TEST_CASE("a page nested past max_nesting_depth is refused before parsing, at once") {
-  std::string html = "<html><body>";
-  for (int i = 0; i < 100'000; ++i)
-    html += "<div>";
-  html += "x</body></html>";
+namespace {
+// Checks that a built-in scraper refuses `html` as too complex, saying `why`, before parsing:
+// well within a second.
+void check_refused_at_once(const std::string& html, const char* why) {
   newsdesk::scrapers::registry builtin;
   newsdesk::scrapers::register_builtin_scrapers(builtin);
   const auto* scraper = builtin.find("cnn");
   REQUIRE(scraper != nullptr);
   const auto start = std::chrono::steady_clock::now();
-  CHECK_THROWS_WITH_AS(scraper->parse(html, "https://edition.cnn.com/"),
-                       doctest::Contains("nests its elements 100000 deep"),
+  CHECK_THROWS_WITH_AS(scraper->parse(html, "https://edition.cnn.com/"), doctest::Contains(why),
                        newsdesk::scrapers::dom::too_complex);
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
+}
+} // namespace
+
+TEST_CASE("a page nested past max_nesting_depth is refused before parsing, at once") {
+  std::string html = "<html><body>";
+  for (int i = 0; i < 100'000; ++i)
+    html += "<div>";
+  html += "x</body></html>";
+  check_refused_at_once(html, "nests its elements 100000 deep");
+}
+
+TEST_CASE("a page of more links than max_links is refused before parsing, at once") {
+  std::string html = "<html><body>";
+  for (int i = 0; i < 100'000; ++i)
+    html += "<a href=\"/story/" + std::to_string(i) + "\">Story number " + std::to_string(i) +
+            " of the day</a> ";
+  html += "</body></html>";
+  CHECK(newsdesk::scrapers::dom::measure_markup(html).links == 100'000);
+  check_refused_at_once(html, "has 100000 links (at most 20000");
+  // Every saved page is far below it.
+  for (const auto* page : {"apnews-2026-world-rendered.html", "cnn-2025-home-rendered.html"})
+    if (auto bytes = newsdesk::scrapers::testing::shared_page(page))
+      CHECK(newsdesk::scrapers::dom::measure_markup(*bytes).links <
+            newsdesk::scrapers::dom::max_links / 10);
 }
 
 namespace {

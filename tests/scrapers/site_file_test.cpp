@@ -327,6 +327,34 @@ TEST_CASE("site files: a feed site reads its feed, through the feed renderer") {
   CHECK(got[0].site == "blog");
 }
 
+TEST_CASE("site files: a headline's language is the file's, else the page's <html lang> or the "
+          "feed's <language>") {
+  const std::string html = R"(<html lang="de-AT"><body><a class="story" href="/a">Erdbeben in )"
+                           R"(der Osttürkei</a></body></html>)";
+  auto found = run("", html);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].language == "de-AT");
+  found = run(R"(, "language": "de")", html);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].language == "de");
+  CHECK(run("",
+            R"(<html><body><a class="story" href="/a">Erdbeben in der Osttürkei</a></body></html>)")
+            .at(0)
+            .language.empty());
+
+  const std::string rss = R"(<?xml version="1.0"?><rss version="2.0"><channel><title>Blog</title>
+    <language>pt-BR</language>
+    <item><title>Um post</title><link>/2026/um-post</link></item></channel></rss>)";
+  auto feed = parse_site_file(R"({"name": "blog", "feed": "https://blog.example/feed.xml"})",
+                              "sites/blog.json");
+  CHECK(feed->parse(rss, "https://blog.example/feed.xml").at(0).language == "pt-BR");
+  auto declared = parse_site_file(
+      R"({"name": "blog", "feed": "https://blog.example/feed.xml", "language": "pt-PT"})",
+      "sites/blog.json");
+  CHECK(declared->site().language == "pt-PT");
+  CHECK(declared->parse(rss, "https://blog.example/feed.xml").at(0).language == "pt-PT");
+}
+
 TEST_CASE("site files: a feed site may name its home page in url; only the feed is fetched") {
   auto s = parse_site_file(R"({"name": "blog", "feed": "https://feeds.example/blog.xml",
                                "url": "https://blog.example/"})",
@@ -463,7 +491,10 @@ TEST_CASE("site files: the site info comes from the file") {
                                 "r.json");
     CHECK(asks->site().renderer == renderer);
   }
+  auto in_section = parse_site_file(site_json("w", R"(, "section": "  World  news ")"), "w.json");
+  CHECK(in_section->site().section == "World news");
   auto bare = parse_site_file(site_json("b"), "b.json");
+  CHECK(bare->site().section.empty());
   CHECK(!bare->site().wait_seconds);
   CHECK(!bare->site().timeout_seconds);
   CHECK(!bare->site().renderer);
@@ -482,7 +513,15 @@ TEST_CASE("site files: every validation error names the file, the field and the 
       {"{" + v + ", \"colour \": 1}",
        "sites/x.json: colour : unknown field (known: name, display_name, url, feed, colour, wait, "
        "timeout, renderer, rules, link, title, title_fallback, url_attribute, include, exclude, "
-       "comment)"},
+       "comment, section, language)"},
+      {"{" + v + ", \"section\": \"\"}",
+       "sites/x.json: section: expected 1-40 bytes of text, got \"\""},
+      {"{" + v + ", \"section\": \"" + std::string(41, 's') + "\"}",
+       "sites/x.json: section: expected 1-40 bytes of text, got \"" + std::string(41, 's') + "\""},
+      {"{" + v + ", \"language\": \"German\"}",
+       "sites/x.json: language: expected a language tag such as \"de\", \"pt-BR\" or "
+       "\"zh-Hant\", got \"German\""},
+      {"{" + v + ", \"language\": 7}", "sites/x.json: language: expected a string, got number 7"},
       {R"({"display_name": "X", "url": "https://x.org/", "colour": "#abc", "link": "a"})",
        "sites/x.json: name: missing (required)"},
       {R"({"name": "x", "link": "a"})",

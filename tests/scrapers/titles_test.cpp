@@ -71,3 +71,19 @@ TEST_CASE("titles: words are counted by spaces, or by characters where scripts u
   CHECK(title_words("ข่าวด่วนวันนี้") >= 2);
   CHECK(title_words("Tokyo: 首相辞任") == 3);
 }
+
+TEST_CASE("a summary is not a title: a paragraph of sentences, or longer than a title runs") {
+  CHECK(looks_like_summary("China’s export restrictions on seven types of rare earth minerals is "
+                           "bad news for America’s cutting edge industries. And Trump has little "
+                           "room to retaliate in kind."));
+  CHECK(looks_like_summary("Officials said on Monday. The plant closes."));
+  CHECK(looks_like_summary(std::string(301, 'a')));
+  // Titles: one sentence, a question, abbreviations, a title with a full stop but one sentence.
+  CHECK_FALSE(looks_like_summary("Stocks fall. Here’s why"));
+  CHECK_FALSE(looks_like_summary("U.S. President signs the bill"));
+  CHECK_FALSE(looks_like_summary("No. 1 seed crashes out in Paris."));
+  CHECK_FALSE(looks_like_summary("Ousted Russian general will return to duty - but with a role "
+                                 "that is ‘effectively a death sentence,’ expert says"));
+  CHECK_FALSE(looks_like_summary(std::string(300, 'a')));
+  CHECK_FALSE(looks_like_summary("東京で震度5強の地震。けが人の情報なし。"));
+}

@@ -2,6 +2,7 @@
 #include "tests/support/child_process.hpp"
 #include "tests/support/harness.hpp"
 #include "tests/support/http_get.hpp"
+#include "tests/support/page_text.hpp"
 #include "tests/support/splash_standin.hpp"
 #include "tests/support/sse_client.hpp"
 
@@ -58,7 +59,7 @@ TEST_CASE("three sites each delayed 4 s give a /news in well under the sum of th
   // build's: beside the Chromium tests, starting, parsing, storing and building the page there
   // took over 2 s.
   CHECK(page.elapsed < 9000ms);
-  CHECK(count(page.body, "<li class=\"headline") == 4);
+  CHECK(count(without_templates(page.body), "<li class=\"headline") == 4);
   CHECK(page.body.find("href=\"https://one.cnn.com/2015/11/17/world/a/index.html\"") !=
         std::string::npos);
   CHECK(page.body.find("href=\"https://edition.cnn.com/x.html\"") != std::string::npos);
@@ -471,17 +472,33 @@ TEST_CASE("routes: redirect, health, static files, HEAD, 404 and 405") {
   CHECK(nd.process->stop(SIGTERM) == 0);
 }
 
+namespace {
+// A word naming a site's headline in letters ("b" + "ejj" for site 1's headline 499): numbers
+// are words that headlines share.
+std::string headline_code(int site_index, int i) {
+  std::string code(1, static_cast<char>('a' + site_index));
+  for (char digit : std::to_string(i))
+    code += static_cast<char>('a' + (digit - '0'));
+  return code;
+}
+} // namespace
+
 TEST_CASE("a large /news page reaches keep-alive clients and slow readers whole") {
-  // Six sites of 500 long headlines, all on one page (limit=), make a page of megabytes: more
+  // Six sites of 500 long headlines (a title runs to 300 characters at most: a longer one is a
+  // summary), all on one page (limit=), make a page of megabytes: more
   // than a socket buffer holds, so the server has to wait for the reader part way through.
   splash_standin splash;
   json sites = json::array();
   for (int site_index = 0; site_index < 6; ++site_index) {
     std::vector<std::pair<std::string, std::string>> stories;
-    for (int i = 0; i < 500; ++i)
-      stories.emplace_back("/2026/11/22/story-" + std::to_string(i) + "/index.html",
-                           "Headline " + std::to_string(site_index) + "-" + std::to_string(i) +
-                               " " + std::string(600, 'x'));
+    for (int i = 0; i < 500; ++i) {
+      // Long, and made of words no other headline has (headlines that share words are told as
+      // one story, shown once): "Headline bejj bejjx bejjx ...".
+      std::string title = "Headline " + headline_code(site_index, i);
+      while (title.size() < 250)
+        title += " " + headline_code(site_index, i) + "x";
+      stories.emplace_back("/2026/11/22/story-" + std::to_string(i) + "/index.html", title);
+    }
     auto url = "https://s" + std::to_string(site_index) + ".cnn.com/";
     splash.set(url, standin_page::page(cnn_page(stories)));
     sites.push_back(site("s" + std::to_string(site_index), "cnn", url));
@@ -494,13 +511,13 @@ TEST_CASE("a large /news page reaches keep-alive clients and slow readers whole"
   REQUIRE(eventually([&] {
     page = http_get(nd.port, "/news?limit=3000");
     for (int site_index = 0; site_index < 6; ++site_index)
-      if (page.body.find("Headline " + std::to_string(site_index) + "-499") == std::string::npos)
+      if (page.body.find("Headline " + headline_code(site_index, 499)) == std::string::npos)
         return false;
     return page.status == 200;
   }));
   CHECK(page.body.size() > 2'000'000);
   CHECK(page.header("Content-Length") == std::to_string(page.body.size()));
-  CHECK(page.body.find("Headline 5-499") != std::string::npos);
+  CHECK(page.body.find("Headline " + headline_code(5, 499)) != std::string::npos);
   CHECK(page.body.substr(page.body.size() - 8) == "</html>\n");
   auto head = send_request(nd.port, "HEAD", "/news?limit=3000");
   CHECK(head.header("Content-Length") == std::to_string(page.body.size()));
@@ -678,6 +695,33 @@ void serve_example_sites(splash_standin& splash) {
              standin_page::page("<p><a class=\"t\" href=\"/x\">Second site</a></p>"));
 }
 } // namespace
+
+TEST_CASE("a UTF-16 feed with its byte order mark and declaration is read, accents and all") {
+  // UTF-16LE: each ASCII byte followed by a zero; "é" is E9 00.
+  const std::string text = "<?xml version=\"1.0\" encoding=\"UTF-16\"?><rss version=\"2.0\">"
+                           "<channel><title>Wide</title><item><title>Caf\xE9 wide item</title>"
+                           "<link>https://wide.example/1</link></item></channel></rss>";
+  std::string utf16 = "\xFF\xFE";
+  for (char c : text) {
+    utf16 += c;
+    utf16 += '\0';
+  }
+  splash_standin origin;
+  origin.set_origin("wide.xml", utf16);
+  temp_dir sites;
+  sites.write("wide.json",
+              R"({"name": "wide", "feed": ")" + origin.base_url() + R"(/origin/wide.xml"})");
+  newsdesk_process nd(json{{"site_files_dir", sites.path.string()}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  json j;
+  REQUIRE(eventually([&] {
+    j = news_json(nd.port);
+    return !j.at("headlines").empty() || !j.at("sites")[0].at("error").is_null();
+  }));
+  INFO(j.dump());
+  REQUIRE(j.at("headlines").size() == 1);
+  CHECK(j.at("headlines")[0].at("title") == "Caf\xC3\xA9 wide item");
+}
 
 TEST_CASE("feed sites: read without a renderer, polled with 304s, a broken feed only its site") {
   splash_standin origin;
@@ -878,6 +922,8 @@ TEST_CASE("SIGHUP reloads site files and templates; open connections stay; a bro
   temp_dir templates;
   const auto original_template = read_file(source_dir + "/templates/news.html");
   templates.write("news.html", original_template);
+  for (const char* part : {"headline.html", "story.html"})
+    templates.write(part, read_file(source_dir + "/templates/" + part));
   newsdesk_process running(
       {{"splash_url", splash.base_url()}, {"site_files_dir", sites.path.string()}},
       {"--templates", templates.path.string()});

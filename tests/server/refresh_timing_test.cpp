@@ -98,10 +98,11 @@ TEST_CASE("during a cold start each view waits cold_start_wait from its own arri
 }
 
 TEST_CASE("a stalled /events client is cut off while others get every event") {
-  // Ten sites whose second refresh finds 450 new headlines each, with long titles: about 5 MB
-  // of events at once.
+  // Twenty sites whose second refresh finds 450 new headlines each, with long titles and links:
+  // about 9 MB of events, 450 KB a site.
   splash_standin splash;
-  const std::vector<std::string> names{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"};
+  const std::vector<std::string> names{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j",
+                                       "k", "l", "m", "n", "o", "p", "q", "r", "s", "t"};
   json sites = json::array();
   for (const auto& n : names) {
     splash.set("https://" + n + ".cnn.com/",
@@ -128,12 +129,14 @@ TEST_CASE("a stalled /events client is cut off while others get every event") {
 
   // More than the server's send buffer (4 MB) and the client's 256 KiB backlog together, one
   // site's refresh after another, as a reader that keeps up takes them.
-  const std::string padding(900, 'x');
+  // A title past 300 characters reads as a summary, so much of the bulk is in the links.
+  const std::string title_padding(200, 'x');
+  const std::string link_padding(700, 'y');
   for (const auto& n : names) {
     std::vector<std::pair<std::string, std::string>> stories;
     for (int i = 0; i < 450; ++i)
-      stories.push_back({"/" + n + "/" + std::to_string(i) + "/index.html",
-                         "Item " + n + std::to_string(i) + " " + padding});
+      stories.push_back({"/" + n + "/" + std::to_string(i) + "/" + link_padding + "/index.html",
+                         "Item " + n + std::to_string(i) + " " + title_padding});
     splash.set("https://" + n + ".cnn.com/", standin_page::page(cnn_page(stories)));
     REQUIRE(send_request(nd.port, "POST", "/api/refresh?site=" + n).status == 202);
     CHECK(reader.wait_for("Item " + n + "449 ", 30s));

@@ -42,11 +42,12 @@ std::string unbrotli(const std::string& in) {
   return out;
 }
 
-// The tag without its encoding suffix: "\"abc-12-br\"" -> "\"abc-12\"".
+// The tag without its encoding suffix: "\"abc-12-br\"" (or "-brq", compressed quick) ->
+// "\"abc-12\"".
 std::string base_tag(std::string tag) {
-  for (const char* suffix : {"-br\"", "-gz\""})
-    if (tag.size() > 4 && tag.compare(tag.size() - 4, 4, suffix) == 0)
-      return tag.substr(0, tag.size() - 4) + "\"";
+  for (std::string suffix : {"-br\"", "-gz\"", "-brq\"", "-gzq\""})
+    if (tag.size() > suffix.size() && tag.ends_with(suffix))
+      return tag.substr(0, tag.size() - suffix.size()) + "\"";
   return tag;
 }
 
@@ -165,6 +166,46 @@ TEST_CASE("every representation comes precompressed, with validators, 304s and H
   CHECK(fetch(nd.port, "/news.json").header("ETag") != news_json);
 }
 
+TEST_CASE("views compressed quick while the headlines move are compressed at the best effort "
+          "once they are still") {
+  splash_standin splash;
+  std::vector<std::pair<std::string, std::string>> stories;
+  for (int i = 0; i < 200; ++i)
+    stories.push_back(
+        {"/" + std::to_string(i) + "/index.html",
+         "Story number " + std::to_string(i) + " about the election and the weather"});
+  splash.set("https://a.cnn.com/", standin_page::page(cnn_page(stories)));
+  newsdesk_process nd(
+      json{{"splash_url", splash.base_url()}, {"sites", {site("a", "cnn", "https://a.cnn.com/")}}});
+  REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  REQUIRE(eventually([&] {
+    return http_get(nd.port, "/news.json").body.find("number 199") != std::string::npos;
+  }));
+  // Built as the headlines arrived: quick, and tagged so.
+  const std::vector<std::pair<std::string, std::string>> br{{"Accept-Encoding", "br"}};
+  auto quick = fetch(nd.port, "/news.json", br);
+  REQUIRE(quick.status == 200);
+  CHECK(quick.header("ETag").ends_with("-brq\""));
+  // Still for 20 s: the same bytes, compressed again at brotli's best, under a tag of their own.
+  http_answer best;
+  CHECK(eventually(
+      [&] {
+        best = fetch(nd.port, "/news.json", br);
+        return best.header("ETag").ends_with("-br\"");
+      },
+      40s));
+  CHECK(base_tag(best.header("ETag")) == base_tag(quick.header("ETag")));
+  CHECK(unbrotli(best.body) == unbrotli(quick.body));
+  CHECK(best.body.size() < quick.body.size());
+  // A client holding the quick bytes gets the better ones; one holding those, a 304.
+  CHECK(fetch(nd.port, "/news.json",
+              {{"Accept-Encoding", "br"}, {"If-None-Match", quick.header("ETag")}})
+            .status == 200);
+  CHECK(fetch(nd.port, "/news.json",
+              {{"Accept-Encoding", "br"}, {"If-None-Match", best.header("ETag")}})
+            .status == 304);
+}
+
 TEST_CASE("a filtered view is built once and then served from the cache") {
   splash_standin splash;
   splash.set("https://a.cnn.com/",
@@ -176,17 +217,29 @@ TEST_CASE("a filtered view is built once and then served from the cache") {
   REQUIRE(eventually(
       [&] { return http_get(nd.port, "/news.json").body.find("Weather") != std::string::npos; }));
   // Let the views every change builds (prebuilt on the pool, one round at a time, at least
-  // 100 ms apart) finish first.
-  const auto builds = settled_builds(nd.port);
-  const auto hits = metric(nd.port, "newsdesk_representation_hits_total");
-  auto first = http_get(nd.port, "/news.json?q=weather");
+  // 100 ms apart) finish first. A late round (a status, an icon) may still come between the two
+  // requests on a loaded machine: then try again with another search, at most three times.
+  const char* searches[] = {"weather", "today", "weather+today"};
+  std::uint64_t builds = 0, hits = 0, after_first = 0, after_second = 0;
+  http_answer first, second;
+  for (const char* q : searches) {
+    builds = settled_builds(nd.port);
+    hits = metric(nd.port, "newsdesk_representation_hits_total");
+    const auto rounds = metric(nd.port, "newsdesk_view_build_rounds_total");
+    first = http_get(nd.port, std::string("/news.json?q=") + q);
+    after_first = metric(nd.port, "newsdesk_representation_builds_total");
+    second = http_get(nd.port, std::string("/news.json?q=") + q);
+    after_second = metric(nd.port, "newsdesk_representation_builds_total");
+    if (metric(nd.port, "newsdesk_view_build_rounds_total") == rounds)
+      break;
+  }
   REQUIRE(first.status == 200);
   CHECK(first.body.find("Election") == std::string::npos);
-  CHECK(metric(nd.port, "newsdesk_representation_builds_total") == builds + 1);
-  auto second = http_get(nd.port, "/news.json?q=weather");
+  CHECK(first.body.find("Weather") != std::string::npos);
+  CHECK(after_first == builds + 1);
   CHECK(second.body == first.body);
   CHECK(second.header("ETag") == first.header("ETag"));
-  CHECK(metric(nd.port, "newsdesk_representation_builds_total") == builds + 1);
+  CHECK(after_second == builds + 1);
   CHECK(metric(nd.port, "newsdesk_representation_hits_total") >= hits + 1);
 }
 

@@ -9,6 +9,7 @@
 
 #include "tests/support/harness.hpp"
 #include "tests/support/http_get.hpp"
+#include "tests/support/page_text.hpp"
 #include "tests/support/splash_standin.hpp"
 
 #include <doctest/doctest.h>
@@ -19,7 +20,24 @@ using newsdesk::scrapers::icon_urls;
 
 namespace {
 
-const std::string png = std::string("\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR", 16) + std::string(40, 'p');
+std::string big_endian32(std::uint32_t v) {
+  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
+          static_cast<char>(v)};
+}
+std::string little_endian(std::uint32_t v, int bytes) {
+  std::string out;
+  for (int i = 0; i < bytes; ++i)
+    out += static_cast<char>(v >> (8 * i));
+  return out;
+}
+
+// The leading bytes of a PNG declaring `width` x `height` pixels: signature, then IHDR.
+std::string png_of(std::uint32_t width, std::uint32_t height) {
+  return std::string("\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR", 16) + big_endian32(width) +
+         big_endian32(height) + std::string("\x08\x06\0\0\0\0\0\0\0", 9) + std::string(40, 'p');
+}
+
+const std::string png = png_of(16, 16);
 const std::string ico = std::string("\0\0\1\0\1\0\x10\x10", 8) + std::string(40, 'i');
 
 // CNN's markup (cnn_page) with `head` inside its <head>.
@@ -68,9 +86,12 @@ TEST_CASE("site icons: a page's icon link, resolved, best first; the origin's fa
 TEST_CASE("site icons: only real images are kept, told by their bytes") {
   CHECK(check_icon(png).content_type == "image/png");
   CHECK(check_icon(ico).content_type == "image/x-icon");
-  CHECK(check_icon("GIF89a....").content_type == "image/gif");
-  CHECK(check_icon("\xff\xd8\xff\xe0....").content_type == "image/jpeg");
-  CHECK(check_icon(std::string("RIFF\x10\0\0\0WEBPVP8 ", 16)).content_type == "image/webp");
+  CHECK(check_icon(std::string("GIF89a\x10\0\x10\0....", 14)).content_type == "image/gif");
+  CHECK(check_icon(std::string("\xff\xd8\xff\xe0\0\x04..\xff\xc0\0\x11\x08\0\x20\0\x20", 17))
+            .content_type == "image/jpeg");
+  CHECK(check_icon(std::string("RIFF\x10\0\0\0WEBPVP8X\x0a\0\0\0\0\0\0\0", 24) +
+                   little_endian(31, 3) + little_endian(31, 3))
+            .content_type == "image/webp");
   auto svg = check_icon("<?xml version=\"1.0\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\">");
   CHECK(svg.content_type.empty());
   CHECK(svg.error.find("SVG") != std::string::npos);
@@ -81,6 +102,50 @@ TEST_CASE("site icons: only real images are kept, told by their bytes") {
   CHECK(check_icon("plain text").content_type.empty());
   CHECK(icon_etag(png) == icon_etag(png));
   CHECK(icon_etag(png) != icon_etag(ico));
+}
+
+TEST_CASE("site icons: an image declaring more than 1,024 pixels on a side, or none, or with its "
+          "header cut short, is refused") {
+  const auto refusal = [](const std::string& body) {
+    auto check = check_icon(body);
+    return check.content_type.empty() ? check.error : "accepted as " + check.content_type;
+  };
+  CHECK(refusal(png_of(1024, 1024)) == "accepted as image/png");
+  CHECK(refusal(png_of(100'000, 100'000)) ==
+        "it declares 100000 x 100000 pixels (at most 1024 on a side)");
+  CHECK(refusal(png_of(16, 1025)).find("16 x 1025 pixels") != std::string::npos);
+  CHECK(refusal(png_of(0, 16)).find("0 x 16 pixels") != std::string::npos);
+  CHECK(refusal(png_of(16, 16).substr(0, 20)) == "its PNG header is missing or cut short");
+  // GIF: the logical screen.
+  CHECK(refusal(std::string("GIF89a\xff\xff\x10\0rest", 14)).find("65535 x 16 pixels") !=
+        std::string::npos);
+  CHECK(refusal("GIF89a\x10").find("GIF header") != std::string::npos);
+  // JPEG: the frame header after other segments (APP0 here); SOF2 (progressive) counts too.
+  const std::string app0 = std::string("\xff\xd8\xff\xe0\0\x06JFIF", 10);
+  CHECK(refusal(app0 + std::string("\xff\xc2\0\x11\x08\x27\x10\0\x10", 9)) // 10000 high
+            .find("16 x 10000 pixels") != std::string::npos);
+  CHECK(refusal(app0 + std::string("\xff\xda\0\x08scan", 8)).find("JPEG header") !=
+        std::string::npos);
+  // ICO: the largest entry, and a PNG an entry holds says what it really is.
+  const std::string ico_head = std::string("\0\0\1\0\1\0\0\0\0\0\1\0\x20\0", 14);
+  CHECK(refusal(ico_head + little_endian(40, 4) + little_endian(22, 4) + std::string(40, 'i')) ==
+        "accepted as image/x-icon"); // 256 x 256, said by its zero bytes
+  CHECK(refusal(ico_head + little_endian(66, 4) + little_endian(22, 4) + png_of(50'000, 16))
+            .find("50000 x 16 pixels") != std::string::npos);
+  CHECK(refusal(std::string("\0\0\1\0\3\0", 6) + std::string(16, '\x10')).find("ICO header") !=
+        std::string::npos); // three entries said, one there
+  // WebP: lossy (VP8), lossless (VP8L) and extended (VP8X).
+  const std::string riff = std::string("RIFF\x10\0\0\0WEBP", 12);
+  CHECK(refusal(riff + "VP8 " + std::string(7, '\0') + "\x9d\x01\x2a" + little_endian(2000, 2) +
+                little_endian(16, 2) + "..")
+            .find("2000 x 16 pixels") != std::string::npos);
+  CHECK(refusal(riff + "VP8L" + std::string(4, '\0') + "\x2f" +
+                little_endian((15u) | (4999u << 14), 4) + ".....")
+            .find("16 x 5000 pixels") != std::string::npos);
+  CHECK(refusal(riff + "VP8X" + std::string(8, '\0') + little_endian(99'999, 3) +
+                little_endian(99'999, 3))
+            .find("100000 x 100000 pixels") != std::string::npos);
+  CHECK(refusal(riff + "VP8 ").find("WebP header") != std::string::npos);
 }
 
 TEST_CASE("site icons: the icon route's names and answers") {
@@ -152,7 +217,7 @@ TEST_CASE("site icons: fetched from the page's link or /favicon.ico, served, sho
     CHECK(page.find("<img class=\"site-icon\" src=\"/sites/linked/icon\" alt=\"\" width=\"16\" "
                     "height=\"16\">") != std::string::npos);
     CHECK(page.find("data:,") == std::string::npos);
-    CHECK(page.find("class=\"site-mark\"") == std::string::npos);
+    CHECK(without_templates(page).find("class=\"site-mark\"") == std::string::npos);
     CHECK(nd.process->stop(SIGTERM) == 0);
   }
   CHECK(origin.requests("/origin/linked.png") == 1);
@@ -174,13 +239,17 @@ TEST_CASE("site icons: fetched from the page's link or /favicon.ico, served, sho
   CHECK(origin.requests("/favicon.ico") == 1);
 }
 
-TEST_CASE("site icons: too large, HTML and SVG icons are refused, logged by site; headlines stay") {
+TEST_CASE("site icons: too large, HTML, SVG and oversized-image icons are refused, logged by site; "
+          "headlines stay") {
   splash_standin origin; // no /favicon.ico: the fallback answers 404
   origin.set_origin("big", page_with_head("<link rel=icon href=/origin/big.png>", "Big headline"));
   origin.set_origin("big.png", png + std::string(200 * 1024, 'x'));
   origin.set_origin("html",
                     page_with_head("<link rel=icon href=/origin/err.png>", "Html headline"));
   origin.set_origin("err.png", "<!DOCTYPE html><html><body>Error</body></html>");
+  origin.set_origin("huge",
+                    page_with_head("<link rel=icon href=/origin/huge.png>", "Huge headline"));
+  origin.set_origin("huge.png", png_of(100'000, 100'000)); // 73 bytes
   origin.set_origin("svg", page_with_head("<link rel=icon href=/origin/logo.svg>", "Svg headline"));
   origin.set_origin("logo.svg", "<svg xmlns=\"http://www.w3.org/2000/svg\"><script>alert(1)"
                                 "</script></svg>");
@@ -188,10 +257,12 @@ TEST_CASE("site icons: too large, HTML and SVG icons are refused, logged by site
                            {"sites",
                             {site("big", "cnn", origin.base_url() + "/origin/big"),
                              site("html", "cnn", origin.base_url() + "/origin/html"),
+                             site("huge", "cnn", origin.base_url() + "/origin/huge"),
                              site("svg", "cnn", origin.base_url() + "/origin/svg")}}});
   REQUIRE_MESSAGE(nd.port != 0, nd.log());
   for (auto [site, why] :
        {std::pair{"big", "larger than 100 KB"}, std::pair{"html", "HTML page, not an image"},
+        std::pair{"huge", "it declares 100000 x 100000 pixels (at most 1024 on a side)"},
         std::pair{"svg", "SVG image (refused"}}) {
     CHECK_MESSAGE(
         eventually([&] {
@@ -206,19 +277,20 @@ TEST_CASE("site icons: too large, HTML and SVG icons are refused, logged by site
         site, "\n", nd.log());
   }
   // The fallback's 404 is logged too, and then the attempt is over: nothing stored.
-  CHECK(eventually([&] { return count(nd.log(), "the server answered HTTP 404") >= 3; }));
+  CHECK(eventually([&] { return count(nd.log(), "the server answered HTTP 404") >= 4; }));
   // Icons are fetched once a site's refresh is in, while its views are still being rebuilt: the
   // views are waited for.
   CHECK(eventually([&] {
-    return json::parse(http_get(nd.port, "/news.json").body).at("headlines").size() == 3;
+    return json::parse(http_get(nd.port, "/news.json").body).at("headlines").size() == 4;
   }));
-  for (auto name : {"big", "html", "svg"})
+  for (auto name : {"big", "html", "huge", "svg"})
     CHECK(http_get(nd.port, "/sites/" + std::string(name) + "/icon").status == 404);
   std::string page;
   CHECK(eventually([&] {
     page = http_get(nd.port, "/news").body;
     return page.find("Big headline") != std::string::npos &&
            page.find("Html headline") != std::string::npos &&
+           page.find("Huge headline") != std::string::npos &&
            page.find("Svg headline") != std::string::npos;
   }));
   CHECK(page.find("class=\"site-icon\"") == std::string::npos);

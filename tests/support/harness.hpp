@@ -141,6 +141,17 @@ inline json site(const std::string& name, const std::string& scraper, const std:
   return s;
 }
 
+// A memory figure of process `pid` in KiB, from /proc/PID/status: `field` "VmRSS" (resident now)
+// or "VmHWM" (the peak); 0 when it cannot be read.
+inline long process_memory_kib(int pid, std::string_view field) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  const std::string prefix = std::string(field) + ":";
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind(prefix, 0) == 0)
+      return std::stol(line.substr(prefix.size()));
+  return 0;
+}
+
 // GET /news.json (with `query`, "?site=a" for one), parsed; anything but a 200 throws, which fails
 // the test with the answer's body.
 inline json news_json(unsigned short port, const std::string& query = {}) {

@@ -28,22 +28,22 @@ TEST_CASE("aljazeera: current gc__title cards give dated /news/ stories, once ea
   REQUIRE(got.size() == 5);
   CHECK(got[0] == headline{"Aid convoy reaches northern Gaza for first time in weeks",
                            "https://www.aljazeera.com/news/2024/3/5/gaza-aid-convoy-reaches-north",
-                           "aljazeera"});
+                           "aljazeera", std::nullopt, "", "en"});
   // An absolute href, kept with its trailing slash.
   CHECK(got[1] ==
         headline{"UN Security Council vote delayed again",
                  "https://www.aljazeera.com/news/2024/3/4/un-security-council-vote-delayed/",
-                 "aljazeera"});
+                 "aljazeera", std::nullopt, "", "en"});
   // Nested spans inside the link are part of the title.
   CHECK(got[2] == headline{"Live updates: Israel’s war on Gaza, day 151",
                            "https://www.aljazeera.com/news/liveblog/2024/3/5/"
                            "live-israel-war-on-gaza-day-151",
-                           "aljazeera"});
+                           "aljazeera", std::nullopt, "", "en"});
   // Escaped markup stays literal text; the padded href is trimmed.
   CHECK(got[3] ==
         headline{"<script>alert(1)</script> demo published",
                  "https://www.aljazeera.com/news/2024/2/29/security-researchers-publish-xss-demo",
-                 "aljazeera"});
+                 "aljazeera", std::nullopt, "", "en"});
   CHECK(got[4].url == "http://aljazeera.com/news/2024/12/31/year-in-pictures");
 }
 

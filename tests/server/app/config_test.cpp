@@ -182,7 +182,7 @@ TEST_CASE("alerts are read with /news's q= and site=, and a bad one is refused b
                    "queue": 50}}])");
   REQUIRE(found.size() == 3);
   CHECK(found[0].name == "storms");
-  CHECK(found[0].words == std::vector<std::string>{"elysee", "storm"});
+  CHECK(found[0].words.words() == std::vector<std::string>{"elysee", "storm"});
   CHECK(found[0].sites.empty());
   CHECK_FALSE(found[0].webhook);
   CHECK(found[1].sites == std::vector<std::string>{"aljazeera"});

@@ -432,6 +432,64 @@ TEST_CASE("one client address gets at most max_streams_per_ip streams") {
   ::close(c);
 }
 
+namespace {
+// A connection to the loopback server from `source` (any 127.x.y.z reaches it).
+int connect_from(unsigned short port, const char* source) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  REQUIRE(::inet_pton(AF_INET, source, &from.sin_addr) == 1);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) == 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(port);
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0);
+  return fd;
+}
+} // namespace
+
+TEST_CASE("one address range (an IPv4 /24) gets at most max_streams_per_range streams, whatever "
+          "its number of addresses; another range still gets its own") {
+  http_server_limits limits;
+  limits.max_streams = 100;
+  limits.max_streams_per_ip = 2;
+  limits.max_streams_per_range = 3;
+  echo_server s(limits);
+  std::vector<int> fds;
+  auto stream_from = [&](const char* source) {
+    fds.push_back(connect_from(s.port(), source));
+    return ask(fds.back(), "/stream").substr(0, 12);
+  };
+  CHECK(stream_from("127.0.9.2") == "HTTP/1.1 200");
+  CHECK(stream_from("127.0.9.3") == "HTTP/1.1 200");
+  CHECK(stream_from("127.0.9.4") == "HTTP/1.1 200");
+  // A fourth address of the same /24 finds its range full.
+  CHECK(stream_from("127.0.9.5") == "HTTP/1.1 503");
+  CHECK(stream_from("127.0.10.2") == "HTTP/1.1 200");
+  // And an address's own limit still holds within a range with room.
+  CHECK(stream_from("127.0.10.2") == "HTTP/1.1 200");
+  CHECK(stream_from("127.0.10.2") == "HTTP/1.1 503");
+  for (int fd : fds)
+    ::close(fd);
+  fds.clear(); // their numbers may be the servers' own sockets' now
+
+  // Derived (0): an eighth of max_streams, at least max_streams_per_ip.
+  limits.max_streams_per_range = 0;
+  limits.max_streams = 16;
+  limits.max_streams_per_ip = 1;
+  echo_server derived(limits);
+  std::vector<std::string> answers;
+  for (const char* source : {"127.0.11.2", "127.0.11.3", "127.0.11.4"}) {
+    fds.push_back(connect_from(derived.port(), source));
+    answers.push_back(ask(fds.back(), "/stream").substr(0, 12));
+  }
+  CHECK(answers == std::vector<std::string>{"HTTP/1.1 200", "HTTP/1.1 200", "HTTP/1.1 503"});
+  for (int fd : fds)
+    ::close(fd);
+}
+
 TEST_CASE("HTTP/1.1 without Host is a 400; an absolute-form target is served as its path") {
   echo_server s;
   CHECK(raw_exchange(s.port(), "GET /a HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 400", 0) == 0);
@@ -508,4 +566,20 @@ TEST_CASE("read_requests parses pipelined bytes as a connection does and maps er
   CHECK(read_requests("POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\n0123456789", 64, small,
                       collect) == 413);
   CHECK(targets.size() == 2);
+}
+
+TEST_CASE("an event stream is cut off when its backlog passes one chunk and the limit, not by a "
+          "small event behind a large batch") {
+  event_stream stream(1024);
+  CHECK(stream.push(std::string(4096, 'a'))); // a batch larger than the limit is taken
+  CHECK(stream.push("event: site\n\n"));      // a status right behind it is no sign of a stall
+  CHECK_FALSE(stream.push(std::string(2048, 'b'))); // the reader never took the batch: cut
+  CHECK(stream.closed());
+
+  event_stream reading(1024);
+  CHECK(reading.push(std::string(4096, 'a')));
+  CHECK(reading.take().size() == 4096); // the connection wrote it
+  CHECK(reading.push(std::string(512, 'b')));
+  CHECK(reading.push(std::string(1024, 'c'))); // 512 + the limit waiting: not past it
+  CHECK_FALSE(reading.push("d"));
 }

@@ -1,5 +1,6 @@
 #include "server/core/utc_time.hpp"
 #include "server/news/news_page.hpp"
+#include "tests/support/page_text.hpp"
 #include "tests/support/test_paths.hpp"
 
 #include <doctest/doctest.h>
@@ -204,16 +205,16 @@ TEST_CASE("a search of one site's view links to the same search of every site") 
   news_query query;
   query.sites = {"cnn"};
   query.q = "war & peace";
-  query.words = {"war", "peace"};
+  query.words = search_query("war peace");
   auto html = page().render(sample(), query);
   CHECK(html.find("<a href=\"/news?q=war%20%26%20peace\">Search all sites</a>") !=
         std::string::npos);
   // Not without a search, nor when it already searches more than one site.
   query.q.clear();
-  query.words.clear();
+  query.words = {};
   CHECK(page().render(sample(), query).find("Search all sites") == std::string::npos);
   query.q = "war";
-  query.words = {"war"};
+  query.words = search_query("war");
   query.sites = {"cnn", "aj"};
   CHECK(page().render(sample(), query).find("Search all sites") == std::string::npos);
   query.sites.clear();
@@ -356,7 +357,7 @@ TEST_CASE("a filtered page's feed links carry the same filters") {
   news_query query;
   query.sites = {"cnn", "aj"};
   query.q = "a&b";
-  query.words = {"a&b"};
+  query.words = search_query("a b");
   query.limit = 5;
   auto html = page().render(sample(), query);
   // Mustache escapes '&' in the attribute; the browser reads back "?site=cnn&site=aj&q=a%26b&...".
@@ -451,7 +452,7 @@ TEST_CASE("with no more sites than the bound, every chip shows in the configurat
 TEST_CASE("the link to every chip keeps the view's filters and page") {
   news_query query;
   query.q = "war";
-  query.words = {"war"};
+  query.words = search_query("war");
   query.limit = 50;
   query.before_ms = 1'700'000'000'000;
   query.before_id = 7;
@@ -492,7 +493,7 @@ std::size_t occurrences(const std::string& html, const std::string& what) {
 TEST_CASE("the unfiltered page opens with a card per story two sites tell; the latest headlines "
           "after it leave the card's out") {
   const auto s = shared_story();
-  const auto html = page().render(s);
+  const auto html = newsdesk::testing::without_templates(page().render(s));
   const auto top = html.find(
       "<h2 id=\"top-stories-heading\" class=\"view-heading section-heading\">Top stories</h2>");
   const auto latest = html.find("id=\"headlines-heading\"");
@@ -502,7 +503,7 @@ TEST_CASE("the unfiltered page opens with a card per story two sites tell; the l
   CHECK(html.find("<a class=\"skip-link\" href=\"#top-stories-heading\">") != std::string::npos);
   // One card: the lead is the story's first headline in the page's order, the other site's beneath.
   CHECK(occurrences(html, "<li class=\"top-story\"") == 1);
-  const auto lead = html.find("<div class=\"lead site-s000\" data-id=\"4\"");
+  const auto lead = html.find("<li class=\"lead site-s000\" data-id=\"4\"");
   const auto other = html.find("<li class=\"telling site-s001\" data-id=\"2\"");
   CHECK(top < lead);
   CHECK(lead < other);
@@ -524,9 +525,37 @@ TEST_CASE("the unfiltered page opens with a card per story two sites tell; the l
       REQUIRE(std::holds_alternative<news_query>(parsed));
       const auto filtered = page().render(s, std::get<news_query>(parsed));
       CHECK(filtered.find("Top stories") == std::string::npos);
+      CHECK(filtered.find("id=\"story-template\"") == std::string::npos);
       CHECK(filtered.find("class=\"top-story\"") == std::string::npos);
     }
   }
+}
+
+TEST_CASE("a card's lead carries its source's line of summary, escaped; the list shows none") {
+  auto s = shared_story();
+  headline_list with_summaries;
+  for (auto item : s.headlines) {
+    if (item.id == 4)
+      item.headline.summary = "The span links the two banks <after> ten years & more.";
+    if (item.id == 3)
+      item.headline.summary = "Showers from noon, clearing by evening.";
+    with_summaries.push_back(std::move(item));
+  }
+  s.headlines = std::move(with_summaries);
+  const auto html = newsdesk::testing::without_templates(page().render(s));
+  const auto lead = html.find("<li class=\"lead site-s000\" data-id=\"4\"");
+  const auto latest = html.find("id=\"headlines-heading\"");
+  REQUIRE(lead != std::string::npos);
+  const auto summary =
+      html.find("<p class=\"headline-summary\" dir=\"auto\">The span links the two banks "
+                "&lt;after&gt; ten years &amp; more.</p>");
+  CHECK(lead < summary);
+  CHECK(summary < latest);
+  // A box of the list is a line: its summary is not on the page (news.json has it).
+  CHECK(html.find("Showers from noon") == std::string::npos);
+  CHECK(occurrences(html, "headline-summary") == 1);
+  const auto json = news_json(s);
+  CHECK(json.find("\"summary\":\"Showers from noon, clearing by evening.\"") != std::string::npos);
 }
 
 TEST_CASE("a story one site tells twice gets no card") {
@@ -539,13 +568,15 @@ TEST_CASE("a story one site tells twice gets no card") {
     with_story.push_back(item);
   }
   s.headlines = with_story;
-  const auto html = page().render(s);
-  CHECK(html.find("Top stories") == std::string::npos);
+  const auto html = newsdesk::testing::without_templates(page().render(s));
+  // The section is there for a story that several sites come to tell live, hidden.
+  CHECK(html.find("aria-labelledby=\"top-stories-heading\" hidden>") != std::string::npos);
+  CHECK(html.find("class=\"top-story\"") == std::string::npos);
   CHECK(html.find("<a class=\"skip-link\" href=\"#headlines-heading\">") != std::string::npos);
 }
 
 TEST_CASE("a card shows the lead and one headline of each other site, up to the bound; the story's "
-          "other headlines stay in the list with their sources") {
+          "other headlines are in its coverage, not the list") {
   auto s = many_sites(7);
   headline_list headlines;
   std::int64_t id = 20;
@@ -563,17 +594,17 @@ TEST_CASE("a card shows the lead and one headline of each other site, up to the 
   for (const auto* site : {"s001", "s002", "s003", "s004", "s005", "s006"})
     add(site);
   s.headlines = headlines;
-  const auto html = page().render(s);
+  const auto html = newsdesk::testing::without_templates(page().render(s));
   const auto latest = html.find("id=\"headlines-heading\"");
   REQUIRE(latest != std::string::npos);
   CHECK(occurrences(html, "<li class=\"telling ") == max_card_tellings);
-  CHECK(html.find("<div class=\"lead site-s000\" data-id=\"20\"") < latest);
+  CHECK(html.find("<li class=\"lead site-s000\" data-id=\"20\"") < latest);
   for (const auto* site : {"s001", "s002", "s003", "s004"})
     CHECK(html.find(std::string("<li class=\"telling site-") + site) < latest);
-  // The lead's site's second headline and the sites past the bound: in the list, linked.
-  for (const auto* site : {"s000", "s005", "s006"})
-    CHECK(html.find(std::string("<li class=\"headline site-") + site, latest) != std::string::npos);
-  CHECK(occurrences(html, ">7 sources</a>") == 1 + 3);
+  // The lead's site's second headline and the sites past the bound: one click away, in the
+  // story's coverage; the story is shown once.
+  CHECK(html.find("<li class=\"headline ", latest) == std::string::npos);
+  CHECK(occurrences(html, ">7 sources</a>") == 1);
 }
 
 TEST_CASE("a headline shows its published time when known, else when seen; the first look none") {
@@ -613,4 +644,34 @@ TEST_CASE("a headline shows its published time when known, else when seen; the f
   CHECK(j.at("published") == "2015-11-17T09:12:00Z");
   nlohmann::json k = seen;
   CHECK_FALSE(k.contains("published"));
+}
+
+TEST_CASE("sections the sites declare are chips above the sites': all headlines, or a section's") {
+  auto s = shared_story();
+  s.sites[0].section = "World";
+  s.sites[1].section = "Tech & science";
+  s.sections = {"World", "Tech & science"};
+  const auto all = page().render(s);
+  CHECK(all.find("<nav class=\"sections\"") != std::string::npos);
+  CHECK(all.find("<a href=\"/news\" aria-current=\"page\">All</a>") != std::string::npos);
+  CHECK(all.find("<a href=\"/news?section=World\">World</a>") != std::string::npos);
+  CHECK(all.find("<a href=\"/news?section=Tech%20%26%20science\">Tech &amp; science</a>") !=
+        std::string::npos);
+
+  auto parsed = parse_news_query("section=World", s.sites);
+  REQUIRE(std::holds_alternative<news_query>(parsed));
+  const auto query = std::get<news_query>(parsed);
+  const auto world = page().render(apply_query(s, query), query);
+  CHECK(world.find("<a href=\"/news?section=World\" aria-current=\"page\">World</a>") !=
+        std::string::npos);
+  CHECK(world.find("<a href=\"/news\">All</a>") != std::string::npos);
+  CHECK(world.find("class=\"view-heading\">World <a href=\"/news\">show all</a></h2>") !=
+        std::string::npos);
+  CHECK(world.find("<input type=\"hidden\" name=\"section\" value=\"World\">") !=
+        std::string::npos);
+  // Its stream hears its sites; its feeds and pages name the section.
+  CHECK(world.find("data-events=\"site=s000\"") != std::string::npos);
+  CHECK(world.find("/news.atom?section=World") != std::string::npos);
+  // Without sections, no row of them.
+  CHECK(page().render(shared_story()).find("class=\"sections\"") == std::string::npos);
 }

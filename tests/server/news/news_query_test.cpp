@@ -45,3 +45,24 @@ TEST_CASE("chips= other than all is refused, naming the parameter") {
           "chips: expected all (a chip for every site), or no chips= (the most active)");
   }
 }
+
+TEST_CASE("section= is the sites its section lists, shown as one view; a section no site is in, "
+          "or one with site=, is refused") {
+  std::vector<site_report> with_sections{{"bbc", "BBC"}, {"cnn", "CNN"}, {"ars", "Ars"}};
+  with_sections[0].section = "World";
+  with_sections[1].section = "World";
+  with_sections[2].section = "Science & tech";
+  auto world = std::get<news_query>(parse_news_query("section=World", with_sections));
+  CHECK(world.section == "World");
+  CHECK(world.sites == std::vector<std::string>{"bbc", "cnn"});
+  CHECK(world.filters_headlines());
+  CHECK_FALSE(world.one_site());
+  auto tech = std::get<news_query>(parse_news_query("section=Science+%26+tech", with_sections));
+  CHECK(tech.sites == std::vector<std::string>{"ars"});
+  CHECK_FALSE(tech.one_site()); // a section of one site is still a section, newest first
+  for (const char* bad : {"section=Sport", "section=World&site=ars", "section="}) {
+    auto refused = parse_news_query(bad, with_sections);
+    REQUIRE_MESSAGE(std::holds_alternative<std::string>(refused), bad);
+    CHECK(std::get<std::string>(refused).rfind("section: ", 0) == 0);
+  }
+}

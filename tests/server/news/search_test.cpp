@@ -6,8 +6,9 @@
 using namespace newsdesk::server;
 
 namespace {
-bool finds(std::string_view q, std::string_view title) {
-  return title_matches(search_words(q), title);
+// Whether q= finds `title`, a headline in `language` ("": read without a language's rules).
+bool finds(std::string_view q, std::string_view title, std::string_view language = "") {
+  return search_query(q).matches(title, language);
 }
 } // namespace
 
@@ -44,20 +45,52 @@ TEST_CASE("punctuation separates words") {
   CHECK(finds("covid", "Post-COVID rules"));
   CHECK(finds("19", "Post-COVID-19 rules"));
   CHECK(finds("u s", "U.S. markets"));
-  CHECK(search_words("Hello, world! 2026") == std::vector<std::string>{"hello", "world", "2026"});
+  CHECK(search_query("Hello, world! 2026").words() ==
+        std::vector<std::string>{"hello", "world", "2026"});
 }
 
-TEST_CASE("scripts without spaces match anywhere; right-to-left scripts by word") {
-  CHECK(finds("北京", "我们在北京开会"));
-  CHECK_FALSE(finds("上海", "我们在北京开会"));
-  CHECK(finds("الحرب", "نهاية الحرب في الشمال"));
+TEST_CASE("scripts without spaces match by word, as ICU's word breaker cuts them") {
+  CHECK(finds("北京", "我们在北京开会", "zh"));
+  CHECK_FALSE(finds("上海", "我们在北京开会", "zh"));
+  CHECK(finds("الحرب", "نهاية الحرب في الشمال", "ar"));
+  // q=地震 finds the Japanese quake titles by their word, and 京都 (Kyoto) is not inside 東京都.
+  for (auto title : {"東京で震度5強の地震　けが人の情報なし",
+                     "東京都で震度5強の地震、けが人の情報なし 気象庁"}) {
+    CHECK_MESSAGE(finds("地震", title, "ja"), title);
+    CHECK_MESSAGE(finds("地震", title, ""), title);
+    CHECK_MESSAGE(finds("東京", title, "ja"), title);
+  }
+  CHECK_FALSE(finds("京都", "東京都で震度5強の地震", "ja"));
+  CHECK_FALSE(finds("地震", "東京都で大雨　交通に乱れ", "ja"));
+}
+
+TEST_CASE("a query word finds the other forms of its word in the title's language") {
+  CHECK(finds("erdbeben", "Erdbebens in der Osttürkei: Zahl der Toten steigt", "de"));
+  CHECK(finds("Erdbebens", "Schweres Erdbeben erschüttert die Türkei", "de"));
+  CHECK(finds("seismes", "Séisme de magnitude 5 à Tokyo", "fr"));
+  CHECK(finds("землетрясения", "Сильное землетрясение в Японии", "ru"));
+  CHECK(finds("companies", "Company shares fall", "en"));
+  // Prefixes as typed still find the word as written ("runn" is not a prefix of the stem "run").
+  CHECK(finds("runn", "Running out of time", "en"));
+  // Without the language's rules, only prefixes of the word as written.
+  CHECK(finds("erdbeben", "Erdbebens in der Osttürkei", ""));
+  CHECK_FALSE(finds("Erdbebens", "Schweres Erdbeben", ""));
+}
+
+TEST_CASE("numbers are one word whichever decimal mark they are written with") {
+  CHECK(finds("7,1", "Earthquake of magnitude 7.1 hits", "en"));
+  CHECK(finds("7.1", "Erdbeben der Stärke 7,1", "de"));
+  CHECK(finds("1000", "Mehr als 1.000 Tote", "de"));
+  CHECK(finds("1.000", "More than 1,000 dead", "en"));
+  CHECK_FALSE(finds("7.1", "Magnitude 7.2 quake", "en"));
 }
 
 TEST_CASE("invalid UTF-8 in a title or a query never matches across it and never throws") {
   CHECK(finds("bad", "bad \xff byte"));
   CHECK(finds("byte", "bad \xff byte"));
-  CHECK(search_words("a\xff"
-                     "b") == std::vector<std::string>{"a", "b"});
+  CHECK(search_query("a\xff"
+                     "b")
+            .words() == std::vector<std::string>{"a", "b"});
   CHECK_NOTHROW(finds("\xc3", "\xc3\x28"));
 }
 
@@ -66,7 +99,7 @@ TEST_CASE("q= parses into folded words; the filter combines it with site=") {
   auto parsed = parse_news_query("site=bbc&q=%C3%89lys%C3%A9e+TALKS", sites);
   REQUIRE(std::holds_alternative<news_query>(parsed));
   auto query = std::get<news_query>(parsed);
-  CHECK(query.words == std::vector<std::string>{"elysee", "talks"});
+  CHECK(query.words.words() == std::vector<std::string>{"elysee", "talks"});
   CHECK(query.q == "Élysée TALKS");
   news_item bbc{{"Talks at the Élysée", "https://bbc.test/1", "bbc"}};
   news_item cnn{{"Talks at the Élysée", "https://cnn.test/1", "cnn"}};

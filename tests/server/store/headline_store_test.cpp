@@ -59,7 +59,7 @@ TEST_CASE("store: new links get rows with first_seen = last_seen, known links on
     // A new row with nothing like it before starts a story of its own.
     // Found by the site's first refresh: its first look (no published time given).
     CHECK(added[0] == stored_headline{added[0].id, "cnn", "A", "https://x/a", 1000, 1000,
-                                      added[0].id, std::nullopt, true});
+                                      added[0].id, std::nullopt, true, added[0].language});
     CHECK(added[1].site == "cnn"); // the argument wins over headline::site
 
     written =
@@ -69,7 +69,8 @@ TEST_CASE("store: new links get rows with first_seen = last_seen, known links on
     CHECK(written.current == store.current("cnn"));
     REQUIRE(written.current.size() == 2);
     CHECK(written.current[0] == stored_headline{added[1].id, "cnn", "B", "https://x/b", 1000, 2000,
-                                                added[1].id, std::nullopt, true});
+                                                added[1].id, std::nullopt, true,
+                                                added[1].language});
     added = written.added;
     REQUIRE(added.size() == 1);
     CHECK(added[0].title == "C");

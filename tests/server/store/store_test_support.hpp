@@ -61,6 +61,7 @@ class title_grouping final : public server::stories::story_grouping {
     std::vector<std::int64_t> ids;                    // observed headlines, in order
     std::vector<server::stories::story_merge> merges; // observed merges, in order
     int made = 0;                                     // groupings made by the factory
+    std::vector<std::string> languages; // each assigned or observed headline's, in order
   };
 
   explicit title_grouping(std::shared_ptr<observed> seen)
@@ -77,6 +78,7 @@ class title_grouping final : public server::stories::story_grouping {
   std::int64_t assign(const server::stories::story_headline& h,
                       std::vector<server::stories::story_merge>& merges) override {
     last_ = std::max(last_, h.id);
+    seen_->languages.emplace_back(h.language);
     const std::string title(h.title);
     if (title == "fail")
       throw std::runtime_error("the grouping failed");
@@ -98,6 +100,7 @@ class title_grouping final : public server::stories::story_grouping {
     last_ = std::max(last_, h.id);
     stories_[std::string(h.title)] = story;
     seen_->ids.push_back(h.id);
+    seen_->languages.emplace_back(h.language);
   }
   void observe(const server::stories::story_merge& m) override {
     move(m.from, m.into);

@@ -96,6 +96,60 @@ TEST_CASE("stories: a new row gets its story in the write that stores it; known 
       title_grouping::options(seen));
 }
 
+TEST_CASE("stories: an item published long before it was first seen joins no story of today") {
+  constexpr std::int64_t now = 1'780'000'000'000;
+  constexpr std::int64_t day = 24 * 3600 * 1000;
+  for_each_backend([](headline_store& store) {
+    const char* title = "Magnitude 7.1 earthquake strikes off the coast of central Chile";
+    auto today = store.record_refresh("a", page({{title, "https://a/quake"}}), at(now));
+    REQUIRE(today.added.size() == 1);
+    const auto story = today.added[0].story;
+    // A feed's months-old item on the same words (another quake, or an archive page) is not
+    // today's event; an item published an hour ago is.
+    std::vector<newsdesk::scrapers::headline> old = {
+        {title, "https://b/archive/quake", "ignored", now - 90 * day}};
+    std::vector<newsdesk::scrapers::headline> fresh = {
+        {title, "https://c/quake", "ignored", now - 3600 * 1000}};
+    auto archive = store.record_refresh("b", old, at(now + 60'000));
+    REQUIRE(archive.added.size() == 1);
+    CHECK(archive.added[0].story == archive.added[0].id);
+    auto recent = store.record_refresh("c", fresh, at(now + 120'000));
+    REQUIRE(recent.added.size() == 1);
+    CHECK(recent.added[0].story == story);
+    // A published time in the future (a site's clock) is taken as when it was first seen.
+    std::vector<newsdesk::scrapers::headline> ahead = {
+        {title, "https://d/quake", "ignored", now + 30 * day}};
+    auto future = store.record_refresh("d", ahead, at(now + 180'000));
+    REQUIRE(future.added.size() == 1);
+    CHECK(future.added[0].story == story);
+  });
+}
+
+TEST_CASE("stories: a headline's summary is stored, follows its source, and reads back") {
+  for_each_backend([](headline_store& store) {
+    std::vector<newsdesk::scrapers::headline> found = {
+        {"Bridge opens", "https://a/bridge", "ignored"},
+        {"Rain ahead", "https://a/rain", "ignored"}};
+    found[0].summary = "The span links the two banks after ten years.";
+    auto first = store.record_refresh("a", found, at(1000));
+    REQUIRE(first.added.size() == 2);
+    CHECK(first.added[0].summary == found[0].summary);
+    CHECK(first.added[1].summary.empty());
+    found[0].summary = "The span links the two banks after ten years; traffic from noon.";
+    found[1].summary = "Showers from noon.";
+    auto second = store.record_refresh("a", found, at(2000));
+    CHECK(second.added.empty());
+    REQUIRE(second.current.size() == 2);
+    CHECK(second.current[0].summary == found[0].summary);
+    CHECK(second.current[1].summary == found[1].summary);
+    const auto rows = store.current("a");
+    REQUIRE(rows.size() == 2);
+    CHECK(rows[0].summary == found[0].summary);
+    CHECK(rows[1].summary == "Showers from noon.");
+    CHECK(store.since(0, 10).at(1).summary == "Showers from noon.");
+  });
+}
+
 TEST_CASE("stories: a merge moves every row of the merged story in the same write, and is "
           "logged") {
   auto seen = std::make_shared<observed>();
@@ -209,6 +263,78 @@ TEST_CASE("stories: ids survive closing and reopening, and assignment goes on fr
   }
 }
 
+TEST_CASE("stories: a headline's language is decided when it is stored, kept in its row and "
+          "read again after reopening") {
+  auto seen = std::make_shared<observed>();
+  auto check = [&](auto open) {
+    {
+      auto store = open();
+      auto found = page({{"Erdbeben der Stärke 6,4 erschüttert die Osttürkei", "https://a/1"},
+                         {"東京で震度5強の地震　けが人の情報なし", "https://a/2"},
+                         {"Merz stellt Rente mit 63 infrage", "https://a/3"}});
+      found[0].language = "de-DE"; // as the page declared it
+      found[1].language = "en";    // a template's lang="en" on a Japanese title
+      auto written = store->record_refresh("a", found, at(1000));
+      REQUIRE(written.added.size() == 3);
+      CHECK(written.added[0].language == "de");
+      CHECK(written.added[1].language == "ja");
+      CHECK(written.added[2].language == "de"); // none declared: detected
+      CHECK(seen->languages == std::vector<std::string>{"de", "ja", "de"});
+      const auto rows = store->since(0, 10);
+      REQUIRE(rows.size() == 3);
+      CHECK(rows[1].language == "ja");
+    }
+    seen->languages.clear();
+    auto store = open();
+    CHECK(seen->languages == std::vector<std::string>{"de", "ja", "de"}); // replayed with them
+  };
+  SUBCASE("sqlite") {
+    temp_dir dir;
+    check([&] { return sqlite_store::open(dir.path / "news.db", title_grouping::options(seen)); });
+  }
+  SUBCASE("postgresql") {
+    const auto url = postgres_cluster::shared().fresh_database();
+    check([&] { return postgres_store::open(url, title_grouping::options(seen)); });
+  }
+}
+
+TEST_CASE("stories: a database of schema version 6 is migrated; its rows keep '' as their "
+          "language and new rows get theirs") {
+  auto check = [](headline_store& store) {
+    auto rows = store.since(0, 10);
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].language.empty()); // stored before languages were
+    const auto added =
+        store
+            .record_refresh(
+                "b", page({{"Erdbeben der Stärke 6,4 erschüttert die Osttürkei", "https://b/1"}}),
+                at(2000))
+            .added;
+    REQUIRE(added.size() == 1);
+    CHECK(added[0].language == "de");
+    CHECK(store.since(0, 10).at(1).language == "de");
+  };
+  SUBCASE("sqlite") {
+    temp_dir dir;
+    const auto file = dir.path / "old.db";
+    sqlite_store::open(file)->record_refresh("a", page({{"A", "https://a/1"}}), at(1000));
+    raw_exec(file, "ALTER TABLE headlines DROP COLUMN language; "
+                   "ALTER TABLE headlines DROP COLUMN summary; PRAGMA user_version = 6;");
+    check(*sqlite_store::open(file));
+  }
+  SUBCASE("postgresql") {
+    auto& pg = postgres_cluster::shared();
+    const auto url = pg.fresh_database();
+    postgres_store::open(url)->record_refresh("a", page({{"A", "https://a/1"}}), at(1000));
+    pg.exec(database_of(url), "ALTER TABLE headlines DROP COLUMN language, DROP COLUMN summary; "
+                              "UPDATE newsdesk_schema SET version = 6;");
+    auto store = postgres_store::open(url);
+    CHECK(pg.exec(database_of(url), "SELECT version FROM newsdesk_schema") ==
+          std::to_string(postgres_store::schema_version));
+    check(*store);
+  }
+}
+
 TEST_CASE("stories: two instances on one PostgreSQL database agree, each catching up on the "
           "other's rows and merges before it assigns") {
   const auto url = postgres_cluster::shared().fresh_database();
@@ -244,14 +370,18 @@ TEST_CASE("stories: an SQLite file of schema version 3 is migrated; each row is 
   temp_dir dir;
   const auto file = dir.path / "old.db";
   sqlite_store::open(file)->record_refresh("a", page({{"A", "https://a/1"}}), at(1000));
-  // Back to version 3: what versions 4 and 5 added, gone; then a row as version 3 wrote them.
-  raw_exec(file, "DROP TABLE site_icons; ALTER TABLE headlines DROP COLUMN published_ms; "
-                 "ALTER TABLE headlines DROP COLUMN first_look; DROP INDEX headlines_story; DROP "
-                 "INDEX headlines_first_seen; "
-                 "ALTER TABLE headlines DROP COLUMN story; DROP TABLE story_merges; "
-                 "INSERT INTO headlines (site, url, title, first_seen_ms, last_seen_ms, seen_seq, "
-                 "position) VALUES ('a', 'https://a/2', 'B', 1000, 1000, 1, 1); "
-                 "PRAGMA user_version = 3;");
+  // Back to version 3: what versions 4 to 8 added, gone; then a row as version 3 wrote them.
+  raw_exec(
+      file,
+      "DROP TABLE site_icons; ALTER TABLE headlines DROP COLUMN published_ms; "
+      "ALTER TABLE headlines DROP COLUMN first_look; ALTER TABLE headlines DROP COLUMN language; "
+      "ALTER TABLE headlines DROP COLUMN summary; "
+      "DROP INDEX headlines_story; DROP "
+      "INDEX headlines_first_seen; "
+      "ALTER TABLE headlines DROP COLUMN story; DROP TABLE story_merges; "
+      "INSERT INTO headlines (site, url, title, first_seen_ms, last_seen_ms, seen_seq, "
+      "position) VALUES ('a', 'https://a/2', 'B', 1000, 1000, 1, 1); "
+      "PRAGMA user_version = 3;");
 
   auto store = sqlite_store::open(file);
   auto rows = store->since(0, 10);
@@ -269,11 +399,12 @@ TEST_CASE("stories: a PostgreSQL database of schema version 2 is migrated; each 
   auto& pg = postgres_cluster::shared();
   const auto url = pg.fresh_database();
   postgres_store::open(url)->record_refresh("a", page({{"A", "https://a/1"}}), at(1000));
-  // Back to version 2: what versions 3 to 6 added, gone; then a row as version 2 wrote them.
+  // Back to version 2: what versions 3 to 8 added, gone; then a row as version 2 wrote them.
   pg.exec(database_of(url),
           "DROP TABLE instances; ALTER TABLE schedule DROP COLUMN last_owner; "
           "DROP TABLE site_icons; "
-          "ALTER TABLE headlines DROP COLUMN published_ms, DROP COLUMN first_look; "
+          "ALTER TABLE headlines DROP COLUMN published_ms, DROP COLUMN first_look, "
+          "DROP COLUMN language, DROP COLUMN summary; "
           "DROP TABLE story_merges; DROP INDEX headlines_first_seen; "
           "ALTER TABLE headlines DROP COLUMN story; "
           "ALTER TABLE newsdesk_meta DROP COLUMN last_merge; "
