@@ -497,8 +497,8 @@ int main(int argc, char** argv) {
   int rounds = 200, trials = 3, lease = 15, wrk_seconds = 10, runs = 3, busy_seconds = 40;
   int freezes = 3, freeze_seconds = 20, readers = 2000, reader_rounds = 30;
   std::string haproxy = "/usr/sbin/haproxy";
-  std::string only; // one part: busy, faults (freeze, fresh start, readers), freeze, restart, readers
-  bool only_busy = false;
+  std::string
+      only; // one part: busy, faults (freeze, fresh start, readers), freeze, restart, readers
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "--rounds")
@@ -513,8 +513,6 @@ int main(int argc, char** argv) {
       runs = std::atoi(argv[i + 1]);
     else if (flag == "--busy-seconds")
       busy_seconds = std::atoi(argv[i + 1]);
-    else if (flag == "--only-busy")
-      only_busy = std::string(argv[i + 1]) == "1";
     else if (flag == "--only")
       only = argv[i + 1];
     else if (flag == "--freezes")
@@ -529,7 +527,7 @@ int main(int argc, char** argv) {
       haproxy = argv[i + 1];
     else {
       std::cerr << "usage: cluster_bench [--rounds N] [--trials N] [--lease S] [--wrk-seconds S] "
-                   "[--runs N] [--busy-seconds S] [--only-busy 1] [--only busy|faults|freeze|"
+                   "[--runs N] [--busy-seconds S] [--only busy|faults|freeze|"
                    "restart|readers] [--freezes N] [--freeze-seconds S] [--readers N] "
                    "[--reader-rounds N] [--haproxy PATH]\n";
       return 2;
@@ -537,13 +535,11 @@ int main(int argc, char** argv) {
   }
   try {
     postgres_cluster pg;
-    if (only_busy)
-      only = "busy";
     const auto part = [&](const char* name) {
       return only.empty() || only == name ||
-             (only == "faults" && (std::string(name) == "freeze" ||
-                                   std::string(name) == "restart" ||
-                                   std::string(name) == "readers"));
+             (only == "faults" &&
+              (std::string(name) == "freeze" || std::string(name) == "restart" ||
+               std::string(name) == "readers"));
     };
     if (only.empty()) {
       renders_per_interval(pg);

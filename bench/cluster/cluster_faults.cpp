@@ -65,17 +65,17 @@ class paced_reader {
   };
   explicit paced_reader(unsigned short port)
       : thread_([this, port] {
-          for (auto next = clock_type::now(); !stop_; next += 50ms) {
-            std::this_thread::sleep_until(next);
-            const auto asked = clock_type::now();
-            auto a = send_request(port, "GET", "/news", {}, 2s);
-            std::lock_guard lock(mutex_);
-            answers_.push_back(
-                {asked, a.status,
-                 std::chrono::duration<double, std::milli>(clock_type::now() - asked).count(),
-                 a.header("X-Server")});
-          }
-        }) {}
+        for (auto next = clock_type::now(); !stop_; next += 50ms) {
+          std::this_thread::sleep_until(next);
+          const auto asked = clock_type::now();
+          auto a = send_request(port, "GET", "/news", {}, 2s);
+          std::lock_guard lock(mutex_);
+          answers_.push_back(
+              {asked, a.status,
+               std::chrono::duration<double, std::milli>(clock_type::now() - asked).count(),
+               a.header("X-Server")});
+        }
+      }) {}
   ~paced_reader() { stop(); }
   void stop() {
     stop_ = true;
@@ -99,8 +99,9 @@ class paced_reader {
 };
 
 std::size_t served(const std::vector<paced_reader::answer>& answers) {
-  return static_cast<std::size_t>(std::count_if(
-      answers.begin(), answers.end(), [](const paced_reader::answer& a) { return a.status == 200; }));
+  return static_cast<std::size_t>(
+      std::count_if(answers.begin(), answers.end(),
+                    [](const paced_reader::answer& a) { return a.status == 200; }));
 }
 
 double metric_of(unsigned short port, const std::string& series) {
@@ -259,8 +260,8 @@ void fresh_start(postgres_cluster& pg, const std::string& haproxy, int trials) {
       slowest = std::max(slowest, a.ms);
     std::printf("  trial %d (%s): ready %.2f s after its start; its first /news through HAProxy "
                 "%.1f ms (goal <= 100 ms); /news 200 %zu of %zu in the trial, slowest %.1f ms\n",
-                t + 1, name.c_str(), ready.value_or(-1), first ? first->ms : -1.0,
-                served(window), window.size(), slowest);
+                t + 1, name.c_str(), ready.value_or(-1), first ? first->ms : -1.0, served(window),
+                window.size(), slowest);
   }
 }
 
@@ -367,8 +368,7 @@ void many_readers(postgres_cluster& pg, const std::string& haproxy, int readers,
     const auto title = "Probe " + std::to_string(r);
     stories.insert(stories.begin(), {"/p" + std::to_string(r) + "/index.html", title});
     splash.set(probe, standin_page::page(cnn_page(stories)));
-    if (send_request(nds[static_cast<std::size_t>(r) % 3]->port, "POST",
-                     "/api/refresh?site=probe")
+    if (send_request(nds[static_cast<std::size_t>(r) % 3]->port, "POST", "/api/refresh?site=probe")
             .status != 202)
       throw std::runtime_error("refresh refused");
     std::optional<clock_type::time_point> committed;
@@ -383,8 +383,8 @@ void many_readers(postgres_cluster& pg, const std::string& haproxy, int readers,
         PQconsumeInput(listen);
         while (PGnotify* n = PQnotifies(listen)) {
           const char* seq = n->extra;
-          PGresult* res = PQexecParams(listen, "SELECT site FROM events WHERE seq = $1", 1,
-                                       nullptr, &seq, nullptr, nullptr, 0);
+          PGresult* res = PQexecParams(listen, "SELECT site FROM events WHERE seq = $1", 1, nullptr,
+                                       &seq, nullptr, nullptr, 0);
           if (!committed && PQntuples(res) == 1 && std::string(PQgetvalue(res, 0, 0)) == "probe")
             committed = now;
           PQclear(res);
@@ -404,8 +404,8 @@ void many_readers(postgres_cluster& pg, const std::string& haproxy, int readers,
       if (f)
         to_frame.push_back(std::chrono::duration<double, std::milli>(*f - *committed).count());
     if (got < streaming)
-      std::printf("  (round %d: %zu of %zu readers had no frame within 15 s)\n", r,
-                  streaming - got, streaming);
+      std::printf("  (round %d: %zu of %zu readers had no frame within 15 s)\n", r, streaming - got,
+                  streaming);
   }
   PQfinish(listen);
 

@@ -34,7 +34,8 @@ inline json config_for(const splash_standin& splash, json sites, json refresh = 
               {"sites", std::move(sites)}};
 }
 
-inline std::unique_ptr<newsdesk_process> start_instance(const json& config, const std::string& store) {
+inline std::unique_ptr<newsdesk_process> start_instance(const json& config,
+                                                        const std::string& store) {
   auto nd = std::make_unique<newsdesk_process>(config, std::vector<std::string>{"--store", store});
   if (nd->port == 0)
     throw std::runtime_error("newsdesk did not start:\n" + nd->log());
@@ -135,7 +136,6 @@ class changing_sites {
   std::atomic<bool> stop_{false};
   std::thread mover_;
 };
-
 
 // Measurements of a cluster's faults and readers (cluster_faults.cpp).
 // PostgreSQL frozen (SIGSTOP) `freezes` times for `seconds` behind HAProxy as shipped.

@@ -241,8 +241,8 @@ struct application::parts {
                        {live.clients(), http->open_connections(), http->refused()},
                        {queue.waiting, std::chrono::duration<double>(queue.oldest_wait).count(),
                         queue.behind, queue.parse_pages, queue.parse_bytes, queue.parse_full},
-                       {.degraded = changes && (!news.store_unreachable().empty() ||
-                                                !changes->connected()),
+                       {.degraded =
+                            changes && (!news.store_unreachable().empty() || !changes->connected()),
                         .shared = changes != nullptr,
                         .sites_elsewhere = foreign.elsewhere.size(),
                         .sites_orphaned = foreign.orphaned.size()}) +

@@ -206,8 +206,7 @@ std::string metrics::render(const std::vector<site_report>& sites,
     header(out, "newsdesk_cluster_sites_elsewhere", "gauge",
            "Sites in the shared schedule that this instance does not have but a running one "
            "renders.");
-    sample(out, "newsdesk_cluster_sites_elsewhere", "",
-           static_cast<double>(store.sites_elsewhere));
+    sample(out, "newsdesk_cluster_sites_elsewhere", "", static_cast<double>(store.sites_elsewhere));
     header(out, "newsdesk_cluster_sites_orphaned", "gauge",
            "Sites in the shared schedule that no running instance has (overdue, no live lease).");
     sample(out, "newsdesk_cluster_sites_orphaned", "", static_cast<double>(store.sites_orphaned));

@@ -130,8 +130,6 @@ struct http_request {
   std::function<std::optional<http_response>()> reserve_stream;
 };
 
-
-
 // The Content-Type of every JSON answer (/news.json, /healthz, /readyz, /api/...).
 inline constexpr const char* json_content_type = "application/json; charset=utf-8";
 

@@ -822,11 +822,11 @@ class session : public connection_base, public std::enable_shared_from_this<sess
   bool reading_ = false;      // reading a request
   bool restart_read_ = false; // notice_stop() cancelled that read to restart it
   std::optional<std::list<std::weak_ptr<connection_base>>::iterator> registered_;
-  const std::string address_;     // the client's, for the per-address budgets
-  const std::string range_;       // its address range, for the streams' per-range budget
+  const std::string address_;       // the client's, for the per-address budgets
+  const std::string range_;         // its address range, for the streams' per-range budget
   std::array<char, 1> peer_byte_{}; // what watch_stream_peer reads into
   bool peer_gone_ = false;          // that read ended: the client left
-  http_server::state::slot slot_; // the budget slot this connection holds
+  http_server::state::slot slot_;   // the budget slot this connection holds
 };
 
 void do_accept(const std::shared_ptr<http_server::state>& st);

@@ -352,7 +352,7 @@ enum class claim_status {
 struct scheduled_site {
   std::string site;
   std::chrono::milliseconds overdue{0}; // how long ago it came due (negative: due later)
-  bool held = false; // a live instance holds its lease (renders it now)
+  bool held = false;                    // a live instance holds its lease (renders it now)
 };
 
 struct claim_result {

@@ -180,9 +180,9 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
     auto chosen = snapshot.headlines.select(
         [&filter](const news_item& item) { return filter.matches(item); }, page_size);
     const std::vector<news_item> current(chosen.begin(), chosen.end());
-    auto made = std::make_shared<const std::string>("id: " + event_id(snapshot.last_id) +
-                                                    "\nevent: reset\ndata: " +
-                                                    headlines_json(current) + "\n\n");
+    auto made = std::make_shared<const std::string>(
+        "id: " + event_id(snapshot.last_id) + "\nevent: reset\ndata: " + headlines_json(current) +
+        "\n\n");
     if (resets.size() < max_resets)
       resets.emplace(key, made);
     return made;
@@ -197,23 +197,22 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
     const auto all = std::make_shared<const std::string>(std::move(text)); // shared, not copied
     const auto newest = events.back().id;
     drop_clients_locked([&](client& c) {
-                                   bool ok;
-                                   if (c.through < events.front().id &&
-                                       !c.filter.filters_headlines()) {
-                                     ok = c.stream->push(all);
-                                     c.last_event = std::chrono::steady_clock::now();
-                                   } else {
-                                     std::string some;
-                                     for (const auto& e : events)
-                                       if (e.id > c.through && c.filter.matches(e.item))
-                                         some += e.text;
-                                     ok = some.empty() || c.stream->push(some);
-                                     if (!some.empty())
-                                       c.last_event = std::chrono::steady_clock::now();
-                                   }
-                                   c.through = std::max(c.through, newest);
-                                   return !ok;
-                                 });
+      bool ok;
+      if (c.through < events.front().id && !c.filter.filters_headlines()) {
+        ok = c.stream->push(all);
+        c.last_event = std::chrono::steady_clock::now();
+      } else {
+        std::string some;
+        for (const auto& e : events)
+          if (e.id > c.through && c.filter.matches(e.item))
+            some += e.text;
+        ok = some.empty() || c.stream->push(some);
+        if (!some.empty())
+          c.last_event = std::chrono::steady_clock::now();
+      }
+      c.through = std::max(c.through, newest);
+      return !ok;
+    });
   }
 
   // Streams that have had no event for max_idle are closed: the browser reconnects with its
@@ -422,17 +421,14 @@ void live_events::handle(http_request request, responder respond) {
       std::lock_guard lock(st->mutex);
       if (st->stopped)
         return respond(text_response(503));
-      // Streams whose clients left are forgotten as others come (each is also found at the next
-      // event or heartbeat): a storm of reconnects holds no more than the streams still open.
-      st->drop_clients_locked([](const state::client& c) { return c.stream->closed(); });
       state::client c{stream, 0, std::move(filter)};
       if ((after > 0 || start_over) && st->store) {
         try {
           // An id of another store needs no read: the client starts over from what is shown.
           // Rows after `after` may have been pruned (the client was away longer than the
           // retention), or never written here: it starts over too.
-          start_over = start_over || after < st->store->pruned_through() ||
-                       after > st->store->last_id();
+          start_over =
+              start_over || after < st->store->pruned_through() || after > st->store->last_id();
           if (!start_over) {
             auto rows = st->store->since(after, max_replay);
             for (const auto& row : rows) {

@@ -330,6 +330,9 @@ void news_service::store_probed(const std::string& error, const std::string& log
 // One line and one notice per outage, whichever found it (a claim, a write, the store's check); a
 // refused login says what was refused and what to check.
 void news_service::show_store_state() {
+  // One at a time, from reading the verdict to showing it: otherwise a failure read before a
+  // success could be shown after it, and the notice would stay up with the store answering.
+  std::lock_guard shown(store_state_shown_);
   std::string error, refusal;
   {
     std::lock_guard lock(mutex_);

@@ -203,6 +203,7 @@ class news_service {
   // Writes and their hand-over to the headline state happen in commit order, so live events
   // see ids ascending (a write's ids are assigned in the store, in commit order).
   std::mutex write_order_;
+  std::mutex store_state_shown_;       // show_store_state() one at a time (taken before mutex_)
   mutable std::mutex mutex_;           // guards everything below
   std::int64_t published_through_ = 0; // shared stores: the newest headline id passed on
   std::int64_t merges_through_ = 0;    // shared stores: the newest story merge passed on

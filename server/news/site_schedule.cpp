@@ -318,11 +318,17 @@ void site_schedule::hand_back(std::string site) {
 // On the worker pool, every heartbeat_period from start() to stop(): this instance counts
 // towards the shares, and holds its leases, while it beats.
 void site_schedule::heartbeat() {
+  // Reported as a claim's outcome is: a beat a second says when the store answers again even
+  // while no site comes due (and a claim's failure stays shown only until then).
+  std::string error, refusal;
   try {
     cluster_->heartbeat(owner_, heartbeat_ttl);
-  } catch (const std::exception&) {
-    // The claims report an unreachable store; the next beat tries again.
+  } catch (const std::exception& e) {
+    error = e.what();
+    refusal = login_refusal_of(e);
   }
+  if (on_store_status_)
+    on_store_status_(error, refusal);
   std::lock_guard lock(mutex_);
   if (stopped_)
     return;

@@ -59,8 +59,8 @@ class site_schedule {
   // Called when a site is due and (with a shared store) claimed: refresh it now, then call
   // finished(). Set before start().
   void on_due(std::function<void(const ticket&, std::shared_ptr<const site_config>)> fn);
-  // Called after each claim: "" when the shared store answered, else why it could not be
-  // reached (and, when it refused the login, the server's words: login_refusal_of).
+  // Called after each claim and heartbeat: "" when the shared store answered, else why it could not
+  // be reached (and, when it refused the login, the server's words: login_refusal_of).
   void on_store_status(
       std::function<void(const std::string& error, const std::string& login_refusal)> fn);
 

@@ -71,8 +71,8 @@ struct change_listener::state : std::enable_shared_from_this<change_listener::st
   net::posix::stream_descriptor socket;
   net::steady_timer poll_timer, probe_timer, deadline_timer, reconnect_timer;
   enum class phase { closed, connecting, listening, live } now = phase::closed;
-  bool asking = false;       // the LISTEN or a probe is in flight, bounded by deadline_timer
-  std::string query_error;   // what the server said to it, if it refused
+  bool asking = false;          // the LISTEN or a probe is in flight, bounded by deadline_timer
+  std::string query_error;      // what the server said to it, if it refused
   std::uint64_t generation = 0; // one per connection: handlers of an older one do nothing
   std::chrono::milliseconds backoff = first_backoff;
   bool stopped = false;
@@ -373,8 +373,8 @@ struct change_listener::state : std::enable_shared_from_this<change_listener::st
 
 change_listener::change_listener(net::io_context& ioc, net::thread_pool& pool, cluster_store& store,
                                  handler on_events, status_handler on_status)
-    : state_(std::make_shared<state>(ioc, pool, store, std::move(on_events),
-                                     std::move(on_status))) {}
+    : state_(
+          std::make_shared<state>(ioc, pool, store, std::move(on_events), std::move(on_status))) {}
 
 change_listener::~change_listener() {
   stop();

@@ -20,8 +20,7 @@ namespace {
 // error (errno).
 int wait_for(int fd, short events, clock::time_point deadline) {
   for (;;) {
-    const auto left =
-        std::chrono::ceil<std::chrono::milliseconds>(deadline - clock::now()).count();
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - clock::now()).count();
     if (left <= 0)
       return 0;
     pollfd p{fd, events, 0};
@@ -60,14 +59,22 @@ conninfo::conninfo(const std::string& url, std::string application_name,
       2, std::chrono::ceil<std::chrono::seconds>(timeout).count()); // libpq's least
   // Keepalives find an idle connection whose peer is gone (probes every 5 s after 10 s idle);
   // tcp_user_timeout drops one whose sent data goes unacknowledged for the timeout.
-  owned_ = {"dbname",           url,
-            "application_name", std::move(application_name),
-            "connect_timeout",  std::to_string(seconds),
-            "keepalives",       "1",
-            "keepalives_idle",  "10",
-            "keepalives_interval", "5",
-            "keepalives_count", "3",
-            "tcp_user_timeout", std::to_string(timeout.count())};
+  owned_ = {"dbname",
+            url,
+            "application_name",
+            std::move(application_name),
+            "connect_timeout",
+            std::to_string(seconds),
+            "keepalives",
+            "1",
+            "keepalives_idle",
+            "10",
+            "keepalives_interval",
+            "5",
+            "keepalives_count",
+            "3",
+            "tcp_user_timeout",
+            std::to_string(timeout.count())};
   if (!options.empty()) {
     owned_.push_back("options");
     owned_.push_back(std::move(options));

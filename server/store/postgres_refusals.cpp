@@ -31,15 +31,14 @@ std::string login_refusal(std::string_view libpq_message) {
   // PostgreSQL's FATAL texts for SQLSTATE 28P01 (invalid_password), 28000
   // (invalid_authorization_specification: no LOGIN, no pg_hba.conf entry, an unknown role) and
   // 3D000 (invalid_catalog_name), and libpq's own for a password it was not given.
-  static constexpr std::array<std::string_view, 8> texts{
-      "password authentication failed",
-      "is not permitted to log in",
-      "no pg_hba.conf entry",
-      "pg_hba.conf rejects connection",
-      "role \"",
-      "database \"",
-      "no password supplied",
-      "authentication failed for user"};
+  static constexpr std::array<std::string_view, 8> texts{"password authentication failed",
+                                                         "is not permitted to log in",
+                                                         "no pg_hba.conf entry",
+                                                         "pg_hba.conf rejects connection",
+                                                         "role \"",
+                                                         "database \"",
+                                                         "no password supplied",
+                                                         "authentication failed for user"};
   for (auto text : texts) {
     const auto at = libpq_message.find(text);
     if (at == std::string_view::npos)

@@ -1,8 +1,9 @@
 // What newsdesk tells an operator when PostgreSQL refuses it for a reason the operator must fix:
 // no connection slot left (SQLSTATE 53300: the server's max_connections, or a role's or
 // database's CONNECTION LIMIT, is reached), or a missing privilege (42501: the role may not
-// create newsdesk's tables), or a refused login. One message each, naming the setting or the SQL that fixes it, used
-// wherever the refusal can surface (the store's pool, its migrations, the LISTEN connection).
+// create newsdesk's tables), or a refused login. One message each, naming the setting or the SQL
+// that fixes it, used wherever the refusal can surface (the store's pool, its migrations, the
+// LISTEN connection).
 #pragma once
 
 #include <cstddef>

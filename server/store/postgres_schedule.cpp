@@ -99,8 +99,8 @@ std::vector<scheduled_site> postgres_store::scheduled_sites() {
                    {prune_row}, "cannot read the schedule");
     std::vector<scheduled_site> out;
     for (int i = 0; i < PQntuples(r.get()); ++i)
-      out.push_back({text_at(r, i, 0), std::chrono::milliseconds(int_at(r, i, 1)),
-                     bool_at(r, i, 2)});
+      out.push_back(
+          {text_at(r, i, 0), std::chrono::milliseconds(int_at(r, i, 1)), bool_at(r, i, 2)});
     return out;
   });
 }

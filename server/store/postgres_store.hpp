@@ -9,10 +9,11 @@
 // connection closed. A connection found broken is replaced on its next use. While the database
 // does not answer, calls fail at once with the outage's store_error, one at a time trying it
 // (so a hung database holds one worker thread, not all of them), and the first call after it
-// returns works again. A refused login throws store_login_refused, naming what to check. When PostgreSQL has no slot left for another connection,
-// the pool makes do with the ones it has (one warn line, calls wait their turn; it tries to grow
-// again after slot_retry); only with none open does a call fail, with a message naming the
-// budget and what to change (server/store/postgres_refusals.hpp). open() fails the same way.
+// returns works again. A refused login throws store_login_refused, naming what to check. When
+// PostgreSQL has no slot left for another connection, the pool makes do with the ones it has (one
+// warn line, calls wait their turn; it tries to grow again after slot_retry); only with none open
+// does a call fail, with a message naming the budget and what to change
+// (server/store/postgres_refusals.hpp). open() fails the same way.
 //
 // Commit order: every write takes one transaction-level advisory lock first, so writes are
 // serialised; inside it the new headlines' ids, the event's seq and the merge log's seq are taken

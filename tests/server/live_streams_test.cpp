@@ -86,8 +86,8 @@ TEST_CASE("a storm of /events reconnects that each start over shares one reset a
   splash_standin splash;
   newsdesk_process nd(crowded_config(splash));
   REQUIRE_MESSAGE(nd.port != 0, nd.log());
-  REQUIRE(eventually([&] { return news_json(nd.port, "?limit=5000").at("headlines").size() == 2000; },
-                     60s));
+  REQUIRE(eventually(
+      [&] { return news_json(nd.port, "?limit=5000").at("headlines").size() == 2000; }, 60s));
   // Warm: one reset made, the views built.
   {
     sse_client warm(nd.port, "/events", "another-store:5");
@@ -142,9 +142,9 @@ TEST_CASE("a few dozen addresses of one network cannot fill the streams' budget,
           "streams are counted as the 503s they are") {
   splash_standin splash;
   splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/1/index.html", "One story"}})));
-  // 100 streams at most, 16 per address, 64 per /24 (the defaults but the first).
+  // 100 streams at most, 16 per address (the default), 64 per /24.
   newsdesk_process nd(json{{"splash_url", splash.base_url()},
-                           {"http", {{"max_streams", 100}}},
+                           {"http", {{"max_streams", 100}, {"max_streams_per_range", 64}}},
                            {"sites", {site("a", "cnn", "https://a.cnn.com/")}}});
   REQUIRE_MESSAGE(nd.port != 0, nd.log());
   REQUIRE(eventually([&] { return news_json(nd.port).at("headlines").size() == 1; }));

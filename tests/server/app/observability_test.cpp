@@ -123,8 +123,7 @@ TEST_CASE("a restarted instance is ready only once its page is built: the first 
     newsdesk_process first(config, {"--store", store});
     REQUIRE_MESSAGE(first.port != 0, first.log());
     REQUIRE(eventually(
-        [&] { return news_json(first.port, "?limit=5000").at("headlines").size() == 2000; },
-        60s));
+        [&] { return news_json(first.port, "?limit=5000").at("headlines").size() == 2000; }, 60s));
   }
   // Started again on what it stored: its snapshot is ready at once, its page a build later.
   newsdesk_process again(config, {"--store", store});
