@@ -135,11 +135,13 @@ TEST_CASE("a restarted instance is ready only once its page is built: the first 
         return ready.status == 200;
       },
       30s));
+  // The prebuild's own builds count as misses: the first /news must add none.
+  const auto misses = scrape_metric(again.port, "newsdesk_representation_misses_total");
   const auto page = http_get(again.port, "/news");
   CHECK(page.status == 200);
   MESSAGE("first /news after /readyz 200: " << page.elapsed.count() << " ms");
   // Nobody waited for a build: the page the balancer's first request gets is already made.
-  CHECK(scrape_metric(again.port, "newsdesk_representation_misses_total") == 0);
+  CHECK(scrape_metric(again.port, "newsdesk_representation_misses_total") == misses);
 }
 
 TEST_CASE("metrics can be turned off") {
