@@ -11,15 +11,21 @@
 //   core.hpp            registry, sweep, shutdown: the protocol-neutral broker
 //   listener.hpp        the accept loop
 //   session.hpp         the frame protocol's connection
-//   mqtt_codec.hpp      MQTT 3.1.1 / 5.0 packets (pure)
-//   mqtt_router.hpp     MQTT sessions, wildcard tree, retained messages, QoS 1 windows
-//   mqtt_session.hpp    an MQTT connection
+//   mqtt_codec.hpp      MQTT 3.1.1 / 5.0 packets (pure; mqtt_encode.cpp writes them)
+//   mqtt_router.hpp     MQTT sessions, wills, subscriptions, retained messages; delivery and
+//                       the QoS 1 and 2 windows in mqtt_fan_out.cpp
+//   mqtt_session.hpp    an MQTT connection: the protocol; its transports in mqtt_transport.cpp
+//                       (TCP) and mqtt_websocket.cpp (WebSocket, websocket.hpp)
+//   sys_topics.hpp      the $SYS/broker/... topics
 #include "broker/broker.hpp"
 
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <system_error>
+
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <boost/asio/post.hpp>
 
@@ -29,6 +35,7 @@
 #include "broker/listener.hpp"
 #include "broker/mqtt_session.hpp"
 #include "broker/session.hpp"
+#include "server/core/log.hpp"
 
 namespace newsdesk::broker {
 
@@ -63,28 +70,37 @@ server::~server() {
 void server::listen(error_code& ec) {
   const config& cfg = core_->cfg();
   listener_->listen(cfg.address, cfg.port, ec);
-  if (!ec && mqtt_listener_) {
-    mqtt_listener_->listen(cfg.address, cfg.mqtt.port, ec);
-    if (ec)
-      listener_->close();
+  if (ec || !mqtt_listener_)
+    return;
+  mqtt_listener_->listen(cfg.address, cfg.mqtt.port, ec);
+  if (ec == net::error::address_in_use && !cfg.mqtt.port_given) {
+    // 1883 is every MQTT broker's default: Mosquitto on the same machine, or a second newsdesk,
+    // must not stop this one from starting. MQTT over WebSockets (the HTTP port) still works.
+    newsdesk::server::log_warn(
+        "msg=\"broker: the default MQTT port is in use (another MQTT broker, or another "
+        "newsdesk?); running without the MQTT listener\" address=" +
+        cfg.address + ":" + std::to_string(cfg.mqtt.port) +
+        " hint=\"set broker.mqtt.port (NEWSDESK_BROKER_MQTT_PORT) to listen elsewhere, or "
+        "broker.mqtt.enabled false\"");
+    mqtt_listener_.reset();
+    ec = {};
+    return;
   }
+  if (ec)
+    listener_->close();
 }
 
 void server::listen() {
   const config& cfg = core_->cfg();
   error_code ec;
-  listener_->listen(cfg.address, cfg.port, ec);
-  if (ec)
+  listen(ec);
+  if (!ec)
+    return;
+  if (!listener_->local_endpoint().port())
     throw std::system_error(ec, "broker: cannot listen on " + cfg.address + ":" +
                                     std::to_string(cfg.port));
-  if (mqtt_listener_) {
-    mqtt_listener_->listen(cfg.address, cfg.mqtt.port, ec);
-    if (ec) {
-      listener_->close();
-      throw std::system_error(ec, "broker: cannot listen for MQTT on " + cfg.address + ":" +
-                                      std::to_string(cfg.mqtt.port));
-    }
-  }
+  throw std::system_error(ec, "broker: cannot listen for MQTT on " + cfg.address + ":" +
+                                  std::to_string(cfg.mqtt.port));
 }
 
 tcp::endpoint server::local_endpoint() const {
@@ -95,6 +111,10 @@ tcp::endpoint server::mqtt_endpoint() const {
   return mqtt_listener_ ? mqtt_listener_->local_endpoint() : tcp::endpoint{};
 }
 
+bool server::mqtt_listening() const noexcept {
+  return mqtt_listener_ != nullptr;
+}
+
 void server::start() {
   net::post(core_->strand(), [c = core_, l = listener_, m = mqtt_listener_] {
     if (c->start()) {
@@ -102,6 +122,33 @@ void server::start() {
       if (m)
         m->start();
     }
+  });
+}
+
+void server::serve_websocket(int fd, websocket_request req) {
+  net::post(core_->strand(), [c = core_, fd, req = std::move(req)]() mutable {
+    error_code ec;
+    sockaddr_storage local{};
+    socklen_t len = sizeof local;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) {
+      ::close(fd);
+      return;
+    }
+    tcp::socket socket(c->strand());
+    socket.assign(local.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), fd, ec);
+    if (ec) {
+      ::close(fd);
+      return;
+    }
+    // The MQTT listener's limits: its per-address cap counts these connections too.
+    detail::address_table::value_type* entry = nullptr;
+    if (!c->cfg().mqtt.enabled || c->shutting_down() ||
+        !c->admit(socket, c->cfg().mqtt.max_connections_per_address, entry))
+      return; // the socket closes as it goes
+    auto p = detail::make_mqtt_websocket_session(c, std::move(socket), std::move(req));
+    p->address_ = entry;
+    c->register_peer(*p);
+    p->start();
   });
 }
 
@@ -142,7 +189,7 @@ void server::retain(std::string_view channel, std::string_view data) {
   net::post(core_->strand(),
             [c = core_, topic = std::string(channel.substr(7)), d = std::string(data)] {
               if (!c->shutting_down())
-                c->mqtt().retain(topic, d, 1);
+                c->mqtt().retain(topic, d, 2);
             });
 }
 

@@ -22,6 +22,7 @@
 
 #include "broker/config.hpp"
 #include "broker/stats.hpp"
+#include "broker/websocket.hpp"
 
 namespace newsdesk::broker {
 
@@ -78,16 +79,29 @@ class server {
   /// Opens, binds and listens on cfg.address:cfg.port, and on cfg.address:cfg.mqtt.port for
   /// MQTT when cfg.mqtt.enabled. Not thread-safe; call once, before start(). The first form
   /// throws std::system_error whose message names the address; on failure neither listens.
+  /// A busy MQTT port that was not asked for (cfg.mqtt.port_given false: the default 1883) is no
+  /// failure: a warning is logged and the broker runs without its MQTT listener
+  /// (mqtt_listening() false; MQTT over WebSockets still works).
   void listen();
   void listen(boost::system::error_code& ec);
 
   /// The bound endpoint (the real port when cfg.port was 0). Valid after listen().
   [[nodiscard]] boost::asio::ip::tcp::endpoint local_endpoint() const;
-  /// The MQTT listener's bound endpoint; a default endpoint (port 0) when MQTT is disabled.
+  /// The MQTT listener's bound endpoint; a default endpoint (port 0) when there is none.
   [[nodiscard]] boost::asio::ip::tcp::endpoint mqtt_endpoint() const;
+  /// Whether the MQTT listener listens (MQTT enabled and its port had). After listen().
+  [[nodiscard]] bool mqtt_listening() const noexcept;
 
   /// Starts accepting connections and the housekeeping timer. Returns at once.
   void start();
+
+  /// MQTT over WebSocket: takes over the connected socket `fd`, from which an HTTP server read
+  /// the upgrade request `req` (which check_websocket_request() accepted) and wrote nothing.
+  /// The broker answers the upgrade and serves MQTT on it as on its MQTT listener: the same
+  /// connection limits (per address too, by the socket's peer), users and topics. `fd` is the
+  /// broker's from the call on (closed when refused: MQTT disabled, no slot, shutting down).
+  /// Any thread.
+  void serve_websocket(int fd, websocket_request req);
 
   /// Publishes one message from inside the process, exactly as a network publisher would.
   /// Copies `data` once into a shared buffer and returns at once; delivery happens on the

@@ -11,7 +11,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -55,18 +58,32 @@ struct mqtt_config {
   /// The IANA port for MQTT. apply_listen_spec with port 0 (tests) sets this to 0 too, so two
   /// brokers started for tests never race for 1883.
   std::uint16_t port = 1883;
+  /// Whether a file, a variable or a flag asked for another port than the default (the settings
+  /// row sets it with port; --listen ADDR:0 too). The default port is the one Mosquitto takes
+  /// too: when it is busy and no other was asked for, the broker logs a warning and runs without
+  /// its MQTT listener instead of refusing to start (MQTT over WebSockets on the HTTP port still
+  /// works); another port asked for must be had.
+  bool port_given = false;
   /// Largest packet accepted (and announced to MQTT 5 clients as Maximum Packet Size); a
   /// larger announced length closes the connection before the body is read. 1 MiB matches
   /// max_frame_bytes: a message either protocol accepts can be delivered to the other.
   std::size_t max_packet_bytes = 1024 * 1024;
-  /// QoS 1 messages sent to one client and not yet acknowledged (the in-flight window; an MQTT
-  /// 5 client's Receive Maximum lowers it). 32 keeps a round trip's worth in flight on a
+  /// QoS 1 and 2 messages sent to one client and not yet acknowledged (the in-flight window; an
+  /// MQTT 5 client's Receive Maximum lowers it). 32 keeps a round trip's worth in flight on a
   /// fast link while bounding what a reconnect resends.
   std::size_t max_inflight = 32;
-  /// QoS 1 messages waiting for one session behind its window, connected or not: what a
-  /// persistent session collects while its client is away. Past it, new ones are dropped
-  /// (drops.queue_full). 1000 headlines is days of news.
+  /// QoS 1 and 2 messages waiting for one session behind its window, connected or not: what a
+  /// persistent session collects while its client is away, and what absorbs a publisher faster
+  /// than the subscriber acknowledges. Past it, or past queue_max_bytes of payload, new ones are
+  /// dropped for that session (drops.queue_full). 1000 headlines is days of news; Mosquitto's
+  /// max_queued_messages defaults to 1000 too.
   std::size_t max_queued_messages = 1000;
+  /// QoS 2 messages one client may have sent and not yet released (PUBREL) at once: the packet
+  /// ids the session keeps so a resent PUBLISH is not delivered twice. Announced to MQTT 5
+  /// clients as Receive Maximum; one more closes the connection (MQTT 5: DISCONNECT 0x93)
+  /// before that message is acknowledged, so the client still owns it and sends it again after
+  /// reconnecting. 2 bytes each; 1000 covers a burst of a client that sends without waiting.
+  std::size_t receive_maximum = 1000;
   /// A session that persists (clean session 0 in 3.1.1, Session Expiry Interval in 5) is
   /// kept at most this long after its client left; 3.1.1 sessions, which ask for "forever",
   /// get this. Bounds what clients that never come back cost.
@@ -84,8 +101,9 @@ struct mqtt_config {
   std::size_t max_retained_bytes = 16 * 1024 * 1024;
   mqtt_anonymous anonymous = mqtt_anonymous::loopback;
   /// Topic filters anonymous clients may subscribe to and publish to, comma-separated.
-  /// Publishing under reserved_prefixes (newsdesk/) is refused to everyone.
-  std::string anonymous_read = "#";
+  /// Publishing under reserved_prefixes (newsdesk/) and $SYS/ is refused to everyone. '#'
+  /// matches no topic starting with '$' (MQTT 4.7.2), so $SYS/# is named on its own.
+  std::string anonymous_read = "#,$SYS/#";
   std::string anonymous_write = "#";
   /// Named users; a client presenting a user name must match one.
   std::vector<mqtt_user> users;
@@ -109,6 +127,10 @@ struct mqtt_config {
   /// bounds what one address parks in wills (1 MiB, not 256 times max_frame_bytes); real wills
   /// are a few bytes ("offline"). 0: no will is accepted.
   std::size_t max_will_bytes_per_address = 1024 * 1024;
+  /// Every this long the broker publishes its $SYS/broker/... topics (retained: a subscriber
+  /// gets the current values at once), each only when its value changed. Mosquitto's default.
+  /// 0: no $SYS topics.
+  std::chrono::milliseconds sys_interval{10000};
 };
 
 struct config {
@@ -230,8 +252,20 @@ void to_json(nlohmann::json& j, const config& c);
 /// values out of range.
 void from_json(const nlohmann::json& j, config& c);
 
-/// Reads a JSON file holding a broker config object; the message names the file on failure.
+/// Reads a JSON file holding a broker config object, or a newsdesk config file (whose "broker"
+/// object is the broker's: the standalone broker reads the file newsdesk reads); the message
+/// names the file on failure.
 config load_config_file(const std::string& path);
+
+/// The environment's name for setting `path`: NEWSDESK_BROKER_ and the path in capitals, dots as
+/// underscores (mqtt.port: NEWSDESK_BROKER_MQTT_PORT), as newsdesk itself names them.
+std::string environment_name(std::string_view path);
+/// Applies every NEWSDESK_BROKER_* variable of `env` (name -> value) to `c`, as the embedded
+/// broker's settings are read; empty values count as unset. Throws std::invalid_argument naming
+/// the variable on a bad value. Returns a warning for each NEWSDESK_BROKER_* name that is no
+/// setting, with the nearest real one.
+std::vector<std::string>
+apply_environment(config& c, const std::map<std::string, std::string, std::less<>>& env);
 
 /// Parses "ADDR:PORT" (or "[v6]:PORT") into c.address/c.port; throws std::invalid_argument.
 /// Port 0 also sets c.mqtt.port to 0 (tests: every listener on a free port).

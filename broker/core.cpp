@@ -1,6 +1,7 @@
 #include "broker/core.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -79,7 +80,8 @@ core::core(boost::asio::io_context& ioc, config cfg)
     , index_(ctx_)
     , flush_(ctx_)
     , queues_(ctx_, index_, flush_)
-    , mqtt_(ctx_, index_, flush_)
+    , mqtt_(ctx_, index_, flush_, addresses_,
+            [this](std::unique_ptr<mqtt_will> w) { publish_will(std::move(w)); })
     , delivery_(ctx_, index_, queues_, flush_, mqtt_)
     , reactor_(ctx_)
     , sweep_timer_(ctx_.strand)
@@ -104,7 +106,8 @@ bool core::start() {
   if (started_ || shutting_down_)
     return false;
   started_ = true;
-  next_ping_ = steady::now() + ctx_.cfg.ping_interval;
+  started_at_ = next_sys_ = steady::now(); // $SYS at the first sweep, then every sys_interval
+  next_ping_ = started_at_ + ctx_.cfg.ping_interval;
   arm_sweep();
   return true;
 }
@@ -121,8 +124,15 @@ void core::arm_sweep() {
     period = std::min(period, cfg.first_frame_timeout / 4);
   if (cfg.ping_interval.count() > 0)
     period = std::min(period, cfg.ping_interval / 4);
+  if (cfg.mqtt.enabled && cfg.mqtt.sys_interval.count() > 0)
+    period = std::min(period, cfg.mqtt.sys_interval);
   if (cfg.mqtt.idle_timeout.count() > 0)
     period = std::min(period, cfg.mqtt.idle_timeout / 4);
+  // Kept MQTT sessions end, and their delayed wills go, at whole seconds a client chose: a
+  // quarter of a second late at most (mqtt_router::expire walks the sessions only while some
+  // are kept).
+  if (mqtt_.sessions_kept() > 0)
+    period = std::min(period, milliseconds(250));
   period = std::max(period, milliseconds(20));
   sweep_timer_.expires_after(period);
   sweep_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
@@ -152,6 +162,10 @@ void core::sweep() {
     p->close(why);
   queues_.expire_unattended(now);
   mqtt_.expire(now);
+  if (cfg.mqtt.enabled && cfg.mqtt.sys_interval.count() > 0 && now >= next_sys_) {
+    next_sys_ = now + cfg.mqtt.sys_interval;
+    publish_sys(now);
+  }
   if (cfg.ping_interval.count() > 0 && now >= next_ping_) {
     next_ping_ = now + cfg.ping_interval;
     ping_quiet(now);
@@ -177,6 +191,28 @@ void core::ping_quiet(steady::time_point) {
     ++sent;
   }
   add(ctx_.ctr.pings, sent);
+}
+
+// The $SYS/broker/... values that changed, retained for later subscribers and sent to MQTT
+// subscribers only (they are MQTT's topics), without counting as messages received or dropped.
+void core::publish_sys(steady::time_point now) {
+  if (shutting_down_)
+    return;
+  const sys_figures figures{snapshot(), mqtt_.sessions_connected(), mqtt_.sessions_kept(),
+                            now - started_at_};
+  for (const auto& [topic, value] : sys_.changed(figures)) {
+    mqtt_.retain(topic, value, 0);
+    const std::string channel = "/topic/" + topic;
+    const auto ch = index_.find(channel);
+    if ((!ch || ch->mqtt_subs.empty()) && !mqtt_.has_wildcards())
+      continue;
+    const std::size_t size = frame_header_bytes + value.size();
+    block_ptr b = make_block(size);
+    write_length(b.get(), static_cast<std::uint32_t>(value.size()));
+    std::memcpy(b.get() + frame_header_bytes, value.data(), value.size());
+    const msg_view m{b.get(), static_cast<std::uint32_t>(size), 0};
+    mqtt_.fan_out(channel, ch.get(), std::span<const msg_view>(&m, 1), nullptr, {0, true, {}}, b);
+  }
 }
 
 bool core::make_room() {
@@ -293,9 +329,33 @@ bool core::charge_will(peer& p, std::size_t bytes) {
   return true;
 }
 
-void core::release_will(peer& p, std::size_t bytes) {
-  if (p.address_)
-    p.address_->second.will_bytes -= bytes;
+// The per-address cap first: a connection refused there must not close another one to make
+// room (make_room) first.
+bool core::admit(boost::asio::ip::tcp::socket& socket, std::size_t cap,
+                 address_table::value_type*& entry) {
+  boost::system::error_code ec;
+  entry = nullptr;
+  if (cap > 0) {
+    auto addr = socket.remote_endpoint(ec).address();
+    if (ec) {
+      socket.close(ec); // gone already
+      return false;
+    }
+    if (addr.is_v6() && addr.to_v6().is_v4_mapped())
+      addr = boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, addr.to_v6());
+    entry = take_address(addr.to_string(), cap);
+    if (!entry) {
+      socket.close(ec);
+      return false;
+    }
+  }
+  if (!make_room()) {
+    if (entry)
+      release_address(*std::exchange(entry, nullptr));
+    socket.close(ec);
+    return false;
+  }
+  return true;
 }
 
 void core::register_peer(peer& p) {
@@ -377,9 +437,32 @@ void core::publish_local(std::string_view name, const block_ptr& block, std::siz
     return;
   }
   if (retain && name.starts_with("/topic/") && name.size() > 7)
-    mqtt_.retain(name.substr(7), {block.get() + frame_header_bytes, size - frame_header_bytes}, 1);
+    mqtt_.retain(name.substr(7), {block.get() + frame_header_bytes, size - frame_header_bytes}, 2);
   const msg_view m{block.get(), static_cast<std::uint32_t>(size), 0};
-  delivery_.publish(name, std::span<const msg_view>(&m, 1), nullptr, &block);
+  delivery_.publish(name, std::span<const msg_view>(&m, 1), nullptr, &block, {});
+}
+
+void core::publish_will(std::unique_ptr<mqtt_will> w) {
+  if (!w)
+    return;
+  if (!shutting_down_) {
+    if (w->has_expiry) { // it counts from now, when the will is published
+      auto e = std::make_shared<mqtt_extras>(w->extras ? *w->extras : mqtt_extras{});
+      e->has_expiry = true;
+      e->expires_at = steady::now() + std::chrono::seconds(w->expiry_s);
+      w->extras = std::move(e);
+    }
+    if (w->retain)
+      mqtt_.retain(std::string_view(w->channel).substr(7), w->payload, w->qos, w->extras);
+    const std::size_t size = frame_header_bytes + w->payload.size();
+    block_ptr b = make_block(size);
+    write_length(b.get(), static_cast<std::uint32_t>(w->payload.size()));
+    std::memcpy(b.get() + frame_header_bytes, w->payload.data(), w->payload.size());
+    const msg_view m{b.get(), static_cast<std::uint32_t>(size), 0};
+    delivery_.publish(w->channel, std::span<const msg_view>(&m, 1), nullptr, &b,
+                      {w->qos, w->retain, w->extras});
+  }
+  mqtt_.drop_will(std::move(w));
 }
 
 void core::subscribe_local(const std::shared_ptr<local_subscriber>& s, std::string_view name) {

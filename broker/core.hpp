@@ -21,6 +21,7 @@
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "broker/channel_index.hpp"
@@ -33,6 +34,7 @@
 #include "broker/reactor.hpp"
 #include "broker/slice_ring.hpp"
 #include "broker/stats.hpp"
+#include "broker/sys_topics.hpp"
 
 namespace newsdesk::broker::detail {
 
@@ -81,9 +83,15 @@ class core : public std::enable_shared_from_this<core> {
   void release_address(address_table::value_type& entry);
   /// Charges `bytes` of will to p's address under cfg.mqtt.max_will_bytes_per_address; false
   /// (nothing charged) when they would pass it. A peer without an address entry is charged
-  /// against the budget alone. Pair each true with release_will().
+  /// against the budget alone. The will keeps the entry (mqtt_will::address) until the router
+  /// gives the bytes back (mqtt_router::drop_will), which may be after p closed (a delayed will).
   [[nodiscard]] bool charge_will(peer& p, std::size_t bytes);
-  void release_will(peer& p, std::size_t bytes);
+  /// A connection just accepted on `socket` (an MQTT listener's, or one handed over by the HTTP
+  /// server), before its peer is made: take_address() under `cap` (0: none), then make_room().
+  /// True with `entry` set (null without a cap) for the caller to give to its peer; false when
+  /// refused, with the socket closed and nothing held.
+  [[nodiscard]] bool admit(boost::asio::ip::tcp::socket& socket, std::size_t cap,
+                           address_table::value_type*& entry);
   /// Counts and lists a peer just accepted (unidentified), before its start().
   void register_peer(peer& p);
   /// p sent its first complete frame: it no longer counts as unidentified. Idempotent.
@@ -106,16 +114,12 @@ class core : public std::enable_shared_from_this<core> {
   void unsubscribe(peer& p);
   /// See delivery::publish; `from` is the publishing peer.
   std::size_t publish(std::string_view name, std::span<const msg_view> msgs, peer& from,
-                      std::uint8_t qos = 1) {
-    return delivery_.publish(name, msgs, &from, nullptr, qos);
+                      const publish_meta& meta = {}) {
+    return delivery_.publish(name, msgs, &from, nullptr, meta);
   }
-  /// Publishes one message held in `block` (stored form, `size` bytes) on behalf of no
-  /// connection (an MQTT will: its connection is gone).
-  void publish_block(std::string_view name, const block_ptr& block, std::size_t size,
-                     std::uint8_t qos) {
-    const msg_view m{block.get(), static_cast<std::uint32_t>(size), 0};
-    delivery_.publish(name, std::span<const msg_view>(&m, 1), nullptr, &block, qos);
-  }
+  /// Publishes an MQTT will on behalf of its connection, which is gone (and keeps it as the
+  /// retained message when it asks), unless shutdown began; gives back its will budget.
+  void publish_will(std::unique_ptr<mqtt_will> w);
   /// MQTT's sessions, wildcard tree and retained messages.
   [[nodiscard]] mqtt_router& mqtt() noexcept { return mqtt_; }
   /// Readiness of the sockets protocols register there instead of with Asio (reactor.hpp);
@@ -165,11 +169,15 @@ class core : public std::enable_shared_from_this<core> {
   void arm_sweep();
   void sweep();
   void ping_quiet(steady::time_point now);
+  void publish_sys(steady::time_point now);
   void log_refusals(steady::time_point now);
   void move_in_registry(std::size_t from, std::size_t to);
   void maybe_finish_shutdown();
 
   context ctx_;
+  // Connections and will bytes per address, of listeners that cap them (the router's wills point
+  // into it, so it is made before the router).
+  address_table addresses_;
   channel_index index_;
   flush_scheduler flush_;
   queue_delivery queues_;
@@ -182,11 +190,13 @@ class core : public std::enable_shared_from_this<core> {
   // The registry, non-owning: for the sweep, shutdown and making room. The first
   // unidentified_ entries are the peers that have not sent their first frame yet.
   std::vector<peer*> peers_;
-  address_table addresses_; // connections per address, of listeners that cap them
   std::size_t unidentified_ = 0;
   std::minstd_rand rng_{std::random_device{}()}; // which unidentified peer make_room closes
   block_ptr ping_block_;                         // one zero-length message, shared by all pings
   steady::time_point next_ping_{};
+  sys_topics sys_;
+  steady::time_point started_at_{};
+  steady::time_point next_sys_{};
 
   // Refusals and evictions not yet logged, and when the last line went out.
   std::uint64_t refused_unlogged_ = 0;

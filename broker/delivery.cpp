@@ -13,7 +13,7 @@
 namespace newsdesk::broker::detail {
 
 std::size_t delivery::publish(std::string_view name, std::span<const msg_view> msgs, peer* from,
-                              const block_ptr* whole, std::uint8_t qos) {
+                              const block_ptr* whole, const publish_meta& meta) {
   const config& cfg = ctx_.cfg;
   counters& ctr = ctx_.ctr;
   const std::size_t n = msgs.size();
@@ -46,7 +46,7 @@ std::size_t delivery::publish(std::string_view name, std::span<const msg_view> m
   // MQTT sessions first: the wildcard ones may match where the channel has no subscriber.
   const bool mqtt_may_match = (ch && !ch->mqtt_subs.empty()) || mqtt_.has_wildcards();
   const std::size_t mqtt_targets =
-      mqtt_may_match ? mqtt_.fan_out(name, ch.get(), msgs, from, qos, block) : 0;
+      mqtt_may_match ? mqtt_.fan_out(name, ch.get(), msgs, from, meta, block) : 0;
   if (!ch || (ch->subs.empty() && ch->locals.empty())) {
     add(ctr.messages_in, n);
     if (mqtt_targets == 0)

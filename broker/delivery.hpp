@@ -29,6 +29,7 @@ class peer;
 class flush_scheduler;
 class queue_delivery;
 class mqtt_router;
+struct publish_meta;
 
 class delivery {
  public:
@@ -45,11 +46,10 @@ class delivery {
   /// holding exactly the run, shared instead of copied. Returns how many messages were taken, a
   /// prefix: fewer than all only when a /queue backlog paused `from`. Messages that cannot be
   /// delivered under the limits are dropped and counted; a publisher over
-  /// max_channels_per_connection is closed (deferred). `qos`: the highest QoS MQTT subscribers
-  /// get it at (an MQTT publisher's; 1 for the frame protocol and in-process publishers, whose
-  /// messages the broker has taken for good).
+  /// max_channels_per_connection is closed (deferred). `meta`: how MQTT subscribers get it
+  /// (QoS, RETAIN, MQTT 5 properties; mqtt_router.hpp).
   std::size_t publish(std::string_view name, std::span<const msg_view> msgs, peer* from,
-                      const block_ptr* whole, std::uint8_t qos = 1);
+                      const block_ptr* whole, const publish_meta& meta);
 
  private:
   void offer(peer& s, const block_ptr& block, std::size_t total, std::span<const msg_view> msgs);

@@ -83,29 +83,10 @@ void listener::on_accept(const error_code& ec, tcp::socket socket) {
   do_accept();
 }
 
-// The per-address cap first: a connection refused there must not close another one to make
-// room (make_room) first.
 void listener::admit(tcp::socket socket) {
-  error_code ec;
   address_table::value_type* entry = nullptr;
-  if (max_per_address_ > 0) {
-    auto addr = socket.remote_endpoint(ec).address();
-    if (ec)
-      return; // gone already: the socket closes with it
-    if (addr.is_v6() && addr.to_v6().is_v4_mapped())
-      addr = net::ip::make_address_v4(net::ip::v4_mapped, addr.to_v6());
-    entry = core_->take_address(addr.to_string(), max_per_address_);
-    if (!entry) {
-      socket.close(ec);
-      return;
-    }
-  }
-  if (!core_->make_room()) {
-    if (entry)
-      core_->release_address(*entry);
-    socket.close(ec);
+  if (!core_->admit(socket, max_per_address_, entry))
     return;
-  }
   auto p = make_(core_, std::move(socket));
   p->address_ = entry;
   core_->register_peer(*p);

@@ -80,28 +80,43 @@ class reader {
 
 // The MQTT 5 properties the broker acts on; every other one is checked and skipped.
 struct properties {
+  std::string_view list; // the whole list, without its length
   bool session_expiry_set = false;
   std::uint32_t session_expiry = 0;
   bool receive_maximum_set = false;
   std::uint16_t receive_maximum = 0;
-  bool maximum_packet_size_set = false;
   std::uint32_t maximum_packet_size = 0;
   bool topic_alias = false;
   bool authentication_method = false;
+  bool message_expiry_set = false;
+  std::uint32_t message_expiry = 0;
+  std::uint32_t will_delay = 0;
+  std::uint32_t subscription_id = 0;
 };
 
-// Reads a property list (its length, then the properties) and checks each one's type and
-// bounds. Unknown identifiers are malformed: a property's length depends on its identifier, so
-// one we do not know cannot be skipped.
+// Reads a property list (its length, then the properties) and checks each one's type, bounds
+// and that it comes once (user properties may repeat, and a server's PUBLISH may carry several
+// subscription identifiers). Unknown identifiers are malformed: a
+// property's length depends on its identifier, so one we do not know cannot be skipped.
 error read_properties(reader& r, properties& out) {
   const std::uint32_t length = r.varint();
   if (!r.ok || length > r.left())
     return error::malformed;
-  reader pr(r.bytes(length));
+  out.list = r.bytes(length);
+  reader pr(out.list);
+  std::uint64_t seen = 0; // identifiers are below 64
   while (pr.ok && pr.left() > 0) {
     const std::uint32_t id = pr.varint();
+    if (id < 64 && id != 0x26 && id != 0x0b) {
+      if (seen & (std::uint64_t{1} << id))
+        return error::protocol_error;
+      seen |= std::uint64_t{1} << id;
+    }
     switch (id) {
-    case 0x01: // payload format indicator
+    case 0x01: // payload format indicator: 0 (bytes) or 1 (UTF-8)
+      if (pr.u8() > 1)
+        return error::protocol_error;
+      break;
     case 0x17: // request problem information
     case 0x19: // request response information
     case 0x24: // maximum QoS
@@ -126,8 +141,11 @@ error read_properties(reader& r, properties& out) {
       out.topic_alias = true;
       break;
     case 0x02: // message expiry interval
+      out.message_expiry = pr.u32();
+      out.message_expiry_set = true;
+      break;
     case 0x18: // will delay interval
-      pr.u32();
+      out.will_delay = pr.u32();
       break;
     case 0x11: // session expiry interval
       out.session_expiry = pr.u32();
@@ -135,18 +153,26 @@ error read_properties(reader& r, properties& out) {
       break;
     case 0x27: // maximum packet size
       out.maximum_packet_size = pr.u32();
-      out.maximum_packet_size_set = true;
       if (pr.ok && out.maximum_packet_size == 0)
         return error::protocol_error;
       break;
-    case 0x0b: // subscription identifier
-      pr.varint();
+    case 0x0b: // subscription identifier: 1 to 268435455
+      out.subscription_id = pr.varint();
+      if (pr.ok && out.subscription_id == 0)
+        return error::protocol_error;
       break;
+    case 0x08: { // response topic: a topic name
+      const std::string_view topic = pr.field();
+      if (!valid_utf8(topic))
+        return pr.ok ? error::bad_utf8 : error::malformed;
+      if (!valid_topic_name(topic))
+        return error::protocol_error;
+      break;
+    }
     case 0x15: // authentication method
       out.authentication_method = true;
       [[fallthrough]];
     case 0x03: // content type
-    case 0x08: // response topic
     case 0x12: // assigned client identifier
     case 0x1a: // response information
     case 0x1c: // server reference
@@ -180,22 +206,6 @@ error read_string(reader& r, std::string_view& out) {
   if (!r.ok)
     return error::malformed;
   return valid_utf8(out) ? error::none : error::bad_utf8;
-}
-
-void put_u16(std::string& out, std::uint16_t v) {
-  out.push_back(static_cast<char>(v >> 8));
-  out.push_back(static_cast<char>(v & 0xff));
-}
-
-void put_u32(std::string& out, std::uint32_t v) {
-  for (int shift = 24; shift >= 0; shift -= 8)
-    out.push_back(static_cast<char>((v >> shift) & 0xff));
-}
-
-void put_varint(std::string& out, std::uint32_t n) {
-  char buf[4];
-  const char* end = write_varint(buf, n);
-  out.append(buf, static_cast<std::size_t>(end - buf));
 }
 
 } // namespace
@@ -410,9 +420,15 @@ error parse_connect(std::string_view body, std::uint8_t flags, connect_packet& o
   if (const error e = read_string(r, out.client_id); e != error::none)
     return e;
   if (out.has_will) {
-    if (level == v5)
-      if (const error e = skip_properties(r); e != error::none)
+    if (level == v5) {
+      properties p;
+      if (const error e = read_properties(r, p); e != error::none)
         return e;
+      if (p.topic_alias || p.subscription_id != 0)
+        return error::protocol_error;
+      out.will.props = {p.list, p.message_expiry_set, p.message_expiry};
+      out.will.delay = p.will_delay;
+    }
     if (const error e = read_string(r, out.will.topic); e != error::none)
       return e;
     if (!valid_topic_name(out.will.topic))
@@ -451,6 +467,8 @@ error parse_publish(std::string_view body, std::uint8_t flags, std::uint8_t vers
       return e;
     if (p.topic_alias) // the broker offers no topic aliases (Topic Alias Maximum 0)
       return error::protocol_error;
+    out.props = {p.list, p.message_expiry_set, p.message_expiry};
+    out.has_subscription_id = p.subscription_id != 0;
   }
   if (!valid_utf8(out.topic))
     return error::bad_utf8;
@@ -463,17 +481,23 @@ error parse_publish(std::string_view body, std::uint8_t flags, std::uint8_t vers
 
 error parse_subscribe(std::string_view body, std::uint8_t flags, std::uint8_t version,
                       std::size_t max_entries, std::uint16_t& packet_id,
-                      std::vector<subscribe_entry>& out) noexcept {
+                      std::vector<subscribe_entry>& out, std::uint32_t* subscription_id) noexcept {
   out.clear();
+  if (subscription_id)
+    *subscription_id = 0;
   if (flags != 0x02)
     return error::malformed;
   reader r(body);
   packet_id = r.u16();
   if (!r.ok || packet_id == 0)
     return error::malformed;
-  if (version == v5)
-    if (const error e = skip_properties(r); e != error::none)
+  if (version == v5) {
+    properties p;
+    if (const error e = read_properties(r, p); e != error::none)
       return e;
+    if (subscription_id)
+      *subscription_id = p.subscription_id;
+  }
   while (r.left() > 0) {
     if (out.size() >= max_entries)
       return error::malformed;
@@ -524,32 +548,16 @@ error parse_unsubscribe(std::string_view body, std::uint8_t flags, std::uint8_t 
   return out.empty() ? error::protocol_error : error::none;
 }
 
-error parse_puback(std::string_view body, std::uint8_t flags, std::uint8_t version,
-                   std::uint16_t& packet_id) noexcept {
-  if (flags != 0)
+error parse_ack(std::string_view body, std::uint8_t flags, std::uint8_t want_flags,
+                std::uint8_t version, std::uint16_t& packet_id, std::uint8_t& reason) noexcept {
+  reason = 0;
+  if (flags != want_flags)
     return error::malformed;
   reader r(body);
   packet_id = r.u16();
   if (!r.ok || packet_id == 0)
     return error::malformed;
   if (version == v5 && r.left() > 0) {
-    r.u8(); // the client's reason: the message counts as delivered either way
-    if (r.left() > 0)
-      if (const error e = skip_properties(r); e != error::none)
-        return e;
-  }
-  return r.ok && r.left() == 0 ? error::none : error::malformed;
-}
-
-error parse_disconnect(std::string_view body, std::uint8_t flags, std::uint8_t version,
-                       std::uint8_t& reason) noexcept {
-  reason = 0;
-  if (flags != 0)
-    return error::malformed;
-  if (version != v5)
-    return body.empty() ? error::none : error::malformed;
-  reader r(body);
-  if (r.left() > 0) {
     reason = r.u8();
     if (r.left() > 0)
       if (const error e = skip_properties(r); e != error::none)
@@ -558,132 +566,65 @@ error parse_disconnect(std::string_view body, std::uint8_t flags, std::uint8_t v
   return r.ok && r.left() == 0 ? error::none : error::malformed;
 }
 
-std::size_t varint_bytes(std::uint32_t n) noexcept {
-  // Past 268435455 MQTT has no encoding; counting the fifth byte write_varint then writes keeps
-  // buffers sized by this function safe (only a max_frame_bytes above 256 MiB gets there).
-  return n < 128 ? 1 : n < 16384 ? 2 : n < 2097152 ? 3 : n < 268435456 ? 4 : 5;
-}
-
-char* write_varint(char* out, std::uint32_t n) noexcept {
-  do {
-    auto b = static_cast<unsigned char>(n & 0x7f);
-    n >>= 7;
-    if (n > 0)
-      b |= 0x80;
-    *out++ = static_cast<char>(b);
-  } while (n > 0);
-  return out;
-}
-
-void append_connack(std::string& out, std::uint8_t version, bool session_present, std::uint8_t code,
-                    const connack_properties& props) {
-  out.push_back(0x20);
-  if (version != v5) {
-    out.push_back(0x02);
-    out.push_back(session_present ? 0x01 : 0x00);
-    out.push_back(static_cast<char>(code));
-    return;
+error parse_disconnect(std::string_view body, std::uint8_t flags, std::uint8_t version,
+                       disconnect_packet& out) noexcept {
+  out = {};
+  if (flags != 0)
+    return error::malformed;
+  if (version != v5)
+    return body.empty() ? error::none : error::malformed;
+  reader r(body);
+  if (r.left() > 0) {
+    out.reason = r.u8();
+    if (r.left() > 0) {
+      properties p;
+      if (const error e = read_properties(r, p); e != error::none)
+        return e;
+      out.has_session_expiry = p.session_expiry_set;
+      out.session_expiry = p.session_expiry;
+    }
   }
-  std::string p;
-  if (props.maximum_packet_size > 0) {
-    p.push_back(0x27);
-    put_u32(p, props.maximum_packet_size);
+  return r.ok && r.left() == 0 ? error::none : error::malformed;
+}
+
+void append_forwarded(std::string& out, std::string_view list) {
+  reader pr(list);
+  while (pr.ok && pr.left() > 0) {
+    const std::size_t begin = pr.offset();
+    const std::uint32_t id = pr.varint();
+    bool forward = true;
+    switch (id) {
+    case 0x01: // payload format indicator
+      pr.u8();
+      break;
+    case 0x03: // content type
+    case 0x08: // response topic
+    case 0x09: // correlation data
+      pr.field();
+      break;
+    case 0x26: // user property
+      pr.field();
+      pr.field();
+      break;
+    case 0x02: // message expiry interval: sent lowered, by the caller
+    case 0x18: // will delay interval
+      pr.u32();
+      forward = false;
+      break;
+    case 0x23: // topic alias
+      pr.u16();
+      forward = false;
+      break;
+    case 0x0b: // subscription identifier
+      pr.varint();
+      forward = false;
+      break;
+    default: // nothing else belongs in a PUBLISH or a will, and read_properties checked it
+      return;
+    }
+    if (forward && pr.ok)
+      out.append(list.substr(begin, pr.offset() - begin));
   }
-  p.push_back(0x24); // maximum QoS: 1
-  p.push_back(0x01);
-  p.push_back(0x29); // subscription identifiers: not available
-  p.push_back(0x00);
-  p.push_back(0x2a); // shared subscriptions: not available
-  p.push_back(0x00);
-  if (props.send_session_expiry) {
-    p.push_back(0x11);
-    put_u32(p, props.session_expiry);
-  }
-  if (!props.assigned_client_id.empty()) {
-    p.push_back(0x12);
-    put_u16(p, static_cast<std::uint16_t>(props.assigned_client_id.size()));
-    p.append(props.assigned_client_id);
-  }
-  const auto body =
-      static_cast<std::uint32_t>(2 + varint_bytes(static_cast<std::uint32_t>(p.size())) + p.size());
-  put_varint(out, body);
-  out.push_back(session_present ? 0x01 : 0x00);
-  out.push_back(static_cast<char>(code));
-  put_varint(out, static_cast<std::uint32_t>(p.size()));
-  out.append(p);
-}
-
-void append_puback(std::string& out, std::uint8_t version, std::uint16_t packet_id,
-                   std::uint8_t code) {
-  out.push_back(0x40);
-  const bool with_code = version == v5 && code != reason::success;
-  out.push_back(with_code ? 0x03 : 0x02);
-  put_u16(out, packet_id);
-  if (with_code)
-    out.push_back(static_cast<char>(code));
-}
-
-void append_suback(std::string& out, std::uint8_t version, std::uint16_t packet_id,
-                   std::span<const std::uint8_t> codes) {
-  out.push_back(static_cast<char>(0x90));
-  const std::size_t props = version == v5 ? 1 : 0;
-  put_varint(out, static_cast<std::uint32_t>(2 + props + codes.size()));
-  put_u16(out, packet_id);
-  if (props)
-    out.push_back(0x00);
-  for (const std::uint8_t c : codes)
-    out.push_back(static_cast<char>(c));
-}
-
-void append_unsuback(std::string& out, std::uint8_t version, std::uint16_t packet_id,
-                     std::span<const std::uint8_t> codes) {
-  out.push_back(static_cast<char>(0xb0));
-  if (version != v5) {
-    out.push_back(0x02);
-    put_u16(out, packet_id);
-    return;
-  }
-  put_varint(out, static_cast<std::uint32_t>(3 + codes.size()));
-  put_u16(out, packet_id);
-  out.push_back(0x00);
-  for (const std::uint8_t c : codes)
-    out.push_back(static_cast<char>(c));
-}
-
-void append_pingresp(std::string& out) {
-  out.push_back(static_cast<char>(0xd0));
-  out.push_back(0x00);
-}
-
-void append_disconnect(std::string& out, std::uint8_t code) {
-  out.push_back(static_cast<char>(0xe0));
-  out.push_back(0x01);
-  out.push_back(static_cast<char>(code));
-}
-
-std::size_t publish_bytes(std::uint8_t version, std::size_t topic, std::size_t payload,
-                          std::uint8_t qos) noexcept {
-  const std::size_t body = 2 + topic + (qos > 0 ? 2 : 0) + (version == v5 ? 1 : 0) + payload;
-  return 1 + varint_bytes(static_cast<std::uint32_t>(body)) + body;
-}
-
-char* write_publish_header(char* out, std::uint8_t version, std::string_view topic,
-                           std::size_t payload, std::uint8_t qos, bool retain, bool dup,
-                           std::uint16_t packet_id) noexcept {
-  const std::size_t body = 2 + topic.size() + (qos > 0 ? 2 : 0) + (version == v5 ? 1 : 0) + payload;
-  *out++ = static_cast<char>(0x30 | (dup ? 0x08 : 0) | (qos << 1) | (retain ? 0x01 : 0));
-  out = write_varint(out, static_cast<std::uint32_t>(body));
-  *out++ = static_cast<char>(topic.size() >> 8);
-  *out++ = static_cast<char>(topic.size() & 0xff);
-  std::memcpy(out, topic.data(), topic.size());
-  out += topic.size();
-  if (qos > 0) {
-    *out++ = static_cast<char>(packet_id >> 8);
-    *out++ = static_cast<char>(packet_id & 0xff);
-  }
-  if (version == v5)
-    *out++ = 0x00; // no properties
-  return out;
 }
 
 } // namespace newsdesk::broker::mqtt

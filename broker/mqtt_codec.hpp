@@ -83,11 +83,22 @@ struct header_result {
 /// permission `outer` allows to subscribe.
 [[nodiscard]] bool filter_covers(std::string_view outer, std::string_view inner) noexcept;
 
+/// What an MQTT 5 PUBLISH (or will) carries for its receivers besides topic and payload.
+struct message_properties {
+  /// The property list as sent (without its length), every property checked: what a server
+  /// passes on, through append_forwarded (which leaves out what it must not forward).
+  std::string_view list;
+  bool has_expiry = false;
+  std::uint32_t expiry = 0; ///< Message Expiry Interval, seconds
+};
+
 struct will_message {
   std::string_view topic;
   std::string_view payload;
   std::uint8_t qos = 0;
   bool retain = false;
+  message_properties props; ///< MQTT 5
+  std::uint32_t delay = 0;  ///< Will Delay Interval, seconds (MQTT 5)
 };
 
 struct connect_packet {
@@ -121,10 +132,14 @@ struct publish_packet {
   std::string_view payload;
   /// Offset of the payload in the packet's body.
   std::size_t payload_offset = 0;
+  message_properties props; ///< MQTT 5
+  /// Subscription Identifiers are in the properties: only servers send them (the broker refuses
+  /// them from clients; a test reading what the broker sent parses them).
+  bool has_subscription_id = false;
 };
 
-/// QoS 2 is returned as such (the caller refuses it); topic aliases are a protocol error (the
-/// broker offers none).
+/// Topic aliases are a protocol error (the broker offers none: Topic Alias Maximum 0); a
+/// Response Topic must be a topic name.
 [[nodiscard]] error parse_publish(std::string_view body, std::uint8_t flags, std::uint8_t version,
                                   publish_packet& out) noexcept;
 
@@ -136,20 +151,37 @@ struct subscribe_entry {
   std::uint8_t retain_handling = 0; ///< 0: send retained, 1: only if new, 2: never
 };
 
-/// At most `max_entries` filters (more: malformed). `out` is cleared first.
+/// At most `max_entries` filters (more: malformed). `out` is cleared first. `subscription_id`,
+/// when given, gets the packet's Subscription Identifier (MQTT 5; 0 when absent, which the
+/// value 0 may not be).
 [[nodiscard]] error parse_subscribe(std::string_view body, std::uint8_t flags, std::uint8_t version,
                                     std::size_t max_entries, std::uint16_t& packet_id,
-                                    std::vector<subscribe_entry>& out) noexcept;
+                                    std::vector<subscribe_entry>& out,
+                                    std::uint32_t* subscription_id = nullptr) noexcept;
 [[nodiscard]] error parse_unsubscribe(std::string_view body, std::uint8_t flags,
                                       std::uint8_t version, std::size_t max_entries,
                                       std::uint16_t& packet_id,
                                       std::vector<std::string_view>& out) noexcept;
-/// PUBACK (and, by shape, any acknowledgement carrying a packet id and optional reason).
-[[nodiscard]] error parse_puback(std::string_view body, std::uint8_t flags, std::uint8_t version,
-                                 std::uint16_t& packet_id) noexcept;
-/// DISCONNECT; `reason` 0 when absent (MQTT 3.1.1 has none).
+/// PUBACK, PUBREC, PUBREL or PUBCOMP: a packet id and, in MQTT 5, an optional reason (0 when
+/// absent) and properties. `want_flags`: the fixed header's flags the type has (PUBREL 0x02, the
+/// others 0).
+[[nodiscard]] error parse_ack(std::string_view body, std::uint8_t flags, std::uint8_t want_flags,
+                              std::uint8_t version, std::uint16_t& packet_id,
+                              std::uint8_t& reason) noexcept;
+
+struct disconnect_packet {
+  std::uint8_t reason = 0; ///< 0 when absent (MQTT 3.1.1 has none)
+  bool has_session_expiry = false;
+  std::uint32_t session_expiry = 0; ///< MQTT 5: the client changes its session's expiry
+};
 [[nodiscard]] error parse_disconnect(std::string_view body, std::uint8_t flags,
-                                     std::uint8_t version, std::uint8_t& reason) noexcept;
+                                     std::uint8_t version, disconnect_packet& out) noexcept;
+
+/// Appends to `out` the properties of `list` (a checked property list) that a server forwards
+/// unaltered to subscribers: Payload Format Indicator, Content Type, Response Topic, Correlation
+/// Data and User Properties, in their order. Message Expiry (sent lowered by the time waited),
+/// Will Delay, Topic Alias and Subscription Identifier are left out.
+void append_forwarded(std::string& out, std::string_view list);
 
 // Reason codes (MQTT 5; CONNACK return codes of 3.1.1 are separate).
 namespace reason {
@@ -157,6 +189,7 @@ inline constexpr std::uint8_t success = 0x00;
 inline constexpr std::uint8_t granted_qos1 = 0x01;
 inline constexpr std::uint8_t disconnect_with_will = 0x04;
 inline constexpr std::uint8_t no_subscription_existed = 0x11;
+inline constexpr std::uint8_t no_matching_subscribers = 0x10;
 inline constexpr std::uint8_t unspecified = 0x80;
 inline constexpr std::uint8_t malformed_packet = 0x81;
 inline constexpr std::uint8_t protocol_error = 0x82;
@@ -170,10 +203,11 @@ inline constexpr std::uint8_t keep_alive_timeout = 0x8d;
 inline constexpr std::uint8_t session_taken_over = 0x8e;
 inline constexpr std::uint8_t topic_filter_invalid = 0x8f;
 inline constexpr std::uint8_t topic_name_invalid = 0x90;
+inline constexpr std::uint8_t packet_identifier_not_found = 0x92;
+inline constexpr std::uint8_t receive_maximum_exceeded = 0x93;
 inline constexpr std::uint8_t packet_too_large = 0x95;
 inline constexpr std::uint8_t quota_exceeded = 0x97;
 inline constexpr std::uint8_t qos_not_supported = 0x9b;
-inline constexpr std::uint8_t shared_subscriptions_not_supported = 0x9e;
 } // namespace reason
 
 // MQTT 3.1.1 CONNACK return codes.
@@ -186,12 +220,15 @@ inline constexpr std::uint8_t bad_user_name_or_password = 0x04;
 inline constexpr std::uint8_t not_authorized = 0x05;
 } // namespace v3_connack
 
-/// What the broker tells an MQTT 5 client in CONNACK.
+/// What the broker tells an MQTT 5 client in CONNACK (besides: no topic aliases, by leaving
+/// Topic Alias Maximum out; QoS 2, retained messages, wildcard and shared subscriptions and
+/// subscription identifiers are all available, the properties' defaults).
 struct connack_properties {
   std::uint32_t maximum_packet_size = 0;
   std::uint32_t session_expiry = 0;
   bool send_session_expiry = false; ///< the broker lowered the client's
   std::string_view assigned_client_id;
+  std::uint16_t receive_maximum = 0; ///< 0: not sent (65535)
 };
 
 /// Bytes of the variable-length integer `n` (5 past 268435455, which MQTT cannot encode:
@@ -202,8 +239,13 @@ char* write_varint(char* out, std::uint32_t n) noexcept;
 
 void append_connack(std::string& out, std::uint8_t version, bool session_present, std::uint8_t code,
                     const connack_properties& props);
-void append_puback(std::string& out, std::uint8_t version, std::uint16_t packet_id,
-                   std::uint8_t code);
+/// PUBACK, PUBREC, PUBREL (flags 0x02) or PUBCOMP; MQTT 5 carries `code` when it is not 0.
+void append_ack(std::string& out, packet_type type, std::uint8_t version, std::uint16_t packet_id,
+                std::uint8_t code);
+inline void append_puback(std::string& out, std::uint8_t version, std::uint16_t packet_id,
+                          std::uint8_t code) {
+  append_ack(out, packet_type::puback, version, packet_id, code);
+}
 void append_suback(std::string& out, std::uint8_t version, std::uint16_t packet_id,
                    std::span<const std::uint8_t> codes);
 void append_unsuback(std::string& out, std::uint8_t version, std::uint16_t packet_id,
@@ -212,14 +254,20 @@ void append_pingresp(std::string& out);
 /// MQTT 5 only (3.1.1 servers close without one).
 void append_disconnect(std::string& out, std::uint8_t code);
 
-/// Size of a PUBLISH to a client of `version` (QoS 1 carries a packet id; MQTT 5 an empty
-/// property list). Callers check it against the limits they enforce.
+/// Size of a PUBLISH to a client of `version` (QoS 1 and 2 carry a packet id; MQTT 5 a property
+/// list of `properties` bytes, 0 for an empty one, which MQTT 3.1.1 never has). Callers check
+/// it against the limits they enforce.
 [[nodiscard]] std::size_t publish_bytes(std::uint8_t version, std::size_t topic,
-                                        std::size_t payload, std::uint8_t qos) noexcept;
+                                        std::size_t payload, std::uint8_t qos,
+                                        std::size_t properties = 0) noexcept;
 /// Writes a PUBLISH's fixed and variable header (everything before the payload) at `out`,
 /// which has room for publish_bytes(...) - payload bytes; returns the position of the payload.
+/// `properties`: the encoded property list (MQTT 5 only; ignored for 3.1.1).
 char* write_publish_header(char* out, std::uint8_t version, std::string_view topic,
                            std::size_t payload, std::uint8_t qos, bool retain, bool dup,
-                           std::uint16_t packet_id) noexcept;
+                           std::uint16_t packet_id, std::string_view properties = {}) noexcept;
+/// Message Expiry Interval and Subscription Identifier, as a server adds them to a PUBLISH.
+void append_expiry_property(std::string& out, std::uint32_t seconds);
+void append_subscription_id_property(std::string& out, std::uint32_t id);
 
 } // namespace newsdesk::broker::mqtt

@@ -1,19 +1,21 @@
+// MQTT's sessions, wills, subscriptions and retained messages (mqtt_router.hpp); delivery is in
+// mqtt_fan_out.cpp.
 #include "broker/mqtt_router.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <limits>
 
+#include <boost/asio/post.hpp>
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
-
-#include "broker/frame.hpp"
 
 namespace newsdesk::broker::detail {
 
 namespace {
 
 constexpr std::string_view topic_prefix = "/topic/";
+constexpr std::string_view share_prefix = "$share/";
 
 bool has_wildcard(std::string_view filter) {
   return filter.find_first_of("+#") != std::string_view::npos;
@@ -26,20 +28,6 @@ void erase_from(std::vector<mqtt_subscription*>& list, mqtt_subscription& sub) {
   last->slot = sub.slot;
   list.pop_back();
 }
-
-} // namespace
-
-block_ptr copy_run(std::span<const msg_view> msgs, std::size_t total) {
-  block_ptr block = make_block(total);
-  char* p = block.get();
-  for (const auto& m : msgs) {
-    std::memcpy(p, m.data, m.size);
-    p += m.size;
-  }
-  return block;
-}
-
-namespace {
 
 std::array<unsigned char, 32> digest_of(std::string_view s) {
   std::array<unsigned char, 32> d{};
@@ -66,6 +54,42 @@ std::vector<std::string> filter_list(std::string_view text) {
 
 } // namespace
 
+block_ptr copy_run(std::span<const msg_view> msgs, std::size_t total) {
+  block_ptr block = make_block(total);
+  char* p = block.get();
+  for (const auto& m : msgs) {
+    std::memcpy(p, m.data, m.size);
+    p += m.size;
+  }
+  return block;
+}
+
+extras_ptr make_extras(const mqtt::message_properties& p) {
+  auto e = std::make_shared<mqtt_extras>();
+  mqtt::append_forwarded(e->properties, p.list);
+  if (p.has_expiry) {
+    e->has_expiry = true;
+    e->expires_at = steady::now() + std::chrono::seconds(p.expiry);
+  }
+  if (e->properties.empty() && !e->has_expiry)
+    return nullptr;
+  return e;
+}
+
+share_name split_share(std::string_view filter) {
+  if (!filter.starts_with(share_prefix))
+    return {};
+  const std::string_view rest = filter.substr(share_prefix.size());
+  const auto slash = rest.find('/');
+  if (slash == 0 || slash == std::string_view::npos)
+    return {};
+  const std::string_view group = rest.substr(0, slash);
+  const std::string_view inner = rest.substr(slash + 1);
+  if (group.find_first_of("+#") != std::string_view::npos || !mqtt::valid_topic_filter(inner))
+    return {};
+  return {group, inner};
+}
+
 bool mqtt_permissions::may_read(std::string_view filter) const {
   return std::any_of(read.begin(), read.end(),
                      [&](const std::string& r) { return mqtt::filter_covers(r, filter); });
@@ -76,10 +100,14 @@ bool mqtt_permissions::may_write(std::string_view topic) const {
                      [&](const std::string& w) { return mqtt::topic_matches(w, topic); });
 }
 
-mqtt_router::mqtt_router(context& ctx, channel_index& index, flush_scheduler& flush)
+mqtt_router::mqtt_router(context& ctx, channel_index& index, flush_scheduler& flush,
+                         address_table& addresses,
+                         std::function<void(std::unique_ptr<mqtt_will>)> will_due)
     : ctx_(ctx)
     , index_(index)
-    , flush_(flush) {
+    , flush_(flush)
+    , addresses_(addresses)
+    , will_due_(std::move(will_due)) {
   const mqtt_config& cfg = ctx_.cfg.mqtt;
   anonymous_.read = filter_list(cfg.anonymous_read);
   anonymous_.write = filter_list(cfg.anonymous_write);
@@ -101,10 +129,28 @@ const mqtt_permissions* mqtt_router::authenticate(std::string_view name,
 mqtt_router::~mqtt_router() = default;
 
 // ---------------------------------------------------------------------------------------------
-// Sessions
+// Sessions and wills
 
 std::string mqtt_router::assign_client_id() {
   return "newsdesk-" + std::to_string(++auto_ids_);
+}
+
+// After the current step: a will is a publish, and the router may be in the middle of one.
+void mqtt_router::will_now(std::unique_ptr<mqtt_will> w) {
+  if (!w)
+    return;
+  boost::asio::post(ctx_.strand, [self = ctx_.keep_alive(this), w = std::move(w)]() mutable {
+    self->will_due_(std::move(w));
+  });
+}
+
+void mqtt_router::drop_will(std::unique_ptr<mqtt_will> w) {
+  if (!w || !w->address)
+    return;
+  address_share& share = w->address->second;
+  share.will_bytes -= w->bytes;
+  if (share.connections == 0 && share.will_bytes == 0) // its connection went before the will
+    addresses_.erase(w->address->first);
 }
 
 mqtt_router::attach_result mqtt_router::attach(mqtt_connection& c, std::string_view client_id,
@@ -113,15 +159,25 @@ mqtt_router::attach_result mqtt_router::attach(mqtt_connection& c, std::string_v
   attach_result r;
   if (auto it = states_.find(client_id); it != states_.end()) {
     std::shared_ptr<mqtt_client_state> s = it->second;
+    std::unique_ptr<mqtt_will> waiting;
     if (s->conn) {
       // The older connection goes; it no longer owns the session, so its close leaves it be.
       auto old = std::static_pointer_cast<mqtt_connection>(s->conn->shared_from_this());
       old->state_.reset();
       s->conn = nullptr;
-      old->close(close_reason::mqtt_taken_over);
+      waiting = std::move(old->will_);
+      old->end(close_reason::mqtt_taken_over, mqtt::reason::session_taken_over);
     } else {
       --kept_;
+      if (s->held)
+        waiting = std::move(s->held->will);
     }
+    // A will without delay goes now; a delayed one goes if the session ends here, and is
+    // dropped when a connection takes the session on before the delay passed.
+    if (waiting && (waiting->delay_s == 0 || clean_start))
+      will_now(std::move(waiting));
+    else
+      drop_will(std::move(waiting));
     if (clean_start)
       destroy(s);
     else
@@ -137,6 +193,8 @@ mqtt_router::attach_result mqtt_router::attach(mqtt_connection& c, std::string_v
     r.state = std::move(s);
   } else {
     r.session_present = true;
+    if (r.state->held && r.state->held->empty())
+      r.state->held.reset();
   }
   mqtt_client_state& s = *r.state;
   s.conn = &c;
@@ -148,11 +206,21 @@ mqtt_router::attach_result mqtt_router::attach(mqtt_connection& c, std::string_v
   return r;
 }
 
-void mqtt_router::detach(mqtt_connection& c) {
+void mqtt_router::detach(mqtt_connection& c, std::unique_ptr<mqtt_will> will) {
   std::shared_ptr<mqtt_client_state> s = std::move(c.state_);
-  if (!s || s->conn != &c)
+  if (!s || s->conn != &c) {
+    drop_will(std::move(will));
     return;
+  }
   s->conn = nullptr;
+  if (s->expiry_s == 0 || (will && will->delay_s == 0)) {
+    will_now(std::move(will)); // no delay, or the session ends now
+  } else if (will) {
+    if (!s->held)
+      s->held = std::make_unique<mqtt_held>();
+    s->held->will_at = steady::now() + std::chrono::seconds(std::min(will->delay_s, s->expiry_s));
+    s->held->will = std::move(will);
+  }
   if (s->expiry_s == 0) {
     destroy(s);
     return;
@@ -165,11 +233,18 @@ void mqtt_router::expire(steady::time_point now) {
   if (kept_ == 0)
     return;
   std::vector<std::shared_ptr<mqtt_client_state>> done;
-  for (const auto& [id, s] : states_)
-    if (!s->conn && s->expires_at <= now)
+  for (const auto& [id, s] : states_) {
+    if (s->conn)
+      continue;
+    if (s->held && s->held->will && s->held->will_at <= now)
+      will_now(std::move(s->held->will));
+    if (s->expires_at <= now)
       done.push_back(s);
+  }
   for (const auto& s : done) {
     --kept_;
+    if (s->held)
+      will_now(std::move(s->held->will)); // the session ends: its will goes now
     destroy(s);
   }
 }
@@ -193,10 +268,11 @@ void mqtt_router::destroy(const std::shared_ptr<mqtt_client_state>& s) {
     s->subs = std::move(s->subs->next);
   }
   s->subs_count = 0;
-  if (s->qos1) {
-    const mqtt_qos1_queue& q = *s->qos1;
-    add(ctx_.ctr.drop_disconnected, q.inflight.size() + (q.pending ? q.pending->size() : 0));
-    s->qos1.reset();
+  if (s->held) {
+    mqtt_held& h = *s->held;
+    add(ctx_.ctr.drop_disconnected, h.inflight.size() + (h.pending ? h.pending->size() : 0));
+    drop_will(std::move(h.will));
+    s->held.reset();
   }
   if (auto it = states_.find(s->client_id); it != states_.end() && it->second == s) {
     states_.erase(it);
@@ -204,73 +280,131 @@ void mqtt_router::destroy(const std::shared_ptr<mqtt_client_state>& s) {
   }
 }
 
+mqtt_router::qos2_receipt mqtt_router::receive_qos2(mqtt_client_state& s, std::uint16_t id) {
+  if (!s.held)
+    s.held = std::make_unique<mqtt_held>();
+  auto& ids = s.held->awaiting_rel;
+  const auto at = std::lower_bound(ids.begin(), ids.end(), id);
+  if (at != ids.end() && *at == id)
+    return qos2_receipt::duplicate;
+  if (ids.size() >= ctx_.cfg.mqtt.receive_maximum)
+    return qos2_receipt::over_limit;
+  ids.insert(at, id);
+  return qos2_receipt::fresh;
+}
+
+bool mqtt_router::release_qos2(mqtt_client_state& s, std::uint16_t id) {
+  if (!s.held)
+    return false;
+  auto& ids = s.held->awaiting_rel;
+  const auto at = std::lower_bound(ids.begin(), ids.end(), id);
+  if (at == ids.end() || *at != id)
+    return false;
+  ids.erase(at);
+  if (s.held->empty())
+    s.held.reset();
+  return true;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Subscriptions
 
-std::uint8_t mqtt_router::subscribe(mqtt_client_state& s, std::string_view filter, std::uint8_t qos,
-                                    bool no_local, bool& existed) {
+std::uint8_t mqtt_router::subscribe(mqtt_client_state& s, std::string_view filter,
+                                    const subscribe_options& opts, bool& existed) {
   existed = false;
   for (mqtt_subscription* sub = s.subs.get(); sub; sub = sub->next.get())
     if (sub->filter == filter) {
-      sub->qos = qos;
-      sub->no_local = no_local;
+      sub->qos = opts.qos;
+      sub->no_local = opts.no_local;
+      sub->retain_as_published = opts.retain_as_published;
+      sub->id = opts.id;
       existed = true;
-      return qos;
+      return opts.qos;
     }
   if (s.subs_count >= ctx_.cfg.mqtt.max_subscriptions ||
       s.subs_count == std::numeric_limits<std::uint16_t>::max())
     return mqtt::reason::quota_exceeded;
+  const share_name shared = split_share(filter);
+  const std::string_view matched = shared.filter.empty() ? filter : shared.filter;
+  if (!has_wildcard(matched) && topic_prefix.size() + matched.size() > ctx_.cfg.max_channel_name)
+    return mqtt::reason::topic_filter_invalid;
   auto sub = std::make_unique<mqtt_subscription>();
   sub->owner = &s;
   sub->filter = std::string(filter);
-  sub->qos = qos;
-  sub->no_local = no_local;
-  if (!has_wildcard(filter)) {
-    if (topic_prefix.size() + filter.size() > ctx_.cfg.max_channel_name)
-      return mqtt::reason::topic_filter_invalid;
-    std::string name(topic_prefix);
-    name += filter;
-    auto ch = index_.find_or_create(name);
-    if (!ch)
-      return mqtt::reason::quota_exceeded;
-    sub->slot = static_cast<std::uint32_t>(ch->mqtt_subs.size());
-    ch->mqtt_subs.push_back(sub.get());
-    ch->unattended_since = {};
-    sub->chan = std::move(ch);
+  sub->qos = opts.qos;
+  sub->no_local = opts.no_local;
+  sub->retain_as_published = opts.retain_as_published;
+  sub->id = opts.id;
+  if (shared.filter.empty()) {
+    place(*sub, matched);
+    if (!sub->chan && !sub->node)
+      return mqtt::reason::quota_exceeded; // max_channels
   } else {
-    wildcard_node* n = &root_;
-    std::size_t start = 0;
-    for (;;) {
-      const std::size_t slash = filter.find('/', start);
-      const std::string_view level = filter.substr(
-          start, slash == std::string_view::npos ? filter.size() - start : slash - start);
-      if (level == "#") {
-        sub->hash = true;
-        break;
-      }
-      auto it = n->children.find(level);
-      if (it == n->children.end()) {
-        auto child = std::make_unique<wildcard_node>();
-        child->parent = n;
-        child->level = std::string(level);
-        it = n->children.emplace(child->level, std::move(child)).first;
-      }
-      n = it->second.get();
-      if (slash == std::string_view::npos)
-        break;
-      start = slash + 1;
+    auto it = groups_.find(filter);
+    if (it == groups_.end()) {
+      auto g = std::make_unique<mqtt_share_group>();
+      g->key = std::string(filter);
+      g->entry.group = g.get();
+      g->entry.filter = std::string(matched);
+      place(g->entry, matched);
+      if (!g->entry.chan && !g->entry.node)
+        return mqtt::reason::quota_exceeded; // max_channels
+      it = groups_.emplace(g->key, std::move(g)).first;
     }
-    auto& list = sub->hash ? n->hash_subs : n->subs;
-    sub->slot = static_cast<std::uint32_t>(list.size());
-    list.push_back(sub.get());
-    sub->node = n;
-    ++wildcard_subs_;
+    mqtt_share_group& g = *it->second;
+    sub->group = &g;
+    sub->slot = static_cast<std::uint32_t>(g.members.size());
+    g.members.push_back(sub.get());
   }
   add(ctx_.ctr.subscribers_current, 1);
   sub->next = std::move(s.subs);
   s.subs = std::move(sub);
   ++s.subs_count;
-  return qos;
+  return opts.qos;
+}
+
+// Puts `sub` where publishes find it: its channel (no wildcard) or its node of the tree. A
+// channel that would be one too many leaves it nowhere (the caller refuses the filter).
+void mqtt_router::place(mqtt_subscription& sub, std::string_view filter) {
+  if (!has_wildcard(filter)) {
+    std::string name(topic_prefix);
+    name += filter;
+    auto ch = index_.find_or_create(name);
+    if (!ch)
+      return;
+    sub.slot = static_cast<std::uint32_t>(ch->mqtt_subs.size());
+    ch->mqtt_subs.push_back(&sub);
+    ch->unattended_since = {};
+    sub.chan = std::move(ch);
+    return;
+  }
+  wildcard_node* n = &root_;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t slash = filter.find('/', start);
+    const std::string_view level = filter.substr(
+        start, slash == std::string_view::npos ? filter.size() - start : slash - start);
+    if (level == "#") {
+      sub.hash = true;
+      break;
+    }
+    auto it = n->children.find(level);
+    if (it == n->children.end()) {
+      auto child = std::make_unique<wildcard_node>();
+      child->parent = n;
+      child->level = std::string(level);
+      it = n->children.emplace(child->level, std::move(child)).first;
+    }
+    n = it->second.get();
+    if (slash == std::string_view::npos)
+      break;
+    start = slash + 1;
+  }
+  auto& list = sub.hash ? n->hash_subs : n->subs;
+  sub.slot = static_cast<std::uint32_t>(list.size());
+  list.push_back(&sub);
+  sub.node = n;
+  ++wildcard_subs_;
 }
 
 bool mqtt_router::unsubscribe(mqtt_client_state& s, std::string_view filter) {
@@ -284,8 +418,24 @@ bool mqtt_router::unsubscribe(mqtt_client_state& s, std::string_view filter) {
   return false;
 }
 
-// Takes `sub` out of its channel or tree node (the caller drops the object).
+// Takes a session's subscription out of its channel, tree node or group (the caller drops the
+// object); a group left without members leaves the index and goes.
 void mqtt_router::remove(mqtt_subscription& entry) {
+  if (mqtt_share_group* g = entry.group) {
+    erase_from(g->members, entry);
+    entry.group = nullptr;
+    if (g->members.empty()) {
+      unplace(g->entry);
+      const std::string key = g->key; // a copy: erasing destroys the group holding it
+      groups_.erase(key);
+    }
+  } else {
+    unplace(entry);
+  }
+  sub(ctx_.ctr.subscribers_current, 1);
+}
+
+void mqtt_router::unplace(mqtt_subscription& entry) {
   if (entry.chan) {
     auto ch = std::move(entry.chan);
     erase_from(ch->mqtt_subs, entry);
@@ -305,32 +455,13 @@ void mqtt_router::remove(mqtt_subscription& entry) {
       n = parent;
     }
   }
-  sub(ctx_.ctr.subscribers_current, 1);
-}
-
-void mqtt_router::send_retained(mqtt_client_state& s, std::string_view filter, std::uint8_t qos) {
-  if (retained_.empty())
-    return;
-  auto send = [&](const retained_entry& e) {
-    deliver_one(s, e.topic, e.block, 0, e.length, std::min(qos, e.qos), true);
-  };
-  if (!has_wildcard(filter)) {
-    if (auto it = retained_.find(filter); it != retained_.end())
-      send(it->second);
-  } else {
-    // A scan of the retained set (max_retained_messages bounds it), on subscribe only.
-    for (const auto& [topic, e] : retained_)
-      if (mqtt::topic_matches(filter, topic))
-        send(e);
-  }
-  if (s.conn)
-    flush_.mark(*s.conn);
 }
 
 // ---------------------------------------------------------------------------------------------
-// Publishing
+// Retained messages
 
-void mqtt_router::retain(std::string_view topic, std::string_view payload, std::uint8_t qos) {
+void mqtt_router::retain(std::string_view topic, std::string_view payload, std::uint8_t qos,
+                         extras_ptr extras) {
   const mqtt_config& cfg = ctx_.cfg.mqtt;
   auto it = retained_.find(topic);
   if (it != retained_.end()) {
@@ -350,291 +481,47 @@ void mqtt_router::retain(std::string_view topic, std::string_view payload, std::
   e.length = static_cast<std::uint32_t>(payload.size());
   e.qos = qos;
   e.topic = std::make_shared<const std::string>(topic);
+  e.extras = std::move(extras);
   retained_bytes_ += payload.size();
   add(ctx_.ctr.retained_bytes, payload.size());
   add(ctx_.ctr.retained_messages, 1);
   retained_.emplace(std::string(topic), std::move(e));
 }
 
-void mqtt_router::add_target(const mqtt_subscription& sub, const peer* from) {
-  mqtt_client_state* s = sub.owner;
-  if (sub.no_local && from && s->conn == from)
+void mqtt_router::send_retained(mqtt_client_state& s, std::string_view filter, std::uint8_t qos,
+                                std::uint32_t id) {
+  if (retained_.empty())
     return;
-  if (s->stamp != stamp_) {
-    s->stamp = stamp_;
-    s->stamp_qos = sub.qos;
-    targets_.push_back(s);
-  } else {
-    s->stamp_qos = std::max(s->stamp_qos, sub.qos);
-  }
-}
-
-void mqtt_router::collect(const wildcard_node& n, std::size_t i, bool dollar, const peer* from) {
-  // Wildcards at the first level do not match topics starting with '$' (MQTT 4.7.2).
-  const bool wild_ok = !(i == 0 && dollar);
-  if (wild_ok)
-    for (const mqtt_subscription* s : n.hash_subs)
-      add_target(*s, from);
-  if (i == levels_.size()) {
-    for (const mqtt_subscription* s : n.subs)
-      add_target(*s, from);
-    return;
-  }
-  if (n.children.empty())
-    return;
-  if (auto it = n.children.find(levels_[i]); it != n.children.end())
-    collect(*it->second, i + 1, dollar, from);
-  if (wild_ok)
-    if (auto it = n.children.find(std::string_view("+")); it != n.children.end())
-      collect(*it->second, i + 1, dollar, from);
-}
-
-std::size_t mqtt_router::fan_out(std::string_view channel_name, channel* ch,
-                                 std::span<const msg_view> msgs, const peer* from, std::uint8_t qos,
-                                 block_ptr& stored) {
-  if (!channel_name.starts_with(topic_prefix))
-    return 0;
-  const std::string_view topic = channel_name.substr(topic_prefix.size());
-  if (topic.empty())
-    return 0;
-  ++stamp_;
-  targets_.clear();
-  if (ch)
-    for (const mqtt_subscription* s : ch->mqtt_subs)
-      add_target(*s, from);
-  if (wildcard_subs_ > 0) {
-    levels_.clear();
-    std::size_t start = 0;
-    for (;;) {
-      const std::size_t slash = topic.find('/', start);
-      if (slash == std::string_view::npos) {
-        levels_.push_back(topic.substr(start));
-        break;
-      }
-      levels_.push_back(topic.substr(start, slash - start));
-      start = slash + 1;
+  const auto now = steady::now();
+  std::vector<std::string> expired;
+  auto send = [&](const retained_entry& e) {
+    if (e.extras && e.extras->has_expiry && e.extras->expires_at <= now) {
+      expired.push_back(*e.topic);
+      return;
     }
-    collect(root_, 0, topic.front() == '$', from);
-  }
-  if (targets_.empty())
-    return 0;
-
-  // QoS 0: one block per protocol version, shared by all its subscribers.
-  block_ptr encoded[2];
-  std::size_t total[2] = {0, 0};
-  std::size_t largest[2] = {0, 0};
-  auto encode = [&](int v) {
-    const std::uint8_t version = v == 1 ? mqtt::v5 : mqtt::v311;
-    std::size_t bytes = 0;
-    sizes_[v].clear();
-    for (const auto& m : msgs) {
-      const std::size_t one =
-          mqtt::publish_bytes(version, topic.size(), m.size - frame_header_bytes, 0);
-      bytes += one;
-      largest[v] = std::max(largest[v], one);
-      sizes_[v].push_back(static_cast<std::uint32_t>(one));
+    extras_ptr extras = e.extras;
+    if (id != 0) {
+      auto own = std::make_shared<mqtt_extras>(e.extras ? *e.extras : mqtt_extras{});
+      mqtt::append_subscription_id_property(own->properties, id);
+      extras = std::move(own);
     }
-    encoded[v] = make_block(bytes);
-    char* p = encoded[v].get();
-    for (const auto& m : msgs) {
-      const std::size_t len = m.size - frame_header_bytes;
-      p = mqtt::write_publish_header(p, version, topic, len, 0, false, false, 0);
-      std::memcpy(p, m.data + frame_header_bytes, len);
-      p += len;
-    }
-    total[v] = bytes;
+    deliver_one(s, e.topic, e.block, 0, e.length, std::min(qos, e.qos), true, extras);
   };
-  std::shared_ptr<const std::string> topic_copy;
-  for (mqtt_client_state* s : targets_) {
-    const std::uint8_t q = std::min(qos, s->stamp_qos);
-    if (q == 0) {
-      mqtt_connection* c = s->conn;
-      if (!c || !c->takes_deliveries())
-        continue; // QoS 0 is not kept for an absent client
-      const int v = c->version_ == mqtt::v5 ? 1 : 0;
-      if (!encoded[v])
-        encode(v);
-      if (c->client_max_packet_ != 0 && largest[v] > c->client_max_packet_) {
-        // Rare: the client takes smaller packets than some of these; send those that fit.
-        for (const auto& m : msgs) {
-          const std::size_t len = m.size - frame_header_bytes;
-          if (mqtt::publish_bytes(c->version_, topic.size(), len, 0) > c->client_max_packet_) {
-            add(ctx_.ctr.drop_too_large, 1);
-            continue;
-          }
-          enqueue_one(*c, topic, m.data + frame_header_bytes, len, 0, false, false, 0);
-          add(ctx_.ctr.deliveries, 1);
-        }
-        flush_.mark(*c);
-        continue;
-      }
-      offer(*c, encoded[v], total[v], sizes_[v]);
-      continue;
-    }
-    // QoS 1: kept per session, from a copy of the run that outlives the read buffer.
-    if (!stored) {
-      std::size_t bytes = 0;
-      for (const auto& m : msgs)
-        bytes += m.size;
-      stored = copy_run(msgs, bytes);
-    }
-    if (!topic_copy)
-      topic_copy = std::make_shared<const std::string>(topic);
-    std::uint32_t at = 0;
-    for (const auto& m : msgs) {
-      queue_qos1(*s, mqtt_message{stored, at + static_cast<std::uint32_t>(frame_header_bytes),
-                                  m.size - static_cast<std::uint32_t>(frame_header_bytes),
-                                  topic_copy, 0, false});
-      at += m.size;
-    }
-    pump(*s);
+  if (!has_wildcard(filter)) {
+    if (auto it = retained_.find(filter); it != retained_.end())
+      send(it->second);
+  } else {
+    // A scan of the retained set (max_retained_messages bounds it), on subscribe only.
+    for (const auto& [topic, e] : retained_)
+      if (mqtt::topic_matches(filter, topic))
+        send(e);
   }
-  return targets_.size();
-}
-
-// The slow-consumer policy of the frame protocol's /topic delivery (delivery::offer), for a
-// run encoded as MQTT (`sizes`: each packet's bytes): what does not fit is dropped for this
-// subscriber only, or it is disconnected.
-void mqtt_router::offer(mqtt_connection& c, const block_ptr& block, std::size_t total,
-                        std::span<const std::uint32_t> sizes) {
-  const config& cfg = ctx_.cfg;
-  const std::size_t n = sizes.size();
-  if (c.fits(cfg, n, total)) {
-    c.enqueue(slice{block, 0, static_cast<std::uint32_t>(total), static_cast<std::uint32_t>(n)});
-    add(ctx_.ctr.deliveries, n);
-    flush_.mark(c);
-    return;
+  for (const auto& topic : expired) {
+    add(ctx_.ctr.drop_expired, 1);
+    retain(topic, {}, 0);
   }
-  if (cfg.slow_consumer == slow_consumer_policy::disconnect) {
-    add(ctx_.ctr.drop_queue_full, n);
-    flush_.defer_close(c, close_reason::slow_consumer);
-    return;
-  }
-  std::size_t k = 0;
-  std::size_t bytes = 0;
-  while (k < n && c.fits(cfg, k + 1, bytes + sizes[k]))
-    bytes += sizes[k++];
-  if (k > 0) {
-    // A copy of the prefix, so a long-lived partial slice never pins the whole run.
-    block_ptr part = make_block(bytes);
-    std::memcpy(part.get(), block.get(), bytes);
-    c.enqueue(slice{std::move(part), 0, static_cast<std::uint32_t>(bytes),
-                    static_cast<std::uint32_t>(k)});
-    add(ctx_.ctr.deliveries, k);
-    flush_.mark(c);
-  }
-  add(ctx_.ctr.drop_queue_full, n - k);
-  c.owed_dropped_ += total - bytes;
-  if (cfg.hard_limit_bytes > 0 && c.out_bytes_ + c.owed_dropped_ > cfg.hard_limit_bytes)
-    flush_.defer_close(c, close_reason::hard_limit);
-}
-
-void mqtt_router::enqueue_one(mqtt_connection& c, std::string_view topic, const char* payload,
-                              std::size_t length, std::uint8_t qos, bool retain, bool dup,
-                              std::uint16_t packet_id) {
-  const std::size_t size = mqtt::publish_bytes(c.version_, topic.size(), length, qos);
-  block_ptr b = make_block(size);
-  char* p =
-      mqtt::write_publish_header(b.get(), c.version_, topic, length, qos, retain, dup, packet_id);
-  std::memcpy(p, payload, length);
-  c.enqueue(slice{std::move(b), 0, static_cast<std::uint32_t>(size), 1});
-}
-
-void mqtt_router::deliver_one(mqtt_client_state& s, const std::shared_ptr<const std::string>& topic,
-                              const block_ptr& block, std::uint32_t offset, std::uint32_t length,
-                              std::uint8_t qos, bool retain) {
-  if (qos > 0) {
-    queue_qos1(s, mqtt_message{block, offset, length, topic, 0, retain});
-    pump(s);
-    return;
-  }
-  mqtt_connection* c = s.conn;
-  if (!c || !c->takes_deliveries())
-    return;
-  if (c->client_max_packet_ != 0 &&
-      mqtt::publish_bytes(c->version_, topic->size(), length, 0) > c->client_max_packet_) {
-    add(ctx_.ctr.drop_too_large, 1);
-    return;
-  }
-  enqueue_one(*c, *topic, block.get() + offset, length, 0, retain, false, 0);
-  add(ctx_.ctr.deliveries, 1);
-  flush_.mark(*c);
-}
-
-void mqtt_router::queue_qos1(mqtt_client_state& s, mqtt_message m) {
-  if (!s.qos1)
-    s.qos1 = std::make_unique<mqtt_qos1_queue>();
-  auto& pending = s.qos1->pending;
-  if (!pending)
-    pending = std::make_unique<std::deque<mqtt_message>>();
-  if (pending->size() >= ctx_.cfg.mqtt.max_queued_messages) {
-    add(ctx_.ctr.drop_queue_full, 1);
-    return;
-  }
-  pending->push_back(std::move(m));
-}
-
-// Sends pending QoS 1 messages while the window has room.
-void mqtt_router::pump(mqtt_client_state& s) {
-  mqtt_connection* c = s.conn;
-  if (!s.qos1 || !s.qos1->pending || !c || !c->takes_deliveries())
-    return;
-  auto& inflight = s.qos1->inflight;
-  auto& pending = s.qos1->pending;
-  bool sent = false;
-  while (inflight.size() < s.window && !pending->empty()) {
-    mqtt_message m = std::move(pending->front());
-    pending->pop_front();
-    if (c->client_max_packet_ != 0 &&
-        mqtt::publish_bytes(c->version_, m.topic->size(), m.length, 1) > c->client_max_packet_) {
-      add(ctx_.ctr.drop_too_large, 1);
-      continue;
-    }
-    // The next id not in flight (the window is far below 65535, so this ends quickly).
-    do {
-      if (++s.next_id == 0)
-        s.next_id = 1;
-    } while (std::any_of(inflight.begin(), inflight.end(),
-                         [&](const mqtt_message& f) { return f.packet_id == s.next_id; }));
-    m.packet_id = s.next_id;
-    enqueue_one(*c, *m.topic, m.block.get() + m.offset, m.length, 1, m.retain, false, m.packet_id);
-    add(ctx_.ctr.deliveries, 1);
-    inflight.push_back(std::move(m));
-    sent = true;
-  }
-  if (pending->empty()) {
-    pending.reset();
-    if (inflight.empty())
-      s.qos1.reset();
-  }
-  if (sent)
-    flush_.mark(*c);
-}
-
-// A resumed session: what was sent and never acknowledged goes again, DUP set, same ids.
-void mqtt_router::resend(mqtt_client_state& s) {
-  mqtt_connection* c = s.conn;
-  if (!c || !s.qos1 || s.qos1->inflight.empty())
-    return;
-  for (const mqtt_message& m : s.qos1->inflight)
-    enqueue_one(*c, *m.topic, m.block.get() + m.offset, m.length, 1, m.retain, true, m.packet_id);
-  flush_.mark(*c);
-}
-
-void mqtt_router::acknowledged(mqtt_client_state& s, std::uint16_t id) {
-  if (!s.qos1)
-    return; // nothing owed
-  auto& inflight = s.qos1->inflight;
-  auto it = std::find_if(inflight.begin(), inflight.end(),
-                         [&](const mqtt_message& m) { return m.packet_id == id; });
-  if (it == inflight.end())
-    return; // a duplicate or stale PUBACK: nothing owed
-  inflight.erase(it);
-  if (inflight.empty() && !s.qos1->pending) {
-    s.qos1.reset();
-    return;
-  }
-  pump(s);
+  if (s.conn)
+    flush_.mark(*s.conn);
 }
 
 } // namespace newsdesk::broker::detail

@@ -1,3 +1,5 @@
+// The MQTT protocol of a connection (mqtt_session.hpp); its transports are in
+// mqtt_transport.cpp.
 #include "broker/mqtt_session.hpp"
 
 #include <algorithm>
@@ -6,33 +8,21 @@
 #include <string>
 #include <vector>
 
-#include <boost/asio/post.hpp>
-
 #include "broker/core.hpp"
 #include "broker/frame.hpp"
 #include "broker/mqtt_codec.hpp"
 #include "broker/mqtt_router.hpp"
-#include "broker/reactor.hpp"
 
 namespace newsdesk::broker::detail {
 
 namespace {
 
-namespace net = boost::asio;
-using tcp = net::ip::tcp;
-using boost::system::error_code;
 namespace reason = mqtt::reason;
 namespace v3 = mqtt::v3_connack;
 
 constexpr std::string_view topic_prefix = "/topic/";
 /// Longest client id taken: ids are table keys kept while the session lives.
 constexpr std::size_t max_client_id = 256;
-
-bool is_expected_close(const error_code& ec) {
-  return ec == net::error::eof || ec == net::error::connection_reset ||
-         ec == net::error::operation_aborted || ec == net::error::broken_pipe ||
-         ec == net::error::connection_aborted;
-}
 
 // Why a decoding error closes the connection, and what an MQTT 5 client is told.
 std::pair<close_reason, std::uint8_t> verdict(mqtt::error e) {
@@ -55,125 +45,29 @@ std::pair<close_reason, std::uint8_t> verdict(mqtt::error e) {
   return {close_reason::mqtt_malformed, reason::malformed_packet};
 }
 
-struct will_data {
-  std::string channel; // /topic/<will topic>
-  std::string payload;
-  std::uint8_t qos = 0;
-  bool retain = false;
-  /// What it counts against mqtt.max_will_bytes_per_address: its topic and payload.
-  [[nodiscard]] std::size_t cost() const {
-    return channel.size() - topic_prefix.size() + payload.size();
-  }
-};
+std::uint32_t seconds_of(std::chrono::milliseconds d) {
+  return static_cast<std::uint32_t>(std::chrono::duration_cast<std::chrono::seconds>(d).count());
+}
 
-class mqtt_session final : public mqtt_connection {
- public:
-  mqtt_session(std::shared_ptr<core> c, int fd)
-      : mqtt_connection(std::move(c), fd) {}
+} // namespace
 
-  void start() override;
-  void flush() override;
-  void resume() override {} // MQTT publishes only to /topic/ channels, which never pause
-  void begin_drain() override;
-  void close(close_reason why) override;
-  std::optional<close_reason> read_overdue(steady::time_point now) const override;
-
- private:
-  std::shared_ptr<mqtt_session> self() {
-    return std::static_pointer_cast<mqtt_session>(shared_from_this());
-  }
-
-  // Read side
-  void do_read() override;
-  std::size_t consume(char* data, std::size_t size);
-  void on_connect(const mqtt::header_result& h, std::string_view body);
-  void on_publish(const mqtt::header_result& h, char* packet, std::string_view body);
-  void on_subscribe(const mqtt::header_result& h, std::string_view body);
-  void on_unsubscribe(const mqtt::header_result& h, std::string_view body);
-  void on_puback(const mqtt::header_result& h, std::string_view body);
-  void on_disconnect(const mqtt::header_result& h, std::string_view body);
-  void publish_run();
-  /// 0: allowed; else why not (reason::not_authorized), and whether it is a reserved topic.
-  bool may_publish(std::string_view topic, bool& reserved);
-
-  // Answers
-  std::string& control() { return core_->mqtt_control_scratch(); }
-  void send_control();
-  void refuse(std::uint8_t v5_code, std::uint8_t v3_code, close_reason why);
-  void fail(close_reason why, std::uint8_t v5_code);
-  void finish(close_reason why);
-
-  // Write side
-  void do_write() override;
-  void wait_write();
-
-  void publish_will();
-  void drop_will();
-
-  // The flags first: they fill peer's tail padding (see there).
-  bool connected_ = false; // CONNECT accepted
-  bool draining_ = false;
-  bool loopback_ = false;
-  bool will_cancelled_ = false; // a DISCONNECT without "with will"
-  std::uint8_t run_qos_ = 0;
-  std::uint16_t keep_alive_ = 0; // seconds; 0: none
-  close_reason done_reason_ = close_reason::done;
-
-  std::string in_; // bytes of an incomplete packet
-  // Until CONNECT: when the connection was accepted (first_frame_timeout); then the last read
-  // (keep-alive).
-  steady::time_point last_read_{};
-  const mqtt_permissions* perms_ = nullptr;
-  std::unique_ptr<will_data> will_;
-};
-
-void mqtt_session::start() {
-  error_code ec;
-  open_socket(ec);
-  if (!ec)
-    loopback_ = peer_is_loopback(fd_, ec);
-  if (ec) {
-    broker::detail::fail(ec, "mqtt socket options");
-    return close(close_reason::io_error);
-  }
+void mqtt_session::opened(bool loopback) {
+  loopback_ = loopback;
   last_read_ = steady::now();
-  do_read();
 }
 
 // ---------------------------------------------------------------------------------------------
 // Read side
 
-void mqtt_session::do_read() {
-  if (closed_ || done_ || draining_)
-    return;
-  core& c = *core_;
-  const std::size_t chunk = c.cfg().read_chunk_bytes;
-  char* buf = c.read_buffer();
-  const std::size_t have = in_.size();
-  std::memcpy(buf, in_.data(), have);
-  error_code ec;
-  const std::size_t n = read_some(fd_, buf + have, chunk, ec);
-  if (ec == net::error::would_block || ec == net::error::try_again) {
-    waiting_read_ = true; // the reactor says when more arrives
-    return;
-  }
-  if (ec == net::error::timed_out)
-    return close(close_reason::write_timeout);
-  if (ec) {
-    if (!is_expected_close(ec))
-      broker::detail::fail(ec, "mqtt read");
-    return close(ec == net::error::eof || ec == net::error::connection_reset
-                     ? (in_.empty() ? close_reason::client_closed : close_reason::truncated_frame)
-                     : close_reason::io_error);
-  }
-  add(c.ctx().ctr.bytes_in, n);
+bool mqtt_session::received(char* buf, std::size_t have, std::size_t n) {
+  add(core_->ctx().ctr.bytes_in, n);
   active_ = true;
   if (identified_) // before CONNECT it keeps the time of accept (first_frame_timeout)
     last_read_ = steady::now();
   const std::size_t total = have + n;
   const std::size_t used = consume(buf, total);
   if (closed_)
-    return;
+    return false;
   if (used == total) {
     if (in_.capacity() > 4096) // an idle connection keeps no large buffer
       std::string().swap(in_);
@@ -182,9 +76,7 @@ void mqtt_session::do_read() {
   } else {
     in_.assign(buf + used, total - used);
   }
-  if (done_ || draining_)
-    return;
-  read_again_or_wait(n == chunk);
+  return !done_ && !draining_;
 }
 
 // Handles every complete packet in data[0, size); returns how many bytes it used.
@@ -192,6 +84,7 @@ std::size_t mqtt_session::consume(char* data, std::size_t size) {
   const std::size_t max_packet = core_->cfg().mqtt.max_packet_bytes;
   control().clear();
   core_->run_scratch().clear();
+  consuming_ = true;
   std::size_t pos = 0;
   while (!closed_ && !done_) {
     // Anything but CONNECT first is refused from its first byte, not after its body arrived.
@@ -211,48 +104,11 @@ std::size_t mqtt_session::consume(char* data, std::size_t size) {
       break;
     }
     char* packet = data + pos;
-    const std::string_view body(packet + h.header_bytes, h.remaining);
     pos += h.size();
-    if (!connected_) {
-      if (h.type() != mqtt::packet_type::connect) {
-        fail(close_reason::mqtt_before_connect, reason::protocol_error);
-        break;
-      }
-      on_connect(h, body);
-      continue;
-    }
-    if (h.type() == mqtt::packet_type::publish) {
-      on_publish(h, packet, body);
-      continue;
-    }
-    publish_run();
-    if (closed_)
-      break;
-    switch (h.type()) {
-    case mqtt::packet_type::subscribe:
-      on_subscribe(h, body);
-      break;
-    case mqtt::packet_type::unsubscribe:
-      on_unsubscribe(h, body);
-      break;
-    case mqtt::packet_type::puback:
-      on_puback(h, body);
-      break;
-    case mqtt::packet_type::pingreq:
-      if (h.flags() != 0 || h.remaining != 0)
-        fail(close_reason::mqtt_malformed, reason::malformed_packet);
-      else
-        mqtt::append_pingresp(control());
-      break;
-    case mqtt::packet_type::disconnect:
-      on_disconnect(h, body);
-      break;
-    default: // a second CONNECT, QoS 2 flow, AUTH, or packets only a server sends
-      fail(close_reason::mqtt_protocol_error, reason::protocol_error);
-      break;
-    }
+    dispatch(h, packet, std::string_view(packet + h.header_bytes, h.remaining));
   }
   publish_run();
+  consuming_ = false;
   if (closed_) {
     control().clear();
     return size;
@@ -264,6 +120,39 @@ std::size_t mqtt_session::consume(char* data, std::size_t size) {
     return size;
   }
   return pos;
+}
+
+void mqtt_session::dispatch(const mqtt::header_result& h, char* packet, std::string_view body) {
+  if (!connected_) {
+    if (h.type() != mqtt::packet_type::connect)
+      return fail(close_reason::mqtt_before_connect, reason::protocol_error);
+    return on_connect(h, body);
+  }
+  if (h.type() == mqtt::packet_type::publish)
+    return on_publish(h, packet, body);
+  publish_run();
+  if (closed_)
+    return;
+  switch (h.type()) {
+  case mqtt::packet_type::subscribe:
+    return on_subscribe(h, body);
+  case mqtt::packet_type::unsubscribe:
+    return on_unsubscribe(h, body);
+  case mqtt::packet_type::puback:
+  case mqtt::packet_type::pubrec:
+  case mqtt::packet_type::pubcomp:
+    return on_ack(h, body);
+  case mqtt::packet_type::pubrel:
+    return on_pubrel(h, body);
+  case mqtt::packet_type::pingreq:
+    if (h.flags() != 0 || h.remaining != 0)
+      return fail(close_reason::mqtt_malformed, reason::malformed_packet);
+    return mqtt::append_pingresp(control());
+  case mqtt::packet_type::disconnect:
+    return on_disconnect(h, body);
+  default: // a second CONNECT, AUTH, or packets only a server sends
+    return fail(close_reason::mqtt_protocol_error, reason::protocol_error);
+  }
 }
 
 void mqtt_session::on_connect(const mqtt::header_result& h, std::string_view body) {
@@ -306,28 +195,16 @@ void mqtt_session::on_connect(const mqtt::header_result& h, std::string_view bod
                     close_reason::mqtt_refused);
     client_id = assigned = router.assign_client_id();
   }
+  if (!take_will(cp))
+    return;
 
-  if (cp.has_will) {
-    bool reserved = false;
-    if (topic_prefix.size() + cp.will.topic.size() > c.cfg().max_channel_name ||
-        cp.will.payload.size() > c.cfg().max_frame_bytes || !may_publish(cp.will.topic, reserved))
-      return refuse(reason::not_authorized, v3::not_authorized, close_reason::not_authorized);
-    if (!c.charge_will(*this, cp.will.topic.size() + cp.will.payload.size()))
-      return refuse(reason::quota_exceeded, v3::server_unavailable, close_reason::mqtt_will_budget);
-    will_ = std::make_unique<will_data>();
-    will_->channel = std::string(topic_prefix) + std::string(cp.will.topic);
-    will_->payload = std::string(cp.will.payload);
-    will_->qos = std::min<std::uint8_t>(cp.will.qos, 1);
-    will_->retain = cp.will.retain;
-  }
-
-  const auto max_expiry = static_cast<std::uint32_t>(
-      std::chrono::duration_cast<std::chrono::seconds>(mc.max_session_expiry).count());
+  const std::uint32_t max_expiry = seconds_of(mc.max_session_expiry);
   std::uint32_t expiry = 0;
   if (version_ == mqtt::v5)
     expiry = std::min(cp.session_expiry, max_expiry);
   else if (!cp.clean_start)
     expiry = max_expiry; // 3.1.1 asks for "until it comes back"; kept this long at most
+  no_expiry_asked_ = version_ == mqtt::v5 && cp.session_expiry == 0;
   const auto r = router.attach(*this, client_id, cp.clean_start, expiry, cp.receive_maximum);
   if (!r.state)
     return refuse(reason::quota_exceeded, v3::server_unavailable, close_reason::mqtt_refused);
@@ -338,6 +215,7 @@ void mqtt_session::on_connect(const mqtt::header_result& h, std::string_view bod
   client_max_packet_ = cp.maximum_packet_size;
   mqtt::connack_properties props;
   props.maximum_packet_size = static_cast<std::uint32_t>(mc.max_packet_bytes);
+  props.receive_maximum = static_cast<std::uint16_t>(mc.receive_maximum);
   props.session_expiry = expiry;
   props.send_session_expiry = version_ == mqtt::v5 && expiry != cp.session_expiry;
   props.assigned_client_id = assigned;
@@ -346,10 +224,45 @@ void mqtt_session::on_connect(const mqtt::header_result& h, std::string_view bod
   router.resume(*r.state);
 }
 
+// Keeps the CONNECT's will, if it has one: false (refused, answered) when the client may not
+// publish there or the will budget of its address, or of all, is spent.
+bool mqtt_session::take_will(const mqtt::connect_packet& cp) {
+  if (!cp.has_will)
+    return true;
+  core& c = *core_;
+  bool reserved = false;
+  if (topic_prefix.size() + cp.will.topic.size() > c.cfg().max_channel_name ||
+      cp.will.payload.size() > c.cfg().max_frame_bytes || !may_publish(cp.will.topic, reserved)) {
+    refuse(reason::not_authorized, v3::not_authorized, close_reason::not_authorized);
+    return false;
+  }
+  auto w = std::make_unique<mqtt_will>();
+  w->channel = std::string(topic_prefix) + std::string(cp.will.topic);
+  w->payload = std::string(cp.will.payload);
+  w->qos = cp.will.qos;
+  w->retain = cp.will.retain;
+  if (version_ == mqtt::v5) {
+    // The expiry counts from when the will is published (core::publish_will), not from now.
+    w->extras = make_extras({cp.will.props.list, false, 0});
+    w->has_expiry = cp.will.props.has_expiry;
+    w->expiry_s = cp.will.props.expiry;
+    w->delay_s = cp.will.delay;
+  }
+  w->bytes = w->channel.size() + w->payload.size() + (w->extras ? w->extras->properties.size() : 0);
+  if (!c.charge_will(*this, w->bytes)) {
+    refuse(reason::quota_exceeded, v3::server_unavailable, close_reason::mqtt_will_budget);
+    return false;
+  }
+  w->address = address_;
+  will_ = std::move(w);
+  return true;
+}
+
 bool mqtt_session::may_publish(std::string_view topic, bool& reserved) {
   std::string name(topic_prefix);
   name += topic;
-  reserved = core_->is_reserved(name);
+  // $SYS/ is the broker's own (sys_topics.hpp), whatever the settings say.
+  reserved = core_->is_reserved(name) || topic.starts_with("$SYS/") || topic == "$SYS";
   return !reserved && perms_ && perms_->may_write(topic);
 }
 
@@ -362,9 +275,9 @@ void mqtt_session::on_publish(const mqtt::header_result& h, char* packet, std::s
     const auto [why, code] = verdict(e);
     return fail(why, code);
   }
-  if (p.qos == 2) {
+  if (p.has_subscription_id) { // only servers send one (MQTT 5, 3.3.4)
     publish_run();
-    return fail(close_reason::mqtt_protocol_error, reason::qos_not_supported);
+    return fail(close_reason::mqtt_protocol_error, reason::protocol_error);
   }
   if (p.payload.size() > c.cfg().max_frame_bytes) {
     publish_run();
@@ -374,9 +287,10 @@ void mqtt_session::on_publish(const mqtt::header_result& h, char* packet, std::s
     publish_run();
     return fail(close_reason::mqtt_bad_topic, reason::topic_name_invalid);
   }
+  extras_ptr extras = p.props.list.empty() ? nullptr : make_extras(p.props);
   auto& run = c.run_scratch();
   std::string& run_channel = c.run_channel_scratch();
-  const bool continues = !run.empty() && p.qos == run_qos_ && !p.retain &&
+  const bool continues = !run.empty() && p.qos == run_qos_ && !p.retain && !extras &&
                          std::string_view(run_channel).substr(topic_prefix.size()) == p.topic;
   if (!continues) {
     publish_run();
@@ -387,16 +301,35 @@ void mqtt_session::on_publish(const mqtt::header_result& h, char* packet, std::s
         return fail(reserved ? close_reason::reserved_channel : close_reason::not_authorized,
                     reason::not_authorized);
       add(c.ctx().ctr.drop_not_authorized, 1);
-      if (p.qos == 1)
-        mqtt::append_puback(control(), version_, p.packet_id, reason::not_authorized);
+      if (p.qos > 0)
+        mqtt::append_ack(control(),
+                         p.qos == 1 ? mqtt::packet_type::puback : mqtt::packet_type::pubrec,
+                         version_, p.packet_id, reason::not_authorized);
       return;
     }
     run_channel.assign(topic_prefix);
     run_channel += p.topic;
     run_qos_ = p.qos;
   }
+  if (p.qos == 2) {
+    // Delivered when it arrives; its id is kept until PUBREL, so a resent one is not.
+    switch (c.mqtt().receive_qos2(*state_, p.packet_id)) {
+    case mqtt_router::qos2_receipt::over_limit:
+      // Closed before this one is acknowledged (its client still owns it), after the answers
+      // to those before it.
+      publish_run();
+      if (version_ != mqtt::v5)
+        return finish(close_reason::mqtt_protocol_error);
+      return fail(close_reason::mqtt_protocol_error, reason::receive_maximum_exceeded);
+    case mqtt_router::qos2_receipt::duplicate:
+      return mqtt::append_ack(control(), mqtt::packet_type::pubrec, version_, p.packet_id,
+                              reason::success);
+    case mqtt_router::qos2_receipt::fresh:
+      break;
+    }
+  }
   if (p.retain)
-    c.mqtt().retain(p.topic, p.payload, p.qos);
+    c.mqtt().retain(p.topic, p.payload, p.qos, extras);
   // The broker's stored form is a 4-byte length before the data. The 4 bytes before this
   // payload belong to this packet (fixed header, topic, packet id: at least 5 bytes) and have
   // been read already, so the length goes there and the run needs no copy.
@@ -404,26 +337,33 @@ void mqtt_session::on_publish(const mqtt::header_result& h, char* packet, std::s
   char* stored = packet + at - frame_header_bytes;
   write_length(stored, static_cast<std::uint32_t>(p.payload.size()));
   run.push_back({stored, static_cast<std::uint32_t>(frame_header_bytes + p.payload.size()), 0});
-  if (p.qos == 1)
-    mqtt::append_puback(control(), version_, p.packet_id, reason::success);
-  if (p.retain) // alone: a retained message ends its run
+  if (p.qos > 0)
+    mqtt::append_ack(control(), p.qos == 1 ? mqtt::packet_type::puback : mqtt::packet_type::pubrec,
+                     version_, p.packet_id, reason::success);
+  if (p.retain || extras) { // alone: a retained message, or one with properties, ends its run
+    run_retain_ = p.retain;
+    run_extras_ = std::move(extras);
     publish_run();
+  }
 }
 
 void mqtt_session::publish_run() {
   auto& run = core_->run_scratch();
-  if (run.empty() || closed_)
-    return;
-  core_->publish(core_->run_channel_scratch(), run, *this, run_qos_);
+  if (!run.empty() && !closed_)
+    core_->publish(core_->run_channel_scratch(), run, *this,
+                   {run_qos_, run_retain_, std::move(run_extras_)});
   run.clear();
+  run_retain_ = false;
+  run_extras_.reset();
 }
 
 void mqtt_session::on_subscribe(const mqtt::header_result& h, std::string_view body) {
   core& c = *core_;
   std::uint16_t id = 0;
+  std::uint32_t subscription_id = 0;
   std::vector<mqtt::subscribe_entry> entries;
-  if (const mqtt::error e = mqtt::parse_subscribe(body, h.flags(), version_,
-                                                  c.cfg().mqtt.max_subscriptions, id, entries);
+  if (const mqtt::error e = mqtt::parse_subscribe(
+          body, h.flags(), version_, c.cfg().mqtt.max_subscriptions, id, entries, &subscription_id);
       e != mqtt::error::none) {
     const auto [why, code] = verdict(e);
     return fail(why, code);
@@ -434,16 +374,19 @@ void mqtt_session::on_subscribe(const mqtt::header_result& h, std::string_view b
   for (const auto& s : entries) {
     std::uint8_t code = 0;
     bool existed = false;
-    if (!mqtt::valid_topic_filter(s.filter))
+    const share_name shared = split_share(s.filter);
+    if (!shared.filter.empty() && s.no_local) // MQTT 5, 3.8.3.1
+      return fail(close_reason::mqtt_protocol_error, reason::protocol_error);
+    if (!mqtt::valid_topic_filter(s.filter) ||
+        (s.filter.starts_with("$share/") && shared.filter.empty()))
       code = reason::topic_filter_invalid;
-    else if (s.filter.starts_with("$share/"))
-      code = reason::shared_subscriptions_not_supported;
-    else if (!perms_->may_read(s.filter))
+    else if (!perms_->may_read(shared.filter.empty() ? s.filter : shared.filter))
       code = reason::not_authorized;
     else
-      code = router.subscribe(*state_, s.filter, std::min<std::uint8_t>(s.qos, 1), s.no_local,
-                              existed);
-    send_retained.push_back(code < 0x80 &&
+      code = router.subscribe(*state_, s.filter,
+                              {s.qos, s.no_local, s.retain_as_published, subscription_id}, existed);
+    // Retained messages are not sent for shared subscriptions (MQTT 5, 4.8.2).
+    send_retained.push_back(code < 0x80 && shared.filter.empty() &&
                             (s.retain_handling == 0 || (s.retain_handling == 1 && !existed)));
     codes.push_back(code >= 0x80 && version_ != mqtt::v5 ? 0x80 : code);
   }
@@ -451,7 +394,7 @@ void mqtt_session::on_subscribe(const mqtt::header_result& h, std::string_view b
   send_control(); // SUBACK first, then the retained messages it made due
   for (std::size_t i = 0; i < entries.size(); ++i)
     if (send_retained[i])
-      router.send_retained(*state_, entries[i].filter, codes[i]);
+      router.send_retained(*state_, entries[i].filter, codes[i], subscription_id);
 }
 
 void mqtt_session::on_unsubscribe(const mqtt::header_result& h, std::string_view body) {
@@ -471,32 +414,60 @@ void mqtt_session::on_unsubscribe(const mqtt::header_result& h, std::string_view
   mqtt::append_unsuback(control(), version_, id, codes);
 }
 
-void mqtt_session::on_puback(const mqtt::header_result& h, std::string_view body) {
+// PUBACK, PUBREC or PUBCOMP for a message the broker sent.
+void mqtt_session::on_ack(const mqtt::header_result& h, std::string_view body) {
   std::uint16_t id = 0;
-  if (const mqtt::error e = mqtt::parse_puback(body, h.flags(), version_, id);
-      e != mqtt::error::none) {
-    const auto [why, code] = verdict(e);
-    return fail(why, code);
-  }
-  core_->mqtt().acknowledged(*state_, id);
-}
-
-void mqtt_session::on_disconnect(const mqtt::header_result& h, std::string_view body) {
   std::uint8_t code = 0;
-  if (const mqtt::error e = mqtt::parse_disconnect(body, h.flags(), version_, code);
+  if (const mqtt::error e = mqtt::parse_ack(body, h.flags(), 0, version_, id, code);
       e != mqtt::error::none) {
     const auto [why, rc] = verdict(e);
     return fail(why, rc);
   }
-  will_cancelled_ = code != reason::disconnect_with_will;
+  core_->mqtt().acknowledged(*state_, h.type(), id, code, control());
+}
+
+// PUBREL for a QoS 2 message the client sent: delivered already; PUBCOMP ends it.
+void mqtt_session::on_pubrel(const mqtt::header_result& h, std::string_view body) {
+  std::uint16_t id = 0;
+  std::uint8_t code = 0;
+  if (const mqtt::error e = mqtt::parse_ack(body, h.flags(), 0x02, version_, id, code);
+      e != mqtt::error::none) {
+    const auto [why, rc] = verdict(e);
+    return fail(why, rc);
+  }
+  const bool held = core_->mqtt().release_qos2(*state_, id);
+  mqtt::append_ack(control(), mqtt::packet_type::pubcomp, version_, id,
+                   held ? reason::success : reason::packet_identifier_not_found);
+}
+
+void mqtt_session::on_disconnect(const mqtt::header_result& h, std::string_view body) {
+  mqtt::disconnect_packet d;
+  if (const mqtt::error e = mqtt::parse_disconnect(body, h.flags(), version_, d);
+      e != mqtt::error::none) {
+    const auto [why, rc] = verdict(e);
+    return fail(why, rc);
+  }
+  if (d.has_session_expiry) {
+    // A session that was to end with its connection cannot be made to last (MQTT 5, 3.14.2.2.2).
+    if (no_expiry_asked_ && d.session_expiry > 0)
+      return fail(close_reason::mqtt_protocol_error, reason::protocol_error);
+    if (state_)
+      state_->expiry_s =
+          std::min(d.session_expiry, seconds_of(core_->cfg().mqtt.max_session_expiry));
+  }
+  will_cancelled_ = d.reason != reason::disconnect_with_will;
   finish(close_reason::done);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Answers
 
-// Queues the control packets this read produced (CONNACK, SUBACK, PUBACKs, PINGRESP) as one
-// slice: the scratch string is the core's, so an idle connection keeps none.
+std::string& mqtt_session::control() {
+  return core_->mqtt_control_scratch();
+}
+
+// Queues the control packets this read produced (CONNACK, SUBACK, acknowledgements, PINGRESP)
+// as one slice: the scratch string is the core's, so an idle connection keeps none.
 void mqtt_session::send_control() {
   std::string& ctl = control();
   if (ctl.empty() || closed_)
@@ -511,7 +482,7 @@ void mqtt_session::send_control() {
 // A CONNECT refused: CONNACK with the reason, then closed once it is written.
 void mqtt_session::refuse(std::uint8_t v5_code, std::uint8_t v3_code, close_reason why) {
   mqtt::append_connack(control(), version_, false, version_ == mqtt::v5 ? v5_code : v3_code, {});
-  drop_will();
+  core_->mqtt().drop_will(std::move(will_));
   finish(why);
 }
 
@@ -521,14 +492,22 @@ void mqtt_session::finish(close_reason why) {
   done_reason_ = why;
 }
 
-// Closes at once. An MQTT 5 client is sent the reason if the socket takes 3 bytes now.
-void mqtt_session::fail(close_reason why, std::uint8_t v5_code) {
-  if (connected_ && version_ == mqtt::v5 && out_.empty()) {
-    std::string d;
-    mqtt::append_disconnect(d, v5_code);
-    write_now(fd_, d.data(), d.size());
+void mqtt_session::end(close_reason why, std::uint8_t v5_code) {
+  if (closed_ || done_)
+    return; // closing already, once its queue is written
+  if (!connected_ || version_ != mqtt::v5)
+    return close(why);
+  std::string d;
+  mqtt::append_disconnect(d, v5_code);
+  if (consuming_) {
+    control() += d; // after the answers of this read
+  } else {
+    block_ptr b = make_block(d.size());
+    std::memcpy(b.get(), d.data(), d.size());
+    enqueue(slice{std::move(b), 0, static_cast<std::uint32_t>(d.size()), 0});
+    core_->mark_flush(*this);
   }
-  close(why);
+  finish(why);
 }
 
 std::optional<close_reason> mqtt_session::read_overdue(steady::time_point now) const {
@@ -550,43 +529,14 @@ std::optional<close_reason> mqtt_session::read_overdue(steady::time_point now) c
 }
 
 // ---------------------------------------------------------------------------------------------
-// Write side (as the frame protocol's session)
+// Ending
 
 void mqtt_session::flush() {
   if (!waiting_write_)
     do_write();
 }
 
-void mqtt_session::do_write() {
-  core& c = *core_;
-  for (int round = 0; round < 16; ++round) {
-    if (out_.empty())
-      break;
-    auto& iov = c.iov_scratch();
-    iov.clear();
-    const std::size_t asked = gather(iov, core::max_iov);
-    error_code ec;
-    const std::size_t n = write_some(fd_, iov, ec);
-    if (ec == net::error::would_block || ec == net::error::try_again)
-      return wait_write();
-    if (ec == net::error::timed_out)
-      return close(close_reason::write_timeout);
-    if (ec) {
-      if (!is_expected_close(ec))
-        broker::detail::fail(ec, "mqtt write");
-      return close(close_reason::io_error);
-    }
-    sent(n);
-    if (n < asked)
-      return wait_write();
-  }
-  if (!out_.empty()) {
-    net::post(c.strand(), [self = self()] {
-      if (!self->closed_ && !self->waiting_write_)
-        self->do_write();
-    });
-    return;
-  }
+void mqtt_session::written_all() {
   owed_dropped_ = 0;
   if (done_)
     close(done_reason_);
@@ -594,39 +544,10 @@ void mqtt_session::do_write() {
     close(close_reason::shutdown);
 }
 
-void mqtt_session::wait_write() {
-  waiting_write_ = true;
-  if (stalled_since_ == steady::time_point{})
-    stalled_since_ = steady::now();
-  // The reactor says when the socket takes more (on_io).
-}
-
-// ---------------------------------------------------------------------------------------------
-// Ending
-
 void mqtt_session::begin_drain() {
   draining_ = true;
   if (out_.empty())
     close(close_reason::shutdown);
-}
-
-void mqtt_session::publish_will() {
-  if (!will_ || will_cancelled_ || core_->shutting_down())
-    return;
-  const will_data& w = *will_;
-  if (w.retain)
-    core_->mqtt().retain(std::string_view(w.channel).substr(topic_prefix.size()), w.payload, w.qos);
-  const std::size_t size = frame_header_bytes + w.payload.size();
-  block_ptr b = make_block(size);
-  write_length(b.get(), static_cast<std::uint32_t>(w.payload.size()));
-  std::memcpy(b.get() + frame_header_bytes, w.payload.data(), w.payload.size());
-  core_->publish_block(w.channel, b, size, w.qos);
-}
-
-void mqtt_session::drop_will() {
-  if (will_)
-    core_->release_will(*this, will_->cost());
-  will_.reset();
 }
 
 void mqtt_session::close(close_reason why) {
@@ -636,19 +557,17 @@ void mqtt_session::close(close_reason why) {
   closed_ = true;
   add(core_->ctx().ctr.disconnect(why), 1);
   std::string().swap(in_);
-  close_socket(why == close_reason::done || why == close_reason::shutdown);
-  // Taken over: the session is the new connection's, and so is the decision about the will.
+  close_transport(why == close_reason::done || why == close_reason::shutdown);
+  mqtt_router& router = core_->mqtt();
+  std::unique_ptr<mqtt_will> will = std::move(will_);
+  if (will_cancelled_ || core_->shutting_down())
+    router.drop_will(std::move(will));
+  // Taken over: the session is the new connection's, and the will went with it (attach).
   if (state_)
-    publish_will();
-  drop_will();
-  core_->mqtt().detach(*this);
+    router.detach(*this, std::move(will));
+  else
+    router.drop_will(std::move(will));
   core_->remove_peer(*this);
-}
-
-} // namespace
-
-std::shared_ptr<peer> make_mqtt_session(const std::shared_ptr<core>& c, tcp::socket socket) {
-  return std::make_shared<mqtt_session>(c, release_socket(socket));
 }
 
 } // namespace newsdesk::broker::detail

@@ -44,7 +44,8 @@ struct address_share {
   std::uint64_t refused_unlogged = 0; // refusals not yet in a log line
   steady::time_point logged{};        // when the last line about this address went out
 };
-/// Keyed by the address as text; an entry lives while a connection of that address does.
+/// Keyed by the address as text; an entry lives while a connection of that address does, or a
+/// will charged to it (a kept session's delayed will outlives its connection).
 using address_table = std::unordered_map<std::string, address_share>;
 
 class peer : public std::enable_shared_from_this<peer> {

@@ -1,8 +1,13 @@
 // The standalone broker process (see standalone.hpp).
 #include "broker/standalone.hpp"
 
+#include <functional>
 #include <iostream>
+#include <map>
+#include <string_view>
 #include <thread>
+
+#include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -21,10 +26,24 @@ int usage(const std::string& program) {
 
 int help(const std::string& program) {
   std::cout << "usage: " << program << " [--listen ADDR:PORT] [--config FILE] [--threads N]\n\n"
-            << "The config FILE is a JSON object with these keys, each optional (the same keys\n"
-            << "as \"broker\" in newsdesk's config file):\n"
-            << config_table().help("");
+            << "The config FILE (default: $NEWSDESK_CONFIG) is newsdesk's config file, whose\n"
+            << "\"broker\" object is read, or a JSON object of these keys alone, each optional.\n"
+            << "Each also has an environment variable, applied over the file; --listen comes\n"
+            << "last:\n"
+            << config_table().help("NEWSDESK_BROKER");
   return 0;
+}
+
+// The process's environment, as the embedded broker reads it (newsdesk's load_config).
+std::map<std::string, std::string, std::less<>> process_environment() {
+  std::map<std::string, std::string, std::less<>> env;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string_view entry(*e);
+    const auto eq = entry.find('=');
+    if (eq != std::string_view::npos)
+      env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  return env;
 }
 
 } // namespace
@@ -34,6 +53,10 @@ int run_standalone(const std::vector<std::string>& args, const std::string& prog
   config cfg;
   std::string listen_spec;
   unsigned threads = 1;
+  const auto env = process_environment();
+  std::string config_path;
+  if (const auto it = env.find("NEWSDESK_CONFIG"); it != env.end())
+    config_path = it->second;
   try {
     for (std::size_t i = 0; i < args.size(); ++i) {
       const std::string& arg = args[i];
@@ -42,7 +65,7 @@ int run_standalone(const std::vector<std::string>& args, const std::string& prog
       if (arg == "--listen")
         listen_spec = args[++i];
       else if (arg == "--config")
-        cfg = load_config_file(args[++i]);
+        config_path = args[++i];
       else if (arg == "--threads")
         threads = static_cast<unsigned>(std::stoul(args[++i]));
       else if (arg == "--help" || arg == "-h")
@@ -50,6 +73,12 @@ int run_standalone(const std::vector<std::string>& args, const std::string& prog
       else
         return usage(program);
     }
+    // As newsdesk reads its embedded broker's settings: the file, then the environment, then
+    // the command line.
+    if (!config_path.empty())
+      cfg = load_config_file(config_path);
+    for (const auto& warning : apply_environment(cfg, env))
+      std::cerr << program << ": " << warning << '\n';
     if (!listen_spec.empty())
       apply_listen_spec(cfg, listen_spec);
   } catch (const std::exception& e) {
@@ -78,7 +107,7 @@ int run_standalone(const std::vector<std::string>& args, const std::string& prog
 
   const auto ep = srv.local_endpoint();
   std::cout << "listening on " << ep.address().to_string() << ':' << ep.port() << std::endl;
-  if (cfg.mqtt.enabled) {
+  if (srv.mqtt_listening()) {
     const auto mq = srv.mqtt_endpoint();
     std::cout << "mqtt listening on " << mq.address().to_string() << ':' << mq.port() << std::endl;
   }

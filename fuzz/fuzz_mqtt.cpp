@@ -10,8 +10,9 @@
 //  - every view a parser returns lies inside the packet's body; strings it accepts are UTF-8;
 //    a PUBLISH topic it accepts has no wildcard; filters it accepts are well-formed as a whole
 //    or refused later by valid_topic_filter, never read out of bounds;
-//  - an accepted PUBLISH re-encodes (write_publish_header + payload) to a packet that parses to
-//    the same topic, payload, QoS and packet id;
+//  - an accepted PUBLISH re-encodes (write_publish_header + payload, with the properties the
+//    broker forwards) to a packet that parses to the same topic, payload, QoS, packet id and
+//    forwarded properties;
 //  - chunking changes nothing: the packets and the verdict equal a one-shot decode.
 #include "broker/mqtt_codec.hpp"
 
@@ -57,11 +58,17 @@ void parse_one(const header_result& h, std::string_view body, std::uint8_t versi
       require(valid_topic_name(p.topic));
       require(p.qos <= 2 && (p.qos == 0 || p.packet_id != 0));
       require(p.payload_offset + p.payload.size() == body.size());
-      // Re-encode (as the broker does for its subscribers) and parse again.
-      const std::uint8_t qos = p.qos > 1 ? 1 : p.qos;
-      std::string out(publish_bytes(version, p.topic.size(), p.payload.size(), qos), '\0');
+      // Re-encode (as the broker does for its subscribers, with the properties it forwards and
+      // the expiry it lowers) and parse again.
+      const std::uint8_t qos = p.qos;
+      std::string props;
+      append_forwarded(props, p.props.list);
+      if (p.props.has_expiry)
+        append_expiry_property(props, p.props.expiry);
+      std::string out(publish_bytes(version, p.topic.size(), p.payload.size(), qos, props.size()),
+                      '\0');
       char* at = write_publish_header(out.data(), version, p.topic, p.payload.size(), qos, p.retain,
-                                      false, p.packet_id);
+                                      false, p.packet_id, props);
       require(static_cast<std::size_t>(at - out.data()) + p.payload.size() == out.size());
       std::memcpy(at, p.payload.data(), p.payload.size());
       const auto again = try_decode_header(out, out.size());
@@ -71,6 +78,14 @@ void parse_one(const header_result& h, std::string_view body, std::uint8_t versi
                             version, q) == error::none);
       require(q.topic == p.topic && q.payload == p.payload && q.qos == qos &&
               q.retain == p.retain && (qos == 0 || q.packet_id == p.packet_id));
+      if (version == v5) { // forwarded once, the properties are what forwarding keeps
+        std::string again_props;
+        append_forwarded(again_props, q.props.list);
+        std::string first_props;
+        append_forwarded(first_props, p.props.list);
+        require(again_props == first_props && q.props.has_expiry == p.props.has_expiry &&
+                q.props.expiry == p.props.expiry);
+      }
     }
     break;
   }
@@ -95,15 +110,20 @@ void parse_one(const header_result& h, std::string_view body, std::uint8_t versi
         require(inside(f, body) && valid_utf8(f));
     break;
   }
-  case packet_type::puback: {
+  case packet_type::puback:
+  case packet_type::pubrec:
+  case packet_type::pubrel:
+  case packet_type::pubcomp: {
     std::uint16_t id = 0;
-    if (parse_puback(body, h.flags(), version, id) == error::none)
-      require(id != 0);
+    std::uint8_t code = 0;
+    const std::uint8_t want = h.type() == packet_type::pubrel ? 0x02 : 0x00;
+    if (parse_ack(body, h.flags(), want, version, id, code) == error::none)
+      require(id != 0 && (version == v5 || code == 0));
     break;
   }
   case packet_type::disconnect: {
-    std::uint8_t code = 0;
-    (void)parse_disconnect(body, h.flags(), version, code);
+    disconnect_packet d;
+    (void)parse_disconnect(body, h.flags(), version, d);
     break;
   }
   default:

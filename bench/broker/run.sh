@@ -63,7 +63,10 @@ printf '%s\n' "listener $MOSQUITTO_PORT 127.0.0.1" "allow_anonymous true" "persi
   >"$tmp/mosquitto.conf"
 
 start_servers() {
-  "$build/broker/newsdesk-broker" --listen 127.0.0.1:0 >"$tmp/broker.out" 2>"$tmp/broker.err" &
+  # Every load comes from 127.0.0.1: no per-address cap (mqtt.max_connections_per_address, 256 by
+  # default, would refuse the idle load's 10,000 connections; Mosquitto has none).
+  NEWSDESK_BROKER_MQTT_MAX_CONNECTIONS_PER_ADDRESS=0 \
+    "$build/broker/newsdesk-broker" --listen 127.0.0.1:0 >"$tmp/broker.out" 2>"$tmp/broker.err" &
   broker_pid=$!
   for _ in $(seq 100); do grep -q "^mqtt listening on" "$tmp/broker.out" 2>/dev/null && break; sleep 0.05; done
   broker_port="$(sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$tmp/broker.out")"

@@ -1,6 +1,6 @@
 // newsdesk instances sharing one PostgreSQL store, measured on this machine: a throwaway
 // PostgreSQL (tests/support/postgres_cluster), the Splash stand-in counting renders, the real
-// newsdesk binary, HAProxy and wrk. Four figures (run.sh prints how it was called):
+// newsdesk binary, HAProxy and wrk. The figures (run.sh prints how it was called):
 //   1. renders per site per interval with three instances (goal exactly 1; three uncoordinated
 //      instances would make 3), and how the renders were shared among them (goal: each a part);
 //   2. propagation: from a refresh's commit (this program LISTENs on the store's channel too,
@@ -10,10 +10,10 @@
 //      (goal <= lease + 1 s);
 //   4. /news requests/s through HAProxy with three instances against one instance alone;
 //   5. a busy cluster (busy_cluster): /news p99 with refreshes against none, commit -> frame
-//      among background refreshes, and a PostgreSQL outage behind HAProxy.
-#include "tests/support/harness.hpp"
-#include "tests/support/http_get.hpp"
-#include "tests/support/postgres_cluster.hpp"
+//      among background refreshes, and a PostgreSQL outage behind HAProxy;
+//   6. faults and readers behind HAProxy as shipped (cluster_faults.cpp): PostgreSQL frozen
+//      (SIGSTOP), an instance killed and started afresh, and 2,000 /events readers.
+#include "bench/cluster/cluster_support.hpp"
 
 #include <libpq-fe.h>
 #include <poll.h>
@@ -31,39 +31,9 @@
 #include <stdexcept>
 #include <thread>
 
-using namespace newsdesk::testing;
-using namespace std::chrono_literals;
-using clock_type = std::chrono::steady_clock;
+using namespace newsdesk::bench;
 
 namespace {
-
-json config_for(const splash_standin& splash, json sites, json refresh = json::object()) {
-  json r = {{"jitter", 0}, {"manual_min_interval", 0}};
-  r.update(refresh);
-  return json{{"splash_url", splash.base_url()},
-              {"refresh", r},
-              {"access_log", false},
-              {"sites", std::move(sites)}};
-}
-
-std::unique_ptr<newsdesk_process> start_instance(const json& config, const std::string& store) {
-  auto nd = std::make_unique<newsdesk_process>(config, std::vector<std::string>{"--store", store});
-  if (nd->port == 0)
-    throw std::runtime_error("newsdesk did not start:\n" + nd->log());
-  return nd;
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty())
-    return 0;
-  std::sort(v.begin(), v.end());
-  auto index = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(index, v.size() - 1)];
-}
-
-double median(std::vector<double> v) {
-  return percentile(std::move(v), 0.5);
-}
 
 // 1. Three instances, four sites on a 2 s interval: renders counted over a 20 s window.
 void renders_per_interval(postgres_cluster& pg) {
@@ -108,36 +78,6 @@ void renders_per_interval(postgres_cluster& pg) {
   std::printf("  renders by instance: %zu, %zu, %zu (goal: every instance a part)\n",
               after_each[0] - before_each[0], after_each[1] - before_each[1],
               after_each[2] - before_each[2]);
-}
-
-// A minimal SSE reader: collects bytes, no parsing beyond finding text.
-struct stream_reader {
-  int fd;
-  std::string received;
-  explicit stream_reader(unsigned short port) {
-    fd = connect_loopback(port);
-    if (fd < 0)
-      throw std::runtime_error("cannot connect for /events");
-    std::string request = "GET /events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n";
-    ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-  }
-  ~stream_reader() { ::close(fd); }
-  void read_some() {
-    char buf[65536];
-    auto n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0)
-      throw std::runtime_error("the /events stream closed");
-    received.append(buf, static_cast<std::size_t>(n));
-  }
-};
-
-// A connection LISTENing on the store's event channel, as the instances do.
-PGconn* listen_to_events(const std::string& store) {
-  PGconn* listen = PQconnectdb(store.c_str());
-  if (PQstatus(listen) != CONNECTION_OK)
-    throw std::runtime_error(std::string("cannot connect: ") + PQerrorMessage(listen));
-  PQclear(PQexec(listen, "LISTEN newsdesk_events"));
-  return listen;
 }
 
 struct commit_and_frame {
@@ -309,59 +249,6 @@ void throughput(postgres_cluster& pg, const std::string& haproxy, int seconds, i
               "instances %.0f, one instance alone %.0f, ratio %.2fx\n",
               seconds, runs, median(through_lb), median(alone), median(through_lb) / median(alone));
 }
-
-// Sites whose pages gain a story every `every` (a thread moves them on), so that each refresh
-// of them commits something the other instances apply.
-class changing_sites {
- public:
-  changing_sites(splash_standin& splash, int count, std::chrono::milliseconds every)
-      : splash_(splash) {
-    for (int i = 0; i < count; ++i) {
-      const auto name = "bg" + std::to_string(i);
-      urls_.push_back("https://" + name + ".cnn.com/");
-      sites_.push_back(site(name, "cnn", urls_.back()));
-    }
-    move_on();
-    mover_ = std::thread([this, every] {
-      while (!stop_) {
-        for (auto left = every; left.count() > 0 && !stop_; left -= 50ms)
-          std::this_thread::sleep_for(50ms);
-        move_on();
-      }
-    });
-  }
-  ~changing_sites() {
-    stop_ = true;
-    mover_.join();
-  }
-  // The sites, each with `interval` seconds.
-  json sites(int interval) const {
-    json out = sites_;
-    for (auto& s : out)
-      s["interval"] = interval;
-    return out;
-  }
-
- private:
-  // Each page: its 30 newest stories.
-  void move_on() {
-    ++round_;
-    for (std::size_t i = 0; i < urls_.size(); ++i) {
-      std::vector<std::pair<std::string, std::string>> stories;
-      for (int k = round_; k > std::max(0, round_ - 30); --k)
-        stories.push_back({"/" + std::to_string(i) + "/" + std::to_string(k) + "/index.html",
-                           "Site " + std::to_string(i) + " story " + std::to_string(k) +
-                               " about the harbour bridge vote"});
-      splash_.set(urls_[i], standin_page::page(cnn_page(stories)));
-    }
-  }
-  splash_standin& splash_;
-  std::vector<std::string> urls_;
-  json sites_ = json::array();
-  int round_ = 0;
-  std::atomic<bool> stop_{false};
-  std::thread mover_;
-};
 
 // One GET /news on a new connection, timed in parts: milliseconds until connected, until the
 // answer's first byte, and until the server closed; `ok` when the answer was a 200.
@@ -608,8 +495,10 @@ void busy_cluster(postgres_cluster& pg, const std::string& haproxy, int rounds,
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0); // each figure as soon as it is measured
   int rounds = 200, trials = 3, lease = 15, wrk_seconds = 10, runs = 3, busy_seconds = 40;
+  int freezes = 3, freeze_seconds = 20, readers = 2000, reader_rounds = 30;
   std::string haproxy = "/usr/sbin/haproxy";
-  bool only_busy = false;
+  std::string
+      only; // one part: busy, faults (freeze, fresh start, readers), freeze, restart, readers
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "--rounds")
@@ -624,25 +513,48 @@ int main(int argc, char** argv) {
       runs = std::atoi(argv[i + 1]);
     else if (flag == "--busy-seconds")
       busy_seconds = std::atoi(argv[i + 1]);
-    else if (flag == "--only-busy")
-      only_busy = std::string(argv[i + 1]) == "1";
+    else if (flag == "--only")
+      only = argv[i + 1];
+    else if (flag == "--freezes")
+      freezes = std::atoi(argv[i + 1]);
+    else if (flag == "--freeze-seconds")
+      freeze_seconds = std::atoi(argv[i + 1]);
+    else if (flag == "--readers")
+      readers = std::atoi(argv[i + 1]);
+    else if (flag == "--reader-rounds")
+      reader_rounds = std::atoi(argv[i + 1]);
     else if (flag == "--haproxy")
       haproxy = argv[i + 1];
     else {
       std::cerr << "usage: cluster_bench [--rounds N] [--trials N] [--lease S] [--wrk-seconds S] "
-                   "[--runs N] [--busy-seconds S] [--only-busy 1] [--haproxy PATH]\n";
+                   "[--runs N] [--busy-seconds S] [--only busy|faults|freeze|"
+                   "restart|readers] [--freezes N] [--freeze-seconds S] [--readers N] "
+                   "[--reader-rounds N] [--haproxy PATH]\n";
       return 2;
     }
   }
   try {
     postgres_cluster pg;
-    if (!only_busy) {
+    const auto part = [&](const char* name) {
+      return only.empty() || only == name ||
+             (only == "faults" &&
+              (std::string(name) == "freeze" || std::string(name) == "restart" ||
+               std::string(name) == "readers"));
+    };
+    if (only.empty()) {
       renders_per_interval(pg);
       propagation(pg, rounds);
       takeover(pg, trials, lease);
       throughput(pg, haproxy, wrk_seconds, runs);
     }
-    busy_cluster(pg, haproxy, rounds, std::chrono::seconds(busy_seconds));
+    if (part("busy"))
+      busy_cluster(pg, haproxy, rounds, std::chrono::seconds(busy_seconds));
+    if (part("freeze"))
+      frozen_database(pg, haproxy, freezes, freeze_seconds);
+    if (part("restart"))
+      fresh_start(pg, haproxy, trials);
+    if (part("readers"))
+      many_readers(pg, haproxy, readers, reader_rounds);
   } catch (const std::exception& e) {
     std::cerr << "cluster_bench: " << e.what() << "\n";
     return 1;

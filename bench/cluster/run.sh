@@ -6,10 +6,18 @@
 # PostgreSQL (initdb/pg_ctl as the postgres user in a temporary folder) and stops it on exit.
 #
 # Usage: bench/cluster/run.sh [cluster_bench flags]   (e.g. --rounds 500 --trials 5)
+#        bench/cluster/run.sh --only faults            issue 47's: PostgreSQL frozen 3 x 20 s, an
+#                                                      instance started afresh behind HAProxy,
+#                                                      2,000 /events readers (--only freeze,
+#                                                      restart or readers for one of them)
+#        bench/cluster/run.sh --only busy              /news p99 with refreshes against without
 #        needs postgresql, haproxy and wrk: scripts/setup --with-bench
+#        BENCH_BUILD=build uses that build tree (as scripts/build left it) instead of a Release
+#        one of its own in build-bench.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-build=$root/build-bench
+build=${BENCH_BUILD:-$root/build-bench}
+[[ $build = /* ]] || build=$root/$build
 
 for tool in wrk haproxy; do
   command -v "$tool" >/dev/null || [[ -x /usr/sbin/$tool ]] ||
@@ -22,8 +30,9 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 ||
 exec 9>/tmp/newsdesk-bench.lock
 flock -n 9 || { echo "bench/cluster: another benchmark holds /tmp/newsdesk-bench.lock; waiting for it" >&2; flock 9; }
 
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+[[ -n ${BENCH_BUILD:-} ]] || cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" --target newsdesk cluster_bench >/dev/null
 
-echo "bench/cluster on $(hostname), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ), $(git -C "$root" rev-parse --short HEAD)"
+echo "bench/cluster on $(hostname), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ), $(git -C "$root" rev-parse --short HEAD), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 "$build/bench/cluster/cluster_bench" --haproxy "$(command -v haproxy || echo /usr/sbin/haproxy)" "$@"
+echo "bench/cluster: load average at the end $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -141,7 +141,8 @@ struct application::parts {
       , files(cfg.static_dir)
       , renderers(ioc, renderer_options_of(cfg))
       // The store opens before anything listens: a broken store file stops startup with its name.
-      , store(open_store(cfg.store_path.string(), {.max_connections = cfg.store_max_connections}))
+      , store(open_store(cfg.store_path.string(), {.max_connections = cfg.store_max_connections,
+                                                   .call_timeout = cfg.store_timeout}))
       , news(ioc, sites, renderers.by_name(), parse_pool, scrape_pool.get_executor(), store.get(),
              cfg.refresh)
       , routes(news, page, files, build_pool, filtered_pool,
@@ -175,11 +176,17 @@ struct application::parts {
     if (cfg.broker.enabled)
       pubsub = std::make_unique<broker::server>(ioc, cfg.broker);
     // A shared store: every instance's pages follow the store's event log.
+    // Its probe is the store's check (the page's notice, /readyz, /metrics), told on the
+    // worker pool: the notice makes a snapshot.
     if (auto* cluster = store->cluster())
       changes = std::make_unique<change_listener>(
-          ioc, parse_pool, *cluster, [this](const std::vector<store_event>& events) {
+          ioc, parse_pool, *cluster,
+          [this](const std::vector<store_event>& events) {
             news.apply_events(events);
             icons.reload(); // another instance may have stored a site's icon
+          },
+          [this](const std::string& error, const std::string& refusal) {
+            net::post(parse_pool, [this, error, refusal] { news.store_probed(error, refusal); });
           });
     live.set_snapshot_source([this] { return news.snapshot(); });
     add_routes();
@@ -252,6 +259,22 @@ struct application::parts {
     if (pubsub)
       routes.bind_json(route_id::broker_stats,
                        [this] { return nlohmann::json(pubsub->stats()).dump() + "\n"; });
+    if (pubsub && cfg.broker.mqtt.enabled)
+      routes.bind(route_id::mqtt_websocket, [this](http_request req, responder respond) {
+        broker::websocket_request upgrade{req.method, req.target, std::move(req.headers)};
+        if (auto refused = broker::check_websocket_request(upgrade)) {
+          auto res = text_response(refused->status, refused->text);
+          if (refused->status == 426)
+            res.with_header("Upgrade", "websocket");
+          return respond(std::move(res));
+        }
+        http_response res;
+        res.status = 101; // written by the broker, which answers the upgrade
+        res.take_over = [this, upgrade = std::move(upgrade)](int fd) mutable {
+          pubsub->serve_websocket(fd, std::move(upgrade));
+        };
+        respond(std::move(res));
+      });
     if (cfg.metrics)
       routes.bind(route_id::metrics, [this](http_request, responder respond) {
         std::optional<broker::stats_snapshot> broker_stats;
@@ -260,51 +283,47 @@ struct application::parts {
         http_response res;
         res.content_type = "text/plain; version=0.0.4; charset=utf-8";
         const auto queue = news.refresh_queue();
+        const auto foreign = news.foreign_sites();
         res.body = counters.render(
                        news.snapshot()->sites, broker_stats ? &*broker_stats : nullptr,
                        {live.clients(), http->open_connections(), http->refused()},
                        {queue.waiting, std::chrono::duration<double>(queue.oldest_wait).count(),
                         queue.behind, queue.parse_pages, queue.parse_bytes, queue.parse_full,
                         queue.not_modified},
-                       {.degraded = changes &&
-                                    (!news.store_unreachable().empty() || !changes->connected())}) +
+                       {.degraded =
+                            changes && (!news.store_unreachable().empty() || !changes->connected()),
+                        .shared = changes != nullptr,
+                        .sites_elsewhere = foreign.elsewhere.size(),
+                        .sites_orphaned = foreign.orphaned.size()}) +
                    routes.cache_metrics() + render_fetch_metrics(renderers.client().stats()) +
                    render_alert_metrics(alert_rules.stats());
         res.with_header("Cache-Control", "no-store");
         respond(std::move(res));
       });
-    // The store check reads the disk (SQLite's file and a query): on the pool.
+    // Answered from state, on the network thread: the store's verdict is what its checks last
+    // found (a shared store's probe, a file's watch), never a call made for this request, which a
+    // balancer's probes would multiply and a hung database would hold.
     routes.bind(route_id::readyz, [this](http_request, responder respond) {
-      net::post(parse_pool, [this, respond = std::move(respond)] {
-        store_check check{.shared = store->cluster() != nullptr};
-        try {
-          // A lost file first: reading what is left of it fails with SQLite's words, not ours.
-          if (auto lost = store->identity_problem(); !lost.empty())
-            check.error = std::move(lost);
-          else if (!changes)
-            (void)store->last_id(); // a local file: cheap, and one that cannot be read throws
-          // A shared store is asked by the 2 s watch (check_store), whose verdict is used here:
-          // a query per health check would add one for every balancer's probe, each holding a
-          // pool thread while the database hangs.
-          else if (auto unreachable = news.store_unreachable(); !unreachable.empty())
-            check.error = std::move(unreachable);
-          else if (!changes->connected())
-            check.error = "not listening for changes from the other instances (reconnecting)";
-          if (!check.error)
-            if (auto write = news.store_write_error(); !write.empty())
-              check.error = "the store cannot be written: " + write;
-        } catch (const std::exception& e) {
-          check.error = e.what();
-        }
-        auto verdict = decide_readiness(*news.snapshot(), news.sites(), cfg.refresh.jitter,
-                                        unix_ms_now(), check);
-        http_response res;
-        res.status = verdict.ready ? 200 : 503;
-        res.content_type = json_content_type;
-        res.body = verdict.to_json();
-        res.with_header("Cache-Control", "no-store");
-        respond(std::move(res));
-      });
+      store_check check{.shared = store->cluster() != nullptr};
+      if (changes) {
+        if (auto unreachable = news.store_unreachable(); !unreachable.empty())
+          check.error = std::move(unreachable);
+        else if (!changes->connected())
+          check.error = "not listening for changes from the other instances (reconnecting)";
+      } else if (auto problem = local_store_problem(); !problem.empty()) {
+        check.error = std::move(problem);
+      }
+      if (!check.error)
+        if (auto write = news.store_write_error(); !write.empty())
+          check.error = "the store cannot be written: " + write;
+      auto verdict = decide_readiness(*news.snapshot(), news.sites(), cfg.refresh.jitter,
+                                      unix_ms_now(), check, routes.views_built());
+      http_response res;
+      res.status = verdict.ready ? 200 : 503;
+      res.content_type = json_content_type;
+      res.body = verdict.to_json();
+      res.with_header("Cache-Control", "no-store");
+      respond(std::move(res));
     });
   }
 
@@ -452,7 +471,7 @@ struct application::parts {
       auto endpoint = pubsub->local_endpoint();
       log_info("msg=listening service=broker address=" + endpoint.address().to_string() + ":" +
                std::to_string(endpoint.port()));
-      if (cfg.broker.mqtt.enabled) {
+      if (pubsub->mqtt_listening()) {
         auto mqtt = pubsub->mqtt_endpoint();
         log_info("msg=listening service=mqtt address=" + mqtt.address().to_string() + ":" +
                  std::to_string(mqtt.port()));
@@ -465,10 +484,11 @@ struct application::parts {
     });
   }
 
-  // Every 2 s, and only once the last check ended: a store that hangs a query holds one pool
-  // thread, never a pile of them.
+  // A store of this instance's own (SQLite): every 2 s, and only once the last check ended, its
+  // file is checked to be what was opened and to read. A shared store is checked by its
+  // listener's probe instead, which holds no pool thread.
   void watch_store() {
-    if (stopping)
+    if (stopping || changes)
       return;
     store_watch.expires_after(std::chrono::seconds(2));
     store_watch.async_wait([this](boost::system::error_code ec) {
@@ -482,16 +502,19 @@ struct application::parts {
   }
 
   void check_store() {
-    // A shared store is asked, so an outage shows (log, notice, /metrics) while no refresh
-    // writes: refreshes are minutes apart, and readers should not be told late.
-    if (changes)
-      try {
-        (void)store->last_id();
-        news.store_reachable({});
-      } catch (const std::exception& e) {
-        news.store_reachable(e.what());
-      }
+    // A lost file first: reading what is left of it fails with SQLite's words, not ours.
     auto problem = store->identity_problem();
+    std::string unreadable;
+    if (problem.empty())
+      try {
+        (void)store->last_id(); // a local file: cheap, and one that cannot be read throws
+      } catch (const std::exception& e) {
+        unreadable = e.what();
+      }
+    {
+      std::lock_guard lock(store_problem_mutex);
+      store_problem = problem.empty() ? unreadable : problem;
+    }
     if (problem == store_lost)
       return;
     store_lost = problem;
@@ -671,6 +694,13 @@ struct application::parts {
   // process): one error line when it is lost, one when it is back. store_lost: the pool's only.
   net::steady_timer store_watch;
   std::string store_lost;
+  mutable std::mutex store_problem_mutex; // guards store_problem
+  std::string store_problem;              // the last check's verdict: "" when the file reads
+
+  std::string local_store_problem() const {
+    std::lock_guard lock(store_problem_mutex);
+    return store_problem;
+  }
   std::atomic<int> reloads_wanted{0}; // SIGHUPs since the running reload began (0: none runs)
   std::atomic<bool> stopping{false};
 };

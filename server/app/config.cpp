@@ -268,6 +268,14 @@ settings::table<config> make_table() {
                   .help = "PostgreSQL store: connections this instance opens at most, its LISTEN "
                           "connection included (the rest serve queries); every instance's fit "
                           "in the server's max_connections. SQLite ignores it"}),
+           field(&c::store_timeout,
+                 {.path = "store_timeout",
+                  .min = 0.1,
+                  .max = 600,
+                  .help = "PostgreSQL store: each query, connection start or wait for a free "
+                          "connection may take this long; then it is cancelled and the store "
+                          "reported unreachable (a frozen server is told as a stopped one). "
+                          "SQLite ignores it"}),
            field(&c::public_url,
                  {.path = "public_url",
                   .flag = "--public-url URL",
@@ -614,9 +622,19 @@ config load_config(const std::vector<std::string>& args, const environment& env,
 }
 
 void fit_descriptor_budget(config& cfg, std::size_t open_file_limit) {
-  const std::size_t broker = cfg.broker.enabled ? cfg.broker.max_connections : 0;
-  const std::size_t fixed =
-      reserved_descriptors + body_descriptors + cfg.http.max_refusing + broker;
+  // The broker's share, sized here only when broker.max_connections is left at its default: that
+  // default (16,384 MQTT clients) is what a broker alone would take, and on a common open-file
+  // limit (20,000) it left HTTP 1,824 descriptors, 608 of them for /events streams, too few for
+  // a page's readers. Left at its default, the broker takes at most a third of what the fixed
+  // parts leave (6,069 of 20,000), the HTTP budgets the rest; a value set explicitly (file,
+  // environment, flag) is taken as given, as before.
+  std::size_t broker = cfg.broker.enabled ? cfg.broker.max_connections : 0;
+  const std::size_t reserved = reserved_descriptors + body_descriptors + cfg.http.max_refusing;
+  if (cfg.broker.enabled && cfg.broker.max_connections == broker::config{}.max_connections) {
+    const std::size_t share = open_file_limit > reserved ? (open_file_limit - reserved) / 3 : 0;
+    broker = cfg.broker.max_connections = std::min(broker, std::max<std::size_t>(share, 1));
+  }
+  const std::size_t fixed = reserved + broker;
   const std::size_t left = open_file_limit > fixed ? open_file_limit - fixed : 0;
   auto& http = cfg.http;
   const std::size_t given = http.max_connections + http.max_streams;

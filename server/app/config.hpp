@@ -91,6 +91,8 @@ struct config {
   // PostgreSQL store: connections this instance opens at most, LISTEN included (see
   // store_options::max_connections, whose default this is).
   std::size_t store_max_connections = store_options{}.max_connections;
+  // PostgreSQL store: the bound on each round trip (see store_options::call_timeout).
+  std::chrono::milliseconds store_timeout = store_options{}.call_timeout;
 
   // The "sites" entries as given (strings or objects); absent: every registered scraper.
   std::shared_ptr<const nlohmann::json> sites;

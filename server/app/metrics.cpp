@@ -206,6 +206,15 @@ std::string metrics::render(const std::vector<site_report>& sites,
   header(out, "newsdesk_degraded", "gauge",
          "1 while the shared store is down and this instance serves from memory.");
   sample(out, "newsdesk_degraded", "", store.degraded ? 1 : 0);
+  if (store.shared) {
+    header(out, "newsdesk_cluster_sites_elsewhere", "gauge",
+           "Sites in the shared schedule that this instance does not have but a running one "
+           "renders.");
+    sample(out, "newsdesk_cluster_sites_elsewhere", "", static_cast<double>(store.sites_elsewhere));
+    header(out, "newsdesk_cluster_sites_orphaned", "gauge",
+           "Sites in the shared schedule that no running instance has (overdue, no live lease).");
+    sample(out, "newsdesk_cluster_sites_orphaned", "", static_cast<double>(store.sites_orphaned));
+  }
 
   if (broker) {
     const auto& b = *broker;

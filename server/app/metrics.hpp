@@ -93,6 +93,9 @@ class metrics {
     // A shared store that cannot be reached (or whose changes are not heard): the instance
     // serves from memory, ready but degraded (readiness.hpp).
     bool degraded = false;
+    // A shared store's schedule, as this instance last looked (site_schedule::foreign).
+    bool shared = false;
+    std::size_t sites_elsewhere = 0, sites_orphaned = 0;
   };
   // The whole exposition. `broker` may be null (broker off).
   std::string render(const std::vector<site_report>& sites, const broker::stats_snapshot* broker,

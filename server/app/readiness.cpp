@@ -22,7 +22,7 @@ std::string readiness::to_json() const {
 
 readiness decide_readiness(const news_snapshot& snapshot,
                            const std::vector<site_config>& configured, double jitter,
-                           std::int64_t now_ms, const store_check& store) {
+                           std::int64_t now_ms, const store_check& store, bool views_built) {
   readiness out;
   out.sites = configured.size();
   bool unready = false;
@@ -59,6 +59,10 @@ readiness decide_readiness(const news_snapshot& snapshot,
     out.reasons.push_back("no site has refreshed within its interval yet");
     if (!shared_outage)
       unready = true;
+  }
+  if (!views_built) {
+    out.reasons.push_back("the page is being built");
+    unready = true;
   }
   out.ready = !unready;
   return out;

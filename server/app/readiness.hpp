@@ -44,13 +44,15 @@ struct store_check {
   bool shared = false;
 };
 
-// Ready when the instance can answer: its store works or, for a shared store that is down, it
-// has something in memory to serve (`snapshot.ready`); and, unless no site is configured or the
+// Ready when the instance can answer, and at once: its page is built (`views_built`: /news has
+// bytes to send, so a request the balancer sends the moment this says 200 is answered from them,
+// not after a first build); its store works or, for a shared store that is down, it has
+// something in memory to serve (`snapshot.ready`); and, unless no site is configured or the
 // shared store is down (no instance can refresh then), at least one configured site succeeded
 // within interval * (1 + jitter) + its render timeout of `now_ms`. Sites in `snapshot` that are
 // no longer configured (a reload removed them) are ignored.
 readiness decide_readiness(const news_snapshot& snapshot,
                            const std::vector<site_config>& configured, double jitter,
-                           std::int64_t now_ms, const store_check& store);
+                           std::int64_t now_ms, const store_check& store, bool views_built);
 
 } // namespace newsdesk::server

@@ -4,8 +4,8 @@
 //
 // Handlers are bound by route_id (router::bind): the routes class binds the pages and endpoints
 // it answers itself, the application those other components answer (/events, /api/broker,
-// /metrics, /readyz). A route nobody bound (the broker or the metrics turned off) is answered
-// 404, as an unknown path is.
+// /metrics, /readyz, /mqtt). A route nobody bound (the broker or the metrics turned off) is
+// answered 404, as an unknown path is.
 #pragma once
 
 #include "server/http/http_message.hpp"
@@ -26,6 +26,7 @@ enum class route_id {
   refresh,
   events,
   broker_stats,
+  mqtt_websocket,
   healthz,
   readyz,
   metrics,
@@ -65,6 +66,8 @@ inline constexpr auto route_table = std::to_array<route>({
     {route_id::events, "/events", route_methods::read, "/events"},
     // The broker's counters (when the broker runs).
     {route_id::broker_stats, "/api/broker", route_methods::read, "/api/broker"},
+    // MQTT over WebSocket (subprotocol mqtt), when the broker's MQTT runs; else 404.
+    {route_id::mqtt_websocket, "/mqtt", route_methods::read, "/mqtt"},
     // {"status":"ok"} while the process serves; /readyz: whether it should get traffic.
     {route_id::healthz, "/healthz", route_methods::read, "/healthz"},
     {route_id::readyz, "/readyz", route_methods::read, "/readyz"},

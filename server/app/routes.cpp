@@ -241,6 +241,12 @@ void routes::remember_view(const std::string& slot, const std::string& key, std:
   replaced = std::exchange(view.bytes, std::move(bytes));
 }
 
+bool routes::views_built() const {
+  std::lock_guard lock(current_mutex_);
+  auto page = current_.find("/news@");
+  return page != current_.end() && page->second.bytes != nullptr;
+}
+
 void routes::serve_news(http_request request, const std::string& path, responder respond) {
   const bool feed = path == "/news.atom" || path == "/news.feed.json" || path == "/opml";
   // Only the feeds name their own and the page's address.

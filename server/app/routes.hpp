@@ -71,6 +71,11 @@ class routes {
   // a round ends the previous bytes answer. A site's own views are built when first asked for.
   void prebuild(const std::shared_ptr<const news_snapshot>& snapshot);
 
+  // True once /news has bytes built for ready headlines (what readiness waits for): from then on
+  // the fast path answers it at once, whatever changes later (the previous bytes answer until the
+  // next ones are built). Any thread.
+  bool views_built() const;
+
   // The representation cache's counters, in Prometheus text format (for /metrics).
   std::string cache_metrics() const;
   // At shutdown: no more background work is scheduled (views waiting to be polished are not).

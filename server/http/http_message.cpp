@@ -142,6 +142,8 @@ std::string_view reason_phrase(unsigned status) {
     return "Payload Too Large";
   case 414:
     return "URI Too Long";
+  case 426:
+    return "Upgrade Required";
   case 429:
     return "Too Many Requests";
   case 431:
@@ -200,7 +202,11 @@ http_response text_response(unsigned status, std::string_view text) {
   return res;
 }
 
-bool event_stream::push(std::string_view chunk) {
+bool event_stream::push(std::string_view text) {
+  return push(std::make_shared<const std::string>(text));
+}
+
+bool event_stream::push(chunk shared) {
   std::function<void()> wake;
   {
     std::lock_guard lock(mutex_);
@@ -212,13 +218,14 @@ bool event_stream::push(std::string_view chunk) {
     // taken yet (a site's status, a story) is no sign of a slow reader. A stream whose
     // backlog would pass that is too slow: dropped, it reconnects and replays what it missed.
     if (backlog_.empty())
-      allowed_bytes_ = chunk.size() + max_bytes_;
-    if (backlog_.size() + chunk.size() > allowed_bytes_) {
+      allowed_bytes_ = shared->size() + max_bytes_;
+    if (backlog_bytes_ + shared->size() > allowed_bytes_) {
       closed_ = true;
-      std::string().swap(backlog_); // nothing will send it
+      drop_backlog_locked(); // nothing will send it
       wake = std::move(wake_);
     } else {
-      backlog_.append(chunk);
+      backlog_bytes_ += shared->size();
+      backlog_.push_back(std::move(shared));
       wake = wake_;
     }
   }
@@ -236,7 +243,7 @@ void event_stream::close() {
     closed_ = true;
     // Nothing will send it: free it now, not when the publisher next finds the stream closed
     // (a stream refused over the streams' budget held its whole reset until the next ping).
-    std::string().swap(backlog_);
+    drop_backlog_locked();
     wake = std::move(wake_); // the connection holds itself through wake_: release it
   }
   if (wake)
@@ -257,8 +264,14 @@ void event_stream::on_activity(std::function<void()> wake) {
   wake(); // whatever was pushed before the connection was ready
 }
 
-std::string event_stream::take() {
+void event_stream::drop_backlog_locked() {
+  std::vector<chunk>().swap(backlog_);
+  backlog_bytes_ = 0;
+}
+
+std::vector<event_stream::chunk> event_stream::take() {
   std::lock_guard lock(mutex_);
+  backlog_bytes_ = 0;
   return std::exchange(backlog_, {});
 }
 

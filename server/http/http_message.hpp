@@ -18,44 +18,39 @@ namespace newsdesk::server {
 
 using header_list = std::vector<std::pair<std::string, std::string>>;
 
-struct http_request {
-  std::string method; // upper case as received, e.g. "GET"
-  std::string target; // request-target as received, e.g. "/news?site=cnn"
-  header_list headers;
-  std::string body;
-
-  // The target before '?', and after it (empty when absent).
-  std::string_view path() const;
-  std::string_view query() const;
-  // First header of that name, compared case-insensitively.
-  std::optional<std::string_view> header(std::string_view name) const;
-};
-
 // A response body written while it is produced (Server-Sent Events). Producers push chunks
-// from any thread; the connection writes them in order. A client that reads too slowly to keep
-// its backlog under one chunk plus `max_buffered_bytes` is cut off (push returns false), so it
-// never holds more memory than that, nor holds other clients back. The stream ends when the
+// from any thread; the connection writes them in order. A chunk many streams carry alike (a batch
+// of events, a reset with every headline) is pushed as one shared buffer, never copied per
+// stream. A client that reads too slowly to keep its backlog (the bytes it has yet to be sent,
+// shared or not) under one chunk plus `max_buffered_bytes` is cut off (push returns false), so
+// it never holds more memory than that, nor holds other clients back. The stream ends when the
 // producer or the connection closes it.
 class event_stream {
  public:
+  using chunk = std::shared_ptr<const std::string>;
+
   explicit event_stream(std::size_t max_buffered_bytes)
       : max_bytes_(max_buffered_bytes) {}
 
-  // Queues `chunk`. False when the stream is closed, or closes now because the backlog would
-  // pass the limit beyond its first chunk (a chunk pushed when nothing is waiting is taken
-  // whatever its size).
-  bool push(std::string_view chunk);
+  // Queues `text` (copied), or `shared` (kept). False when the stream is closed, or closes now
+  // because the backlog would pass the limit beyond its first chunk (a chunk pushed when nothing
+  // is waiting is taken whatever its size).
+  bool push(std::string_view text);
+  bool push(chunk shared);
   void close();
   bool closed() const;
 
   // The connection's side: `wake` runs (on the pushing thread) whenever there is data or the
   // stream closes; take() empties the backlog.
   void on_activity(std::function<void()> wake);
-  std::string take();
+  std::vector<chunk> take();
 
  private:
+  void drop_backlog_locked(); // frees what is waiting: the stream is closed
+
   mutable std::mutex mutex_;
-  std::string backlog_;
+  std::vector<chunk> backlog_;
+  std::size_t backlog_bytes_ = 0;
   std::size_t max_bytes_;
   std::size_t allowed_bytes_ = 0; // the backlog's first chunk plus max_bytes_
   bool closed_ = false;
@@ -102,6 +97,12 @@ struct http_response {
   // Header lines formatted ahead of time (append_header_line), sent after `headers`: what a
   // response served many times over carries every time (see representation).
   std::shared_ptr<const std::string> header_lines;
+  // When set, the connection is handed over instead of answered (an upgrade to another
+  // protocol: MQTT over WebSocket): the server writes nothing, lets the socket go and calls
+  // this, on the connection's thread, with its descriptor, the callee's from then on. A HEAD
+  // request, or one followed by bytes already read (pipelined), is answered 400 instead, and
+  // one arriving while the server stops 503.
+  std::function<void(int fd)> take_over;
 
   std::size_t body_size() const { return file_body ? file_body->size() : body.size(); }
   // The first header of that name (case-insensitive) in `headers` or `header_lines`.
@@ -111,6 +112,28 @@ struct http_response {
     headers.emplace_back(std::move(name), std::move(value));
     return *this;
   }
+};
+
+struct http_request {
+  std::string method; // upper case as received, e.g. "GET"
+  std::string target; // request-target as received, e.g. "/news?site=cnn"
+  header_list headers;
+  std::string body;
+
+  // The target before '?', and after it (empty when absent).
+  std::string_view path() const;
+  std::string_view query() const;
+  // First header of that name, compared case-insensitively.
+  std::optional<std::string_view> header(std::string_view name) const;
+
+  // Set by http_server on a request it may answer with a stream (its connection holds a plain
+  // slot): takes a slot of the streams' budget for it now, so that a handler refuses a stream
+  // over the budget before it sets anything up for it, and the refusal is the 503 it is (in the
+  // access log and /metrics) rather than a stream cut after the fact. Returns nothing when the
+  // slot is taken (answer with the stream; anything else gives the slot back), else the 503 to
+  // answer with. Call it at most once, before the handler returns (on the connection's thread).
+  // Null outside a connection (tests); a stream answered without it is checked as it starts.
+  std::function<std::optional<http_response>()> reserve_stream;
 };
 
 // The Content-Type of every JSON answer (/news.json, /healthz, /readyz, /api/...).

@@ -138,8 +138,7 @@ struct http_server::state {
 
   // Moves a plain slot to a stream slot, or returns why not ("streams", "streams_per_ip",
   // "streams_per_range").
-  const char* to_stream(const std::string& address) {
-    const auto range = range_of(address);
+  const char* to_stream(const std::string& address, const std::string& range) {
     const auto per_range = streams_per_range();
     std::lock_guard lock(budget_mutex);
     auto& mine = by_address[address];
@@ -152,6 +151,8 @@ struct http_server::state {
              per_range && it != streams_by_range.end() && it->second >= per_range)
       reason = "streams_per_range";
     if (reason) {
+      if (auto r = streams_by_range.find(range); r != streams_by_range.end() && r->second == 0)
+        streams_by_range.erase(r);
       note_refusal_locked(reason);
       return reason;
     }
@@ -163,7 +164,24 @@ struct http_server::state {
     return nullptr;
   }
 
-  void release(slot kind, const std::string& address) {
+  // A stream slot taken for a request that was then answered without a stream: plain again.
+  void to_plain(const std::string& address, const std::string& range) {
+    std::lock_guard lock(budget_mutex);
+    --streams;
+    ++plain;
+    if (auto it = by_address.find(address); it != by_address.end()) {
+      --it->second.streams;
+      ++it->second.plain;
+    }
+    forget_range_locked(range);
+  }
+
+  void forget_range_locked(const std::string& range) {
+    if (auto r = streams_by_range.find(range); r != streams_by_range.end() && --r->second == 0)
+      streams_by_range.erase(r);
+  }
+
+  void release(slot kind, const std::string& address, const std::string& range) {
     std::lock_guard lock(budget_mutex);
     if (kind == slot::refusing) {
       --refusing;
@@ -178,9 +196,7 @@ struct http_server::state {
       --streams;
       if (it != by_address.end())
         --it->second.streams;
-      if (auto r = streams_by_range.find(range_of(address));
-          r != streams_by_range.end() && --r->second == 0)
-        streams_by_range.erase(r);
+      forget_range_locked(range);
     }
     if (it != by_address.end() && it->second.plain == 0 && it->second.streams == 0)
       by_address.erase(it);
@@ -411,13 +427,14 @@ class session : public connection_base, public std::enable_shared_from_this<sess
   // `kind`: the budget slot serve() took for this connection (plain, or refusing: it reads one
   // request and answers 503).
   session(tcp::socket&& socket, std::shared_ptr<http_server::state> st, std::string address,
-          http_server::state::slot kind)
+          std::string range, http_server::state::slot kind)
       : socket_(std::move(socket))
       , buffer_(request_reader::make_buffer(st->limits))
       , state_(std::move(st))
       , deadline_timer_(socket_.get_executor())
       , file_deadline_(socket_.get_executor())
       , address_(std::move(address))
+      , range_(std::move(range))
       , slot_(kind) {
     ++state_->connections;
     // Every response ends with a flush: without this, Nagle holds a body's last partial segment
@@ -430,7 +447,7 @@ class session : public connection_base, public std::enable_shared_from_this<sess
       std::lock_guard lock(state_->open_mutex);
       state_->open.erase(*registered_);
     }
-    state_->release(slot_, address_);
+    state_->release(slot_, address_, range_);
     --state_->connections;
   }
 
@@ -520,6 +537,16 @@ class session : public connection_base, public std::enable_shared_from_this<sess
     }
 
     http_request req = to_request(msg);
+    if (slot_ == http_server::state::slot::plain && !head_)
+      req.reserve_stream = [weak = weak_from_this()]() -> std::optional<http_response> {
+        auto self = weak.lock();
+        if (!self || self->slot_ != http_server::state::slot::plain)
+          return std::nullopt;
+        if (self->state_->to_stream(self->address_, self->range_))
+          return self->over_budget();
+        self->slot_ = http_server::state::slot::stream;
+        return std::nullopt;
+      };
 
     // The handler may answer from any thread; writing happens back on this connection's strand
     // or loop (at once when it answers there, before returning: no trip through the queue).
@@ -543,11 +570,15 @@ class session : public connection_base, public std::enable_shared_from_this<sess
   }
 
   void do_write(http_response res) {
+    if (res.take_over)
+      return hand_over(std::move(res.take_over));
     if (state_->stopping)
       keep_alive_ = false;
     set_deadline(state_->limits.write_timeout);
+    if (res.stream && !head_ && slot_ == http_server::state::slot::stream)
+      return start_stream(std::move(res)); // its slot reserved by the handler
     if (res.stream && !head_ && slot_ == http_server::state::slot::plain) {
-      if (!state_->to_stream(address_))
+      if (!state_->to_stream(address_, range_))
         return start_stream(std::move(res));
       res.stream->close(); // over the streams' budget: the client retries later
       res = over_budget();
@@ -555,6 +586,10 @@ class session : public connection_base, public std::enable_shared_from_this<sess
     }
     if (res.stream)
       res.stream->close();
+    if (slot_ == http_server::state::slot::stream) { // reserved, then answered otherwise
+      state_->to_plain(address_, range_);
+      slot_ = http_server::state::slot::plain;
+    }
     const bool bodiless_status = res.status / 100 == 1 || res.status == 204 || res.status == 304;
     // One response is written at a time (the next request is read once it is out), so the
     // connection keeps it, and its head's buffer, in members: no allocation per response.
@@ -567,6 +602,21 @@ class session : public connection_base, public std::enable_shared_from_this<sess
     if (file && file->size() > max_copied_body)
       return send_head_then_file();
     write_out(file ? file->bytes() : std::string_view(response_.body));
+  }
+
+  // An upgrade (http_response::take_over): the socket goes to whoever speaks the new protocol,
+  // and this connection ends without a write (its budget slot goes with it).
+  void hand_over(std::function<void(int)> take_over) {
+    clear_deadline();
+    if (head_ || buffer_.size() != 0 || state_->stopping) { // bytes already read would be lost
+      keep_alive_ = false;
+      return do_write(state_->stopping ? over_budget() : text_response(400));
+    }
+    error_code ec;
+    const int fd = socket_.release(ec);
+    if (ec)
+      return fail(ec, "hand over");
+    take_over(fd);
   }
 
   // Bodies up to this size go out with their head in one write (a copy into the socket costs
@@ -703,9 +753,13 @@ class session : public connection_base, public std::enable_shared_from_this<sess
 
   // A streamed body: the headers, then whatever the event stream produces until it closes.
   void start_stream(http_response res) {
-    slot_ = http_server::state::slot::stream; // to_stream() moved the slot
+    slot_ = http_server::state::slot::stream; // to_stream() or the handler moved the slot
     keep_alive_ = false;                      // the body ends when the connection does
     events_ = std::move(res.stream);
+    // A stream may stay open for hours: what reading its request took goes now (the parser
+    // holds the request's headers, the buffer what the client sent).
+    reader_.reset();
+    buffer_ = beast::flat_buffer();
     auto head = std::make_shared<std::string>();
     format_head(*head, res, version_, false, std::nullopt);
     net::async_write(
@@ -713,6 +767,7 @@ class session : public connection_base, public std::enable_shared_from_this<sess
           self->clear_deadline(); // idle between events; each write has its own deadline
           if (ec)
             return self->events_->close();
+          self->watch_stream_peer();
           // The stream holds the session while it is open; closing it releases the session.
           self->events_->on_activity([self] {
             net::post(self->socket_.get_executor(), [self] { self->do_stream_write(); });
@@ -720,19 +775,41 @@ class session : public connection_base, public std::enable_shared_from_this<sess
         });
   }
 
+  // A streaming client sends nothing more: a read ends only when it leaves (or sends what it
+  // should not), and the stream closes then rather than at the next event or heartbeat, so a
+  // client gone frees its slot and memory at once.
+  void watch_stream_peer() {
+    socket_.async_read_some(net::buffer(peer_byte_),
+                            [self = shared_from_this()](error_code, std::size_t) {
+                              self->peer_gone_ = true;
+                              self->events_->close();
+                            });
+  }
+
   void do_stream_write() {
     if (writing_events_)
       return;
-    auto data = std::make_shared<std::string>(events_->take());
-    if (data->empty()) {
-      if (events_->closed())
-        do_close();
+    auto chunks = std::make_shared<std::vector<event_stream::chunk>>(events_->take());
+    if (chunks->empty()) {
+      if (!events_->closed())
+        return;
+      error_code ignored;
+      if (peer_gone_)
+        return socket_.close(ignored); // nothing to tell a client that left
+      // Ended here: the client is told (FIN) and has the write deadline to close its side, while
+      // watch_stream_peer's read holds the connection.
+      set_deadline(state_->limits.write_timeout);
+      do_close();
       return;
     }
+    std::vector<net::const_buffer> buffers;
+    buffers.reserve(chunks->size());
+    for (const auto& c : *chunks)
+      buffers.push_back(net::buffer(*c));
     writing_events_ = true;
     set_deadline(state_->limits.write_timeout);
-    net::async_write(socket_, net::buffer(*data),
-                     [self = shared_from_this(), data](error_code ec, std::size_t) {
+    net::async_write(socket_, buffers,
+                     [self = shared_from_this(), chunks](error_code ec, std::size_t) {
                        self->writing_events_ = false;
                        self->clear_deadline();
                        if (ec)
@@ -762,8 +839,11 @@ class session : public connection_base, public std::enable_shared_from_this<sess
   bool reading_ = false;      // reading a request
   bool restart_read_ = false; // notice_stop() cancelled that read to restart it
   std::optional<std::list<std::weak_ptr<connection_base>>::iterator> registered_;
-  const std::string address_;     // the client's, for the per-address budgets
-  http_server::state::slot slot_; // the budget slot this connection holds
+  const std::string address_;       // the client's, for the per-address budgets
+  const std::string range_;         // its address range, for the streams' per-range budget
+  std::array<char, 1> peer_byte_{}; // what watch_stream_peer reads into
+  bool peer_gone_ = false;          // that read ended: the client left
+  http_server::state::slot slot_;   // the budget slot this connection holds
 };
 
 void do_accept(const std::shared_ptr<http_server::state>& st);
@@ -776,18 +856,19 @@ void serve(const std::shared_ptr<http_server::state>& st, tcp::socket socket) {
   if (ec)
     return; // the client left before it was accepted
   auto address = endpoint.address().to_string();
+  auto range = range_of(address);
   if (!st->move_to_loop(socket))
     return;
   bool refusing = false;
   if (!st->admit(address, refusing))
-    return std::make_shared<session>(std::move(socket), st, std::move(address),
+    return std::make_shared<session>(std::move(socket), st, std::move(address), std::move(range),
                                      http_server::state::slot::plain)
         ->run();
   if (!refusing) {
     socket.close(ec);
     return;
   }
-  std::make_shared<session>(std::move(socket), st, std::move(address),
+  std::make_shared<session>(std::move(socket), st, std::move(address), std::move(range),
                             http_server::state::slot::refusing)
       ->run();
 }

@@ -55,6 +55,26 @@ class store_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The database refused this instance's login (a changed password, a role without LOGIN, no
+// pg_hba.conf entry): an outage that needs the operator, not time, so it is said as such.
+class store_login_refused : public store_error {
+ public:
+  // `refusal`: the server's words for it ("password authentication failed for user "x"").
+  store_login_refused(const std::string& message, std::string refusal)
+      : store_error(message)
+      , refusal_(std::move(refusal)) {}
+  const std::string& refusal() const { return refusal_; }
+
+ private:
+  std::string refusal_;
+};
+
+// The refused login's words when `e` is a store_login_refused; empty otherwise.
+inline std::string login_refusal_of(const std::exception& e) {
+  const auto* refused = dynamic_cast<const store_login_refused*>(&e);
+  return refused ? refused->refusal() : std::string();
+}
+
 // A write refused because the instance no longer holds the site's lease: another instance took
 // the site over (this one stalled past its lease), so this result is stale and is dropped.
 class lease_lost : public store_error {
@@ -166,6 +186,14 @@ struct store_options {
   // claims, renewals and page reads overlap on a small machine while 10 instances fit in
   // PostgreSQL's default of 100. The SQLite store ignores it.
   std::size_t max_connections = 5;
+  // PostgreSQL: how long one round trip (a query, a connection's start, a wait for a free
+  // connection) may take before it is given up (the query cancelled, its connection closed) and
+  // the call fails with store_error. The server's statement timeout cannot bound a server that
+  // is frozen (SIGSTOP, a full disk, a network that drops packets): this does. A few seconds:
+  // far above what newsdesk's statements take (milliseconds), short enough that a hung
+  // database is told within it. Statements the server bounds itself take longer (migrations,
+  // pruning: its statement timeout plus this).
+  std::chrono::milliseconds call_timeout{3000};
 };
 
 // What one record_refresh committed, so the caller never reads back what it just wrote: the
@@ -337,6 +365,9 @@ class headline_store {
 // is not renewed expires, and the site is claimable again: an instance that died is taken over
 // within one lease time.
 //
+// A lease holds while its holder's heartbeat does: an instance that stopped beating loses its
+// leases when its heartbeat runs out (seconds), not when the leases do.
+//
 // Claims spread over the instances: each instance says it is alive (heartbeat) while it runs,
 // and a scheduled claim by an instance that has rendered more than its share of the sites lately
 // is deferred for share_wait, leaving the due site to an instance with fewer (see claim()).
@@ -358,6 +389,13 @@ enum class claim_status {
   leased,       // another owner holds a live lease (a render is running somewhere)
   rate_limited, // a manual claim too soon after the last manual one
   deferred      // due, but left to an instance that has rendered fewer sites, for a moment
+};
+
+// A site in the shared schedule, as scheduled_sites() reads it.
+struct scheduled_site {
+  std::string site;
+  std::chrono::milliseconds overdue{0}; // how long ago it came due (negative: due later)
+  bool held = false;                    // a live instance holds its lease (renders it now)
 };
 
 struct claim_result {
@@ -400,6 +438,13 @@ class cluster_store {
   // `owner` is stopping: it no longer counts towards the shares.
   virtual void leave(std::string_view owner) = 0;
 
+  // Every site the schedule holds (any instance's), by name: what an instance compares with its
+  // own sites to tell which ones only other instances know, and which no running one renders.
+  virtual std::vector<scheduled_site> scheduled_sites() = 0;
+  // Ends every lease whose holder's heartbeat has run out (a claim does that too, for its own
+  // site; this frees sites no live instance claims). Returns their names.
+  virtual std::vector<std::string> release_dead_leases() = 0;
+
   // Extends `owner`'s lease on `site` to `lease` from now. False when `owner` no longer holds it.
   virtual bool renew(std::string_view site, std::string_view owner,
                      std::chrono::milliseconds lease) = 0;
@@ -421,6 +466,13 @@ class cluster_store {
 
   // The connection string, for a listener's own connection.
   virtual const std::string& conninfo() const = 0;
+  // Each round trip's bound (store_options::call_timeout), which a listener's own connection
+  // keeps too.
+  virtual std::chrono::milliseconds call_timeout() const = 0;
+  // Closes idle connections the server has closed meanwhile (a restart, pg_terminate_backend),
+  // so they do not linger (CLOSE-WAIT) until a call finds them broken; returns how many. Never
+  // waits: a look at each idle connection's socket. Any thread.
+  virtual std::size_t close_dead_connections() = 0;
 
   // The connections this instance may open (store_options::max_connections), its listener's
   // included: what a message about running out of them names.

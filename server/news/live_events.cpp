@@ -1,6 +1,7 @@
 #include "server/news/live_events.hpp"
 
 #include "scrapers/url.hpp"
+#include "server/core/free_memory.hpp"
 #include "server/core/log.hpp"
 #include "server/news/headline.hpp"
 #include "server/news/headline_store.hpp"
@@ -26,6 +27,20 @@ namespace net = boost::asio;
 using json = nlohmann::json;
 using error_code = boost::system::error_code;
 
+namespace {
+
+// Every stream's first bytes, one buffer for all.
+event_stream::chunk retry_chunk() {
+  static const auto chunk = std::make_shared<const std::string>("retry: 3000\n\n");
+  return chunk;
+}
+
+// Streams that end between two trims of the allocator's free memory: a burst of a few hundred
+// short streams leaves megabytes in malloc's arenas; fewer are not worth a walk over the heap.
+constexpr std::size_t trim_after = 256;
+
+} // namespace
+
 struct live_events::state : std::enable_shared_from_this<live_events::state> {
   state(net::io_context& ioc_, net::thread_pool& pool_, headline_store* store_,
         std::map<std::string, site_look> sites_)
@@ -41,32 +56,6 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
   headline_store* store;
   const std::string epoch; // the store's: the first half of every event id
   std::function<std::shared_ptr<const news_snapshot>()> snapshot_source;
-  // The unfiltered reset's data and the snapshot version it was made from (reset_data();
-  // guarded by `mutex`).
-  std::uint64_t reset_version = 0;
-  std::shared_ptr<const std::string> reset_cache;
-
-  // The data of a reset event for `filter`: the newest page_size headlines it passes, what the
-  // page shows. The unfiltered one is made once per snapshot however many clients start over
-  // (a storm of reconnects with unknown ids costs a copy of the bytes per client, not a build,
-  // and never more than a page's headlines). Called with `mutex` held.
-  std::shared_ptr<const std::string> reset_data(const news_query& filter) {
-    auto snapshot = snapshot_source ? snapshot_source() : nullptr;
-    if (!snapshot)
-      return std::make_shared<const std::string>("[]");
-    const bool everyone = !filter.filters_headlines();
-    if (everyone && reset_cache && reset_version == snapshot->version)
-      return reset_cache;
-    auto chosen = snapshot->headlines.select(
-        [&filter](const news_item& item) { return filter.matches(item); }, page_size);
-    auto data = std::make_shared<const std::string>(
-        headlines_json(std::vector<news_item>(chosen.begin(), chosen.end())));
-    if (everyone) {
-      reset_version = snapshot->version;
-      reset_cache = data;
-    }
-    return data;
-  }
   mutable std::mutex sites_mutex; // guards sites (replaced whole on a reload)
   std::shared_ptr<const std::map<std::string, site_look>> sites;
 
@@ -85,7 +74,7 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
     std::string text;
     news_item item;
   };
-  mutable std::mutex mutex; // guards clients, stopped and the reset cache
+  mutable std::mutex mutex; // guards clients, prune_at, stopped, resets and ended_since_trim
   std::vector<client> clients;
   // When registering finds this many clients, the closed ones are dropped (add_locked()).
   std::size_t prune_at = 64;
@@ -95,14 +84,20 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
   // registrations, so a storm of reconnects does not pile them up until the next ping.
   void add_locked(client c) {
     if (clients.size() >= prune_at) {
-      clients.erase(std::remove_if(clients.begin(), clients.end(),
-                                   [](const client& k) { return k.stream->closed(); }),
-                    clients.end());
+      drop_clients_locked([](const client& k) { return k.stream->closed(); });
       prune_at = std::max<std::size_t>(64, 2 * clients.size());
     }
     clients.push_back(std::move(c));
   }
   bool stopped = false;
+  // The reset events of the current snapshot, by filter (filter_key): made once, shared by every
+  // client starting over while that snapshot is current (a reconnect storm costs one reset's
+  // bytes, not one per client). Emptied when the snapshot changes; at most max_resets filters.
+  std::uint64_t resets_version = 0;
+  std::map<std::string, event_stream::chunk> resets;
+  static constexpr std::size_t max_resets = 32;
+  // Streams ended since their memory was last handed back (return_free_memory).
+  std::size_t ended_since_trim = 0;
 
   // The heartbeat lives on this strand.
   net::strand<net::io_context::executor_type> strand;
@@ -149,53 +144,87 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
     return data.is_null() ? std::string() : headline_event(item.id, data);
   }
 
+  // Drops clients for which `gone` is true, counting them.
+  template <class Gone> void drop_clients_locked(Gone gone) {
+    const auto before = clients.size();
+    clients.erase(std::remove_if(clients.begin(), clients.end(), gone), clients.end());
+    ended_since_trim += before - clients.size();
+  }
+
   void broadcast_locked(std::string_view text) {
-    clients.erase(std::remove_if(clients.begin(), clients.end(),
-                                 [&](const client& c) { return !c.stream->push(text); }),
-                  clients.end());
+    const auto shared = std::make_shared<const std::string>(text);
+    drop_clients_locked([&](const client& c) { return !c.stream->push(shared); });
+  }
+
+  // What tells two filters' resets apart: the sites, the words and the story.
+  static std::string filter_key(const news_query& filter) {
+    std::string key;
+    for (const auto& s : filter.sites)
+      key += s + ",";
+    key += "|";
+    key += filter.q;
+    return key + "|" + std::to_string(filter.story);
+  }
+
+  // The reset event for `filter` of `snapshot`: what the page shows (the newest page_size
+  // headlines the filter passes), and the newest id held, from the cache while the snapshot is
+  // current (a storm of reconnects with unknown ids costs no build per client, and no copy).
+  event_stream::chunk reset_locked(const news_snapshot& snapshot, const news_query& filter) {
+    if (snapshot.version != resets_version) {
+      resets.clear();
+      resets_version = snapshot.version;
+    }
+    const auto key = filter_key(filter);
+    if (auto found = resets.find(key); found != resets.end())
+      return found->second;
+    auto chosen = snapshot.headlines.select(
+        [&filter](const news_item& item) { return filter.matches(item); }, page_size);
+    const std::vector<news_item> current(chosen.begin(), chosen.end());
+    auto made = std::make_shared<const std::string>(
+        "id: " + event_id(snapshot.last_id) + "\nevent: reset\ndata: " + headlines_json(current) +
+        "\n\n");
+    if (resets.size() < max_resets)
+      resets.emplace(key, made);
+    return made;
   }
 
   // Sends each event to the clients that have not had its id yet and whose filter it passes.
   // `events` ascend by id.
   void send_locked(const std::vector<event>& events) {
-    std::string all;
+    std::string text;
     for (const auto& e : events)
-      all += e.text;
+      text += e.text;
+    const auto all = std::make_shared<const std::string>(std::move(text)); // shared, not copied
     const auto newest = events.back().id;
-    clients.erase(std::remove_if(clients.begin(), clients.end(),
-                                 [&](client& c) {
-                                   bool ok;
-                                   if (c.through < events.front().id &&
-                                       !c.filter.filters_headlines()) {
-                                     ok = c.stream->push(all);
-                                     c.last_event = std::chrono::steady_clock::now();
-                                   } else {
-                                     std::string some;
-                                     for (const auto& e : events)
-                                       if (e.id > c.through && c.filter.matches(e.item))
-                                         some += e.text;
-                                     ok = some.empty() || c.stream->push(some);
-                                     if (!some.empty())
-                                       c.last_event = std::chrono::steady_clock::now();
-                                   }
-                                   c.through = std::max(c.through, newest);
-                                   return !ok;
-                                 }),
-                  clients.end());
+    drop_clients_locked([&](client& c) {
+      bool ok;
+      if (c.through < events.front().id && !c.filter.filters_headlines()) {
+        ok = c.stream->push(all);
+        c.last_event = std::chrono::steady_clock::now();
+      } else {
+        std::string some;
+        for (const auto& e : events)
+          if (e.id > c.through && c.filter.matches(e.item))
+            some += e.text;
+        ok = some.empty() || c.stream->push(some);
+        if (!some.empty())
+          c.last_event = std::chrono::steady_clock::now();
+      }
+      c.through = std::max(c.through, newest);
+      return !ok;
+    });
   }
 
   // Streams that have had no event for max_idle are closed: the browser reconnects with its
   // Last-Event-ID and misses nothing, and a client that only holds streams open gives them up.
   void close_idle_locked() {
     const auto cutoff = std::chrono::steady_clock::now() - max_idle;
-    clients.erase(std::remove_if(clients.begin(), clients.end(),
-                                 [&](const client& c) {
-                                   if (c.last_event > cutoff)
-                                     return false;
-                                   c.stream->close();
-                                   return true;
-                                 }),
-                  clients.end());
+    drop_clients_locked([&](const client& c) {
+      if (c.last_event > cutoff && !c.stream->closed())
+        return false;
+      c.stream->close();
+      return true;
+    });
   }
 
   void schedule_heartbeat() {
@@ -203,13 +232,21 @@ struct live_events::state : std::enable_shared_from_this<live_events::state> {
     heartbeat_timer.async_wait([self = shared_from_this()](error_code ec) {
       if (ec)
         return;
+      bool trim = false;
       {
         std::lock_guard lock(self->mutex);
         if (self->stopped)
           return;
         self->close_idle_locked();
         self->broadcast_locked(": ping\n\n");
+        trim = self->ended_since_trim >= trim_after;
+        if (trim)
+          self->ended_since_trim = 0;
       }
+      // Many streams ended (a reconnect storm, readers leaving): the memory their connections
+      // held is handed back, not kept at the peak.
+      if (trim)
+        return_free_memory();
       self->schedule_heartbeat();
     });
   }
@@ -318,7 +355,10 @@ void live_events::stop() {
 
 std::size_t live_events::clients() const {
   std::lock_guard lock(state_->mutex);
-  return state_->clients.size();
+  // Streams whose client left are forgotten at the next event, heartbeat or new client.
+  return static_cast<std::size_t>(
+      std::count_if(state_->clients.begin(), state_->clients.end(),
+                    [](const state::client& c) { return !c.stream->closed(); }));
 }
 
 void live_events::handle(http_request request, responder respond) {
@@ -364,13 +404,19 @@ void live_events::handle(http_request request, responder respond) {
   if (auto last = request.header("Last-Event-ID"))
     parse_id(*last);
 
+  // The stream's slot first: a client over the streams' budget gets its 503 before anything is
+  // set up for it.
+  if (request.reserve_stream)
+    if (auto refused = request.reserve_stream())
+      return respond(std::move(*refused));
+
   // Registering and replaying happen under the lock that publishing takes, and each client
   // remembers the newest id it was sent, so no event is lost or sent twice between the replay
   // and the live stream. The store reads run on the worker pool, off the network threads.
   net::post(state_->pool, [st = state_, after, start_over, filter = std::move(filter),
                            respond = std::move(respond)]() mutable {
     auto stream = std::make_shared<event_stream>(max_backlog_bytes);
-    stream->push("retry: 3000\n\n"); // reconnect after 3 s
+    stream->push(retry_chunk()); // reconnect after 3 s
     {
       std::lock_guard lock(st->mutex);
       if (st->stopped)
@@ -378,14 +424,12 @@ void live_events::handle(http_request request, responder respond) {
       state::client c{stream, 0, std::move(filter)};
       if ((after > 0 || start_over) && st->store) {
         try {
+          // An id of another store needs no read: the client starts over from what is shown.
           // Rows after `after` may have been pruned (the client was away longer than the
-          // retention), or never written here: start it over from what is current.
-          const auto newest = st->store->last_id();
-          if (start_over || after < st->store->pruned_through() || after > newest) {
-            c.through = newest;
-            stream->push("id: " + st->event_id(c.through) +
-                         "\nevent: reset\ndata: " + *st->reset_data(c.filter) + "\n\n");
-          } else {
+          // retention), or never written here: it starts over too.
+          start_over =
+              start_over || after < st->store->pruned_through() || after > st->store->last_id();
+          if (!start_over) {
             auto rows = st->store->since(after, max_replay);
             for (const auto& row : rows) {
               auto item = item_of(row);
@@ -396,6 +440,13 @@ void live_events::handle(http_request request, responder respond) {
           }
         } catch (const std::exception& e) {
           log_warn("msg=\"live events: replay failed\" error=" + logfmt_quoted(e.what()));
+        }
+        // Read under the lock: a batch published after this snapshot comes after the reset
+        // (its ids are past the snapshot's newest), one published before is in it.
+        if (start_over && st->snapshot_source) {
+          const auto snapshot = st->snapshot_source();
+          c.through = snapshot->last_id;
+          stream->push(st->reset_locked(*snapshot, c.filter));
         }
       }
       st->add_locked(std::move(c));

@@ -15,10 +15,14 @@
 // which grows in commit order. A client that reconnects with Last-Event-ID (or ?after=ID) first
 // gets what it missed, replayed from the store, on any instance sharing it; an id from another
 // store, or one older than what pruning kept, gets an `event: reset` whose data is the current
-// headlines its page would show (at most page_size), and goes on from there. A client may name the
-// same site= and q= filters as the page (news_query.hpp): it is sent only the headlines that page
-// would list, in its replay and reset as well. Each client has a bounded backlog: one that stops
-// reading is cut off (it will reconnect and replay), never slowing the others. Comments (": ping")
+// headlines its page would show (at most page_size), and goes on from there; that reset is made
+// once per snapshot (and filter) and shared by every client starting over meanwhile, so a storm
+// of reconnects costs one reset's bytes. A client may name the same site= and q= filters as the
+// page (news_query.hpp): it is sent only the headlines that page would list, in its replay and
+// reset as well. Each client has a bounded backlog: one that stops reading is cut off (it will
+// reconnect and replay), never slowing the others; its backlog is the bytes it has yet to be
+// sent, shared with the other clients where they are the same (a batch, a reset), so a stream
+// costs its connection and a few hundred bytes, not a copy of every event. Comments (": ping")
 // every 15 s keep proxies from closing idle streams and reveal clients that left.
 //
 // Threads: all members may be called from any thread. publish() only queues: the batch is
@@ -77,7 +81,8 @@ class live_events {
   void publish_status(const std::vector<site_report>& sites);
 
   // What a client starting over gets in its reset event: the headlines shown now (the newest
-  // page_size of them its filter passes, as the page). Set before start().
+  // page_size of them its filter passes, as the page), and the newest id held (where its stream
+  // goes on from). Set before start().
   void set_snapshot_source(std::function<std::shared_ptr<const news_snapshot>()> source);
 
   // The /events route.
@@ -86,6 +91,7 @@ class live_events {
   void start(); // heartbeats
   void stop();  // closes every stream; later batches are dropped
 
+  // Open streams (a refused one is never counted: it is answered 503 before it is one).
   std::size_t clients() const;
 
   static constexpr std::chrono::seconds heartbeat{15};

@@ -83,7 +83,9 @@ news_service::news_service(boost::asio::io_context& ioc, std::vector<site_config
   schedule_.on_due([this](const site_schedule::ticket& t, std::shared_ptr<const site_config> s) {
     refresh(t, std::move(s));
   });
-  schedule_.on_store_status([this](const std::string& error) { store_reachable(error); });
+  schedule_.on_store_status([this](const std::string& error, const std::string& refusal) {
+    store_reachable(error, refusal);
+  });
 }
 
 news_service::~news_service() {
@@ -298,31 +300,65 @@ site_schedule::outcome news_service::record_shared(const site_schedule::ticket& 
   } catch (const lease_lost&) {
     return site_schedule::outcome::dropped;
   } catch (const std::exception& e) {
-    store_reachable(e.what());
+    store_reachable(e.what(), login_refusal_of(e));
     return site_schedule::outcome::store_unreachable;
   }
   store_reachable({});
   return result.ok() ? site_schedule::outcome::succeeded : site_schedule::outcome::failed;
 }
 
-void news_service::store_reachable(const std::string& error) {
+void news_service::store_reachable(const std::string& error, const std::string& login_refusal) {
   {
     std::lock_guard lock(mutex_);
     store_unreachable_ = error;
+    if (!error.empty() || store_probe_error_.empty())
+      login_refusal_ = login_refusal;
+  }
+  show_store_state();
+}
+
+void news_service::store_probed(const std::string& error, const std::string& login_refusal) {
+  {
+    std::lock_guard lock(mutex_);
+    store_probe_error_ = error;
+    if (!error.empty() || store_unreachable_.empty())
+      login_refusal_ = login_refusal;
+  }
+  show_store_state();
+}
+
+// One line and one notice per outage, whichever found it (a claim, a write, the store's check); a
+// refused login says what was refused and what to check.
+void news_service::show_store_state() {
+  // One at a time, from reading the verdict to showing it: otherwise a failure read before a
+  // success could be shown after it, and the notice would stay up with the store answering.
+  std::lock_guard shown(store_state_shown_);
+  std::string error, refusal;
+  {
+    std::lock_guard lock(mutex_);
+    error = store_probe_error_.empty() ? store_unreachable_ : store_probe_error_;
+    refusal = login_refusal_;
   }
   if (error.empty()) {
     if (state_.set_notice({}))
       log_info("msg=\"store reachable again\"");
-  } else if (state_.set_notice(
-                 "The database cannot be reached: the headlines shown may be out of date.")) {
-    log_warn("msg=\"store unreachable\" error=" + logfmt_quoted(error) +
-             " detail=\"serving the headlines in memory until it answers\"");
+    return;
   }
+  const auto notice =
+      refusal.empty()
+          ? std::string("The database cannot be reached: the headlines shown may be out of date.")
+          : "The database refused newsdesk's login (" + refusal +
+                "): check store credentials. The headlines shown may be out of date.";
+  if (state_.set_notice(notice))
+    log_warn(std::string(refusal.empty() ? "msg=\"store unreachable\""
+                                         : "msg=\"store refused the login\"") +
+             " error=" + logfmt_quoted(error) +
+             " detail=\"serving the headlines in memory until it answers\"");
 }
 
 std::string news_service::store_unreachable() const {
   std::lock_guard lock(mutex_);
-  return store_unreachable_;
+  return store_probe_error_.empty() ? store_unreachable_ : store_probe_error_;
 }
 
 void news_service::note_store_write(std::string error) {
@@ -383,7 +419,7 @@ void news_service::apply_events(const std::vector<store_event>& events) {
       if (auto c = by_site.find(st.site); c != by_site.end())
         c->second.state = std::move(st);
   } catch (const std::exception& e) {
-    store_reachable(e.what());
+    store_reachable(e.what(), login_refusal_of(e));
     throw;
   }
   store_reachable({});

@@ -151,11 +151,18 @@ class news_service {
   // succeeds again. /readyz reports the instance unready meanwhile.
   std::string store_write_error() const;
   // Whether the store answered the latest read or write of this instance: "" when it did, else
-  // its error. A change is logged and shown on the page as a notice.
-  void store_reachable(const std::string& error);
+  // its error, and when it refused the login the server's words for that (login_refusal_of). A
+  // change is logged and shown on the page as a notice (a refused login with its cause).
+  void store_reachable(const std::string& error, const std::string& login_refusal = {});
+  // The same from the store's own check (change_listener's probe), which a call that worked does
+  // not overrule: the store counts as reachable once both say so.
+  void store_probed(const std::string& error, const std::string& login_refusal = {});
   std::string store_unreachable() const;
   // How refreshes queue for render slots (for /metrics).
   site_refresh::queue_stats refresh_queue() const { return refresh_.stats(); }
+
+  // Shared stores: the schedule's sites this instance does not have (site_schedule::foreign).
+  site_schedule::foreign_sites foreign_sites() const { return schedule_.foreign(); }
 
   // Shared stores: this instance's name in the schedule's leases (host, process and a random
   // part, so a restarted process never inherits its predecessor's leases).
@@ -178,6 +185,7 @@ class news_service {
   site_schedule::outcome record_shared(const site_schedule::ticket& t, const site_config& site,
                                        const refresh_result& result);
   void note_store_write(std::string error);
+  void show_store_state();
   void prune_history();
   std::int64_t now_ms() const;
 
@@ -199,11 +207,14 @@ class news_service {
   // Writes and their hand-over to the headline state happen in commit order, so live events
   // see ids ascending (a write's ids are assigned in the store, in commit order).
   std::mutex write_order_;
+  std::mutex store_state_shown_;       // show_store_state() one at a time (taken before mutex_)
   mutable std::mutex mutex_;           // guards everything below
   std::int64_t published_through_ = 0; // shared stores: the newest headline id passed on
   std::int64_t merges_through_ = 0;    // shared stores: the newest story merge passed on
   std::string store_write_error_;      // the latest store write's failure, "" when it worked
   std::string store_unreachable_;      // the latest store access's failure, "" when it worked
+  std::string store_probe_error_;      // the store check's verdict, "" when it answered
+  std::string login_refusal_;          // either's refused login, if that is what they found
   std::unique_ptr<news_clock::timer> prune_timer_;
   bool stopped_ = false;
 };

@@ -65,12 +65,14 @@ site_schedule::site_schedule(news_clock& clock, boost::asio::thread_pool& pool,
     , owner_(std::move(owner))
     , settings_(settings)
     , heartbeat_timer_(clock.make_timer())
+    , audit_timer_(clock.make_timer())
     , random_(seed) {}
 
 site_schedule::~site_schedule() {
   std::lock_guard lock(mutex_);
   stopped_ = true;
   heartbeat_timer_->cancel();
+  audit_timer_->cancel();
   for (auto& s : slots_) {
     s->timer->cancel();
     s->lease_timer->cancel();
@@ -82,7 +84,8 @@ void site_schedule::on_due(
   on_due_ = std::move(fn);
 }
 
-void site_schedule::on_store_status(std::function<void(const std::string&)> fn) {
+void site_schedule::on_store_status(
+    std::function<void(const std::string&, const std::string&)> fn) {
   on_store_status_ = std::move(fn);
 }
 
@@ -152,14 +155,17 @@ void site_schedule::start() {
   for (auto& s : slots_)
     schedule_locked(s, milliseconds(0));
   // Alive from the start, so the others' claims leave this instance its share at once.
-  if (cluster_)
+  if (cluster_) {
     boost::asio::post(pool_, [this] { heartbeat(); });
+    audit_timer_->wait(audit_period, [this] { boost::asio::post(pool_, [this] { audit(); }); });
+  }
 }
 
 void site_schedule::stop() {
   std::lock_guard lock(mutex_);
   stopped_ = true;
   heartbeat_timer_->cancel();
+  audit_timer_->cancel();
   // Others stop leaving due sites to this instance at once, not when its heartbeat runs out.
   if (cluster_)
     boost::asio::post(pool_, [this] {
@@ -251,14 +257,15 @@ void site_schedule::claim(const ticket& s, bool manual) {
     name = s->site->name;
   }
   claim_result result;
-  std::string error;
+  std::string error, refusal;
   try {
     result = cluster_->claim(name, owner_, settings_.lease, manual, settings_.manual_min_interval);
   } catch (const std::exception& e) {
     error = e.what();
+    refusal = login_refusal_of(e);
   }
   if (on_store_status_)
-    on_store_status_(error);
+    on_store_status_(error, refusal);
   std::unique_lock lock(mutex_);
   if (!error.empty()) {
     s->in_flight = false;
@@ -308,19 +315,81 @@ void site_schedule::hand_back(std::string site) {
   });
 }
 
-// On the worker pool, every third of the lease from start() to stop(): this instance counts
-// towards the shares while it beats, so an instance that died stops counting within a lease.
+// On the worker pool, every heartbeat_period from start() to stop(): this instance counts
+// towards the shares, and holds its leases, while it beats.
 void site_schedule::heartbeat() {
+  // Reported as a claim's outcome is: a beat a second says when the store answers again even
+  // while no site comes due (and a claim's failure stays shown only until then).
+  std::string error, refusal;
   try {
-    cluster_->heartbeat(owner_, settings_.lease);
-  } catch (const std::exception&) {
-    // The claims report an unreachable store; the next beat tries again.
+    cluster_->heartbeat(owner_, heartbeat_ttl);
+  } catch (const std::exception& e) {
+    error = e.what();
+    refusal = login_refusal_of(e);
   }
+  if (on_store_status_)
+    on_store_status_(error, refusal);
   std::lock_guard lock(mutex_);
   if (stopped_)
     return;
-  heartbeat_timer_->wait(settings_.lease / 3,
+  heartbeat_timer_->wait(heartbeat_period,
                          [this] { boost::asio::post(pool_, [this] { heartbeat(); }); });
+}
+
+site_schedule::foreign_sites site_schedule::foreign() const {
+  std::lock_guard lock(mutex_);
+  return foreign_;
+}
+
+// On the worker pool, every audit_period: the schedule's sites this instance does not have. Each
+// is said once when it appears (and when it is orphaned); the leases of instances gone are ended,
+// so that whichever instance has the site next claims it at once.
+void site_schedule::audit() {
+  foreign_sites found;
+  std::vector<std::string> released;
+  try {
+    released = cluster_->release_dead_leases();
+    const auto rows = cluster_->scheduled_sites();
+    std::lock_guard lock(mutex_);
+    for (const auto& row : rows) {
+      if (std::any_of(slots_.begin(), slots_.end(),
+                      [&](const ticket& s) { return s->site->name == row.site; }))
+        continue;
+      const bool orphaned = !row.held && row.overdue > orphan_after;
+      (orphaned ? found.orphaned : found.elsewhere).push_back(row.site);
+    }
+  } catch (const std::exception&) {
+    found = foreign(); // the claims report an unreachable store; kept until the next look
+  }
+  std::vector<std::string> newly_elsewhere, newly_orphaned;
+  {
+    std::lock_guard lock(mutex_);
+    const auto is_new = [](const std::vector<std::string>& before, const std::string& site) {
+      return std::find(before.begin(), before.end(), site) == before.end();
+    };
+    for (const auto& site : found.elsewhere)
+      if (is_new(foreign_.elsewhere, site))
+        newly_elsewhere.push_back(site);
+    for (const auto& site : found.orphaned)
+      if (is_new(foreign_.orphaned, site))
+        newly_orphaned.push_back(site);
+    foreign_ = std::move(found);
+  }
+  for (const auto& site : released)
+    log_info("msg=\"lease released\" site=" + logfmt_quoted(site) +
+             " detail=\"its holder stopped beating its heartbeat\"");
+  for (const auto& site : newly_elsewhere)
+    log_info("msg=\"site known to other instances only\" site=" + logfmt_quoted(site) +
+             " detail=\"in the shared schedule but not in this instance's sites: only the "
+             "instances that have it render it\"");
+  for (const auto& site : newly_orphaned)
+    log_warn("msg=\"site rendered by no running instance\" site=" + logfmt_quoted(site) +
+             " detail=\"in the shared schedule, overdue, and in no running instance's sites "
+             "(the instances that had it are gone): add it to this instance's sites, or ignore "
+             "this if it was removed on purpose\"");
+  std::lock_guard lock(mutex_);
+  if (!stopped_)
+    audit_timer_->wait(audit_period, [this] { boost::asio::post(pool_, [this] { audit(); }); });
 }
 
 // On the worker pool, every third of the lease while a refresh runs under it.

@@ -59,9 +59,10 @@ class site_schedule {
   // Called when a site is due and (with a shared store) claimed: refresh it now, then call
   // finished(). Set before start().
   void on_due(std::function<void(const ticket&, std::shared_ptr<const site_config>)> fn);
-  // Called after each claim: "" when the shared store answered, else why it could not be
-  // reached.
-  void on_store_status(std::function<void(const std::string& error)> fn);
+  // Called after each claim and heartbeat: "" when the shared store answered, else why it could not
+  // be reached (and, when it refused the login, the server's words: login_refusal_of).
+  void on_store_status(
+      std::function<void(const std::string& error, const std::string& login_refusal)> fn);
 
   // Replaces the set of sites. A site that keeps its name keeps its state; one whose settings
   // or scraper changed refreshes now (after a refresh in flight ends); a new one refreshes now.
@@ -94,6 +95,28 @@ class site_schedule {
 
   // Shared stores: how long to wait before claiming again when the store could not be reached.
   static constexpr std::chrono::seconds store_retry{2};
+  // Shared stores: this instance beats every heartbeat_period and counts as alive for
+  // heartbeat_ttl after each beat. Its leases hold only while it does: killed, its sites are
+  // taken over within about heartbeat_ttl instead of a whole lease (refresh.lease, 15 s). Five
+  // beats' worth, so a beat late behind a busy worker pool or one slow round trip (the store's
+  // call timeout, 3 s) does not give the sites away.
+  static constexpr std::chrono::seconds heartbeat_period{1};
+  static constexpr std::chrono::seconds heartbeat_ttl{5};
+
+  // Shared stores: the sites of the schedule this instance does not have in its own sites, as
+  // its latest look found them (every audit_period). `elsewhere`: other instances render them;
+  // `orphaned`: none does (overdue by more than orphan_after with no live lease: only instances
+  // that had it knew it, and they are gone), so it is rendered again only when an instance that
+  // has it in its sites runs.
+  struct foreign_sites {
+    std::vector<std::string> elsewhere, orphaned;
+  };
+  foreign_sites foreign() const;
+  // Two queries per look: cheap enough to look often, so an orphan is told within seconds.
+  static constexpr std::chrono::seconds audit_period{5};
+  // A site any running instance has is claimed within a second or two of coming due (a share's
+  // wait, a claim's spread): ten seconds overdue with no live lease means none has it.
+  static constexpr std::chrono::seconds orphan_after{10};
 
  private:
   ticket make_slot(site_config site);
@@ -103,6 +126,7 @@ class site_schedule {
   void arm_renewal_locked(const ticket& s);
   void renew(const ticket& s);
   void heartbeat();
+  void audit();
   void hand_back(std::string site);
   void due(const ticket& s);
   std::chrono::milliseconds jittered_locked(std::chrono::milliseconds base);
@@ -114,12 +138,14 @@ class site_schedule {
   const std::string owner_;
   const refresh_settings settings_;
   std::function<void(const ticket&, std::shared_ptr<const site_config>)> on_due_;
-  std::function<void(const std::string&)> on_store_status_;
+  std::function<void(const std::string&, const std::string&)> on_store_status_;
   std::unique_ptr<news_clock::timer> heartbeat_timer_; // shared stores: the next heartbeat
+  std::unique_ptr<news_clock::timer> audit_timer_;     // shared stores: the next audit
 
   mutable std::mutex mutex_;  // guards everything below and every slot's fields
   std::vector<ticket> slots_; // in page order
   std::mt19937_64 random_;
+  foreign_sites foreign_; // the latest audit's
   bool started_ = false;
   bool stopped_ = false;
 };

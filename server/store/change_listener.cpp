@@ -1,8 +1,10 @@
 #include "server/store/change_listener.hpp"
 
 #include "server/core/log.hpp"
+#include "server/store/postgres_call.hpp"
 #include "server/store/postgres_notices.hpp"
 #include "server/store/postgres_refusals.hpp"
+#include "server/store/postgres_store.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -27,126 +29,178 @@ using error_code = boost::system::error_code;
 
 namespace {
 constexpr std::chrono::milliseconds first_backoff{100};
-constexpr std::chrono::milliseconds max_backoff{5000};
+// A database that went away is tried every 2 s at most: it is back within that of returning.
+constexpr std::chrono::milliseconds max_backoff{2000};
 
 std::string message_of(PGconn* conn) {
-  std::string text = conn ? PQerrorMessage(conn) : "out of memory";
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
-    text.pop_back();
-  return text;
+  return conn ? pg::one_line(PQerrorMessage(conn)) : "out of memory";
 }
 } // namespace
 
-// The connection and the socket live on `strand`; connecting (blocking) runs on the pool while
-// the strand holds no connection. Catching up runs on the pool, one pass at a time.
+// Everything but the counters lives on `strand`: the connection, its socket (a dup of libpq's,
+// for waiting only), the timers and the phase. Catching up runs on the pool, one pass at a time.
 struct change_listener::state : std::enable_shared_from_this<change_listener::state> {
-  state(net::io_context& ioc, net::thread_pool& pool_, cluster_store& store_, handler on_events_)
+  state(net::io_context& ioc, net::thread_pool& pool_, cluster_store& store_, handler on_events_,
+        status_handler on_status_)
       : pool(pool_)
       , store(store_)
       , on_events(std::move(on_events_))
+      , on_status(std::move(on_status_))
+      , timeout(store_.call_timeout())
+      // The pid names the instance's listener in pg_stat_activity (operators, and tests that
+      // cut it with pg_terminate_backend).
+      , info(store_.conninfo(), "newsdesk-listen-" + std::to_string(::getpid()), timeout)
       , strand(net::make_strand(ioc))
       , socket(strand)
       , poll_timer(strand)
+      , probe_timer(strand)
+      , deadline_timer(strand)
       , reconnect_timer(strand) {}
   ~state() { PQfinish(conn); } // when the io_context went away before stop() ran
 
   net::thread_pool& pool;
   cluster_store& store;
   handler on_events;
+  status_handler on_status;
+  const std::chrono::milliseconds timeout;
+  const pg::conninfo info;
   net::strand<net::io_context::executor_type> strand;
 
   // On the strand:
   PGconn* conn = nullptr;
-  net::posix::stream_descriptor socket; // a dup of libpq's socket, for waiting only
-  net::steady_timer poll_timer, reconnect_timer;
+  net::posix::stream_descriptor socket;
+  net::steady_timer poll_timer, probe_timer, deadline_timer, reconnect_timer;
+  enum class phase { closed, connecting, listening, live } now = phase::closed;
+  bool asking = false;          // the LISTEN or a probe is in flight, bounded by deadline_timer
+  std::string query_error;      // what the server said to it, if it refused
+  std::uint64_t generation = 0; // one per connection: handlers of an older one do nothing
   std::chrono::milliseconds backoff = first_backoff;
   bool stopped = false;
   bool catching = false, again = false;
   bool failing = false; // a connection failure was logged; log the recovery once
+  // What on_status was last told: whether the database answered, and why not.
+  bool told = false, told_answering = false;
+  std::string told_refusal;
 
   std::atomic<bool> up{false};
   std::atomic<std::int64_t> last{0};
 
-  void connect() {
-    net::post(pool, [self = shared_from_this()] {
-      // The URL is expanded into its parts; the name shows in pg_stat_activity, and keepalives
-      // find a peer that vanished without closing the connection.
-      const auto& info = self->store.conninfo();
-      const char* keys[] = {"dbname",
-                            "application_name",
-                            "connect_timeout",
-                            "keepalives_idle",
-                            "keepalives_interval",
-                            "keepalives_count",
-                            nullptr};
-      // The pid names the instance's listener in pg_stat_activity (operators, and tests that
-      // cut it with pg_terminate_backend).
-      const auto name = "newsdesk-listen-" + std::to_string(::getpid());
-      const char* values[] = {info.c_str(), name.c_str(), "5", "10", "5", "3", nullptr};
-      PGconn* c = PQconnectdbParams(keys, values, 1);
-      log_notices(c, "listener");
-      std::string error;
-      if (!c || PQstatus(c) != CONNECTION_OK) {
-        const auto cause = message_of(c);
-        error = "cannot connect: " + cause;
-        // The store's pool may hold the slot this connection needs: it hands one back.
-        if (out_of_connection_slots(cause)) {
-          error = out_of_slots_message(cause, self->store.connection_budget());
-          self->store.yield_connection();
-        }
-      } else {
-        std::string sql = std::string("LISTEN ") + cluster_store::notify_channel;
-        PGresult* r = PQexec(c, sql.c_str());
-        if (PQresultStatus(r) != PGRES_COMMAND_OK)
-          error = "cannot LISTEN: " + message_of(c);
-        PQclear(r);
-        if (error.empty() && PQsetnonblocking(c, 1) != 0)
-          error = "cannot switch to non-blocking mode: " + message_of(c);
-      }
-      int fd = error.empty() ? ::dup(PQsocket(c)) : -1;
-      if (error.empty() && fd < 0)
-        error = "cannot duplicate the connection's socket";
-      if (!error.empty()) {
-        PQfinish(c);
-        c = nullptr;
-      }
-      net::dispatch(self->strand, [self, c, fd, error] { self->connected(c, fd, error); });
-    });
+  template <class Fn> auto on_this_connection(Fn fn) {
+    return [self = shared_from_this(), gen = generation, fn](error_code ec) {
+      if (!ec && !self->stopped && self->conn && gen == self->generation)
+        fn(*self);
+    };
   }
 
-  // On the strand, after a connection attempt.
-  void connected(PGconn* c, int fd, const std::string& error) {
-    if (stopped) {
-      if (fd >= 0)
-        ::close(fd);
-      PQfinish(c);
-      return;
-    }
-    if (!error.empty()) {
-      if (!failing)
-        log_warn("msg=\"change listener: cannot listen\" error=" + logfmt_quoted(error) +
-                 " retry_ms=" + std::to_string(backoff.count()));
-      failing = true;
-      retry();
-      return;
-    }
-    conn = c;
+  // Watches libpq's socket as it is now: while connecting libpq may open another for each
+  // address it tries, so it is looked at again before every wait until the connection is up.
+  bool watch_socket() {
+    error_code ignored;
+    socket.close(ignored);
+    const int fd = ::dup(PQsocket(conn));
+    if (fd < 0)
+      return false;
     error_code ec;
     socket.assign(fd, ec);
-    if (ec) {
+    if (ec)
       ::close(fd);
-      drop("cannot watch the connection's socket: " + ec.message());
+    return !ec;
+  }
+
+  void arm_deadline() {
+    deadline_timer.expires_after(timeout);
+    deadline_timer.async_wait(on_this_connection([](state& st) { st.timed_out(); }));
+  }
+
+  void close_connection() {
+    ++generation;
+    up = false;
+    now = phase::closed;
+    asking = false;
+    error_code ignored;
+    deadline_timer.cancel();
+    socket.close(ignored);
+    PQfinish(conn);
+    conn = nullptr;
+  }
+
+  // Tells on_status when the database starts or stops answering (or refusing the login).
+  void report(const std::string& error, const std::string& refusal) {
+    const bool answering = error.empty();
+    if (told && answering == told_answering && refusal == told_refusal)
       return;
+    told = true;
+    told_answering = answering;
+    told_refusal = refusal;
+    if (on_status)
+      on_status(error, refusal);
+  }
+
+  void connect() {
+    close_connection();
+    conn = PQconnectStartParams(info.keys(), info.values(), 1);
+    if (!conn || PQstatus(conn) == CONNECTION_BAD)
+      return connect_failed(message_of(conn));
+    log_notices(conn, "listener");
+    now = phase::connecting;
+    arm_deadline(); // the whole start-up within the timeout
+    // Before the first PQconnectPoll libpq is as if it had said "writing".
+    await_connect(PGRES_POLLING_WRITING);
+  }
+
+  void await_connect(PostgresPollingStatusType want) {
+    if (!watch_socket())
+      return connect_failed("cannot watch the connection's socket");
+    socket.async_wait(want == PGRES_POLLING_READING ? net::posix::stream_descriptor::wait_read
+                                                    : net::posix::stream_descriptor::wait_write,
+                      on_this_connection([](state& st) { st.poll_connect(); }));
+  }
+
+  void poll_connect() {
+    switch (PQconnectPoll(conn)) {
+    case PGRES_POLLING_OK:
+      return listen();
+    case PGRES_POLLING_FAILED:
+      return connect_failed(message_of(conn));
+    case PGRES_POLLING_READING:
+      return await_connect(PGRES_POLLING_READING);
+    default:
+      return await_connect(PGRES_POLLING_WRITING);
     }
-    backoff = first_backoff;
-    up = true;
-    log_info(std::string("msg=\"change listener: listening\" channel=") +
-             cluster_store::notify_channel + (failing ? " recovered=true" : ""));
-    failing = false;
-    // LISTEN is in place: whatever committed before it is read now, whatever commits after it
-    // is notified.
-    catch_up();
-    wait_readable();
+  }
+
+  // Connected: LISTEN, bounded like a probe; live once it is answered.
+  void listen() {
+    if (PQsetnonblocking(conn, 1) != 0)
+      return connect_failed("cannot switch to non-blocking mode: " + message_of(conn));
+    now = phase::listening;
+    ask((std::string("LISTEN ") + cluster_store::notify_channel).c_str());
+    if (conn)
+      wait_readable();
+  }
+
+  void connect_failed(const std::string& cause) {
+    close_connection();
+    if (stopped)
+      return;
+    std::string error = "cannot connect: " + cause;
+    const bool slots = out_of_connection_slots(cause);
+    const auto refused = login_refusal(cause);
+    // The store's pool may hold the slot this connection needs: it hands one back. The store
+    // answers its own queries meanwhile: not an outage.
+    if (slots) {
+      error = out_of_slots_message(cause, store.connection_budget());
+      store.yield_connection();
+    } else if (!refused.empty()) {
+      error = login_refusal_message(refused);
+    }
+    if (!failing)
+      log_warn("msg=\"change listener: cannot listen\" error=" + logfmt_quoted(error) +
+               " retry_ms=" + std::to_string(backoff.count()));
+    failing = true;
+    if (!slots)
+      report("cannot connect to " + without_password(store.conninfo()) + ": " + error, refused);
+    retry();
   }
 
   void retry() {
@@ -158,13 +212,9 @@ struct change_listener::state : std::enable_shared_from_this<change_listener::st
     });
   }
 
-  // On the strand: the connection is gone or broken.
+  // The connection is gone or broken (not by itself an outage: the next connect says).
   void drop(const std::string& why) {
-    up = false;
-    error_code ignored;
-    socket.close(ignored);
-    PQfinish(conn);
-    conn = nullptr;
+    close_connection();
     if (stopped)
       return;
     log_warn("msg=\"change listener: connection lost\" error=" + logfmt_quoted(why) +
@@ -173,17 +223,48 @@ struct change_listener::state : std::enable_shared_from_this<change_listener::st
     retry();
   }
 
-  void wait_readable() {
-    socket.async_wait(net::posix::stream_descriptor::wait_read,
-                      [self = shared_from_this()](error_code ec) {
-                        if (ec || self->stopped || !self->conn)
-                          return;
-                        self->read_notifications();
-                      });
+  // The LISTEN, or a probe, or the start-up took longer than the timeout: the database does not
+  // answer.
+  void timed_out() {
+    if (now == phase::connecting)
+      return connect_failed("timed out after " + std::to_string(timeout.count()) +
+                            " ms: PostgreSQL finished no start-up in that time");
+    if (!asking)
+      return;
+    // Told once, as the store's outage (news_service's line); the reconnects that follow are
+    // quiet until one works ("listening recovered=true").
+    report("PostgreSQL did not answer within " + std::to_string(timeout.count()) + " ms", {});
+    close_connection();
+    failing = true;
+    retry();
   }
 
-  // On the strand: non-blocking, it only takes in what the socket holds.
-  void read_notifications() {
+  // Sends one query on the connection, bounded by the timeout (its answer: read_input).
+  void ask(const char* sql) {
+    if (!PQsendQuery(conn, sql))
+      return drop(message_of(conn));
+    asking = true;
+    query_error.clear();
+    arm_deadline();
+    flush();
+  }
+
+  void flush() {
+    const int left = PQflush(conn);
+    if (left < 0)
+      return drop(message_of(conn));
+    if (left > 0)
+      socket.async_wait(net::posix::stream_descriptor::wait_write,
+                        on_this_connection([](state& st) { st.flush(); }));
+  }
+
+  void wait_readable() {
+    socket.async_wait(net::posix::stream_descriptor::wait_read,
+                      on_this_connection([](state& st) { st.read_input(); }));
+  }
+
+  // Takes in what the socket holds (never waits): notifications, and the answer being waited for.
+  void read_input() {
     if (!PQconsumeInput(conn) || PQstatus(conn) != CONNECTION_OK)
       return drop(message_of(conn));
     bool newer = false;
@@ -196,9 +277,55 @@ struct change_listener::state : std::enable_shared_from_this<change_listener::st
         newer = true;
       PQfreemem(n);
     }
-    if (newer)
+    while (asking && !PQisBusy(conn)) {
+      pg::result r(PQgetResult(conn));
+      if (!r) {
+        answered();
+        if (!conn)
+          return; // the LISTEN was refused
+        break;
+      }
+      const auto status = PQresultStatus(r.get());
+      if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK && query_error.empty())
+        query_error = pg::one_line(PQresultErrorMessage(r.get()));
+    }
+    if (newer && now == phase::live)
       catch_up();
     wait_readable();
+  }
+
+  // The query in flight was answered.
+  void answered() {
+    asking = false;
+    deadline_timer.cancel();
+    if (now == phase::listening) {
+      if (!query_error.empty())
+        return drop("cannot LISTEN: " + query_error);
+      now = phase::live;
+      up = true;
+      backoff = first_backoff;
+      log_info(std::string("msg=\"change listener: listening\" channel=") +
+               cluster_store::notify_channel + (failing ? " recovered=true" : ""));
+      failing = false;
+      // LISTEN is in place: whatever committed before it is read now, whatever commits after it
+      // is notified.
+      catch_up();
+    }
+    report({}, {});
+  }
+
+  // Every probe_period: is the database answering? Also the pool's idle connections the server
+  // closed are let go here.
+  void probe() {
+    probe_timer.expires_after(probe_period);
+    probe_timer.async_wait([self = shared_from_this()](error_code ec) {
+      if (ec || self->stopped)
+        return;
+      (void)self->store.close_dead_connections();
+      if (self->now == phase::live && !self->asking)
+        self->ask("SELECT 1");
+      self->probe();
+    });
   }
 
   // On the strand: reads and hands on the events after `last`, on the pool. A pass asked for
@@ -245,8 +372,9 @@ struct change_listener::state : std::enable_shared_from_this<change_listener::st
 };
 
 change_listener::change_listener(net::io_context& ioc, net::thread_pool& pool, cluster_store& store,
-                                 handler on_events)
-    : state_(std::make_shared<state>(ioc, pool, store, std::move(on_events))) {}
+                                 handler on_events, status_handler on_status)
+    : state_(
+          std::make_shared<state>(ioc, pool, store, std::move(on_events), std::move(on_status))) {}
 
 change_listener::~change_listener() {
   stop();
@@ -257,6 +385,7 @@ void change_listener::start(std::int64_t after_seq) {
   net::dispatch(state_->strand, [st = state_] {
     st->connect();
     st->poll();
+    st->probe();
   });
 }
 
@@ -266,12 +395,9 @@ void change_listener::stop() {
       return;
     st->stopped = true;
     st->poll_timer.cancel();
+    st->probe_timer.cancel();
     st->reconnect_timer.cancel();
-    st->up = false;
-    error_code ignored;
-    st->socket.close(ignored);
-    PQfinish(st->conn);
-    st->conn = nullptr;
+    st->close_connection();
   });
 }
 

@@ -36,11 +36,17 @@ claim_result postgres_store::claim(std::string_view site, std::string_view owner
             "cannot mark the site due");
     }
     // SKIP LOCKED: a row another instance is claiming right now is its, not worth waiting for.
+    // A lease counts while it runs and its holder's heartbeat does too: the lease of an instance
+    // that stopped beating (killed, frozen, cut off) is taken over when its heartbeat runs out,
+    // not when the lease does. A loser looks again when the lease or the heartbeat ends.
     auto r = d.run(
         c,
-        "SELECT owner IS NOT NULL AND lease_until > now() AND owner <> $2, due_at <= now(), "
-        "greatest(0, ceil(extract(epoch FROM greatest(due_at, coalesce(lease_until, due_at)) - "
-        "now()) * 1000))::bigint FROM schedule WHERE site = $1 FOR UPDATE SKIP LOCKED",
+        "WITH slot AS (SELECT s.due_at, s.owner IS NOT NULL AND s.lease_until > now() AND "
+        "s.owner <> $2 AND coalesce(i.alive_until > now(), false) AS held, "
+        "least(s.lease_until, i.alive_until) AS held_until FROM schedule s LEFT JOIN instances i "
+        "ON i.owner = s.owner WHERE s.site = $1 FOR UPDATE OF s SKIP LOCKED) "
+        "SELECT held, due_at <= now(), greatest(0, ceil(extract(epoch FROM CASE WHEN held THEN "
+        "greatest(due_at, held_until) ELSE due_at END - now()) * 1000))::bigint FROM slot",
         {name, who}, "cannot read the schedule");
     if (PQntuples(r.get()) == 0)
       return {claim_status::leased, std::chrono::milliseconds(100)};
@@ -80,6 +86,38 @@ std::chrono::milliseconds postgres_store::impl::share_wait_left(PGconn* c, const
           {site, owner, prune_row, std::to_string(cluster_store::share_wait.count())},
           "cannot count the claims");
   return std::chrono::milliseconds(PQntuples(r.get()) ? int_at(r, 0, 0) : 0);
+}
+
+std::vector<scheduled_site> postgres_store::scheduled_sites() {
+  auto& d = *impl_;
+  return d.with_connection([&](PGconn* c) {
+    auto r = d.run(c,
+                   "SELECT s.site, floor(extract(epoch FROM now() - s.due_at) * 1000)::bigint, "
+                   "s.owner IS NOT NULL AND s.lease_until > now() AND coalesce(i.alive_until > "
+                   "now(), false) FROM schedule s LEFT JOIN instances i ON i.owner = s.owner "
+                   "WHERE s.site <> $1 ORDER BY s.site",
+                   {prune_row}, "cannot read the schedule");
+    std::vector<scheduled_site> out;
+    for (int i = 0; i < PQntuples(r.get()); ++i)
+      out.push_back(
+          {text_at(r, i, 0), std::chrono::milliseconds(int_at(r, i, 1)), bool_at(r, i, 2)});
+    return out;
+  });
+}
+
+std::vector<std::string> postgres_store::release_dead_leases() {
+  auto& d = *impl_;
+  return d.with_connection([&](PGconn* c) {
+    auto r = d.run(c,
+                   "UPDATE schedule s SET owner = NULL, lease_until = NULL WHERE s.owner IS NOT "
+                   "NULL AND NOT EXISTS (SELECT 1 FROM instances i WHERE i.owner = s.owner AND "
+                   "i.alive_until > now()) RETURNING s.site",
+                   "cannot release the leases of instances gone");
+    std::vector<std::string> out;
+    for (int i = 0; i < PQntuples(r.get()); ++i)
+      out.push_back(text_at(r, i, 0));
+    return out;
+  });
 }
 
 void postgres_store::heartbeat(std::string_view owner, std::chrono::milliseconds alive_for) {

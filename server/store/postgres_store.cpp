@@ -177,8 +177,10 @@ std::string without_password(const std::string& url) {
 void postgres_store::impl::migrate() {
   lease l(*this);
   auto* c = l.conn;
-  run(c, ("SELECT pg_advisory_lock(" + std::to_string(migration_lock) + ")").c_str(),
-      "cannot take the migration lock");
+  // Migrations may rewrite whole tables: the server's statement timeout bounds them.
+  const auto lock_sql = "SELECT pg_advisory_lock(" + std::to_string(migration_lock) + ")";
+  const auto unlock_sql = "SELECT pg_advisory_unlock(" + std::to_string(migration_lock) + ")";
+  run(c, lock_sql.c_str(), "cannot take the migration lock", long_timeout);
   try {
     run(c, "CREATE TABLE IF NOT EXISTS newsdesk_schema (version integer NOT NULL)",
         "cannot create the schema version table");
@@ -194,21 +196,20 @@ void postgres_store::impl::migrate() {
     for (int v = version; v < schema_version; ++v) {
       run(c, "BEGIN", "cannot begin the schema migration");
       try {
-        run(c, migrations[v], "cannot migrate the schema");
+        run(c, migrations[v], "cannot migrate the schema", long_timeout);
         run(c, "UPDATE newsdesk_schema SET version = $1", {std::to_string(v + 1)},
             "cannot write the schema version");
         run(c, "COMMIT", "cannot commit the schema migration");
       } catch (...) {
-        result(PQexec(c, "ROLLBACK"));
+        roll_back(c);
         throw;
       }
     }
-    run(c, ("SELECT pg_advisory_unlock(" + std::to_string(migration_lock) + ")").c_str(),
-        "cannot release the migration lock");
+    run(c, unlock_sql.c_str(), "cannot release the migration lock");
   } catch (...) {
-    // Closing the session would release it too; the connection goes back to the pool.
-    result(
-        PQexec(c, ("SELECT pg_advisory_unlock(" + std::to_string(migration_lock) + ")").c_str()));
+    // Closing the session would release it too; a connection that is whole goes back to the pool.
+    if (PQstatus(c) == CONNECTION_OK && PQtransactionStatus(c) == PQTRANS_IDLE)
+      (void)pg::exec_within(c, unlock_sql.c_str(), nullptr, timeout);
     throw;
   }
   epoch = text_at(run(c, "SELECT epoch FROM newsdesk_meta", "cannot read the store's epoch"), 0, 0);
@@ -281,6 +282,12 @@ const std::string& postgres_store::location() const {
 }
 const std::string& postgres_store::conninfo() const {
   return impl_->url;
+}
+std::chrono::milliseconds postgres_store::call_timeout() const {
+  return impl_->timeout;
+}
+std::size_t postgres_store::close_dead_connections() {
+  return impl_->close_dead_idle();
 }
 std::size_t postgres_store::connection_budget() const {
   return impl_->budget;
@@ -487,7 +494,7 @@ std::size_t postgres_store::prune(std::int64_t older_than_ms) {
                    "WITH gone AS (DELETE FROM headlines h WHERE last_seen_ms < $1 AND seen_seq <> "
                    "coalesce((SELECT refresh_seq FROM sites s WHERE s.site = h.site), -1) "
                    "RETURNING id) SELECT count(*), coalesce(max(id), 0) FROM gone",
-                   {cutoff}, "cannot prune");
+                   {cutoff}, "cannot prune", d.long_timeout);
     auto deleted = static_cast<std::size_t>(int_at(r, 0, 0));
     if (deleted)
       d.run(c, "UPDATE newsdesk_meta SET pruned_through = greatest(pruned_through, $1)",
@@ -495,11 +502,12 @@ std::size_t postgres_store::prune(std::int64_t older_than_ms) {
     // Events are hints for instances that are running: ones older than the history are of no
     // use to anyone.
     d.run(c, "DELETE FROM events WHERE committed_at < to_timestamp($1::bigint / 1000.0)", {cutoff},
-          "cannot prune events");
+          "cannot prune events", d.long_timeout);
     d.run(c,
           "DELETE FROM story_merges WHERE made_ms < (SELECT max(first_seen_ms) FROM headlines) - "
           "$1::bigint",
-          {std::to_string(story_keeper::replay_period.count())}, "cannot prune the story merges");
+          {std::to_string(story_keeper::replay_period.count())}, "cannot prune the story merges",
+          d.long_timeout);
     return deleted;
   });
 }

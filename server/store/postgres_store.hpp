@@ -3,13 +3,17 @@
 // the event log; README "Scaling out" for how it is run).
 //
 // Connections: a small pool (store_options::max_connections less the one the change listener
-// LISTENs on), opened on demand with application_name "newsdesk", a connect timeout and a
-// statement timeout, so a call never hangs for long. A connection found broken is reset on its
-// next use: while the database is down every call fails at once with store_error, and the first
-// call after it returns works again. When PostgreSQL has no slot left for another connection,
-// the pool makes do with the ones it has (one warn line, calls wait their turn; it tries to grow
-// again after slot_retry); only with none open does a call fail, with a message naming the
-// budget and what to change (server/store/postgres_refusals.hpp). open() fails the same way.
+// LISTENs on), opened on demand with application_name "newsdesk" and a statement timeout. Every
+// round trip is bounded on this side too (store_options::call_timeout, server/store/
+// postgres_call.hpp): a frozen server fails the call in that time, the query is cancelled and its
+// connection closed. A connection found broken is replaced on its next use. While the database
+// does not answer, calls fail at once with the outage's store_error, one at a time trying it
+// (so a hung database holds one worker thread, not all of them), and the first call after it
+// returns works again. A refused login throws store_login_refused, naming what to check. When
+// PostgreSQL has no slot left for another connection, the pool makes do with the ones it has (one
+// warn line, calls wait their turn; it tries to grow again after slot_retry); only with none open
+// does a call fail, with a message naming the budget and what to change
+// (server/store/postgres_refusals.hpp). open() fails the same way.
 //
 // Commit order: every write takes one transaction-level advisory lock first, so writes are
 // serialised; inside it the new headlines' ids, the event's seq and the merge log's seq are taken
@@ -80,9 +84,13 @@ class postgres_store final : public headline_store, public cluster_store {
   bool claim_prune(std::string_view owner, std::chrono::milliseconds period) override;
   void heartbeat(std::string_view owner, std::chrono::milliseconds alive_for) override;
   void leave(std::string_view owner) override;
+  std::vector<scheduled_site> scheduled_sites() override;
+  std::vector<std::string> release_dead_leases() override;
   std::vector<store_event> events_after(std::int64_t after, std::size_t limit) override;
   std::int64_t last_event_seq() override;
   const std::string& conninfo() const override;
+  std::chrono::milliseconds call_timeout() const override;
+  std::size_t close_dead_connections() override;
   std::size_t connection_budget() const override;
   void yield_connection() override;
 

@@ -5,12 +5,14 @@
 #pragma once
 
 #include "server/core/log.hpp"
+#include "server/store/postgres_call.hpp"
 #include "server/store/postgres_notices.hpp"
 #include "server/store/postgres_refusals.hpp"
 #include "server/store/postgres_store.hpp"
 #include "server/store/story_keeper.hpp"
 
 #include <libpq-fe.h>
+#include <poll.h>
 
 #include <algorithm>
 #include <chrono>
@@ -36,15 +38,6 @@ constexpr const char* row_columns =
     "id, site, title, url, first_seen_ms, last_seen_ms, story, "
     "coalesce(published_ms, 0), first_look, language, summary, image";
 
-// libpq's messages end with a newline and may span lines; a log line wants one.
-inline std::string one_line(const char* text) {
-  std::string out = text ? text : "";
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' '))
-    out.pop_back();
-  std::replace(out.begin(), out.end(), '\n', ' ');
-  return out;
-}
-
 // PostgreSQL text cannot hold NUL bytes; scraped text might.
 inline std::string without_nul(std::string_view text) {
   std::string out(text);
@@ -69,10 +62,7 @@ inline std::string array_literal(const std::vector<std::string>& items) {
   return out + "}";
 }
 
-struct result_deleter {
-  void operator()(PGresult* r) const { PQclear(r); }
-};
-using result = std::unique_ptr<PGresult, result_deleter>;
+using pg::result;
 
 inline std::int64_t int_at(const result& r, int row, int column) {
   return PQgetisnull(r.get(), row, column) ? 0 : std::stoll(PQgetvalue(r.get(), row, column));
@@ -137,6 +127,12 @@ struct postgres_store::impl {
   // The connections the pool may open: the budget less the listener's.
   const std::size_t budget;
   const std::size_t pool_size;
+  // Each round trip's bound (store_options::call_timeout), and what slower calls get: those the
+  // server bounds itself with its statement timeout (migrations, the story rebuild at open,
+  // pruning), which the client's bound then only backs up.
+  const std::chrono::milliseconds timeout;
+  const std::chrono::milliseconds long_timeout;
+  const pg::conninfo info;
 
   std::mutex mutex; // guards idle, open and the fields after them
   std::condition_variable freed;
@@ -147,6 +143,14 @@ struct postgres_store::impl {
   std::size_t ceiling = 0;
   std::chrono::steady_clock::time_point grow_again_at{};
   bool short_of_slots = false;
+  // The database stopped answering: a call timed out, a connection broke or none could be
+  // opened. Until one answers again (any call, or answered()), calls fail at once with `outage`,
+  // one at a time being let through to find out (`trying`): a frozen database holds at most one
+  // pool thread of this instance, for one timeout, instead of every thread that asks. A refused
+  // login is an outage too (`login_refused`: it is said as such).
+  std::string outage;
+  std::string refusal; // the outage is a refused login: the server's words
+  bool trying = false;
 
   // Held through each record_refresh, commit included, and guards `keeper`. The writer lock
   // orders writes across instances; this one orders this process's own, so that a write that
@@ -154,11 +158,18 @@ struct postgres_store::impl {
   std::mutex write_mutex;
   story_keeper keeper;
 
+  // The server's own bound on a statement (set on every pool connection).
+  static constexpr std::chrono::milliseconds statement_timeout{10'000};
+
   impl(std::string u, store_options options)
       : url(std::move(u))
       , location(without_password(url))
       , budget(options.max_connections)
       , pool_size(options.max_connections > 1 ? options.max_connections - 1 : 1)
+      , timeout(options.call_timeout)
+      , long_timeout(statement_timeout + options.call_timeout)
+      , info(url, "newsdesk", options.call_timeout,
+             "-c statement_timeout=" + std::to_string(statement_timeout.count()))
       , keeper(std::move(options.make_grouping)) {}
   impl(const impl&) = delete;
   impl& operator=(const impl&) = delete;
@@ -168,22 +179,23 @@ struct postgres_store::impl {
   }
 
   [[noreturn]] void fail(const std::string& what, const char* cause) const {
-    throw store_error("headline store " + location + ": " + what + ": " + detail::one_line(cause));
+    throw store_error("headline store " + location + ": " + what + ": " + pg::one_line(cause));
   }
-  // A connection could not be opened or reset: out of slots is said with the budget.
+  // A connection could not be opened: out of slots is said with the budget, a refused login
+  // with what to check.
   [[noreturn]] void fail_to_connect(const std::string& cause) const {
-    const auto said = detail::one_line(cause.c_str());
+    const auto said = pg::one_line(cause.c_str());
     if (out_of_connection_slots(said))
       throw store_error("headline store " + location + ": " + out_of_slots_message(said, budget));
+    if (auto refused = login_refusal(said); !refused.empty())
+      throw store_login_refused(
+          "headline store " + location + ": " + login_refusal_message(refused), refused);
     fail("cannot connect", said.c_str());
   }
 
-  PGconn* connect() const {
-    // The URL is expanded into its parts; the statement timeout keeps a stuck query (a lock
-    // held by a dead client, say) from holding a worker thread for long.
-    const char* keys[] = {"dbname", "application_name", "connect_timeout", "options", nullptr};
-    const char* values[] = {url.c_str(), "newsdesk", "5", "-c statement_timeout=10000", nullptr};
-    PGconn* c = PQconnectdbParams(keys, values, 1);
+  // A new connection, or null with `error`; within the timeout.
+  PGconn* connect(std::string& error) const {
+    PGconn* c = pg::connect_within(info, timeout, error);
     log_notices(c, "store");
     return c;
   }
@@ -208,15 +220,42 @@ struct postgres_store::impl {
              " detail=\"working on with the connections open; queries wait their turn\"");
   }
 
-  // A connection from the pool: an idle one, a new one while fewer than allowed are open, else
-  // the next one freed. A broken one is reset first. Throws when the database cannot be reached,
-  // or has no slot for this instance's first connection.
-  PGconn* acquire() {
+  // The database answered, or did not: see `outage`.
+  void answered() {
+    std::lock_guard lock(mutex);
+    outage.clear();
+    refusal.clear();
+  }
+  void unanswered(const std::string& error, std::string refused = {}) {
+    std::lock_guard lock(mutex);
+    outage = error;
+    refusal = std::move(refused);
+  }
+
+  // A connection from the pool, `trial` set when it is the one call let through an outage: an
+  // idle one, a new one while fewer than allowed are open, else the next one freed, waiting at
+  // most the timeout. Throws when the database cannot be reached, or has no slot for this
+  // instance's first connection, or (during an outage) another call is finding out.
+  PGconn* acquire(bool& trial) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
       PGconn* c = nullptr;
       {
         std::unique_lock lock(mutex);
-        freed.wait(lock, [&] { return !idle.empty() || open < allowed_locked(); });
+        const auto can_go = [&] {
+          return (!outage.empty() && trying) || !idle.empty() || open < allowed_locked();
+        };
+        if (!freed.wait_until(lock, deadline, can_go))
+          throw store_error("headline store " + location + ": no connection free within " +
+                            std::to_string(timeout.count()) + " ms (every one is in use)");
+        if (!outage.empty()) {
+          if (trying) {
+            if (!refusal.empty())
+              throw store_login_refused(outage, refusal);
+            throw store_error(outage);
+          }
+          trying = trial = true;
+        }
         if (!idle.empty()) {
           c = idle.back();
           idle.pop_back();
@@ -224,27 +263,18 @@ struct postgres_store::impl {
           ++open;
         }
       }
-      std::string cause;
       if (c) {
         if (PQstatus(c) == CONNECTION_OK)
           return c;
-        PQreset(c);
-        if (PQstatus(c) == CONNECTION_OK)
-          return c;
-        cause = detail::one_line(PQerrorMessage(c));
-        if (!out_of_connection_slots(cause)) {
-          give_back(c); // reset again on its next use
-          fail_to_connect(cause);
-        }
-      } else {
-        c = connect();
-        if (c && PQstatus(c) == CONNECTION_OK) {
-          grew();
-          return c;
-        }
-        cause = detail::one_line(c ? PQerrorMessage(c) : "out of memory");
+        PQfinish(c); // broken while idle: a new one in its place
+        c = nullptr;
       }
-      PQfinish(c);
+      std::string cause;
+      c = connect(cause);
+      if (c) {
+        grew();
+        return c;
+      }
       bool make_do = false, news = false;
       std::size_t kept = 0;
       {
@@ -257,11 +287,32 @@ struct postgres_store::impl {
           news = make_do_locked();
       }
       freed.notify_one();
-      if (!make_do)
-        fail_to_connect(cause);
+      if (!make_do) {
+        finished_trial(trial);
+        try {
+          fail_to_connect(cause);
+        } catch (const store_login_refused& e) {
+          unanswered(e.what(), e.refusal());
+          throw;
+        } catch (const store_error& e) {
+          if (!out_of_connection_slots(cause))
+            unanswered(e.what());
+          throw;
+        }
+      }
       if (news)
         log_short_of_slots(cause, kept);
     }
+  }
+
+  void finished_trial(bool& trial) {
+    if (!std::exchange(trial, false))
+      return;
+    {
+      std::lock_guard lock(mutex);
+      trying = false;
+    }
+    freed.notify_all();
   }
 
   // A new connection opened: past the ceiling a refusal set, the shortage is over.
@@ -297,52 +348,97 @@ struct postgres_store::impl {
       log_short_of_slots("the LISTEN connection was refused", kept);
   }
 
+  // Back to the pool: a connection that is idle and whole; one that broke, or whose query was
+  // given up (still in flight), is closed.
   void give_back(PGconn* c) {
+    const bool whole = PQstatus(c) == CONNECTION_OK && PQtransactionStatus(c) == PQTRANS_IDLE;
     {
       std::lock_guard lock(mutex);
-      idle.push_back(c);
+      if (whole)
+        idle.push_back(c);
+      else
+        --open;
     }
+    if (!whole)
+      PQfinish(c);
     freed.notify_one();
+  }
+
+  // Closes idle connections the server has closed (a restart, an administrator): found by their
+  // socket being readable while nothing was asked, so they do not linger until used.
+  std::size_t close_dead_idle() {
+    std::vector<PGconn*> dead;
+    {
+      std::lock_guard lock(mutex);
+      for (auto it = idle.begin(); it != idle.end();) {
+        pollfd p{PQsocket(*it), POLLIN, 0};
+        const bool said_something = ::poll(&p, 1, 0) > 0;
+        if (said_something && (!PQconsumeInput(*it) || PQstatus(*it) != CONNECTION_OK)) {
+          dead.push_back(*it);
+          it = idle.erase(it);
+          --open;
+        } else {
+          ++it;
+        }
+      }
+    }
+    for (auto* c : dead)
+      PQfinish(c);
+    if (!dead.empty())
+      freed.notify_all();
+    return dead.size();
   }
 
   // A connection for one call, returned to the pool at the end of the scope.
   struct lease {
     impl& owner;
+    bool trial = false;
     PGconn* conn;
     explicit lease(impl& o)
         : owner(o)
-        , conn(o.acquire()) {}
+        , conn(o.acquire(trial)) {}
     lease(const lease&) = delete;
     lease& operator=(const lease&) = delete;
-    ~lease() { owner.give_back(conn); }
+    ~lease() {
+      owner.give_back(conn);
+      owner.finished_trial(trial);
+    }
   };
 
-  // Runs `sql` with text parameters; throws store_error naming `what` unless it succeeded.
+  // Runs `sql` with text parameters within `within` (the timeout when zero); throws store_error
+  // naming `what` unless it succeeded.
   detail::result run(PGconn* c, const char* sql, const std::vector<std::string>& params,
-                     const char* what) const {
-    std::vector<const char*> values;
-    for (const auto& p : params)
-      values.push_back(p.c_str());
-    return checked(c,
-                   PQexecParams(c, sql, static_cast<int>(values.size()), nullptr, values.data(),
-                                nullptr, nullptr, 0),
-                   what);
+                     const char* what, std::chrono::milliseconds within = {}) {
+    return checked(c, pg::exec_within(c, sql, &params, within.count() ? within : timeout), what);
   }
   // Without parameters `sql` may hold several statements (the migrations).
-  detail::result run(PGconn* c, const char* sql, const char* what) const {
-    return checked(c, PQexec(c, sql), what);
+  detail::result run(PGconn* c, const char* sql, const char* what,
+                     std::chrono::milliseconds within = {}) {
+    return checked(c, pg::exec_within(c, sql, nullptr, within.count() ? within : timeout), what);
   }
-  detail::result checked(PGconn* c, PGresult* raw, const char* what) const {
-    detail::result r(raw);
+  detail::result checked(PGconn* c, pg::answer answer, const char* what) {
+    if (answer.how != pg::outcome::answered) {
+      unanswered("headline store " + location + ": " + what + ": " + answer.error);
+      fail(what, answer.error.c_str());
+    }
+    answered();
+    auto& r = answer.last;
     auto status = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
       std::string cause = r ? PQresultErrorMessage(r.get()) : PQerrorMessage(c);
       const char* state = r ? PQresultErrorField(r.get(), PG_DIAG_SQLSTATE) : nullptr;
       if (state && std::string_view(state) == "42501") // insufficient_privilege
-        cause = detail::one_line(cause.c_str()) + privilege_hint();
+        cause = pg::one_line(cause.c_str()) + privilege_hint();
       fail(what, cause.c_str());
     }
-    return r;
+    return std::move(answer.last);
+  }
+
+  // Ends a transaction that failed. Not on a connection whose query was given up or that broke:
+  // that one is closed when it goes back, which ends the transaction on the server.
+  void roll_back(PGconn* c) {
+    if (PQstatus(c) == CONNECTION_OK && PQtransactionStatus(c) != PQTRANS_ACTIVE)
+      (void)pg::exec_within(c, "ROLLBACK", nullptr, timeout);
   }
 
   // Runs `body(conn)` in one transaction on a pooled connection, rolling back when it throws.
@@ -359,8 +455,7 @@ struct postgres_store::impl {
         return out;
       }
     } catch (...) {
-      // A dead connection fails this too; it is reset on its next use.
-      detail::result(PQexec(l.conn, "ROLLBACK"));
+      roll_back(l.conn);
       throw;
     }
   }

@@ -20,7 +20,10 @@ std::vector<logged_merge> merges_of(const result& r) {
 } // namespace
 
 void postgres_store::impl::catch_up_stories(PGconn* c) {
-  // The newest rows first, so that LIMIT keeps the newest; observed in id order.
+  // The newest rows first, so that LIMIT keeps the newest; observed in id order. A rebuild (at
+  // open, or after a write that failed) reads up to max_replay_rows: the server's statement
+  // timeout bounds it; a catch-up reads what a few writes committed.
+  const auto within = keeper.seen_id() == 0 ? long_timeout : timeout;
   auto rows = headlines_of(
       run(c,
           (std::string("SELECT ") + row_columns +
@@ -29,7 +32,7 @@ void postgres_store::impl::catch_up_stories(PGconn* c) {
               .c_str(),
           {std::to_string(keeper.seen_id()), replay_period_ms,
            std::to_string(store_limits::max_replay_rows)},
-          "cannot read headlines for the stories"));
+          "cannot read headlines for the stories", within));
   std::reverse(rows.begin(), rows.end());
   auto merges = merges_of(run(c,
                               "SELECT seq, from_story, into_story FROM story_merges WHERE seq > $1 "
@@ -37,7 +40,7 @@ void postgres_store::impl::catch_up_stories(PGconn* c) {
                               "$2::bigint ORDER BY seq LIMIT $3",
                               {std::to_string(keeper.seen_merge()), replay_period_ms,
                                std::to_string(store_limits::max_replay_rows)},
-                              "cannot read the story merges"));
+                              "cannot read the story merges", within));
   keeper.observe(rows, merges);
 }
 

@@ -140,3 +140,27 @@ TEST_CASE("the MQTT per-address limits parse from JSON, idle_timeout in seconds"
   CHECK(c.mqtt.idle_timeout == std::chrono::seconds(30));
   CHECK(c.mqtt.max_will_bytes_per_address == 4096);
 }
+
+TEST_CASE("mqtt.port: only another port than the default counts as asked for (a busy one stops "
+          "the start); 1883 written out, as config.example.json does, is the default") {
+  CHECK_FALSE(config{}.mqtt.port_given);
+  CHECK_FALSE(nlohmann::json::parse(R"({"mqtt": {"port": 1883}})").get<config>().mqtt.port_given);
+  const auto other = nlohmann::json::parse(R"({"mqtt": {"port": 1884}})").get<config>();
+  CHECK(other.mqtt.port == 1884);
+  CHECK(other.mqtt.port_given);
+  config listen;
+  apply_listen_spec(listen, "127.0.0.1:0");
+  CHECK(listen.mqtt.port == 0);
+  CHECK(listen.mqtt.port_given);
+}
+
+TEST_CASE("the MQTT settings of issue 48 parse: sys_interval in seconds, receive_maximum") {
+  const config d;
+  CHECK(d.mqtt.sys_interval == std::chrono::seconds(10));
+  CHECK(d.mqtt.receive_maximum == 1000);
+  CHECK(d.mqtt.anonymous_read == "#,$SYS/#");
+  const auto c = nlohmann::json::parse(R"({"mqtt": {"sys_interval": 2, "receive_maximum": 20}})")
+                     .get<config>();
+  CHECK(c.mqtt.sys_interval == std::chrono::seconds(2));
+  CHECK(c.mqtt.receive_maximum == 20);
+}

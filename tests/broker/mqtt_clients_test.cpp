@@ -182,3 +182,31 @@ TEST_CASE("raw malformed bytes close only their own connection; mosquitto_sub ke
   CHECK(sub.wait_for_line("raw/after ", 10s) == "still delivered");
   CHECK(sub.output().find("wildcard") == std::string::npos);
 }
+
+TEST_CASE("mosquitto_sub -t '$SYS/#' shows clients connected and messages received and sent "
+          "within sys_interval") {
+  const std::string sub_bin = required_program("mosquitto_sub");
+  const std::string pub_bin = required_program("mosquitto_pub");
+  broker_process broker(R"({"mqtt": {"sys_interval": 1}})", "sys");
+  const std::string port = std::to_string(broker.mqtt_port);
+  child_process sub(sub_bin, {"-h", "127.0.0.1", "-p", port, "-t", "$SYS/#", "-v"});
+  // Values change as they are read, and each goes out when it changed: read lines until the
+  // counts show this subscriber connected and a message of mosquitto_pub's received and sent.
+  auto until = [&](const std::string& topic, auto holds) {
+    for (int i = 0; i < 20; ++i) {
+      const auto value = sub.wait_for_line(topic + " ", 5s);
+      if (!value)
+        return false;
+      if (holds(std::stoull(*value)))
+        return true;
+    }
+    return false;
+  };
+  CHECK(until("$SYS/broker/clients/connected", [](auto n) { return n >= 1; }));
+  CHECK(run(pub_bin, {"-h", "127.0.0.1", "-p", port, "-t", "sys/probe", "-m", "x"}) == 0);
+  CHECK(until("$SYS/broker/messages/received", [](auto n) { return n >= 1; }));
+  CHECK(until("$SYS/broker/messages/sent", [](auto n) { return n >= 1; }));
+  const auto uptime = sub.wait_for_line("$SYS/broker/uptime ", 5s);
+  REQUIRE(uptime);
+  CHECK(uptime->ends_with(" seconds"));
+}

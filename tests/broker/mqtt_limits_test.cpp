@@ -1,9 +1,12 @@
 // What one client address may hold of the MQTT listener (issue 46): connections
 // (mqtt.max_connections_per_address), silent connections at keep-alive 0 (mqtt.idle_timeout) and
 // wills (mqtt.max_will_bytes_per_address). An in-process broker, driven over real sockets from
-// two loopback addresses, 127.0.0.1 and 127.0.0.2, which the broker tells apart.
+// two loopback addresses, 127.0.0.1 and 127.0.0.2, which the broker tells apart. And the MQTT
+// listener's port: a busy default is skipped, a busy port asked for stops the start (issue 48).
 
 #include <doctest/doctest.h>
+
+#include <boost/asio/ip/tcp.hpp>
 
 #include <memory>
 #include <string>
@@ -168,4 +171,37 @@ TEST_CASE("wills count against max_will_bytes_per_address: one past it refuses t
   mqtt_raw third("127.0.0.1", br.mqtt_port());
   CHECK(third.handshake(with_will("third", 600)) == 0);
   CHECK(br.stats().disconnects.mqtt_will_budget == 2);
+}
+
+TEST_CASE("a busy default MQTT port is skipped with a warning; a busy port asked for fails") {
+  boost::asio::io_context ioc;
+  boost::asio::ip::tcp::acceptor taken(
+      ioc, boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
+  const std::uint16_t busy = taken.local_endpoint().port();
+  {
+    newsdesk::testing::log_capture log;
+    auto cfg = test_config();
+    cfg.mqtt.port = busy; // as if it were 1883 with Mosquitto on it: not asked for
+    cfg.mqtt.port_given = false;
+    running_broker br(cfg);
+    CHECK_FALSE(br.srv().mqtt_listening());
+    client c(br.port()); // the rest of the broker runs
+    c.send_frame("/topic/still");
+    CHECK(br.wait_subscribers(1));
+    const auto lines = log.lines_with("the default MQTT port is in use");
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("level=warn") != std::string::npos);
+    CHECK(lines[0].find(":" + std::to_string(busy)) != std::string::npos);
+  }
+  auto cfg = test_config();
+  cfg.mqtt.port = busy;
+  cfg.mqtt.port_given = true;
+  server srv(ioc, cfg);
+  try {
+    srv.listen();
+    FAIL("listen did not throw");
+  } catch (const std::system_error& e) {
+    CHECK(std::string(e.what()).find("MQTT on 127.0.0.1:" + std::to_string(busy)) !=
+          std::string::npos);
+  }
 }

@@ -72,8 +72,43 @@ struct connect_options {
   std::optional<std::string> password;
   std::optional<std::string> will_topic;
   std::string will_payload;
-  std::uint32_t session_expiry = 0; // MQTT 5
+  std::uint8_t will_qos = 0;
+  bool will_retain = false;
+  std::string will_properties;       // MQTT 5: the will's property list, encoded
+  std::uint32_t session_expiry = 0;  // MQTT 5
+  std::uint16_t receive_maximum = 0; // MQTT 5; 0: not sent
 };
+
+/// MQTT 5 properties, encoded (each appends one to `out`).
+inline void prop_u32(std::string& out, std::uint8_t id, std::uint32_t v) {
+  out.push_back(static_cast<char>(id));
+  for (int shift = 24; shift >= 0; shift -= 8)
+    out.push_back(static_cast<char>((v >> shift) & 0xff));
+}
+inline void prop_str(std::string& out, std::uint8_t id, std::string_view v) {
+  out.push_back(static_cast<char>(id));
+  str(out, v);
+}
+inline void prop_pair(std::string& out, std::string_view k, std::string_view v) {
+  out.push_back(0x26);
+  str(out, k);
+  str(out, v);
+}
+inline void prop_varint(std::string& out, std::uint8_t id, std::uint32_t v) {
+  out.push_back(static_cast<char>(id));
+  char buf[4];
+  const char* end = mqtt::write_varint(buf, v);
+  out.append(buf, static_cast<std::size_t>(end - buf));
+}
+/// A property list: its length, then `props`.
+inline std::string prop_list(std::string_view props) {
+  std::string out;
+  char buf[4];
+  const char* end = mqtt::write_varint(buf, static_cast<std::uint32_t>(props.size()));
+  out.append(buf, static_cast<std::size_t>(end - buf));
+  out.append(props);
+  return out;
+}
 
 inline std::string connect(const connect_options& o) {
   std::string b;
@@ -81,7 +116,7 @@ inline std::string connect(const connect_options& o) {
   b.push_back(static_cast<char>(o.version));
   std::uint8_t flags = o.clean ? 0x02 : 0x00;
   if (o.will_topic)
-    flags |= 0x04;
+    flags |= static_cast<std::uint8_t>(0x04 | (o.will_qos << 3) | (o.will_retain ? 0x20 : 0));
   if (o.password)
     flags |= 0x40;
   if (o.user)
@@ -89,19 +124,19 @@ inline std::string connect(const connect_options& o) {
   b.push_back(static_cast<char>(flags));
   u16(b, o.keep_alive);
   if (o.version == mqtt::v5) {
-    if (o.session_expiry > 0) {
-      b.push_back(5);
-      b.push_back(0x11);
-      for (int shift = 24; shift >= 0; shift -= 8)
-        b.push_back(static_cast<char>((o.session_expiry >> shift) & 0xff));
-    } else {
-      b.push_back(0);
+    std::string props;
+    if (o.session_expiry > 0)
+      prop_u32(props, 0x11, o.session_expiry);
+    if (o.receive_maximum > 0) {
+      props.push_back(0x21);
+      u16(props, o.receive_maximum);
     }
+    b += prop_list(props);
   }
   str(b, o.client_id);
   if (o.will_topic) {
     if (o.version == mqtt::v5)
-      b.push_back(0);
+      b += prop_list(o.will_properties);
     str(b, *o.will_topic);
     str(b, o.will_payload);
   }
@@ -120,6 +155,21 @@ inline std::string subscribe(std::uint16_t id, std::string_view filter, std::uin
     b.push_back(0);
   str(b, filter);
   b.push_back(static_cast<char>(qos));
+  return packet(0x82, b);
+}
+
+/// MQTT 5 SUBSCRIBE with the options byte as given (QoS, No Local 0x04, Retain As Published
+/// 0x08, Retain Handling << 4) and a Subscription Identifier (0: none).
+inline std::string subscribe5(std::uint16_t id, std::string_view filter, std::uint8_t options,
+                              std::uint32_t subscription_id = 0) {
+  std::string b;
+  u16(b, id);
+  std::string props;
+  if (subscription_id)
+    prop_varint(props, 0x0b, subscription_id);
+  b += prop_list(props);
+  str(b, filter);
+  b.push_back(static_cast<char>(options));
   return packet(0x82, b);
 }
 
@@ -146,10 +196,43 @@ inline std::string publish(std::string_view topic, std::string_view payload, std
   return packet(static_cast<std::uint8_t>(0x30 | (qos << 1) | (retain ? 1 : 0)), b);
 }
 
+/// MQTT 5 PUBLISH with the property list `props` (encoded, without its length).
+inline std::string publish5(std::string_view topic, std::string_view payload, std::uint8_t qos,
+                            std::uint16_t id, std::string_view props, bool retain = false) {
+  std::string b;
+  str(b, topic);
+  if (qos > 0)
+    u16(b, id);
+  b += prop_list(props);
+  b.append(payload);
+  return packet(static_cast<std::uint8_t>(0x30 | (qos << 1) | (retain ? 1 : 0)), b);
+}
+
 inline std::string puback(std::uint16_t id) {
   std::string b;
   u16(b, id);
   return packet(0x40, b);
+}
+inline std::string pubrec(std::uint16_t id) {
+  std::string b;
+  u16(b, id);
+  return packet(0x50, b);
+}
+inline std::string pubrel(std::uint16_t id) {
+  std::string b;
+  u16(b, id);
+  return packet(0x62, b);
+}
+inline std::string pubcomp(std::uint16_t id) {
+  std::string b;
+  u16(b, id);
+  return packet(0x70, b);
+}
+/// A QoS 2 PUBLISH sent again: DUP set.
+inline std::string publish_dup(std::string_view topic, std::string_view payload, std::uint16_t id) {
+  std::string p = publish(topic, payload, 2, id);
+  p[0] = static_cast<char>(p[0] | 0x08);
+  return p;
 }
 
 inline std::string pingreq() {
@@ -179,6 +262,9 @@ struct received_publish {
   bool retain = false;
   bool dup = false;
   std::uint16_t id = 0;
+  std::string properties; // MQTT 5: the property list, encoded
+  bool has_expiry = false;
+  std::uint32_t expiry = 0;
 };
 
 inline received_publish parse_received(const mqtt_packet& p, std::uint8_t version) {
@@ -192,6 +278,9 @@ inline received_publish parse_received(const mqtt_packet& p, std::uint8_t versio
   r.topic = std::string(pp.topic);
   r.payload = std::string(pp.payload);
   r.id = pp.packet_id;
+  r.properties = std::string(pp.props.list);
+  r.has_expiry = pp.props.has_expiry;
+  r.expiry = pp.props.expiry;
   return r;
 }
 

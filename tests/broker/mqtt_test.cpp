@@ -347,8 +347,8 @@ TEST_CASE("malformed packets close that connection only, each with its counted r
     CHECK(c->wait_closed());
   }
   {
-    auto c = connected("qos2");
-    c->send(b::publish("ok", "x", 2, 1));
+    auto c = connected("again");
+    c->send(b::connect(v3("again"))); // a second CONNECT
     CHECK(c->wait_closed());
   }
   REQUIRE(wait_until([&] { return br.stats().connections_current == 1; }));

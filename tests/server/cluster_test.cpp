@@ -1,5 +1,6 @@
 // Several newsdesk instances on one PostgreSQL store: real binaries, a real PostgreSQL started
 // by the test (tests/support/postgres_cluster.hpp), the Splash stand-in counting renders.
+#include "tests/server/cluster_support.hpp"
 #include "tests/support/harness.hpp"
 #include "tests/support/http_get.hpp"
 #include "tests/support/postgres_cluster.hpp"
@@ -10,35 +11,17 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <thread>
 
 using namespace newsdesk::testing;
 using namespace std::chrono_literals;
 
 namespace {
-
-json cluster_config(const splash_standin& splash, json sites, json refresh) {
-  json r = {{"jitter", 0}, {"manual_min_interval", 0}, {"cold_start_wait", 5}};
-  if (refresh.is_object())
-    r.update(refresh);
-  return json{{"splash_url", splash.base_url()}, {"refresh", r}, {"sites", std::move(sites)}};
-}
-
-std::unique_ptr<newsdesk_process> instance(const json& config, const std::string& store) {
-  auto nd = std::make_unique<newsdesk_process>(config, std::vector<std::string>{"--store", store});
-  REQUIRE_MESSAGE(nd->port != 0, nd->log());
-  return nd;
-}
-
-std::set<std::string> titles(unsigned short port) {
-  std::set<std::string> out;
-  const auto news = news_json(port); // kept: a range-for over a temporary's member dangles
-  for (const auto& h : news.at("headlines"))
-    out.insert(h.at("title").get<std::string>());
-  return out;
-}
 
 // The epoch:id of the newest headline an SSE stream has carried.
 std::string last_event_id(const std::string& stream) {
@@ -304,195 +287,4 @@ TEST_CASE("an SSE client moving from one instance to another with Last-Event-ID 
   sse_client stranger(b->port, "/events", "0123456789abcdef:5");
   CHECK(stranger.wait_for("event: reset"));
   CHECK(stranger.wait_for("\"title\":\"Five story\""));
-}
-
-TEST_CASE("with PostgreSQL down every instance stays in HAProxy, serving from memory, degraded "
-          "and saying so, and catches up when the database returns") {
-  postgres_cluster pg; // its own: this test stops it
-  const auto store = pg.fresh_database();
-  splash_standin splash;
-  splash.set("https://a.cnn.com/",
-             standin_page::page(cnn_page({{"/1/index.html", "Before story"}})));
-  const auto config = cluster_config(
-      splash, {site("a", "cnn", "https://a.cnn.com/", {{"interval", 1}})}, {{"retries", 0}});
-  auto a = instance(config, store);
-  auto b = instance(config, store);
-  REQUIRE(eventually([&] { return titles(b->port).count("Before story") == 1; }));
-  REQUIRE(eventually([&] { return http_get(b->port, "/readyz").status == 200; }));
-
-  // HAProxy as deploy/haproxy-cluster.cfg checks the instances (GET /readyz, 200 expected, two
-  // failures mark one down), checking faster so that a wrong 503 shows within the outage.
-  temp_dir lb_dir;
-  const auto lb_port = unused_port();
-  std::string lb_config = "global\n    maxconn 256\ndefaults\n    mode http\n"
-                          "    timeout connect 2s\n    timeout client 10s\n"
-                          "    timeout server 10s\n    retries 2\n    option redispatch\n"
-                          "frontend in\n    bind 127.0.0.1:" +
-                          std::to_string(lb_port) +
-                          "\n    default_backend newsdesk\nbackend newsdesk\n"
-                          "    balance leastconn\n    option httpchk\n"
-                          "    http-check send meth GET uri /readyz\n"
-                          "    http-check expect status 200\n"
-                          "    default-server check inter 300ms fall 2 rise 2\n";
-  for (const auto* nd : {a.get(), b.get()})
-    lb_config +=
-        "    server n" + std::to_string(nd->port) + " 127.0.0.1:" + std::to_string(nd->port) + "\n";
-  const auto haproxy = fs::exists("/usr/sbin/haproxy") ? "/usr/sbin/haproxy" : "haproxy";
-  child_process lb(haproxy, {"-f", lb_dir.write("haproxy.cfg", lb_config), "-db"}, {},
-                   (lb_dir.path / "haproxy.log").string());
-  REQUIRE_MESSAGE(eventually([&] { return http_get(lb_port, "/news").status == 200; }),
-                  ("HAProxy did not answer (scripts/setup installs it): " +
-                   read_file((lb_dir.path / "haproxy.log").string())));
-
-  pg.stop();
-  const auto stopped = std::chrono::steady_clock::now();
-  // Every instance notices within its 2 s store check, and says so everywhere it can.
-  for (const auto* nd : {a.get(), b.get()}) {
-    CHECK(eventually(
-        [&] { return nd->log().find("msg=\"store unreachable\"") != std::string::npos; }));
-    INFO(nd->log());
-    CHECK(http_get(nd->port, "/metrics").body.find("\nnewsdesk_degraded 1\n") != std::string::npos);
-    auto ready = http_get(nd->port, "/readyz");
-    CHECK(ready.status == 200);
-    CHECK(json::parse(ready.body).at("state") == "degraded");
-    // The page's views are rebuilt after the outage is noticed, and answer with their previous
-    // bytes meanwhile.
-    CHECK(eventually([&] {
-      return news_json(nd->port).value("notice", "").find("database") != std::string::npos;
-    }));
-  }
-  // Through HAProxy, the page is served all along the outage.
-  int asked = 0, served = 0;
-  while (std::chrono::steady_clock::now() - stopped < 6s) {
-    auto page = http_get(lb_port, "/news");
-    ++asked;
-    if (page.status == 200 && page.body.find("Before story") != std::string::npos)
-      ++served;
-    std::this_thread::sleep_for(50ms);
-  }
-  INFO(read_file((lb_dir.path / "haproxy.log").string()));
-  CHECK(asked >= 20);
-  CHECK(served == asked);
-
-  splash.set("https://a.cnn.com/",
-             standin_page::page(
-                 cnn_page({{"/1/index.html", "Before story"}, {"/2/index.html", "After story"}})));
-  pg.start();
-  CHECK(eventually([&] { return titles(b->port).count("After story") == 1; }, 15s));
-  CHECK(eventually([&] { return titles(a->port).count("After story") == 1; }, 5s));
-  CHECK(eventually(
-      [&] {
-        auto ready = http_get(b->port, "/readyz");
-        return ready.status == 200 && json::parse(ready.body).at("state") == "ready";
-      },
-      10s));
-  CHECK(eventually([&] { return news_json(a->port).value("notice", "").empty(); }));
-  // The notice goes once a query answers; the LISTEN connection comes back on its own backoff
-  // (up to 5 s), and a's pages may have caught up by polling meanwhile.
-  CHECK(eventually([&] {
-    return http_get(a->port, "/metrics").body.find("\nnewsdesk_degraded 0\n") != std::string::npos;
-  }));
-}
-
-TEST_CASE("an unreachable PostgreSQL at start stops newsdesk with a message naming it") {
-  auto port = unused_port();
-  newsdesk_process nd(
-      json{{"sites", json::array()}},
-      {"--store", "postgresql://nobody:secret@127.0.0.1:" + std::to_string(port) + "/newsdesk"});
-  CHECK(nd.port == 0);
-  CHECK(nd.process->wait_exit() == 1);
-  auto log = nd.log();
-  CHECK(log.find("127.0.0.1:" + std::to_string(port)) != std::string::npos);
-  CHECK(log.find("secret") == std::string::npos); // the password is never printed
-}
-
-namespace {
-
-// A login role of the test's own on `database` (roles are the server's, so named after the
-// database), and the store URL connecting as it.
-std::string store_as_role(postgres_cluster& pg, const std::string& database,
-                          const std::string& role, const std::string& options) {
-  pg.exec(database, "CREATE ROLE " + role + " LOGIN " + options);
-  return "postgresql://" + role + "@127.0.0.1:" + std::to_string(pg.port()) + "/" + database;
-}
-
-std::string database_of(const std::string& url) {
-  return url.substr(url.rfind('/') + 1);
-}
-
-} // namespace
-
-TEST_CASE("out of PostgreSQL connection slots, a running instance works on with the connections "
-          "it has and says so once; one starting stops with what to change") {
-  auto& pg = postgres_cluster::shared();
-  const auto database = database_of(pg.fresh_database());
-  // Two slots for the role: the listener's and one for queries, where a budget of 3 wants two.
-  const auto store = store_as_role(pg, database, "budget_" + database, "CONNECTION LIMIT 2");
-  pg.exec(database, "ALTER DATABASE " + database + " OWNER TO budget_" + database);
-  splash_standin splash;
-  json sites = json::array();
-  for (const char* name : {"a", "b", "c", "d"}) {
-    const auto url = std::string("https://") + name + ".cnn.com/";
-    splash.set(url, standin_page::page(cnn_page(
-                        {{std::string("/") + name + "/x.html", std::string(name) + " story"}})));
-    sites.push_back(site(name, "cnn", url, {{"interval", 600}}));
-  }
-  auto config = cluster_config(splash, sites, {});
-  config["store_max_connections"] = 3;
-  config["threads"] = 4; // claims side by side, so the pool wants its second connection
-  auto a = instance(config, store);
-
-  const std::string exhausted = "msg=\"postgres connection slots exhausted\"";
-  // Manual refreshes claim every site at once until the pool has asked for a second slot.
-  REQUIRE_MESSAGE(eventually(
-                      [&] {
-                        (void)send_request(a->port, "POST", "/api/refresh");
-                        std::this_thread::sleep_for(50ms);
-                        return a->process->output().find(exhausted) != std::string::npos;
-                      },
-                      20s),
-                  a->log());
-  CHECK(a->process->output().find("store_max_connections = 3 connections (2 for queries, 1 to "
-                                  "LISTEN)") != std::string::npos);
-  // It works on: every site rendered and shown, live updates listening.
-  CHECK(eventually(
-      [&] {
-        return titles(a->port) == std::set<std::string>{"a story", "b story", "c story", "d story"};
-      },
-      15s));
-  CHECK(a->process->wait_for_log("msg=\"change listener: listening\""));
-  for (int i = 0; i < 10; ++i) {
-    (void)send_request(a->port, "POST", "/api/refresh");
-    std::this_thread::sleep_for(100ms);
-  }
-
-  // Another instance finds no slot at all: it stops at once, saying what to change.
-  newsdesk_process b(config, {"--store", store});
-  CHECK(b.port == 0);
-  CHECK(b.process->wait_exit() == 1);
-  const auto said = b.log();
-  CHECK(said.find("no connection slot left") != std::string::npos);
-  CHECK(said.find("too many connections for role") != std::string::npos);
-  CHECK(said.find("lower store_max_connections (NEWSDESK_STORE_MAX_CONNECTIONS") !=
-        std::string::npos);
-
-  // The running one said it once, and never took the store for unreachable.
-  const auto log = a->process->output();
-  CHECK(count(log, exhausted) == 1);
-  CHECK(count(log, "msg=\"store unreachable\"") == 0);
-  CHECK(count(log, "msg=\"site refreshed\"") >= 4);
-}
-
-TEST_CASE("a role that may not create newsdesk's tables stops newsdesk with what the role needs") {
-  auto& pg = postgres_cluster::shared();
-  const auto database = database_of(pg.fresh_database());
-  const auto store = store_as_role(pg, database, "guest_" + database, "");
-  // PostgreSQL 15's default; older servers let every role create in schema public.
-  pg.exec(database, "REVOKE CREATE ON SCHEMA public FROM PUBLIC");
-  newsdesk_process nd(json{{"sites", json::array()}}, {"--store", store});
-  CHECK(nd.port == 0);
-  CHECK(nd.process->wait_exit() == 1);
-  const auto said = nd.log();
-  CHECK(said.find("permission denied for schema public") != std::string::npos);
-  CHECK(said.find("GRANT CREATE ON SCHEMA public TO") != std::string::npos);
 }

@@ -256,7 +256,8 @@ TEST_CASE("the SQLite file deleted or cut short under the running service is not
     newsdesk_process nd(json{{"sites", json::array()}});
     REQUIRE_MESSAGE(nd.port != 0, nd.log());
     CHECK(nd.log().find("created a new, empty store") != std::string::npos);
-    CHECK(http_get(nd.port, "/readyz").status == 200);
+    // Ready once its (empty) page is built.
+    CHECK(eventually([&] { return http_get(nd.port, "/readyz").status == 200; }));
     const auto file = nd.dir.path / "store.db";
     REQUIRE(fs::exists(file));
     if (truncate)

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -108,6 +109,17 @@ struct newsdesk_process {
     return cleared;
   }
 };
+
+// The value of `series` (a metric's name with its labels, as /metrics writes it:
+// `newsdesk_degraded` or `newsdesk_http_requests_total{route="events",status="503"}`) in the
+// instance's /metrics; none when it is not there.
+inline std::optional<double> scrape_metric(unsigned short port, const std::string& series) {
+  const auto text = "\n" + http_get(port, "/metrics").body;
+  const auto at = text.find("\n" + series + " ");
+  if (at == std::string::npos)
+    return std::nullopt;
+  return std::stod(text.substr(at + series.size() + 2));
+}
 
 // Waits until `predicate` holds, polling every 20 ms; false if it still does not at the deadline.
 template <class Predicate>

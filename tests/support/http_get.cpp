@@ -87,12 +87,23 @@ bool parse_one(const std::string& raw, std::size_t& pos, http_answer& out, bool 
 }
 } // namespace
 
-int connect_loopback(unsigned short port, int receive_buffer) {
+int connect_loopback(unsigned short port, int receive_buffer, const char* from) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0)
     return -1;
   if (receive_buffer > 0)
     ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+  if (from) {
+    sockaddr_in local{};
+    local.sin_family = AF_INET;
+    if (::inet_pton(AF_INET, from, &local.sin_addr) != 1 ||
+        ::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
+      int error = errno;
+      ::close(fd);
+      errno = error;
+      return -1;
+    }
+  }
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);

@@ -21,8 +21,9 @@ struct http_answer {
 };
 
 // A socket connected to 127.0.0.1:`port`, or -1 with errno set. `receive_buffer` > 0 sets
-// SO_RCVBUF first (a small one makes a slow reader).
-int connect_loopback(unsigned short port, int receive_buffer = 0);
+// SO_RCVBUF first (a small one makes a slow reader). `from`: the loopback address to connect
+// from ("127.0.3.7": any of 127.0.0.0/8 is this host), for tests of per-address limits.
+int connect_loopback(unsigned short port, int receive_buffer = 0, const char* from = nullptr);
 
 // A loopback port nothing listens on (bound, then closed).
 unsigned short unused_port();

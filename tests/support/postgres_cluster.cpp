@@ -4,11 +4,14 @@
 
 #include <libpq-fe.h>
 #include <pwd.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <system_error>
 #include <vector>
@@ -105,6 +108,47 @@ void postgres_cluster::start() {
   } catch (const std::exception&) {
     throw std::runtime_error("PostgreSQL did not start; see " + (dir_ / "server.log").string());
   }
+}
+
+std::vector<int> postgres_cluster::server_processes() const {
+  std::ifstream pid_file(dir_ / "data" / "postmaster.pid");
+  int postmaster = 0;
+  if (!(pid_file >> postmaster) || postmaster <= 0)
+    throw std::runtime_error("cannot read the postmaster's pid from " +
+                             (dir_ / "data" / "postmaster.pid").string());
+  std::vector<int> pids{postmaster};
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const auto name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    // pid (comm) state ppid ...: comm may hold spaces, so read after its closing parenthesis.
+    const auto close = line.rfind(')');
+    if (close == std::string::npos)
+      continue;
+    std::istringstream rest(line.substr(close + 1));
+    std::string state;
+    int parent = 0;
+    if (rest >> state >> parent && parent == postmaster)
+      pids.push_back(std::stoi(name));
+  }
+  return pids;
+}
+
+void postgres_cluster::freeze() {
+  // The postmaster first, so it starts no process that would miss the signal.
+  for (int pid : server_processes())
+    ::kill(pid, SIGSTOP);
+}
+
+void postgres_cluster::thaw() {
+  auto pids = server_processes();
+  std::reverse(pids.begin(), pids.end()); // the children first, the postmaster last
+  for (int pid : pids)
+    ::kill(pid, SIGCONT);
 }
 
 void postgres_cluster::stop() {

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace newsdesk::testing {
 
@@ -37,8 +38,17 @@ class postgres_cluster {
   void stop();
   void start();
 
+  // Freezes the server without closing anything (SIGSTOP to the postmaster and every process
+  // it started): connections stay open and the kernel still accepts new ones, but nothing
+  // answers, as with a full disk, a lock held for ever or a partition that drops packets.
+  // thaw() lets it run on (SIGCONT). Throws when the postmaster's pid cannot be read.
+  void freeze();
+  void thaw();
+
  private:
   void pg_ctl(const std::string& args) const;
+  // The postmaster's pid and those of its children, the postmaster first.
+  std::vector<int> server_processes() const;
 
   std::filesystem::path dir_;
   std::string bin_; // the folder holding initdb and pg_ctl

@@ -18,9 +18,11 @@ struct sse_client {
   int fd = -1;
   std::string received;
 
+  // `from`: the loopback address to connect from (connect_loopback); the default's when empty.
   explicit sse_client(unsigned short port, const std::string& target = "/events",
-                      const std::string& last_event_id = {}, int receive_buffer = 0) {
-    fd = connect_loopback(port, receive_buffer);
+                      const std::string& last_event_id = {}, int receive_buffer = 0,
+                      const std::string& from = {}) {
+    fd = connect_loopback(port, receive_buffer, from.empty() ? nullptr : from.c_str());
     REQUIRE(fd >= 0);
     std::string request = "GET " + target + " HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n";
     if (!last_event_id.empty())

@@ -549,14 +549,27 @@ TEST_CASE("descriptor budgets are derived from the open-file limit, and refused 
           "fit") {
   config cfg; // http.max_connections and http.max_streams 0: derived
   cfg.broker.enabled = true;
-  cfg.broker.max_connections = 16384;
+  cfg.broker.max_connections = 16000; // given: taken as it is
   fit_descriptor_budget(cfg, 20000);
   const std::size_t left =
-      20000 - reserved_descriptors - body_descriptors - cfg.http.max_refusing - 16384;
+      20000 - reserved_descriptors - body_descriptors - cfg.http.max_refusing - 16000;
+  CHECK(cfg.broker.max_connections == 16000);
   CHECK(cfg.http.max_connections == left * 2 / 3);
   CHECK(cfg.http.max_streams == left / 3);
-  CHECK(cfg.http.max_connections + cfg.http.max_streams + cfg.http.max_refusing + 16384 +
+  CHECK(cfg.http.max_connections + cfg.http.max_streams + cfg.http.max_refusing + 16000 +
             reserved_descriptors + body_descriptors <=
+        20000);
+
+  // The broker's default (16,384) is cut to a third of what is left, so /events has room for a
+  // page's readers: 2,000 readers on three instances fit with the defaults.
+  config defaults;
+  defaults.broker.enabled = true;
+  fit_descriptor_budget(defaults, 20000);
+  const std::size_t rest = 20000 - reserved_descriptors - body_descriptors - 256;
+  CHECK(defaults.broker.max_connections == rest / 3);
+  CHECK(defaults.http.max_streams >= 2000);
+  CHECK(defaults.http.max_connections + defaults.http.max_streams + 256 +
+            defaults.broker.max_connections + reserved_descriptors + body_descriptors <=
         20000);
 
   config roomy;

@@ -40,27 +40,40 @@ TEST_CASE("readiness: one site refreshed within interval * (1 + jitter) + timeou
       configured("a", std::chrono::minutes(5), std::chrono::seconds(30)),
       configured("b", std::chrono::minutes(5), std::chrono::seconds(30))};
   // a: allowed 300 s * 1.1 + 30 s = 360 s, it is 340 s old; b is hours old.
-  auto verdict = decide_readiness(snap, sites, 0.1, now, store_check{});
+  auto verdict = decide_readiness(snap, sites, 0.1, now, store_check{}, true);
   CHECK(verdict.ready);
   CHECK(verdict.sites_fresh == 1);
   CHECK(verdict.sites == 2);
   CHECK(verdict.reasons.empty());
 
   // 21 s later a is past its allowance too.
-  verdict = decide_readiness(snap, sites, 0.1, now + 21'000, store_check{});
+  verdict = decide_readiness(snap, sites, 0.1, now + 21'000, store_check{}, true);
   CHECK_FALSE(verdict.ready);
   CHECK(verdict.sites_fresh == 0);
   CHECK(verdict.reasons ==
         std::vector<std::string>{"no site has refreshed within its interval yet"});
 }
 
+TEST_CASE("readiness: not ready until the page is built, whatever else is fine") {
+  news_snapshot snap;
+  snap.ready = true;
+  snap.sites = {succeeded("a", now - 1'000)};
+  auto verdict = decide_readiness(snap, one_site("a"), 0.1, now, store_check{}, false);
+  CHECK_FALSE(verdict.ready);
+  CHECK(verdict.reasons == std::vector<std::string>{"the page is being built"});
+  CHECK(decide_readiness(snap, one_site("a"), 0.1, now, store_check{}, true).ready);
+  // Degraded on a shared store that is down, but only with a page to answer from.
+  CHECK_FALSE(
+      decide_readiness(snap, one_site("a"), 0.1, now, store_check{"down", true}, false).ready);
+}
+
 TEST_CASE("readiness: a site that never succeeded is not fresh, and no site at all is ready") {
   news_snapshot snap;
   snap.sites = {succeeded("a", 0)};
   auto sites = one_site("a");
-  CHECK_FALSE(decide_readiness(snap, sites, 0.1, now, store_check{}).ready);
+  CHECK_FALSE(decide_readiness(snap, sites, 0.1, now, store_check{}, true).ready);
   // Nothing configured: nothing can be late, so the instance serves (an empty page).
-  CHECK(decide_readiness(news_snapshot{}, {}, 0.1, now, store_check{}).ready);
+  CHECK(decide_readiness(news_snapshot{}, {}, 0.1, now, store_check{}, true).ready);
 }
 
 TEST_CASE("readiness: a failing store of its own makes it unready whatever the sites, naming the "
@@ -68,7 +81,7 @@ TEST_CASE("readiness: a failing store of its own makes it unready whatever the s
   news_snapshot snap;
   snap.sites = {succeeded("a", now)};
   auto verdict =
-      decide_readiness(snap, one_site("a"), 0.1, now, store_check{"disk I/O error", false});
+      decide_readiness(snap, one_site("a"), 0.1, now, store_check{"disk I/O error", false}, true);
   CHECK_FALSE(verdict.ready);
   CHECK(verdict.sites_fresh == 1);
   CHECK(verdict.reasons == std::vector<std::string>{"store: disk I/O error"});
@@ -80,7 +93,7 @@ TEST_CASE("readiness: a shared store that is down leaves an instance that can an
   snap.ready = true;
   snap.sites = {succeeded("a", now - 10'000'000)}; // hours old: no one could write meanwhile
   const store_check down{"could not connect to server", true};
-  auto verdict = decide_readiness(snap, one_site("a"), 0.1, now, down);
+  auto verdict = decide_readiness(snap, one_site("a"), 0.1, now, down, true);
   CHECK(verdict.ready);
   CHECK(verdict.degraded);
   CHECK(verdict.reasons == std::vector<std::string>{"store: could not connect to server",
@@ -89,19 +102,19 @@ TEST_CASE("readiness: a shared store that is down leaves an instance that can an
   CHECK(nlohmann::json::parse(verdict.to_json()).at("state") == "degraded");
   // With nothing in memory (it started during the outage) it has nothing to serve.
   snap.ready = false;
-  verdict = decide_readiness(snap, one_site("a"), 0.1, now, down);
+  verdict = decide_readiness(snap, one_site("a"), 0.1, now, down, true);
   CHECK_FALSE(verdict.ready);
   CHECK(nlohmann::json::parse(verdict.to_json()).at("state") == "unready");
   // The store back, late sites are this instance's own problem again.
   snap.ready = true;
-  CHECK_FALSE(decide_readiness(snap, one_site("a"), 0.1, now, store_check{}).ready);
+  CHECK_FALSE(decide_readiness(snap, one_site("a"), 0.1, now, store_check{}, true).ready);
 }
 
 TEST_CASE("readiness: sites a reload removed do not count, even when fresh") {
   news_snapshot snap;
   snap.sites = {succeeded("gone", now)};
   auto sites = one_site("new");
-  auto verdict = decide_readiness(snap, sites, 0.1, now, store_check{});
+  auto verdict = decide_readiness(snap, sites, 0.1, now, store_check{}, true);
   CHECK_FALSE(verdict.ready);
   CHECK(verdict.sites_fresh == 0);
   CHECK(verdict.sites == 1);
@@ -114,7 +127,7 @@ TEST_CASE("readiness: sites that look broken are listed with why, and leave the 
   std::vector<site_config> sites = {
       configured("a", std::chrono::minutes(5), std::chrono::seconds(30)),
       configured("b", std::chrono::minutes(5), std::chrono::seconds(30))};
-  auto verdict = decide_readiness(snap, sites, 0.1, now, store_check{});
+  auto verdict = decide_readiness(snap, sites, 0.1, now, store_check{}, true);
   CHECK(verdict.ready);
   REQUIRE(verdict.sites_looking_broken.size() == 1);
   auto body = nlohmann::json::parse(verdict.to_json());

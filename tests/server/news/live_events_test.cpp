@@ -1,6 +1,8 @@
 // Live events as a client of /events reads them: the stream handed to the route's responder.
 #include "server/news/live_events.hpp"
 
+#include "server/news/headline_store.hpp"
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
 
@@ -33,7 +35,7 @@ struct client {
 
   client(live_events& live, const std::string& target) {
     std::promise<std::shared_ptr<event_stream>> answered;
-    live.handle(http_request{"GET", target, {}, {}},
+    live.handle(http_request{"GET", target, {}, {}, {}},
                 [&](http_response res) { answered.set_value(res.stream); });
     stream = answered.get_future().get();
     REQUIRE(stream);
@@ -44,7 +46,8 @@ struct client {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     while (received.find(text) == std::string::npos &&
            std::chrono::steady_clock::now() < deadline) {
-      received += stream->take();
+      for (const auto& chunk : stream->take())
+        received += *chunk;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     return received.find(text) != std::string::npos;
@@ -102,6 +105,70 @@ TEST_CASE("live events: a headline that joined a story is followed by a story ev
   live.publish({item(4, "a", 1)});
   REQUIRE(everything.wait_for("Headline 4"));
   CHECK(everything.stories().size() == 1);
+  live.stop();
+  pool.join();
+}
+
+TEST_CASE("live events: clients starting over share one reset, made once per snapshot and filter") {
+  boost::asio::thread_pool pool(1);
+  boost::asio::io_context ioc;
+  auto store = open_store(":memory:");
+  live_events live(ioc, pool, store.get(),
+                   {{"a", {"Site A", "#111111"}}, {"b", {"Site B", "#222222"}}});
+  auto first = std::make_shared<news_snapshot>();
+  first->version = 1;
+  first->headlines = {item(2, "b", 2), item(1, "a", 1)};
+  first->last_id = 2;
+  std::shared_ptr<const news_snapshot> current = first;
+  live.set_snapshot_source([&] { return current; });
+
+  // An id that cannot be replayed (malformed, another store's): a reset with what is shown.
+  const auto reset_of = [&](const std::string& target) {
+    client c(live, target);
+    REQUIRE(c.wait_for("event: reset"));
+    return c;
+  };
+  auto one = reset_of("/events?after=garbage");
+  auto two = reset_of("/events?after=0123:5");
+  CHECK(one.received.find("id: ") != std::string::npos);
+  CHECK(one.received.find(":2\nevent: reset\ndata: ") != std::string::npos);
+  CHECK(one.received.find("Headline 1") != std::string::npos);
+  CHECK(one.received.find("Headline 2") != std::string::npos);
+
+  // The same bytes, not a copy each: a third client's reset is the very buffer of the others.
+  client three(live, "/events?after=x");
+  const auto shared_three = [&] {
+    for (int i = 0; i < 100; ++i) {
+      auto chunks = three.stream->take();
+      for (const auto& chunk : chunks)
+        if (chunk->find("event: reset") != std::string::npos)
+          return chunk;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return event_stream::chunk();
+  }();
+  client four(live, "/events?after=y");
+  event_stream::chunk shared_four;
+  for (int i = 0; i < 100 && !shared_four; ++i) {
+    for (const auto& chunk : four.stream->take())
+      if (chunk->find("event: reset") != std::string::npos)
+        shared_four = chunk;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(shared_three);
+  CHECK(shared_three.get() == shared_four.get());
+
+  // A filter has its own; a new snapshot, new ones.
+  auto only_a = reset_of("/events?site=a&after=z");
+  CHECK(only_a.received.find("Headline 2") == std::string::npos);
+  auto second = std::make_shared<news_snapshot>(*first);
+  second->version = 2;
+  second->headlines = {item(3, "a", 3), item(2, "b", 2), item(1, "a", 1)};
+  second->last_id = 3;
+  current = second;
+  auto later = reset_of("/events?after=q");
+  CHECK(later.received.find(":3\nevent: reset") != std::string::npos);
+  CHECK(later.received.find("Headline 3") != std::string::npos);
   live.stop();
   pool.join();
 }

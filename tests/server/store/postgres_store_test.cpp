@@ -112,6 +112,9 @@ TEST_CASE("postgres store: messages name the database, never the password") {
 
 TEST_CASE("postgres store: a claim is exclusive until its lease ends or is released") {
   auto store = postgres_store::open(postgres_cluster::shared().fresh_database());
+  // A lease holds while its holder beats (cluster_store): these holders all do.
+  for (const auto* owner : {"one", "two", "three"})
+    store->heartbeat(owner, 60s);
   // A site never scheduled is due at once.
   CHECK(claim(*store, "a", "one", 400ms).status == claim_status::claimed);
   auto other = claim(*store, "a", "two", 400ms);
@@ -127,6 +130,18 @@ TEST_CASE("postgres store: a claim is exclusive until its lease ends or is relea
 
   store->release("a", "two");
   CHECK(claim(*store, "a", "three", 400ms).status == claim_status::claimed);
+}
+
+TEST_CASE("postgres store: the lease of a holder whose heartbeat ran out is taken before it ends") {
+  auto store = postgres_store::open(postgres_cluster::shared().fresh_database());
+  store->heartbeat("gone", 200ms);
+  store->heartbeat("alive", 60s);
+  CHECK(claim(*store, "a", "gone", 60s).status == claim_status::claimed);
+  CHECK(claim(*store, "a", "alive", 60s).status == claim_status::leased);
+  std::this_thread::sleep_for(300ms); // its heartbeat runs out; its lease has a minute left
+  CHECK(store->release_dead_leases() == std::vector<std::string>{"a"});
+  CHECK(claim(*store, "a", "alive", 60s).status == claim_status::claimed);
+  CHECK_FALSE(store->renew("a", "gone", 60s));
 }
 
 TEST_CASE("postgres store: a write under a lease ends it and sets when the site is due again") {
