@@ -16,12 +16,6 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 using boost::system::error_code;
 
-bool is_expected_close(const error_code& ec) {
-  return ec == net::error::eof || ec == net::error::connection_reset ||
-         ec == net::error::operation_aborted || ec == net::error::broken_pipe ||
-         ec == net::error::connection_aborted;
-}
-
 class mqtt_tcp_session final : public mqtt_session {
  public:
   using mqtt_session::mqtt_session;

@@ -73,10 +73,9 @@ namespace detail {
 
 namespace {
 
-bool is_expected_close(const error_code& ec) {
-  return ec == websocket::error::closed || ec == net::error::eof ||
-         ec == net::error::connection_reset || ec == net::error::operation_aborted ||
-         ec == net::error::broken_pipe || ec == net::error::connection_aborted;
+// A WebSocket also ends with its closing handshake.
+bool ws_expected_close(const error_code& ec) {
+  return ec == websocket::error::closed || is_expected_close(ec);
 }
 
 class mqtt_ws_session final : public mqtt_session {
@@ -195,9 +194,9 @@ void mqtt_ws_session::on_write(const error_code& ec, std::size_t n) {
 }
 
 void mqtt_ws_session::failed(const error_code& ec, const char* step) {
-  if (!is_expected_close(ec))
+  if (!ws_expected_close(ec))
     broker::detail::fail(ec, step);
-  close(is_expected_close(ec)
+  close(ws_expected_close(ec)
             ? (in_.empty() ? close_reason::client_closed : close_reason::truncated_frame)
             : close_reason::io_error);
 }

@@ -4,12 +4,19 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
 
 #include "broker/core.hpp"
 #include "broker/reactor.hpp"
 
 namespace newsdesk::broker::detail {
+
+bool is_expected_close(const boost::system::error_code& ec) {
+  namespace error = boost::asio::error;
+  return ec == error::eof || ec == error::connection_reset || ec == error::operation_aborted ||
+         ec == error::broken_pipe || ec == error::connection_aborted;
+}
 
 peer::~peer() {
   if (fd_ >= 0)

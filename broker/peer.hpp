@@ -48,6 +48,10 @@ struct address_share {
 /// will charged to it (a kept session's delayed will outlives its connection).
 using address_table = std::unordered_map<std::string, address_share>;
 
+// A socket error that is how a connection ends (the client left, or we closed it), not a fault
+// worth a log line. Every transport's sessions read their errors through it.
+bool is_expected_close(const boost::system::error_code& ec);
+
 class peer : public std::enable_shared_from_this<peer> {
  public:
   /// `fd`: its accepted socket, taken out of Asio (release_socket in reactor.hpp); -1 if none.

@@ -19,12 +19,6 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 using boost::system::error_code;
 
-bool is_expected_close(const error_code& ec) {
-  return ec == net::error::eof || ec == net::error::connection_reset ||
-         ec == net::error::operation_aborted || ec == net::error::broken_pipe ||
-         ec == net::error::connection_aborted;
-}
-
 class session final : public peer {
  public:
   session(std::shared_ptr<core> c, int fd, bool authenticated)

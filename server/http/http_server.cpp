@@ -249,6 +249,27 @@ struct http_server::state {
 
 namespace {
 
+// An absolute-form target ("GET http://host/news", as proxies send; the scheme in any case,
+// RFC 3986 3.1) split into the authority it names and the origin-form rest, "/" when empty.
+struct absolute_target {
+  std::string_view host;
+  std::string_view rest;
+};
+
+// iequals here is http_message's, never beast::iequals: Beast 1.81's reads one byte past both
+// strings when they differ only in case, and a target is stored without a terminator (a request
+// for "HTTP://" read past its heap block under the fuzzer).
+std::optional<absolute_target> split_absolute(std::string_view target) {
+  for (std::string_view scheme : {"http://", "https://"}) {
+    if (target.size() < scheme.size() || !iequals(target.substr(0, scheme.size()), scheme))
+      continue;
+    const auto after = target.substr(scheme.size());
+    const auto slash = std::min(after.find_first_of("/?"), after.size());
+    return absolute_target{after.substr(0, slash), after.substr(slash)};
+  }
+  return std::nullopt;
+}
+
 http_request to_request(http::request<http::string_body>& msg) {
   http_request req;
   req.method = std::string(msg.method_string());
@@ -257,22 +278,16 @@ http_request to_request(http::request<http::string_body>& msg) {
   for (const auto& field : msg)
     req.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
   req.body = std::move(msg.body());
-  // An absolute-form target ("GET http://host/news", as proxies send) names the host itself:
-  // RFC 9112 3.2.2 has it replace the Host header, and the rest is the usual origin-form.
-  for (std::string_view scheme : {"http://", "https://"}) {
-    std::string_view target = req.target;
-    if (target.size() < scheme.size() || !beast::iequals(target.substr(0, scheme.size()), scheme))
-      continue;
-    auto rest = target.substr(scheme.size());
-    auto slash = rest.find_first_of("/?");
-    const std::string host(rest.substr(0, slash));
-    std::string origin = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
-    if (!origin.empty() && origin.front() == '?')
+  // RFC 9112 3.2.2: an absolute-form target's host replaces the Host header, and the rest is
+  // the usual origin-form.
+  if (const auto absolute = split_absolute(msg.target())) {
+    std::string host(absolute->host);
+    std::string origin(absolute->rest);
+    if (origin.empty() || origin.front() == '?')
       origin.insert(0, "/");
     req.target = std::move(origin);
-    std::erase_if(req.headers, [](const auto& h) { return beast::iequals(h.first, "Host"); });
-    req.headers.emplace_back("Host", host);
-    break;
+    std::erase_if(req.headers, [](const auto& h) { return iequals(h.first, "Host"); });
+    req.headers.emplace_back("Host", std::move(host));
   }
   return req;
 }
@@ -280,23 +295,15 @@ http_request to_request(http::request<http::string_body>& msg) {
 // RFC 9112 3.2: an HTTP/1.1 request without exactly one Host header is answered 400 (a target
 // in absolute form carries its own). HTTP/1.0 clients may omit it.
 bool host_ok(const http::request<http::string_body>& msg) {
-  if (msg.version() < 11)
+  if (msg.version() < 11 || split_absolute(msg.target()))
     return true;
-  std::string_view target = msg.target();
-  if (target.rfind("http://", 0) == 0 || target.rfind("https://", 0) == 0)
-    return true;
-  auto hosts = msg.count(http::field::host);
-  return hosts == 1;
+  return msg.count(http::field::host) == 1;
 }
 
 // The host a request names: its absolute-form target's authority, else its Host header.
 std::string_view named_host(const http::request<http::string_body>& msg) {
-  std::string_view target = msg.target();
-  for (std::string_view scheme : {"http://", "https://"})
-    if (target.size() >= scheme.size() && beast::iequals(target.substr(0, scheme.size()), scheme)) {
-      auto rest = target.substr(scheme.size());
-      return rest.substr(0, rest.find_first_of("/?"));
-    }
+  if (const auto absolute = split_absolute(msg.target()))
+    return absolute->host;
   return msg[http::field::host];
 }
 
@@ -358,11 +365,11 @@ refusal check_request(const http::request<http::string_body>& msg) {
         codings.push_back(coding);
     }
   }
-  if (codings.empty() || !beast::iequals(codings.back(), "chunked"))
+  if (codings.empty() || !iequals(codings.back(), "chunked"))
     return {400, "Bad Request: Transfer-Encoding must end with chunked"};
   codings.pop_back();
   if (std::any_of(codings.begin(), codings.end(),
-                  [](std::string_view c) { return beast::iequals(c, "chunked"); }))
+                  [](std::string_view c) { return iequals(c, "chunked"); }))
     return {400, "Bad Request: chunked applied more than once"};
   if (!codings.empty())
     return {501, "Not Implemented: transfer coding " + std::string(codings.front().substr(0, 64))};

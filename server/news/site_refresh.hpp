@@ -17,7 +17,7 @@
 //
 // Threads: every member may be called from any thread. Renders start on the io_context, pages
 // are parsed on the scrape executor, and `done` runs there (a page that was read) or an
-// io_context thread (a render that failed for good).
+// io_context thread (a render that failed for good, or a page that had not changed).
 #pragma once
 
 #include "scrapers/scraper.hpp"

@@ -354,7 +354,12 @@ TEST_CASE("a login PostgreSQL refuses is told with its cause, in the log line an
   CHECK(line->find("check store credentials") != std::string::npos);
   CHECK(count(a->process->output(), "msg=\"store refused the login\"") == 1);
   CHECK(count(a->process->output(), "msg=\"store unreachable\"") == 0);
-  const auto notice = news_json(a->port).value("notice", "");
+  // The JSON follows once its view is rebuilt, a moment after the line.
+  std::string notice;
+  CHECK(eventually([&] {
+    notice = news_json(a->port).value("notice", "");
+    return !notice.empty();
+  }));
   CHECK(notice.find("refused newsdesk's login") != std::string::npos);
   CHECK(notice.find("is not permitted to log in") != std::string::npos);
   CHECK(scrape_metric(a->port, "newsdesk_degraded") == 1);

@@ -167,6 +167,12 @@ TEST_CASE("a Host whose port is not 1 to 65535 is a 400 and never reaches the fe
   auto absolute = raw_exchange(nd.port, "GET http://name:99999999999/news.atom HTTP/1.1\r\nHost: "
                                         "x\r\nConnection: close\r\n\r\n");
   CHECK(absolute.rfind("HTTP/1.1 400", 0) == 0);
+  // A scheme in capitals is still absolute form (RFC 3986 3.1): it needs no Host header, and
+  // its host is the one the links name.
+  auto capitals = raw_exchange(nd.port, "GET HTTP://name:8080/news.atom HTTP/1.1\r\n"
+                                        "Connection: close\r\n\r\n");
+  CHECK(capitals.rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(capitals.find("href=\"http://name:8080/news") != std::string::npos);
   CHECK(atom("name:65535").find("href=\"http://name:65535/news") != std::string::npos);
   CHECK(atom("[::1]:8080").rfind("HTTP/1.1 200", 0) == 0);
   CHECK(atom("name").find("href=\"http://name/news") != std::string::npos);
