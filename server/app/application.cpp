@@ -354,6 +354,7 @@ struct application::parts {
         alert_rules.match(update.added, update.snapshot->sites);
       }
       live.publish_status(update.changed_status);
+      live.publish_pictures(update.pictured);
       // The cards' leads' pictures, fetched when not yet tried (the page shows them once made).
       pictures.consider(*update.snapshot);
       if (pubsub)

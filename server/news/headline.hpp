@@ -242,6 +242,8 @@ std::string iso8601_ms(std::int64_t unix_ms);
 // A headline's one JSON shape, shared by /news.json, the broker payload and /events:
 // {"id","title","url","site","first_seen","rank","new","story"} (first_seen as iso8601_ms gives
 // it).
+// {"name", "width", "height"}; null for none.
+void to_json(nlohmann::json& j, const picture_ref& picture);
 void to_json(nlohmann::json& j, const news_item& item);
 
 // A refresh's new headlines as the broker carries them to /events and other subscribers: a JSON

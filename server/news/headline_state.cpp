@@ -340,6 +340,9 @@ void headline_state::set_pictures(
         continue;
       auto copy = held;
       picture_locked(copy);
+      for (std::size_t j = 0; j < copy.size(); ++j)
+        if (copy[j].picture != held[j].picture)
+          update.pictured.push_back(copy[j]);
       set_items_locked(i, std::make_shared<const site_items>(std::move(copy)));
       entries_[i].changed = changed = true;
     }

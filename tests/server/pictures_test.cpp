@@ -8,10 +8,12 @@
 #include "tests/support/http_get.hpp"
 #include "tests/support/page_text.hpp"
 #include "tests/support/splash_standin.hpp"
+#include "tests/support/sse_client.hpp"
 #include "tests/support/test_images.hpp"
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <regex>
 
 using namespace newsdesk::server;
@@ -93,6 +95,8 @@ TEST_CASE("pictures: a card's lead image is fetched once, made small, served by 
   two_feeds f;
   newsdesk_process nd(f.config(true));
   REQUIRE_MESSAGE(nd.port != 0, nd.log());
+  // An open page: it hears of each picture as it is made (the headlines arrived before it).
+  sse_client live(nd.port);
 
   // The dam's card shows one of its two pictures (its lead's); the storm's shows none.
   std::vector<shown_picture> shown;
@@ -104,6 +108,16 @@ TEST_CASE("pictures: a card's lead image is fetched once, made small, served by 
   REQUIRE(shown.size() == 1);
   CHECK(shown[0].alt == dam);
   CHECK(shown[0].loading == "eager");
+  CHECK_MESSAGE(live.wait_for("\"name\":\"" + shown[0].name + "\""), live.received);
+  CHECK(live.received.find("event: picture\ndata: {\"id\":") != std::string::npos);
+  // The JSON carries it with its headline.
+  const auto news = news_json(nd.port);
+  const auto with_picture =
+      std::count_if(news.at("headlines").begin(), news.at("headlines").end(), [&](const json& h) {
+        return h.contains("picture") && h.at("picture").at("name") == shown[0].name &&
+               h.at("picture").at("width") == std::stoi(shown[0].width);
+      });
+  CHECK(with_picture == 1);
   CHECK(((shown[0].width == "480" && shown[0].height == "270") ||
          (shown[0].width == "480" && shown[0].height == "320")));
 
