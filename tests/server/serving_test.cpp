@@ -251,8 +251,12 @@ std::vector<int> thread_policies(int pid) {
   std::vector<int> out;
   for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
     auto stat = read_file((task.path() / "stat").string());
+    // A thread that ended after the listing leaves nothing to read.
+    const auto name_end = stat.rfind(')');
+    if (name_end == std::string::npos)
+      continue;
     // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
-    std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+    std::istringstream rest(stat.substr(name_end + 1));
     std::string field;
     for (int i = 3; i <= 41 && rest >> field; ++i)
       if (i == 41)
