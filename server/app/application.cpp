@@ -2,6 +2,7 @@
 
 #include "broker/broker.hpp"
 #include "server/alerts/alerts.hpp"
+#include "server/app/headline_publisher.hpp"
 #include "server/app/low_priority_pool.hpp"
 #include "server/app/metrics.hpp"
 #include "server/app/readiness.hpp"
@@ -38,23 +39,12 @@
 #include <mutex>
 #include <optional>
 #include <thread>
-#include <unordered_set>
 
 namespace newsdesk::server {
 
 namespace net = boost::asio;
 
 namespace {
-
-// The topic new headlines go out on, for any broker client to follow.
-constexpr const char* headlines_topic = "/topic/headlines";
-// Each site's headlines, one message each, the latest retained: MQTT's newsdesk/headlines/<site>
-// (the broker maps MQTT topic T to channel /topic/T; only newsdesk may publish under it).
-constexpr std::string_view site_headlines_prefix = "/topic/newsdesk/headlines/";
-// A story's growth, when a new headline joins a story another one started: MQTT's
-// newsdesk/stories/<id>, not retained (one topic per story ever told would fill the retained
-// store; the story's state is in /news.json?story=ID).
-constexpr std::string_view story_prefix = "/topic/newsdesk/stories/";
 
 std::int64_t unix_ms_now() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -173,8 +163,10 @@ struct application::parts {
       , terminate(ioc, SIGINT, SIGTERM)
       , drain_timer(ioc)
       , store_watch(ioc) {
-    if (cfg.broker.enabled)
+    if (cfg.broker.enabled) {
       pubsub = std::make_unique<broker::server>(ioc, cfg.broker);
+      broker_out.emplace(*pubsub);
+    }
     // A shared store: every instance's pages follow the store's event log.
     // Its probe is the store's check (the page's notice, /readyz, /metrics), told on the
     // worker pool: the notice makes a snapshot.
@@ -333,32 +325,20 @@ struct application::parts {
       icons.refreshed(site.name, site.url, urls, unix_ms_now());
     });
     // Every change takes one way out: live events first (the cheapest, and what an open page is
-    // waiting for), then the broker's topic for network subscribers (the JSON made once, here),
-    // then the views everyone asks for, built before anyone asks.
+    // waiting for), then the broker's topics for network subscribers, then the views everyone
+    // asks for, built before anyone asks.
     news.on_update([this](const headline_update& update) {
-      if (!update.added.empty()) {
+      if (!update.added.empty())
         live.publish(update.added, update.story_sources);
-        if (pubsub) {
-          // Each on its own: one the broker refuses (a batch over its frame size) keeps the rest.
-          publish_or_warn("headlines",
-                          [&] { pubsub->publish(headlines_topic, headlines_json(update.added)); });
-          publish_or_warn("site headlines", [&] {
-            // Ids ascend, so each site's last one, the one kept, is its latest.
-            for (const auto& item : update.added)
-              pubsub->publish_retained(std::string(site_headlines_prefix) + item.headline.site,
-                                       headline_json(item));
-          });
-          publish_or_warn("story updates", [&] { publish_story_updates(update); });
-        }
+      if (broker_out)
+        broker_out->publish(update);
+      if (!update.added.empty())
         // Only what this change added is matched: never the whole snapshot again.
         alert_rules.match(update.added, update.snapshot->sites);
-      }
       live.publish_status(update.changed_status);
       live.publish_pictures(update.pictured);
       // The cards' leads' pictures, fetched when not yet tried (the page shows them once made).
       pictures.consider(*update.snapshot);
-      if (pubsub)
-        retain_first_headlines(update);
       routes.prebuild(update.snapshot);
     });
     if (cfg.metrics)
@@ -366,50 +346,6 @@ struct application::parts {
           [this](const site_config& site, std::chrono::milliseconds took, failure_kind kind) {
             counters.observe_fetch(site.name, took, kind);
           });
-  }
-
-  template <class Publish> static void publish_or_warn(const char* what, Publish&& publish) {
-    try {
-      publish();
-    } catch (const std::exception& e) {
-      log_warn(std::string("msg=\"cannot publish ") + what + "\" error=" + logfmt_quoted(e.what()));
-    }
-  }
-
-  // Each new headline that joined a story another headline started, with how many sites tell
-  // that story now: the shape of /events' story event.
-  void publish_story_updates(const headline_update& update) {
-    for (const auto& item : update.added)
-      if (auto found = update.story_sources.find(item.story);
-          found != update.story_sources.end() && item.story != item.id)
-        pubsub->publish(std::string(story_prefix) + std::to_string(item.story),
-                        story_update_json(item, found->second));
-  }
-
-  // A site's first refresh is shown, not announced (nothing is published for it), yet an MQTT
-  // subscriber should see every site at once: each site's newest headline is kept as its
-  // retained message, without publishing it, the first time the site has headlines. Later ones
-  // replace it as they are published. Only the sites the update changed are looked at: with
-  // thousands of sites, a look at every headline held per update made a cold start quadratic.
-  void retain_first_headlines(const headline_update& update) {
-    std::lock_guard lock(retained_mutex);
-    for (const auto& item : update.added)
-      retained_sites.insert(item.headline.site);
-    for (const auto& items : update.changed_sites) {
-      if (items->empty() || retained_sites.contains(items->front().headline.site))
-        continue;
-      const auto& newest =
-          *std::max_element(items->begin(), items->end(),
-                            [](const news_item& a, const news_item& b) { return a.id < b.id; });
-      const auto& site = newest.headline.site;
-      try {
-        pubsub->retain(std::string(site_headlines_prefix) + site, headline_json(newest));
-        retained_sites.insert(site);
-      } catch (const std::exception& e) {
-        log_warn("msg=\"cannot keep a retained headline\" site=" + logfmt_quoted(site) +
-                 " error=" + logfmt_quoted(e.what()));
-      }
-    }
   }
 
   // The first log lines: where the configuration came from and what was chosen.
@@ -684,9 +620,8 @@ struct application::parts {
   alerts::alert_service alert_rules;
   server::metrics counters;
   std::unique_ptr<broker::server> pubsub;
-  std::mutex retained_mutex;                      // on_update listeners may run on any worker
-  std::unordered_set<std::string> retained_sites; // sites with a retained headline
-  std::unique_ptr<change_listener> changes;       // shared stores only
+  std::optional<headline_publisher> broker_out; // with pubsub: what changes tell its subscribers
+  std::unique_ptr<change_listener> changes;     // shared stores only
   std::unique_ptr<http_server> http;
   net::signal_set hangup;
   net::signal_set terminate;

@@ -132,9 +132,11 @@ std::string headline_json(const news_item& item) {
   return nlohmann::json(item).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::string story_update_json(const news_item& item, std::size_t sources) {
-  const nlohmann::json j = {{"story", item.story}, {"headline", item}, {"sources", sources}};
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+std::string story_update_json(std::int64_t story, std::string_view headline, std::size_t sources) {
+  // The keys in the order nlohmann writes an object's (sorted), as every other JSON of ours.
+  std::string out = R"({"headline":)";
+  out.append(headline).append(R"(,"sources":)").append(std::to_string(sources));
+  return out.append(R"(,"story":)").append(std::to_string(story)).append("}");
 }
 
 std::string headlines_json(const std::vector<news_item>& items) {

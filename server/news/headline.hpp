@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace newsdesk::server {
@@ -251,10 +252,10 @@ void to_json(nlohmann::json& j, const news_item& item);
 std::string headlines_json(const std::vector<news_item>& items);
 // One headline as a JSON object of that shape (MQTT's newsdesk/headlines/<site>).
 std::string headline_json(const news_item& item);
-// A headline that joined story `item.story`, which `sources` sites tell now: {"story": ID,
-// "headline": <the shape above>, "sources": N} (/events' story event, MQTT's
-// newsdesk/stories/<id>).
-std::string story_update_json(const news_item& item, std::size_t sources);
+// A headline that joined `story`, which `sources` sites tell now: {"story": ID, "headline": <the
+// shape above>, "sources": N} (MQTT's newsdesk/stories/<id>), around the headline's JSON as
+// headline_json made it, so a publisher makes each headline's JSON once.
+std::string story_update_json(std::int64_t story, std::string_view headline, std::size_t sources);
 // A list as a JSON array of that shape.
 void to_json(nlohmann::json& j, const headline_list& items);
 

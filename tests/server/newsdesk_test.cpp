@@ -568,6 +568,8 @@ TEST_CASE("a large /news page reaches keep-alive clients and slow readers whole"
 
 TEST_CASE("startup fails with a message naming the problem") {
   temp_dir dir;
+  // Never the default store in the working folder, whose schema another build may have moved on.
+  const auto store = (dir.path / "store.db").string();
   SUBCASE("unknown config key") {
     auto path = dir.write("bad.json", R"({"port": 8080, "colour_scheme": "dark"})");
     child_process p(NEWSDESK_BINARY, {"--config", path}, {}, (dir.path / "err").string());
@@ -593,8 +595,9 @@ TEST_CASE("startup fails with a message naming the problem") {
           std::string::npos);
   }
   SUBCASE("missing template") {
-    child_process p(NEWSDESK_BINARY, {"--renderer", "direct", "--templates", dir.path.string()}, {},
-                    (dir.path / "err").string());
+    child_process p(NEWSDESK_BINARY,
+                    {"--renderer", "direct", "--templates", dir.path.string(), "--store", store},
+                    {}, (dir.path / "err").string());
     CHECK(p.wait_exit() == 1);
     CHECK(read_file((dir.path / "err").string()).find("news.html") != std::string::npos);
   }
@@ -604,7 +607,7 @@ TEST_CASE("startup fails with a message naming the problem") {
     child_process p(NEWSDESK_BINARY,
                     {"--renderer", "direct", "--port", std::to_string(first.port), "--templates",
                      source_dir + "/templates", "--static", source_dir + "/static",
-                     "--broker-listen", "off"},
+                     "--broker-listen", "off", "--store", store},
                     {}, (dir.path / "err").string());
     CHECK(p.wait_exit() == 1);
     CHECK(read_file((dir.path / "err").string())
@@ -654,8 +657,8 @@ TEST_CASE("a broker port in use stops startup with a message naming it") {
   temp_dir dir;
   child_process p(NEWSDESK_BINARY,
                   {"--renderer", "direct", "--port", "0", "--templates", source_dir + "/templates",
-                   "--static", source_dir + "/static", "--broker-listen",
-                   "127.0.0.1:" + std::to_string(first.broker_port)},
+                   "--static", source_dir + "/static", "--store", (dir.path / "store.db").string(),
+                   "--broker-listen", "127.0.0.1:" + std::to_string(first.broker_port)},
                   {}, (dir.path / "err").string());
   CHECK(p.wait_exit() == 1);
   CHECK(read_file((dir.path / "err").string()).find(std::to_string(first.broker_port)) !=

@@ -53,6 +53,14 @@ TEST_CASE("a batch of headlines is a JSON array in order, with invalid UTF-8 rep
   CHECK(headlines_json({}) == "[]");
 }
 
+TEST_CASE("a story update wraps the headline's JSON as made once, keys in nlohmann's order") {
+  auto one = item(7, "Quake \"strikes\"", "https://a/7", "a", 0, true);
+  one.story = 3;
+  const auto text = story_update_json(one.story, headline_json(one), 2);
+  const nlohmann::json expected = {{"story", 3}, {"headline", one}, {"sources", 2}};
+  CHECK(text == expected.dump());
+}
+
 namespace {
 
 std::vector<std::string> urls_of(const headline_list& list) {

@@ -333,7 +333,8 @@ TEST_CASE("newsdesk with renderer chromium shows JavaScript-built headlines on /
   {
     child_process nd(NEWSDESK_BINARY,
                      {"--config", (dir / "config.json").string(), "--port", "0", "--templates",
-                      source_dir + "/templates", "--static", source_dir + "/static"},
+                      source_dir + "/templates", "--static", source_dir + "/static", "--store",
+                      (dir / "store.db").string()},
                      {"SPLASH_URL="}, (dir / "stderr.log").string());
     auto port = wait_for_port(nd);
     REQUIRE(port != 0);
