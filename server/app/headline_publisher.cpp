@@ -47,8 +47,8 @@ void headline_publisher::publish(const headline_update& update) {
     publish_or_warn("site headlines", [&] {
       // Ids ascend, so each site's last one, the one kept, is its latest.
       for (std::size_t i = 0; i < json.size(); ++i)
-        broker_.publish_retained(
-            std::string(site_headlines_prefix) + update.added[i].headline.site, json[i]);
+        broker_.publish_retained(std::string(site_headlines_prefix) + update.added[i].headline.site,
+                                 json[i]);
     });
     publish_or_warn("story updates", [&] {
       for (std::size_t i = 0; i < json.size(); ++i) {

@@ -15,8 +15,9 @@ class server;
 namespace newsdesk::server {
 
 class headline_publisher {
-public:
-  explicit headline_publisher(broker::server& broker) : broker_(broker) {}
+ public:
+  explicit headline_publisher(broker::server& broker)
+      : broker_(broker) {}
 
   // Publishes what `update` added (each headline's JSON made once):
   //   /topic/headlines                  the added headlines, one array per update
@@ -27,7 +28,7 @@ public:
   // Safe to call from any thread.
   void publish(const headline_update& update);
 
-private:
+ private:
   void retain_first_headlines(const headline_update& update);
 
   broker::server& broker_;
