@@ -129,7 +129,7 @@ settings::setting mqtt_users_row() {
                                     ": unknown key or wrong type (name, password: strings; "
                                     "read, write: arrays of topic filters)");
           }
-          if (u.name.empty() || !mqtt::valid_utf8(u.name))
+          if (u.name.empty() || !mqtt::valid_mqtt_utf8(u.name))
             throw settings::error(path + ".name: expected a non-empty UTF-8 user name");
           for (const auto& other : users)
             if (other.name == u.name)

@@ -1,5 +1,7 @@
 #include "broker/mqtt_codec.hpp"
 
+#include "server/core/utf8.hpp"
+
 #include <cstring>
 
 namespace newsdesk::broker::mqtt {
@@ -163,7 +165,7 @@ error read_properties(reader& r, properties& out) {
       break;
     case 0x08: { // response topic: a topic name
       const std::string_view topic = pr.field();
-      if (!valid_utf8(topic))
+      if (!valid_mqtt_utf8(topic))
         return pr.ok ? error::bad_utf8 : error::malformed;
       if (!valid_topic_name(topic))
         return error::protocol_error;
@@ -177,7 +179,7 @@ error read_properties(reader& r, properties& out) {
     case 0x1a: // response information
     case 0x1c: // server reference
     case 0x1f: // reason string
-      if (!valid_utf8(pr.field()))
+      if (!valid_mqtt_utf8(pr.field()))
         return pr.ok ? error::bad_utf8 : error::malformed;
       break;
     case 0x09: // correlation data
@@ -185,7 +187,7 @@ error read_properties(reader& r, properties& out) {
       pr.field();
       break;
     case 0x26: // user property: a string pair
-      if (!valid_utf8(pr.field()) || !valid_utf8(pr.field()))
+      if (!valid_mqtt_utf8(pr.field()) || !valid_mqtt_utf8(pr.field()))
         return pr.ok ? error::bad_utf8 : error::malformed;
       break;
     default:
@@ -205,7 +207,7 @@ error read_string(reader& r, std::string_view& out) {
   out = r.field();
   if (!r.ok)
     return error::malformed;
-  return valid_utf8(out) ? error::none : error::bad_utf8;
+  return valid_mqtt_utf8(out) ? error::none : error::bad_utf8;
 }
 
 } // namespace
@@ -244,56 +246,16 @@ header_result try_decode_header(std::string_view in, std::size_t max_packet) noe
   return r;
 }
 
-bool valid_utf8(std::string_view s) noexcept {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const auto* end = p + s.size();
-  while (p < end) {
-    const unsigned char c = *p;
-    if (c < 0x80) {
-      if (c == 0)
-        return false;
-      ++p;
-      continue;
-    }
-    std::size_t n = 0;
-    std::uint32_t cp = 0;
-    std::uint32_t min = 0;
-    if ((c & 0xe0) == 0xc0) {
-      n = 1;
-      cp = c & 0x1f;
-      min = 0x80;
-    } else if ((c & 0xf0) == 0xe0) {
-      n = 2;
-      cp = c & 0x0f;
-      min = 0x800;
-    } else if ((c & 0xf8) == 0xf0) {
-      n = 3;
-      cp = c & 0x07;
-      min = 0x10000;
-    } else {
-      return false;
-    }
-    if (static_cast<std::size_t>(end - p) <= n)
-      return false;
-    for (std::size_t k = 1; k <= n; ++k) {
-      if ((p[k] & 0xc0) != 0x80)
-        return false;
-      cp = (cp << 6) | (p[k] & 0x3f);
-    }
-    // Overlong forms, UTF-16 surrogates and code points past Unicode are not UTF-8.
-    if (cp < min || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-      return false;
-    p += n + 1;
-  }
-  return true;
+bool valid_mqtt_utf8(std::string_view s) noexcept {
+  return s.find('\0') == std::string_view::npos && newsdesk::server::valid_utf8(s);
 }
 
 bool valid_topic_name(std::string_view s) noexcept {
-  return !s.empty() && s.find_first_of("+#") == std::string_view::npos && valid_utf8(s);
+  return !s.empty() && s.find_first_of("+#") == std::string_view::npos && valid_mqtt_utf8(s);
 }
 
 bool valid_topic_filter(std::string_view s) noexcept {
-  if (s.empty() || !valid_utf8(s))
+  if (s.empty() || !valid_mqtt_utf8(s))
     return false;
   std::size_t start = 0;
   for (;;) {
@@ -470,7 +432,7 @@ error parse_publish(std::string_view body, std::uint8_t flags, std::uint8_t vers
     out.props = {p.list, p.message_expiry_set, p.message_expiry};
     out.has_subscription_id = p.subscription_id != 0;
   }
-  if (!valid_utf8(out.topic))
+  if (!valid_mqtt_utf8(out.topic))
     return error::bad_utf8;
   if (!valid_topic_name(out.topic))
     return error::wildcard_topic;

@@ -71,7 +71,8 @@ struct header_result {
 /// length bytes are in (before any of the body is needed). O(1).
 [[nodiscard]] header_result try_decode_header(std::string_view in, std::size_t max_packet) noexcept;
 
-[[nodiscard]] bool valid_utf8(std::string_view s) noexcept;
+/// An MQTT UTF-8 string (MQTT 3.1.1 1.5.3, 5.0 1.5.4): well-formed UTF-8 without U+0000.
+[[nodiscard]] bool valid_mqtt_utf8(std::string_view s) noexcept;
 /// A PUBLISH topic: 1..65535 bytes of valid UTF-8 without '+' or '#'.
 [[nodiscard]] bool valid_topic_name(std::string_view s) noexcept;
 /// A SUBSCRIBE filter: valid UTF-8, '+' alone in its level, '#' alone in the last level.

@@ -44,7 +44,7 @@ void parse_one(const header_result& h, std::string_view body, std::uint8_t versi
   case packet_type::connect: {
     connect_packet c;
     if (parse_connect(body, h.flags(), c) == error::none) {
-      require(inside(c.client_id, body) && valid_utf8(c.client_id));
+      require(inside(c.client_id, body) && valid_mqtt_utf8(c.client_id));
       require(inside(c.username, body) && inside(c.password, body));
       require(!c.has_will || (inside(c.will.topic, body) && valid_topic_name(c.will.topic)));
       require(c.version == v311 || c.version == v5);
@@ -95,7 +95,7 @@ void parse_one(const header_result& h, std::string_view body, std::uint8_t versi
     if (parse_subscribe(body, h.flags(), version, 16, id, entries) == error::none) {
       require(id != 0 && !entries.empty() && entries.size() <= 16);
       for (const auto& e : entries) {
-        require(inside(e.filter, body) && valid_utf8(e.filter) && e.qos <= 2);
+        require(inside(e.filter, body) && valid_mqtt_utf8(e.filter) && e.qos <= 2);
         (void)valid_topic_filter(e.filter);
         (void)filter_covers("newsdesk/#", e.filter);
       }
@@ -107,7 +107,7 @@ void parse_one(const header_result& h, std::string_view body, std::uint8_t versi
     std::vector<std::string_view> filters;
     if (parse_unsubscribe(body, h.flags(), version, 16, id, filters) == error::none)
       for (const auto f : filters)
-        require(inside(f, body) && valid_utf8(f));
+        require(inside(f, body) && valid_mqtt_utf8(f));
     break;
   }
   case packet_type::puback:

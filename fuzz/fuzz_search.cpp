@@ -5,11 +5,10 @@
 // empty, in several languages; a language is decided for any bytes; a text always matches its
 // own words; and a query (the bytes before the first NUL) against a title (the rest) answers
 // without failing.
+#include "server/core/utf8.hpp"
 #include "server/news/search.hpp"
 #include "server/words/fold.hpp"
 #include "server/words/language.hpp"
-
-#include <utf8proc.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -21,20 +20,6 @@ namespace {
 void require(bool ok) {
   if (!ok)
     std::abort();
-}
-
-bool valid_utf8(std::string_view text) {
-  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
-  utf8proc_ssize_t at = 0;
-  const auto size = static_cast<utf8proc_ssize_t>(text.size());
-  while (at < size) {
-    utf8proc_int32_t c = 0;
-    auto n = utf8proc_iterate(p + at, size - at, &c);
-    if (n <= 0)
-      return false;
-    at += n;
-  }
-  return true;
 }
 
 } // namespace

@@ -2,11 +2,11 @@
 
 #include "scrapers/feed_encoding.hpp"
 #include "scrapers/text.hpp"
+#include "server/core/utf8.hpp"
 
 #include <unicode/ucnv.h>
 #include <unicode/ucnv_cb.h>
 #include <unicode/ucsdet.h>
-#include <unicode/utf8.h>
 
 #include <algorithm>
 #include <array>
@@ -334,25 +334,6 @@ class prescanner {
   std::string name_, value_;
 };
 
-// Whether `bytes` are all valid UTF-8 (ASCII included): ICU's decoder, one sequence at a time.
-bool valid_utf8(std::string_view bytes) {
-  const auto* s = reinterpret_cast<const std::uint8_t*>(bytes.data());
-  for (std::size_t i = 0; i < bytes.size();) {
-    if (s[i] < 0x80) {
-      ++i;
-      continue;
-    }
-    const auto length = static_cast<std::int32_t>(std::min<std::size_t>(4, bytes.size() - i));
-    std::int32_t used = 0;
-    UChar32 c;
-    U8_NEXT(s + i, used, length, c);
-    if (c < 0)
-      return false;
-    i += static_cast<std::size_t>(used);
-  }
-  return true;
-}
-
 // ICU's guess from a sample of the page: its best-rated encoding that the Encoding Standard has,
 // else windows-1252 (the standard's fallback for pages that say nothing).
 std::string detect(std::string_view bytes) {
@@ -463,7 +444,7 @@ page_charset find_page_charset(std::string_view bytes, std::string_view content_
     return {declared, charset_source::http};
   if (auto meta = prescan_meta_charset(bytes); !meta.empty())
     return {meta, charset_source::meta};
-  if (valid_utf8(bytes))
+  if (server::valid_utf8(bytes))
     return {"UTF-8", charset_source::valid_utf8};
   return {detect(bytes), charset_source::detected};
 }

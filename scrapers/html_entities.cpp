@@ -1,6 +1,6 @@
 #include "scrapers/html_entities.hpp"
 
-#include "scrapers/utf8.hpp"
+#include "server/core/utf8.hpp"
 
 #include <algorithm>
 #include <array>
@@ -52,7 +52,7 @@ std::optional<std::string> html_named_reference(std::string_view name) {
   std::string text;
   for (char32_t point : found->points)
     if (point != 0)
-      append_utf8(text, point);
+      server::append_utf8(text, point);
   return text;
 }
 

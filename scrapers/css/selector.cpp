@@ -1,6 +1,6 @@
 #include "scrapers/css/selector.hpp"
 #include "scrapers/text.hpp"
-#include "scrapers/utf8.hpp"
+#include "server/core/utf8.hpp"
 
 #include <bit>
 #include <cstdint>
@@ -418,7 +418,7 @@ class parser {
     if (cp == 0 || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) {
       cp = 0xFFFD;
     }
-    append_utf8(out, cp);
+    server::append_utf8(out, cp);
   }
 
   std::string parse_string() {

@@ -1,9 +1,9 @@
 #include "server/news/feeds.hpp"
 
 #include "server/core/utc_time.hpp"
+#include "server/core/utf8.hpp"
 
 #include "scrapers/url.hpp"
-#include "scrapers/utf8.hpp"
 
 #include <nlohmann/json.hpp>
 #include <openssl/evp.h>
@@ -108,54 +108,13 @@ std::int64_t feed_updated(const feed_info& info, const std::vector<feed_entry>& 
 std::string clean_text(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  const auto n = text.size();
-  auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
-  for (std::size_t i = 0; i < n;) {
-    const unsigned char c = byte(i);
-    if (c < 0x80) {
-      if (keep(c))
-        out += static_cast<char>(c);
-      ++i;
-      continue;
-    }
-    // Length and the allowed range of the second byte (this excludes overlong forms,
-    // surrogates and code points above U+10FFFF), per the Unicode well-formed byte table.
-    std::size_t len = 0;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      lo = c == 0xE0 ? 0xA0 : 0x80;
-      hi = c == 0xED ? 0x9F : 0xBF;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      lo = c == 0xF0 ? 0x90 : 0x80;
-      hi = c == 0xF4 ? 0x8F : 0xBF;
-    }
-    if (len == 0) {
-      out += "\xEF\xBF\xBD";
-      ++i;
-      continue;
-    }
-    char32_t cp = c & (0xFF >> (len + 1));
-    std::size_t j = i + 1;
-    for (; j < i + len && j < n; ++j) {
-      const unsigned char b = byte(j);
-      const bool ok = j == i + 1 ? (b >= lo && b <= hi) : (b >= 0x80 && b <= 0xBF);
-      if (!ok)
-        break;
-      cp = (cp << 6) | (b & 0x3F);
-    }
-    if (j != i + len) { // truncated or broken: one U+FFFD for the maximal valid prefix
-      out += "\xEF\xBF\xBD";
-      i = j;
-      continue;
-    }
-    if (keep(cp))
-      scrapers::append_utf8(out, cp);
-    i = j;
-  }
+  decode_utf8(
+      text,
+      [&](char32_t cp, std::string_view bytes) {
+        if (keep(cp))
+          out.append(bytes);
+      },
+      [&] { out.append(replacement_character); });
   return out;
 }
 

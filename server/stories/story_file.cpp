@@ -1,9 +1,8 @@
 #include "server/stories/story_file.hpp"
 
+#include "server/core/utf8.hpp"
 #include "server/stories/story_assigner.hpp"
 #include "server/words/language.hpp"
-
-#include <utf8proc.h>
 
 #include <array>
 #include <charconv>
@@ -20,19 +19,6 @@ namespace {
 void append_unless_failed(std::string& field, char c, const std::string& error) {
   if (error.empty())
     field += c;
-}
-
-bool valid_utf8(std::string_view text) {
-  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
-  const auto size = static_cast<utf8proc_ssize_t>(text.size());
-  for (utf8proc_ssize_t at = 0; at < size;) {
-    utf8proc_int32_t c = 0;
-    const auto n = utf8proc_iterate(p + at, size - at, &c);
-    if (n <= 0)
-      return false;
-    at += n;
-  }
-  return true;
 }
 
 constexpr std::array<const char*, 5> required = {"ID", "TITLE", "URL", "HOSTNAME", "TIMESTAMP"};

@@ -1,5 +1,7 @@
 #include "server/words/fold.hpp"
 
+#include "server/core/utf8.hpp"
+
 #include <utf8proc.h>
 
 #include <cstdlib>
@@ -9,27 +11,6 @@ namespace newsdesk::server::words {
 
 namespace {
 
-// `text` with every byte that is not part of valid UTF-8 replaced by a space.
-std::string valid_utf8(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
-  utf8proc_ssize_t at = 0;
-  const auto size = static_cast<utf8proc_ssize_t>(text.size());
-  while (at < size) {
-    utf8proc_int32_t c = 0;
-    auto n = utf8proc_iterate(p + at, size - at, &c);
-    if (n <= 0) {
-      out += ' ';
-      ++at;
-    } else {
-      out.append(text.data() + at, static_cast<std::size_t>(n));
-      at += n;
-    }
-  }
-  return out;
-}
-
 bool ascii(std::string_view text) {
   for (char c : text)
     if ((c & 0x80) != 0)
@@ -38,7 +19,7 @@ bool ascii(std::string_view text) {
 }
 
 std::string mapped(std::string_view text, int options) {
-  const auto clean = valid_utf8(text);
+  const auto clean = replace_invalid_utf8(text, " ");
   utf8proc_uint8_t* out = nullptr;
   auto n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(clean.data()),
                         static_cast<utf8proc_ssize_t>(clean.size()), &out,

@@ -9,8 +9,8 @@
 namespace newsdesk::server::words {
 
 // `text` folded: case-folded, accents stripped (kana keep their voicing marks: "が" is another
-// letter than "か"), compatibility forms replaced. Invalid UTF-8 bytes become spaces, so they
-// separate words and never match.
+// letter than "か"), compatibility forms replaced. Each ill-formed UTF-8 sequence becomes a space,
+// so it separates words and never matches.
 std::string fold_text(std::string_view text);
 
 // `text` case-folded and composed (NFC), accents kept: what a stemmer and a stop-word list read.
