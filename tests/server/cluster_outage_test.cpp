@@ -188,7 +188,9 @@ TEST_CASE("a killed instance's sites are taken over when its heartbeat runs out,
                            << " ms (lease 60 s)");
   // The heartbeat's 5 s, a beat's second, a claim's spread and a loaded machine's slack.
   CHECK(took <= 9s);
-  CHECK(eventually([&] { return titles(other->port).count("Taken over") == 1; }, 5s));
+  // What is timed is the takeover; the page follows its write (slower on a loaded machine: CI
+  // once saw it take over 5 s there).
+  CHECK(eventually([&] { return titles(other->port).count("Taken over") == 1; }, 15s));
 }
 
 TEST_CASE("a site only some instances have is reported by the others, and as rendered by none "
