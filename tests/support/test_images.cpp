@@ -1,47 +1,30 @@
 #include "tests/support/test_images.hpp"
 
-#include <vips/vips.h>
+// Written with libjpeg and zlib directly, not libvips: libvips's thread pool hands every tile
+// between threads through GLib's locks, which ThreadSanitizer's interceptors made so slow that
+// making the test images took most of a minute under TSan.
+#include <jpeglib.h>
 #include <zlib.h>
 
-#include <memory>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
+#include <vector>
 
 namespace newsdesk::testing {
 
 namespace {
 
-struct unref {
-  void operator()(VipsImage* image) const { g_object_unref(image); }
-};
-using image_ptr = std::unique_ptr<VipsImage, unref>;
-
-// Three bands of uchar: x, y and their sum, each wrapped at 256.
-image_ptr gradient(int width, int height) {
-  if (VIPS_INIT("newsdesk-tests") != 0)
-    throw std::runtime_error("libvips did not start");
-  VipsImage *xy = nullptr, *sum = nullptr, *joined = nullptr, *bytes = nullptr;
-  if (vips_xyz(&xy, width, height, nullptr) != 0)
-    throw std::runtime_error(vips_error_buffer());
-  image_ptr xy_owned(xy);
-  if (vips_bandmean(xy, &sum, nullptr) != 0)
-    throw std::runtime_error(vips_error_buffer());
-  image_ptr sum_owned(sum);
-  if (vips_bandjoin2(xy, sum, &joined, nullptr) != 0)
-    throw std::runtime_error(vips_error_buffer());
-  image_ptr joined_owned(joined);
-  if (vips_cast_uchar(joined, &bytes, nullptr) != 0)
-    throw std::runtime_error(vips_error_buffer());
-  VipsImage* srgb = nullptr;
-  image_ptr bytes_owned(bytes);
-  if (vips_copy(bytes, &srgb, "interpretation", VIPS_INTERPRETATION_sRGB, nullptr) != 0)
-    throw std::runtime_error(vips_error_buffer());
-  return image_ptr(srgb);
-}
-
-std::string bytes_of(void* buffer, std::size_t size) {
-  std::string out(static_cast<const char*>(buffer), size);
-  g_free(buffer);
-  return out;
+// Three bytes per pixel: x, y and their mean, each wrapped at 256 (a photo-like gradient).
+std::vector<unsigned char> gradient_row(int width, int y) {
+  std::vector<unsigned char> row(static_cast<std::size_t>(width) * 3);
+  for (int x = 0; x < width; ++x) {
+    auto* pixel = &row[static_cast<std::size_t>(x) * 3];
+    pixel[0] = static_cast<unsigned char>(x);
+    pixel[1] = static_cast<unsigned char>(y);
+    pixel[2] = static_cast<unsigned char>((x + y) / 2);
+  }
+  return row;
 }
 
 std::string big_endian32(std::uint32_t v) {
@@ -57,38 +40,74 @@ std::string chunk(const std::string& type, const std::string& data) {
          big_endian32(static_cast<std::uint32_t>(crc));
 }
 
+std::string deflated(const std::string& raw) {
+  uLongf size = compressBound(static_cast<uLong>(raw.size()));
+  std::string packed(size, '\0');
+  if (compress(reinterpret_cast<Bytef*>(packed.data()), &size,
+               reinterpret_cast<const Bytef*>(raw.data()), static_cast<uLong>(raw.size())) != Z_OK)
+    throw std::runtime_error("test image: zlib could not compress");
+  packed.resize(size);
+  return packed;
+}
+
+// A PNG of `width` x `height` (`bit_depth` bits per sample; `colour_type` 2 RGB or 0 grey) whose
+// image data is `raw` (filtered rows) deflated.
+std::string png(std::uint32_t width, std::uint32_t height, char bit_depth, char colour_type,
+                const std::string& raw) {
+  const std::string ihdr = big_endian32(width) + big_endian32(height) + bit_depth + colour_type +
+                           std::string("\0\0\0", 3);
+  return std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr) + chunk("IDAT", deflated(raw)) +
+         chunk("IEND", "");
+}
+
 } // namespace
 
 std::string test_jpeg(int width, int height) {
-  auto image = gradient(width, height);
-  void* buffer = nullptr;
-  std::size_t size = 0;
-  if (vips_jpegsave_buffer(image.get(), &buffer, &size, "Q", 85, nullptr) != 0)
-    throw std::runtime_error(vips_error_buffer());
-  return bytes_of(buffer, size);
+  jpeg_compress_struct compressor{};
+  jpeg_error_mgr errors{};
+  compressor.err = jpeg_std_error(&errors);
+  // The images are made by the tests, never read: an error is a broken build, said and ended.
+  errors.error_exit = [](j_common_ptr info) {
+    (*info->err->output_message)(info);
+    std::abort();
+  };
+  jpeg_create_compress(&compressor);
+  unsigned char* buffer = nullptr;
+  unsigned long size = 0;
+  jpeg_mem_dest(&compressor, &buffer, &size);
+  compressor.image_width = static_cast<JDIMENSION>(width);
+  compressor.image_height = static_cast<JDIMENSION>(height);
+  compressor.input_components = 3;
+  compressor.in_color_space = JCS_RGB;
+  jpeg_set_defaults(&compressor);
+  jpeg_set_quality(&compressor, 85, TRUE);
+  jpeg_start_compress(&compressor, TRUE);
+  for (int y = 0; y < height; ++y) {
+    auto row = gradient_row(width, y);
+    JSAMPROW rows[] = {row.data()};
+    jpeg_write_scanlines(&compressor, rows, 1);
+  }
+  jpeg_finish_compress(&compressor);
+  jpeg_destroy_compress(&compressor);
+  std::string out(reinterpret_cast<const char*>(buffer), size);
+  std::free(buffer);
+  return out;
 }
 
 std::string test_png(int width, int height) {
-  auto image = gradient(width, height);
-  void* buffer = nullptr;
-  std::size_t size = 0;
-  if (vips_pngsave_buffer(image.get(), &buffer, &size, nullptr) != 0)
-    throw std::runtime_error(vips_error_buffer());
-  return bytes_of(buffer, size);
+  std::string raw;
+  raw.reserve(static_cast<std::size_t>(height) * (static_cast<std::size_t>(width) * 3 + 1));
+  for (int y = 0; y < height; ++y) {
+    raw.push_back('\0'); // filter type 0: the row as it is
+    const auto row = gradient_row(width, y);
+    raw.append(row.begin(), row.end());
+  }
+  return png(static_cast<std::uint32_t>(width), static_cast<std::uint32_t>(height), 8, 2, raw);
 }
 
 std::string declared_png(std::uint32_t width, std::uint32_t height) {
   // 1 bit of grey per pixel: the densest a bomb can be, 1 byte of zlib for ~1,000 of pixels.
-  const std::string ihdr =
-      big_endian32(width) + big_endian32(height) + std::string("\1\0\0\0\0", 5);
-  std::string idat(64, '\0');
-  uLongf packed_size = compressBound(static_cast<uLong>(idat.size()));
-  std::string packed(packed_size, '\0');
-  compress(reinterpret_cast<Bytef*>(packed.data()), &packed_size,
-           reinterpret_cast<const Bytef*>(idat.data()), static_cast<uLong>(idat.size()));
-  packed.resize(packed_size);
-  return std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr) + chunk("IDAT", packed) +
-         chunk("IEND", "");
+  return png(width, height, 1, 0, std::string(64, '\0'));
 }
 
 } // namespace newsdesk::testing

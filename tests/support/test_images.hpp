@@ -1,5 +1,6 @@
-// Real images for the picture tests, made with libvips (the library newsdesk reads them with),
-// and a PNG that only declares its size (a decompression bomb's header).
+// Real images for the picture tests, written with libjpeg and zlib (not with libvips, which
+// newsdesk reads them with), and a PNG that only declares its size (a decompression bomb's
+// header).
 #pragma once
 
 #include <cstdint>
