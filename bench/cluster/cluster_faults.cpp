@@ -421,7 +421,8 @@ void many_readers(postgres_cluster& pg, const std::string& haproxy, int readers,
 
   set.close_all();
   for (auto& nd : nds)
-    eventually([&] { return metric_of(nd->port, "newsdesk_sse_clients") == 0; }, 30s);
+    if (!eventually([&] { return metric_of(nd->port, "newsdesk_sse_clients") == 0; }, 30s))
+      std::printf("  (an instance still counts streams 30 s after every reader left)\n");
   std::this_thread::sleep_for(17s); // a heartbeat (15 s) hands back what the streams held
   long after = 0;
   for (auto& nd : nds)

@@ -174,7 +174,7 @@ TEST_CASE("more connections than one batch of the reactor, ready at once, are al
     s->send_frame(""); // done: each is closed by the broker after its queue is written
   for (auto& s : subs)
     CHECK(s->wait_closed());
-  CHECK(wait_until([&] { return b.stats().connections_current == 1; }));
+  CHECK(eventually([&] { return b.stats().connections_current == 1; }));
 }
 
 TEST_CASE("a channel name without /topic or /queue fans out like /topic") {
@@ -222,13 +222,13 @@ TEST_CASE("a /queue message with no subscriber waits in the backlog for a late s
   client pub(b.port());
   pub.send_frame("/null");
   publish_many(pub, "/queue/late", 50);
-  REQUIRE(wait_until([&] { return b.stats().backlog_messages == 50; }));
+  REQUIRE(eventually([&] { return b.stats().backlog_messages == 50; }));
   CHECK(b.stats().channels_current == 2);
   client late(b.port());
   late.send_frame("/queue/late");
   for (int i = 0; i < 50; ++i)
     REQUIRE(late.read_frame() == msg(i));
-  CHECK(wait_until([&] { return b.stats().backlog_messages == 0; }));
+  CHECK(eventually([&] { return b.stats().backlog_messages == 0; }));
   CHECK(b.stats().drops.backlog_full == 0);
 }
 
@@ -244,7 +244,7 @@ TEST_CASE("a full /queue backlog stops reading the publisher until a subscriber 
   const int total = 50000;
   nonblocking_publisher feed(pub, "/queue/bp", total, 100);
   REQUIRE(feed.send_until_blocked()); // TCP pushed back before the 5 MB were accepted
-  REQUIRE(wait_until([&] { return b.stats().publishers_paused == 1; }));
+  REQUIRE(eventually([&] { return b.stats().publishers_paused == 1; }));
   // Once the broker stopped reading, the kernel buffers fill (the receive window may open a
   // little more for a while) and then no send completes: three probes 100 ms apart in a row.
   std::size_t stalled_at = 0;
@@ -260,7 +260,7 @@ TEST_CASE("a full /queue backlog stops reading the publisher until a subscriber 
   CHECK(b.stats().backlog_messages == 100);
   // The rest is held back, not dropped. The pause is counted before the paused run's messages_in
   // (separate relaxed counters): waited for, not assumed.
-  CHECK(wait_until([&] { return b.stats().messages_in == 100; }));
+  CHECK(eventually([&] { return b.stats().messages_in == 100; }));
 
   client sub(b.port());
   sub.send_frame("/queue/bp");
@@ -286,7 +286,7 @@ TEST_CASE("a /topic message with no subscriber is dropped and counted") {
   client pub(b.port());
   pub.send_frame("/null");
   publish_many(pub, "/topic/nobody", 7);
-  REQUIRE(wait_until([&] { return b.stats().drops.no_subscriber == 7; }));
+  REQUIRE(eventually([&] { return b.stats().drops.no_subscriber == 7; }));
   CHECK(b.stats().channels_current == 1); // only /null; nothing kept for /topic/nobody
 }
 
@@ -316,7 +316,7 @@ TEST_CASE("a subscriber that never reads does not slow others: they get everythi
     }
   });
   for (int start = 0; start < total; start += batch) {
-    REQUIRE(wait_until([&] { return read_count >= start - batch; }));
+    REQUIRE(eventually([&] { return read_count >= start - batch; }));
     std::string out;
     for (int i = start; i < start + batch; ++i) {
       append_frame(out, "/topic/t");
@@ -342,10 +342,10 @@ TEST_CASE("a subscriber owing more than the hard limit is disconnected") {
   pub.send_frame("/null");
   REQUIRE(b.wait_subscribers(2));
   publish_many(pub, "/topic/h", 20000, 100);
-  REQUIRE(wait_until([&] { return b.stats().disconnects.hard_limit == 1; }));
+  REQUIRE(eventually([&] { return b.stats().disconnects.hard_limit == 1; }));
   CHECK(stuck.wait_closed());
   // The connection closes before the strand drops its subscription.
-  CHECK(wait_until([&] { return b.stats().subscribers_current == 1; }));
+  CHECK(eventually([&] { return b.stats().subscribers_current == 1; }));
 }
 
 TEST_CASE("a subscriber making no write progress within the write deadline is disconnected") {
@@ -359,9 +359,9 @@ TEST_CASE("a subscriber making no write progress within the write deadline is di
   pub.send_frame("/null");
   REQUIRE(b.wait_subscribers(2));
   publish_many(pub, "/topic/w", 20000, 200);
-  REQUIRE(wait_until([&] { return b.stats().disconnects.write_timeout == 1; }, 5000ms));
+  REQUIRE(eventually([&] { return b.stats().disconnects.write_timeout == 1; }, 5000ms));
   // The disconnect is counted before the strand drops the connection's queue.
-  CHECK(wait_until([&] { return b.stats().queued_bytes == 0; }));
+  CHECK(eventually([&] { return b.stats().queued_bytes == 0; }));
 }
 
 TEST_CASE("the disconnect policy closes a subscriber as soon as its queue is full") {
@@ -375,7 +375,7 @@ TEST_CASE("the disconnect policy closes a subscriber as soon as its queue is ful
   pub.send_frame("/null");
   REQUIRE(b.wait_subscribers(2));
   publish_many(pub, "/topic/d", 5000, 200);
-  REQUIRE(wait_until([&] { return b.stats().disconnects.slow_consumer == 1; }));
+  REQUIRE(eventually([&] { return b.stats().disconnects.slow_consumer == 1; }));
   CHECK(stuck.wait_closed());
 }
 
@@ -482,7 +482,7 @@ TEST_CASE("a client vanishing mid-frame closes only its connection") {
     half.send_raw(out + std::string("\0\0\0\x20partial", 11)); // data frame cut short
     half.abort();
   }
-  REQUIRE(wait_until([&] { return b.stats().disconnects.truncated_frame == 2; }));
+  REQUIRE(eventually([&] { return b.stats().disconnects.truncated_frame == 2; }));
   client pub(b.port());
   pub.send_frame("/null");
   REQUIRE(b.wait_subscribers(2));
@@ -511,7 +511,7 @@ TEST_CASE("a connection that never completes its first frame is closed at first_
   sub.send_frame("/topic/ff");
   CHECK(silent.wait_closed(3000ms));
   CHECK(partial.wait_closed(3000ms));
-  CHECK(wait_until([&] { return b.stats().disconnects.first_frame_timeout == 2; }));
+  CHECK(eventually([&] { return b.stats().disconnects.first_frame_timeout == 2; }));
   CHECK(nlohmann::json(b.stats()).at("disconnects").at("first_frame_timeout") == 2);
   // The one that said who it is stays, well past the timeout, and is served.
   std::this_thread::sleep_for(400ms);
@@ -546,7 +546,7 @@ TEST_CASE("silent connections cannot lock a real subscriber out: it connects, su
   std::vector<std::unique_ptr<client>> silent;
   for (int i = 0; i < 40; ++i)
     silent.push_back(std::make_unique<client>(b.port()));
-  REQUIRE(wait_until([&] { return b.stats().connections_total == 40; }));
+  REQUIRE(eventually([&] { return b.stats().connections_total == 40; }));
   CHECK(b.stats().connections_current == 10);
   CHECK(b.stats().disconnects.unidentified_limit == 30);
   CHECK(b.stats().connections_rejected == 0);
@@ -559,7 +559,7 @@ TEST_CASE("silent connections cannot lock a real subscriber out: it connects, su
   // More silent ones only ever replace silent ones; the subscriber keeps its slot.
   for (int i = 0; i < 20; ++i)
     silent.push_back(std::make_unique<client>(b.port()));
-  REQUIRE(wait_until([&] { return b.stats().connections_total == 61; }));
+  REQUIRE(eventually([&] { return b.stats().connections_total == 61; }));
   CHECK(b.stats().connections_current == 11);
   b.srv().publish("/topic/real", "more news");
   CHECK(sub.read_frame() == "more news");
@@ -633,7 +633,7 @@ TEST_CASE("a zero-length channel frame makes the broker flush what it owes, then
     REQUIRE(c.read_frame() == msg(i));
   CHECK(c.wait_closed());
   CHECK(b.stats().disconnects.done == 1);
-  CHECK(wait_until([&] { return b.stats().channels_current == 0; }));
+  CHECK(eventually([&] { return b.stats().channels_current == 0; }));
 }
 
 TEST_CASE("a zero-length first frame closes the connection cleanly, subscribing to nothing") {
@@ -641,10 +641,10 @@ TEST_CASE("a zero-length first frame closes the connection cleanly, subscribing 
   client c(b.port());
   c.send_frame("");
   CHECK(closed_with_fin(c.fd(), 5000ms));
-  CHECK(wait_until([&] { return b.stats().connections_current == 0; }));
+  CHECK(eventually([&] { return b.stats().connections_current == 0; }));
   CHECK(b.stats().disconnects.done == 1);
-  CHECK(wait_until([&] { return b.stats().subscribers_current == 0; }));
-  CHECK(wait_until([&] { return b.stats().channels_current == 0; }));
+  CHECK(eventually([&] { return b.stats().subscribers_current == 0; }));
+  CHECK(eventually([&] { return b.stats().channels_current == 0; }));
 }
 
 TEST_CASE("a zero-length data frame is delivered as a zero-length frame") {
@@ -704,14 +704,14 @@ TEST_CASE("at max_channels a subscribe to a new channel is closed and a new /que
   pub.send_frame("/null");
   REQUIRE(b.wait_subscribers(2));
   publish_many(pub, "/queue/kept", 1); // the third channel: a backlog
-  REQUIRE(wait_until([&] { return b.stats().backlog_messages == 1; }));
+  REQUIRE(eventually([&] { return b.stats().backlog_messages == 1; }));
   publish_many(pub, "/queue/refused", 5);
-  REQUIRE(wait_until([&] { return b.stats().drops.channel_limit == 5; }));
+  REQUIRE(eventually([&] { return b.stats().drops.channel_limit == 5; }));
   client extra(b.port());
   extra.send_frame("/topic/new");
   CHECK(extra.wait_closed());
-  CHECK(wait_until([&] { return b.stats().disconnects.channel_limit == 1; }));
-  CHECK(wait_until([&] { return b.stats().channels_current == 3; }));
+  CHECK(eventually([&] { return b.stats().disconnects.channel_limit == 1; }));
+  CHECK(eventually([&] { return b.stats().channels_current == 3; }));
   // Existing channels keep working at the limit.
   client late(b.port());
   late.send_frame("/queue/kept");
@@ -739,10 +739,10 @@ TEST_CASE("backlogs spread over many /queue channels stop at the broker-wide cap
       break;
     off += static_cast<std::size_t>(n);
   }
-  REQUIRE(wait_until([&] { return b.stats().publishers_paused == 1; }));
+  REQUIRE(eventually([&] { return b.stats().publishers_paused == 1; }));
   // The pause is counted before the paused run's messages_in: wait until every message read is
   // counted, all of them in backlogs (paused, nothing dropped).
-  REQUIRE(wait_until([&] {
+  REQUIRE(eventually([&] {
     const auto now = b.stats();
     return now.messages_in == now.backlog_messages;
   }));
@@ -754,15 +754,15 @@ TEST_CASE("backlogs spread over many /queue channels stop at the broker-wide cap
   CHECK(s.channels_current == s.backlog_messages + 2);
   // In-process publishes cannot wait: dropped, and they leave no empty channel behind.
   b.srv().publish("/queue/inproc", std::string(1000, 'i'));
-  REQUIRE(wait_until([&] { return b.stats().drops.backlog_full == 1; }));
+  REQUIRE(eventually([&] { return b.stats().drops.backlog_full == 1; }));
   // The drop is counted before its channel is erased.
-  CHECK(wait_until([&] { return b.stats().channels_current == s.channels_current; }));
+  CHECK(eventually([&] { return b.stats().channels_current == s.channels_current; }));
   // Draining one channel makes room: the publisher resumes and takes the next message.
   client sub(b.port());
   sub.send_frame("/queue/h0");
   CHECK(strip(sub.read_frame().value_or("")) == msg(0));
-  CHECK(wait_until([&] { return b.stats().messages_in > s.messages_in; }));
-  CHECK(wait_until([&] { return b.stats().publishers_paused == 1; })); // paused again
+  CHECK(eventually([&] { return b.stats().messages_in > s.messages_in; }));
+  CHECK(eventually([&] { return b.stats().publishers_paused == 1; })); // paused again
   CHECK(b.stats().backlog_bytes <= cfg.backlog_total_max_bytes);
 }
 
@@ -773,7 +773,7 @@ TEST_CASE("in-process publish checks the channel name like the network path") {
   CHECK_THROWS_AS(b.srv().publish(std::string(17, 'x'), "data"), std::length_error);
   CHECK_THROWS_AS(b.srv().publish("", "data"), std::invalid_argument);
   CHECK_NOTHROW(b.srv().publish(std::string(16, 'x'), "data"));
-  CHECK(wait_until([&] { return b.stats().drops.no_subscriber == 1; }));
+  CHECK(eventually([&] { return b.stats().drops.no_subscriber == 1; }));
   CHECK(b.stats().messages_in == 1);
 }
 
@@ -786,7 +786,7 @@ TEST_CASE("graceful shutdown delivers what is queued to a live subscriber, then 
   REQUIRE(b.wait_subscribers(2));
   const int total = 3000;
   publish_many(pub, "/topic/s", total, 1000);
-  REQUIRE(wait_until([&] { return b.stats().messages_in == total; }));
+  REQUIRE(eventually([&] { return b.stats().messages_in == total; }));
   REQUIRE(b.stats().queued_bytes > 0); // the kernel buffers are full, the rest is queued
   bool finished = false;
   std::thread stopper([&] { finished = b.shutdown(5000ms); });
@@ -812,7 +812,7 @@ TEST_CASE("graceful shutdown gives up on a subscriber that never reads at the de
   pub.send_frame("/null");
   REQUIRE(b.wait_subscribers(2));
   publish_many(pub, "/topic/x", 2000, 1000);
-  REQUIRE(wait_until([&] { return b.stats().queued_bytes > 0; }));
+  REQUIRE(eventually([&] { return b.stats().queued_bytes > 0; }));
   const auto t0 = std::chrono::steady_clock::now();
   CHECK(b.shutdown(3000ms));
   CHECK(std::chrono::steady_clock::now() - t0 < 2000ms);
@@ -900,8 +900,8 @@ TEST_CASE("thousands of concurrent connections each receive a fan-out message") 
     got += c->read_frame() == std::optional<std::string>("hello all") ? 1 : 0;
   CHECK(got == n);
   cs.clear();
-  CHECK(wait_until([&] { return b.stats().connections_current == 0; }, 10000ms));
-  CHECK(wait_until([&] { return b.stats().channels_current == 0; }));
+  CHECK(eventually([&] { return b.stats().connections_current == 0; }, 10000ms));
+  CHECK(eventually([&] { return b.stats().channels_current == 0; }));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1027,7 +1027,7 @@ TEST_CASE("after cancel() or destruction an in-process subscriber gets nothing m
 
   w.cancel();
   CHECK(b.wait_subscribers(1));
-  CHECK(wait_until([&] { return b.stats().channels_current == 1; })); // only /null remains
+  CHECK(eventually([&] { return b.stats().channels_current == 1; })); // only /null remains
 }
 
 TEST_CASE("a handler may cancel its own subscription: later messages of the same run skip it") {
@@ -1060,8 +1060,10 @@ TEST_CASE("cancel() on another thread returns only after a handler call under wa
     entered.set_value();
     // The canceller is about to call cancel(); had cancel() not waited for this call, it would
     // return well within this window.
-    wait_until([&] { return cancelling.load(); });
-    returned_during_call = wait_until([&] { return cancel_returned.load(); }, 300ms);
+    // (A canceller that never started fails the check below too.)
+    const bool canceller_started = eventually([&] { return cancelling.load(); });
+    returned_during_call =
+        !canceller_started || eventually([&] { return cancel_returned.load(); }, 300ms);
   });
   b.srv().publish("/topic/slow", "one");
   REQUIRE(entered.get_future().wait_for(5s) == std::future_status::ready);
@@ -1122,10 +1124,10 @@ TEST_CASE("shutdown drops in-process subscribers: their handlers are released, n
   CHECK(watch.expired());
   CHECK(b.stats().subscribers_current == 0);
   b.srv().publish("/topic/s", msg(1));
-  CHECK(wait_until([&] { return b.stats().drops.shutdown == 1; }));
+  CHECK(eventually([&] { return b.stats().drops.shutdown == 1; }));
   CHECK(in.messages() == expected(0, 1));
   auto late = b.srv().subscribe("/topic/s", in.handler());
-  CHECK(wait_until([&] { return !late.active(); }));
+  CHECK(eventually([&] { return !late.active(); }));
   sub.cancel(); // after the shutdown: harmless
 }
 
@@ -1184,13 +1186,13 @@ TEST_CASE("a /queue backlog nobody subscribes to expires and frees its channel")
   client pub(b.port());
   pub.send_frame("/null");
   publish_many(pub, "/queue/nobody", 10);
-  REQUIRE(wait_until([&] { return b.stats().backlog_messages == 10; }));
+  REQUIRE(eventually([&] { return b.stats().backlog_messages == 10; }));
   const auto with = b.stats().channels_current;
-  REQUIRE(wait_until([&] { return b.stats().drops.expired == 10; }, 5000ms));
+  REQUIRE(eventually([&] { return b.stats().drops.expired == 10; }, 5000ms));
   // The counters are separate relaxed atomics: each is waited for, none assumed to follow another.
-  CHECK(wait_until([&] { return b.stats().backlog_messages == 0; }));
-  CHECK(wait_until([&] { return b.stats().backlog_bytes == 0; }));
-  CHECK(wait_until([&] { return b.stats().channels_current == with - 1; }));
+  CHECK(eventually([&] { return b.stats().backlog_messages == 0; }));
+  CHECK(eventually([&] { return b.stats().backlog_bytes == 0; }));
+  CHECK(eventually([&] { return b.stats().channels_current == with - 1; }));
   // A backlog whose subscriber comes in time is delivered, not expired.
   publish_many(pub, "/queue/soon", 3);
   client late(b.port());
@@ -1208,7 +1210,7 @@ TEST_CASE("one connection may create only max_channels_per_connection channels; 
   pub.send_frame("/null");
   for (int i = 0; i < 3; ++i)
     publish_many(pub, "/queue/name" + std::to_string(i), 1);
-  REQUIRE(wait_until([&] { return b.stats().backlog_messages == 3; }));
+  REQUIRE(eventually([&] { return b.stats().backlog_messages == 3; }));
   publish_many(pub, "/queue/name3", 1);
   CHECK(pub.wait_closed());
   CHECK(b.stats().disconnects.channel_limit == 1);
@@ -1217,7 +1219,7 @@ TEST_CASE("one connection may create only max_channels_per_connection channels; 
   more.send_frame("/null");
   publish_many(more, "/queue/more0", 1);
   publish_many(more, "/queue/more1", 1);
-  REQUIRE(wait_until([&] { return b.stats().channels_current >= 6; }));
+  REQUIRE(eventually([&] { return b.stats().channels_current >= 6; }));
   inbox in;
   auto sub = b.srv().subscribe("/topic/relay", in.handler());
   b.srv().publish("/topic/relay", "through");

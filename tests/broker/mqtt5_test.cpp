@@ -259,7 +259,7 @@ TEST_CASE("Will Delay: the will waits its delay; a reconnect to the session with
 
   // Delay 30 s, back within it: no will.
   (void)vanish(with_will("back", 60, 30));
-  REQUIRE(wait_until([&] { return br.stats().connections_current == 1; }));
+  REQUIRE(eventually([&] { return br.stats().connections_current == 1; }));
   {
     mqtt_raw again(br.mqtt_port());
     auto o = with_will("back", 60, 30);

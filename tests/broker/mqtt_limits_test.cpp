@@ -75,7 +75,7 @@ TEST_CASE("one address holds at most max_connections_per_address; another still 
   // A slot given back is a slot the address may take again.
   const auto before = br.stats().connections_current;
   mine.front()->close();
-  REQUIRE(wait_until([&] { return br.stats().connections_current == before - 1; }));
+  REQUIRE(eventually([&] { return br.stats().connections_current == before - 1; }));
   mqtt_raw again("127.0.0.1", br.mqtt_port());
   CHECK(again.handshake(quiet("one-again")) == 0);
   CHECK(br.stats().connections_rejected_per_address == 2);

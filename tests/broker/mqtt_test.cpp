@@ -129,7 +129,7 @@ TEST_CASE("QoS 1: unacknowledged messages of a kept session are sent again after
     // Not acknowledged: the client vanishes.
   }
   // While it is away, QoS 1 messages wait for it.
-  REQUIRE(wait_until([&] { return br.stats().connections_current == 1; }));
+  REQUIRE(eventually([&] { return br.stats().connections_current == 1; }));
   p.send(b::publish("q/1", "second", 1, 2));
   p.send(b::publish("q/1", "third", 1, 3));
   for (int i = 0; i < 2; ++i) {
@@ -197,7 +197,7 @@ TEST_CASE("retained messages: the latest per topic, sent on subscribe with RETAI
   p.send(b::publish("r/b", "bee", 1, 1, true));
   REQUIRE(p.read()); // PUBACK
   br.srv().publish_retained("/topic/r/c", "from newsdesk");
-  REQUIRE(wait_until([&] { return br.stats().retained_messages == 3; }));
+  REQUIRE(eventually([&] { return br.stats().retained_messages == 3; }));
 
   mqtt_raw s(br.mqtt_port());
   REQUIRE(s.handshake(v3("s")) == 0);
@@ -224,7 +224,7 @@ TEST_CASE("retained messages: the latest per topic, sent on subscribe with RETAI
   CHECK(live->payload == "newest");
   CHECK_FALSE(live->retain);
   p.send(b::publish("r/a", "", 0, 0, true));
-  REQUIRE(wait_until([&] { return br.stats().retained_messages == 2; }));
+  REQUIRE(eventually([&] { return br.stats().retained_messages == 2; }));
 }
 
 TEST_CASE("only newsdesk publishes under newsdesk/: MQTT 5 gets PUBACK 0x87, 3.1.1 is closed") {
@@ -351,7 +351,7 @@ TEST_CASE("malformed packets close that connection only, each with its counted r
     c->send(b::connect(v3("again"))); // a second CONNECT
     CHECK(c->wait_closed());
   }
-  REQUIRE(wait_until([&] { return br.stats().connections_current == 1; }));
+  REQUIRE(eventually([&] { return br.stats().connections_current == 1; }));
   const auto d = br.stats().disconnects;
   CHECK(d.mqtt_malformed_length == 1);
   CHECK(d.mqtt_bad_utf8 == 1);

@@ -24,23 +24,14 @@
 
 #include "broker/broker.hpp"
 #include "broker/frame.hpp"
+#include "tests/support/eventually.hpp"
 #include "tests/support/http_get.hpp"
 
 namespace newsdesk::broker::test {
 
 using namespace std::chrono_literals;
 
-/// Polls `pred` until it holds or `timeout` passes; returns its last value.
-inline bool wait_until(const std::function<bool()>& pred,
-                       std::chrono::milliseconds timeout = 5000ms) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred())
-      return true;
-    std::this_thread::sleep_for(2ms);
-  }
-  return pred();
-}
+using testing::eventually;
 
 inline config test_config() {
   config c;
@@ -86,7 +77,7 @@ class running_broker {
   stats_snapshot stats() const { return server_.stats(); }
 
   bool wait_subscribers(std::uint64_t n, std::chrono::milliseconds t = 5000ms) {
-    return wait_until([&] { return server_.stats().subscribers_current == n; }, t);
+    return eventually([&] { return server_.stats().subscribers_current == n; }, t);
   }
 
  private:

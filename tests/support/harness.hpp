@@ -3,6 +3,7 @@
 #pragma once
 
 #include "tests/support/child_process.hpp"
+#include "tests/support/eventually.hpp"
 #include "tests/support/http_get.hpp"
 #include "tests/support/splash_standin.hpp"
 #include "tests/support/test_paths.hpp"
@@ -119,19 +120,6 @@ inline std::optional<double> scrape_metric(unsigned short port, const std::strin
   if (at == std::string::npos)
     return std::nullopt;
   return std::stod(text.substr(at + series.size() + 2));
-}
-
-// Waits until `predicate` holds, polling every 20 ms; false if it still does not at the deadline.
-template <class Predicate>
-bool eventually(Predicate predicate,
-                std::chrono::milliseconds timeout = std::chrono::milliseconds(10'000)) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (predicate())
-      return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return predicate();
 }
 
 inline json site(const std::string& name, const std::string& scraper, const std::string& url,
