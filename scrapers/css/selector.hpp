@@ -24,6 +24,9 @@
 // a page quadratic: one selection (select, select_first, matches) looks at most
 // max_has_visits elements for all its `:has()` tests together, after which `:has()` is false.
 // Pure functions; parsed lists are immutable and may be shared between threads.
+//
+// parse() and syntax_error are selector_parser.cpp's; matches(), select() and select_first() are
+// selector_matcher.cpp's.
 #pragma once
 
 #include "scrapers/dom.hpp"

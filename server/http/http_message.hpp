@@ -1,7 +1,8 @@
 // Plain HTTP request/response values passed between the Beast session and the routes.
 //
-// Keeping Beast out of these types means only http_server.cpp and http_client.cpp compile
-// Beast; routes, pages and tests build quickly against this header.
+// Keeping Beast out of these types means only the connection's code (http_session.cpp,
+// request_reader.cpp) compiles Beast here; routes, pages and tests build quickly against this
+// header.
 #pragma once
 
 #include <cstdint>

@@ -93,7 +93,7 @@ class http_server {
   // Connections and streams refused because a budget was full, since start.
   std::uint64_t refused() const;
 
-  struct state; // defined in http_server.cpp; shared with the sessions it serves
+  struct state; // defined in http_server_state.hpp (internal); shared with the sessions it serves
 
  private:
   std::shared_ptr<state> state_;

@@ -1,16 +1,20 @@
 #pragma once
 
-// How a connection reads one request: Beast's parser, with the server's size limits applied to
-// the request as a whole rather than to each read.
+// Internal to server/http, not for callers outside it. How a connection reads one request:
+// Beast's parser, with the server's size limits applied to the request as a whole rather than to
+// each read; then the checks on Host and framing the parser leaves to the server, and the
+// conversion to the http_request the handler gets (request_reader.cpp).
 
 #include "server/http/http_server.hpp"
 
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/message.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <cstddef>
+#include <string>
 
 namespace newsdesk::server {
 
@@ -58,5 +62,24 @@ class request_reader {
 
 // 431, 413 or 400 for a request that must be refused; 0 for anything else.
 unsigned status_for_read_error(boost::system::error_code ec);
+
+namespace detail {
+
+// A request refused for how it is framed or addressed: its status and text (status 0: none).
+struct refusal {
+  unsigned status = 0;
+  std::string text;
+};
+
+// The rules of RFC 9112 on a whole request's Host and framing that the parser leaves to the
+// server: status 0 when `msg` passes them, else 400 or 501 and the text to answer with. A refused
+// request's connection is closed after the answer (what follows cannot be told from a body).
+refusal check_request(const boost::beast::http::request<boost::beast::http::string_body>& msg);
+
+// `msg` as the handler gets it (its body moved out): an absolute-form target ("GET
+// http://host/news") becomes origin-form, its authority the one Host header.
+http_request to_request(boost::beast::http::request<boost::beast::http::string_body>& msg);
+
+} // namespace detail
 
 } // namespace newsdesk::server
