@@ -10,7 +10,7 @@ RUN BUILD_TYPE=Release scripts/build build -DNEWSDESK_BUILD_TESTS=OFF -DNEWSDESK
 FROM debian:bookworm-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      libboost-url1.81.0 libgumbo1 liburiparser1 libssl3 libsqlite3-0 libpq5 libbrotli1 zlib1g libutf8proc2 libicu72 libstemmer0d libcld2-0 libxml2 libcurl4 ca-certificates curl \
+      libboost-url1.81.0 libgumbo1 liburiparser1 libssl3 libsqlite3-0 libpq5 libbrotli1 zlib1g libutf8proc2 libicu72 libstemmer0d libcld2-0 libxml2 libvips42 libcurl4 ca-certificates curl \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin newsdesk \
  && mkdir -p /app/data && chown newsdesk:newsdesk /app/data

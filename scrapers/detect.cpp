@@ -658,9 +658,10 @@ std::vector<headline> detect_headlines(const dom::document& page, std::string_vi
     // such as "The Uncage" in a list of stories is a story).
     const auto& [passed, all] = passing[c.signature];
     const bool story_list = all >= 8 && passed * 10 >= all * 7;
-    if (c.score >= threshold || (story_list && c.score >= threshold - 4))
-      collector.add(c.title, c.href, time_near(c.link, collector.now_ms()), c.kicker);
-    else if (left_out)
+    if (c.score >= threshold || (story_list && c.score >= threshold - 4)) {
+      if (collector.add(c.title, c.href, time_near(c.link, collector.now_ms()), c.kicker))
+        collector.illustrate_last(image_near(c.link));
+    } else if (left_out)
       left_out->push_back({std::string(cut_utf8(c.title, max_left_out_title)), c.target,
                            "does not read as a headline (score " + std::to_string(c.score) + ", " +
                                std::to_string(threshold) + " needed)"});

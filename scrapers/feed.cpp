@@ -35,6 +35,8 @@ constexpr std::string_view atom03_ns = "http://purl.org/atom/ns#";
 constexpr std::string_view rss10_ns = "http://purl.org/rss/1.0/";
 constexpr std::string_view rss090_ns = "http://my.netscape.com/rdf/simple/0.9/";
 constexpr std::string_view dublin_core_ns = "http://purl.org/dc/elements/1.1/";
+// Media RSS (media:content, media:thumbnail, media:group): the pictures feeds give their items.
+constexpr std::string_view media_rss_ns = "http://search.yahoo.com/mrss/";
 
 // Element and attribute names are compared as feed readers compare them, ASCII case aside:
 // <RSS>, <CHANNEL> and <Title> are what some generators write.
@@ -330,15 +332,54 @@ struct feed_reader {
     return std::nullopt;
   }
 
+  // An item's picture: Media RSS's content of an image type or medium (in a media:group too),
+  // else its thumbnail, else an RSS <enclosure> or an Atom link rel="enclosure" of an image type;
+  // empty when none.
+  std::string item_image(const xmlNode* entry) const {
+    auto image_type = [](const xmlNode* n) {
+      return lower(std::string(trim_ascii_whitespace(attribute(n, "type")))).starts_with("image/");
+    };
+    std::string content, thumbnail, enclosure;
+    auto look = [&](const xmlNode* parent, auto& self, int depth) -> void {
+      for (const xmlNode* c = parent->children; c; c = c->next) {
+        if (c->type != XML_ELEMENT_NODE)
+          continue;
+        const bool media = ns_of(c) == media_rss_ns;
+        if (media && named(c, "group") && depth == 0) {
+          self(c, self, 1);
+        } else if (media && named(c, "content") && content.empty()) {
+          const auto medium = lower(attribute(c, "medium"));
+          if (medium == "image" || image_type(c))
+            content = resolved(c, attribute(c, "url"));
+        } else if (media && named(c, "thumbnail") && thumbnail.empty()) {
+          thumbnail = resolved(c, attribute(c, "url"));
+        } else if (!media && rank_of(c) == 0 && enclosure.empty() && image_type(c)) {
+          if (named(c, "enclosure"))
+            enclosure = resolved(c, attribute(c, "url"));
+          else if (named(c, "link") &&
+                   lower(std::string(trim_ascii_whitespace(attribute(c, "rel")))) == "enclosure")
+            enclosure = resolved(c, attribute(c, "href"));
+        }
+      }
+    };
+    look(entry, look, 0);
+    for (auto* found : {&content, &thumbnail, &enclosure})
+      if (url::is_http_url(*found))
+        return std::move(*found);
+    return {};
+  }
+
   void add_entry(const xmlNode* entry) {
     ++items;
     if (auto link = entry_link(entry); !link.empty())
-      if (collector.add(title_text(child(entry, "title")), link, published(entry)))
+      if (collector.add(title_text(child(entry, "title")), link, published(entry))) {
         // Atom's <summary> is a text construct as its title is; RSS's <description> is text or
         // escaped markup as its title is. Full content (<content>, content:encoded) is the
         // article, not a line under its title.
         collector.summarise_last(
             title_text(child(entry, *kind == format::atom ? "summary" : "description")));
+        collector.illustrate_last(item_image(entry));
+      }
     // An item left open ("<item>...<item>...</item>") holds the next: both are items.
     for (const xmlNode* c = entry->children; c && more(); c = c->next)
       if (named(c, "item") || named(c, "entry"))

@@ -66,6 +66,19 @@ title_parts split_title(dom::node element);
 // kept when plausible_date accepts it.
 std::optional<std::int64_t> time_near(dom::node link, std::int64_t now_ms);
 
+// The picture shown with the headline whose link is `link`: the first <img> inside the link, else
+// inside the nearest ancestor (up to six levels, stopping after an <article> or <li>) that holds
+// no other headline's link, the same card time_near reads. Of an <img>, the lazy loaders'
+// data-src (data-lazy-src, data-original) before src, and from a srcset (or data-srcset) the
+// smallest candidate at least picture_source_width wide, else its widest. Images declared
+// smaller than 100 px on a side (icons, avatars, tracking pixels), data: URLs and SVG are not
+// pictures. Empty when there is none; the URL is as written (add's base resolves it).
+std::string_view image_near(dom::node link);
+// The width a picture is shown at (server/pictures/ makes it this wide): the candidate wanted.
+inline constexpr int picture_source_width = 480;
+// A picture's URL longer than this is not kept (a real one is under 500 bytes; data is not a URL).
+inline constexpr std::size_t max_image_url_bytes = 2048;
+
 // The most of a left-out link's text kept: enough to recognise it; a matched box can hold a page.
 inline constexpr std::size_t max_left_out_title = 200;
 
@@ -107,8 +120,12 @@ class headline_collector {
   // whitespace collapsed, the title taken off its start when it repeats it, cut at
   // max_summary_bytes at a word's end; nothing when what is left is empty.
   void summarise_last(std::string_view text);
+  // Gives the headline add() kept last a picture: `src` resolved under the page's base, when it
+  // is an http(s) URL of at most max_image_url_bytes; nothing otherwise.
+  void illustrate_last(std::string_view src);
   // The headline of a link element on the page: its title and kicker from split_title(title)
   // (`title` defaults to the link), its published time from time_near(link).
+  // Its picture is image_near(link)'s.
   bool add_link(dom::node link, std::string_view href, dom::node title = {});
 
   // Why the last add() that returned false refused its link.

@@ -38,6 +38,10 @@ struct headline {
   // A line of summary its source gives (a feed item's description), as text, at most
   // max_summary_bytes; empty when none is given or it only repeats the title.
   std::string summary;
+  // A picture its source shows with it, as an absolute http(s) URL: the <img> in its card on
+  // the page, a feed item's media:content, media:thumbnail or image enclosure. Empty when none.
+  // Only named here: the server decides whether to fetch it (server/pictures/).
+  std::string image;
 
   friend bool operator==(const headline&, const headline&) = default;
 };

@@ -192,6 +192,8 @@ class site_file_scraper final : public scraper {
         default:
           ++s.duplicates;
         }
+      } else {
+        collector.illustrate_last(image_near(link));
       }
     }
     // A selector that matches the boxes around links rather than the links is the commonest

@@ -176,6 +176,7 @@
   // Arrivals and story changes waiting for a safe moment (below: "what waits").
   const pending = []; // arrivals waiting: {h, box} in arrival order
   const storyChanges = new Map(); // story -> {sources, lastSeen}, waiting too
+  const pictureChanges = new Map(); // headline id -> its picture now (null: none), waiting too
   const baseTitle = document.title;
   function showUnread() {
     const n = main.querySelectorAll("[data-id]:not(.is-read)").length + pending.length;
@@ -408,7 +409,28 @@
       summary.textContent = h.summary;
       item.querySelector(":scope > .meta").after(summary);
     }
+    setPicture(item, h.picture);
     return item;
+  }
+  // A headline's picture as the server renders it (templates/headline.html): newsdesk's own
+  // copy, at its own size (its room kept before it loads), the title as its alt text, right
+  // under its line of site and time. The style sheet shows it on a card's lead only, and a
+  // hidden lazy image is never fetched. `picture` null, or not one newsdesk makes: none.
+  function setPicture(item, picture) {
+    const old = item.querySelector(":scope > .lead-picture");
+    if (old) old.remove();
+    if (!picture || typeof picture.name !== "string" || !/^[0-9a-f]{32}\.webp$/.test(picture.name)) return;
+    const sized = (n) => Number.isSafeInteger(n) && n > 0 && n <= 4096;
+    if (!sized(picture.width) || !sized(picture.height)) return;
+    const img = document.createElement("img");
+    img.className = "lead-picture";
+    img.src = "/pictures/" + picture.name;
+    img.width = picture.width;
+    img.height = picture.height;
+    img.alt = item.querySelector(":scope > a.story").textContent;
+    img.loading = "lazy";
+    img.decoding = "async";
+    item.querySelector(":scope > .meta").after(img);
   }
 
   function updateCounts(site) {
@@ -571,7 +593,7 @@
     const to = e.relatedTarget;
     if (e.type === "pointerout" && to && to.closest && to.closest(boxes)) return;
     hovered = null;
-    if (safe() && (pending.length || storyChanges.size)) applyPending();
+    if (safe() && (pending.length || storyChanges.size || pictureChanges.size)) applyPending();
   }
   main.addEventListener("pointerout", pointerGone);
   main.addEventListener("pointerleave", pointerGone);
@@ -618,6 +640,11 @@
     const inserted = pending.splice(0).map(insert).filter(Boolean);
     for (const [story, change] of storyChanges) applyStory(story, change);
     storyChanges.clear();
+    for (const [id, picture] of pictureChanges) {
+      const item = main.querySelector('[data-id="' + id + '"]');
+      if (item) setPicture(item, picture);
+    }
+    pictureChanges.clear();
     rankCards();
     showArrivals();
     showStatus();
@@ -758,6 +785,22 @@
       sources: s.sources,
       lastSeen: Math.max(Number.isNaN(seenAt) ? Date.now() : seenAt, before ? before.lastSeen : 0),
     });
+    if (safe()) applyPending();
+  });
+  // A picture newsdesk made of a headline's image after the headline arrived (or dropped): a
+  // card's lead shows it, when nothing would move under the reader. A headline still waiting
+  // among the arrivals takes it as it is inserted.
+  source.addEventListener("picture", (event) => {
+    let p;
+    try {
+      p = JSON.parse(event.data);
+    } catch (e) {
+      return;
+    }
+    if (!p || !Number.isSafeInteger(p.id)) return;
+    const waiting = pending.find((entry) => entry.h.id === p.id);
+    if (waiting) setPicture(waiting.box, p.picture);
+    else pictureChanges.set(p.id, p.picture);
     if (safe()) applyPending();
   });
 })();

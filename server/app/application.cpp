@@ -17,6 +17,7 @@
 #include "server/news/news_page.hpp"
 #include "server/news/news_service.hpp"
 #include "server/news/site_icons.hpp"
+#include "server/pictures/site_pictures.hpp"
 #include "server/render/renderers.hpp"
 #include "server/store/change_listener.hpp"
 
@@ -140,6 +141,19 @@ struct application::parts {
       , icons(
             renderers.client(), store.get(), parse_pool,
             [this](const std::string& site, const std::string& etag) { news.set_icon(site, etag); })
+      // Pictures off: no store, so nothing is fetched and nothing is shown.
+      , pictures(
+            renderers.client(), cfg.pictures ? store.get() : nullptr, parse_pool,
+            cfg.picture_bytes_per_site,
+            [this](const std::string& site) {
+              for (const auto& s : news.sites())
+                if (s.name == site)
+                  return s.url;
+              return std::string();
+            },
+            [this](const std::vector<std::pair<std::string, picture_ref>>& made) {
+              news.set_pictures(made);
+            })
       , alert_rules(ioc, renderers.client(), resolve_alerts(cfg, sites),
                     [this](const std::string& channel, const std::string& payload) {
                       if (pubsub)
@@ -211,6 +225,24 @@ struct application::parts {
                     return respond(text_response(503));
                   }
                   respond(icon_response(icon.get(), req));
+                });
+    });
+    // Pictures are read from the store on the pool; browsers keep them (immutable names).
+    routes.bind(route_id::picture, [this](http_request req, responder respond) {
+      auto name = picture_path_name(req.path());
+      if (name.empty())
+        return respond(text_response(404));
+      net::post(parse_pool,
+                [this, name = std::move(name), req = std::move(req), respond = std::move(respond)] {
+                  std::optional<stored_picture> picture;
+                  try {
+                    picture = pictures.served(name);
+                  } catch (const std::exception& e) {
+                    log_warn("msg=\"cannot read a picture\" name=" + name +
+                             " error=" + logfmt_quoted(e.what()));
+                    return respond(text_response(503));
+                  }
+                  respond(picture_response(picture ? &*picture : nullptr, req));
                 });
     });
     routes.bind(route_id::events, [this](http_request req, responder res) {
@@ -304,6 +336,9 @@ struct application::parts {
         // Only what this change added is matched: never the whole snapshot again.
         alert_rules.match(update.added, update.snapshot->sites);
       live.publish_status(update.changed_status);
+      live.publish_pictures(update.pictured);
+      // The cards' leads' pictures, fetched when not yet tried (the page shows them once made).
+      pictures.consider(*update.snapshot);
       routes.prebuild(update.snapshot);
     });
     if (cfg.metrics)
@@ -358,6 +393,7 @@ struct application::parts {
     // Which sites have icons, and when each was tried: a refresh finishing first is at most a
     // second fetch of one icon.
     icons.load();
+    pictures.load();
     if (changes) {
       changes->start(events_seen);
       log_info("msg=cluster instance=" + logfmt_quoted(news.instance()) +
@@ -494,6 +530,7 @@ struct application::parts {
     news.stop();
     routes.stop();
     icons.stop();
+    pictures.stop();
     alert_rules.stop(); // matches still waiting for their webhooks are given up
     if (changes)
       changes->stop();
@@ -576,7 +613,8 @@ struct application::parts {
   news_service news;
   server::routes routes;
   live_events live;
-  site_icons icons; // after the store and the news service it reads and tells
+  site_icons icons;       // after the store and the news service it reads and tells
+  site_pictures pictures; // likewise
   // Saved searches: matched in on_update, published through `pubsub` (declared later: the
   // publisher looks it up when called), webhooks through the renderers' HTTP client.
   alerts::alert_service alert_rules;

@@ -303,6 +303,18 @@ settings::table<config> make_table() {
                  {.path = "reject_unknown_hosts",
                   .help = "answer 400 to a request whose Host is not in allowed_hosts (health "
                           "checks and /metrics excepted)"}),
+           field(&c::pictures,
+                 {.path = "pictures",
+                  .help = "a picture per Top stories card, from the image its source gives, "
+                          "fetched once, made small and served by newsdesk (false: none fetched, "
+                          "none shown)"}),
+           field(&c::picture_bytes_per_site,
+                 {.path = "picture_bytes_per_site",
+                  .unit = "bytes",
+                  .min = 64 * 1024,
+                  .max = 1024.0 * 1024 * 1024,
+                  .help = "each site's stored pictures together at most (the oldest are "
+                          "dropped first)"}),
            sites_row,
            alerts_row,
        }},

@@ -79,6 +79,12 @@ struct config {
   // Empty: any plain host name is taken as given.
   std::string allowed_hosts;
   bool reject_unknown_hosts = false;
+  // A picture per Top stories card, made from the image its lead's source gives and served from
+  // newsdesk (server/pictures/). Off: no image is fetched and the page shows none.
+  bool pictures = true;
+  // Each site's pictures' bytes at most, in the store; the oldest go first. 2 MiB is some 60
+  // pictures (15 to 40 KB each as made), far more than one site's cards at once.
+  std::size_t picture_bytes_per_site = 2 * 1024 * 1024;
   // The headline store: an SQLite file (":memory:" keeps nothing across restarts), or a
   // postgresql:// URL for a store several instances share.
   std::filesystem::path store_path = "newsdesk.db";

@@ -79,7 +79,7 @@ representation_cache::content view_content(const news_page& page, const news_sna
     // the same until a headline is added or gone.
     entries.push_back({"", item.headline.title, item.headline.url, item.headline.site,
                        site->display_name, item.first_seen_ms, item.first_seen_ms,
-                       item.headline.published_ms});
+                       item.headline.published_ms, item.headline.summary});
     updated = std::max(updated, item.first_seen_ms);
   }
   // Newest first, as feed readers expect.

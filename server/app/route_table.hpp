@@ -31,6 +31,7 @@ enum class route_id {
   readyz,
   metrics,
   site_icon,
+  picture,
   static_files,
 };
 
@@ -74,6 +75,8 @@ inline constexpr auto route_table = std::to_array<route>({
     {route_id::metrics, "/metrics", route_methods::read, "/metrics"},
     // A site's icon, /sites/NAME/icon (server/news/site_icons.hpp); 404 when none is stored.
     {route_id::site_icon, "/sites/", route_methods::read, "/sites"},
+    // A card's picture, /pictures/NAME (server/pictures/site_pictures.hpp); 404 when none.
+    {route_id::picture, "/pictures/", route_methods::read, "/pictures"},
     // Files from the static folder.
     {route_id::static_files, "/static/", route_methods::read, "/static"},
 });

@@ -144,6 +144,8 @@ std::string atom_feed(const feed_info& info, const std::vector<feed_entry>& entr
     out += "  <entry>\n";
     element(out, "    ", "id", entry_id(e));
     element(out, "    ", "title", e.title, " type=\"text\"");
+    if (!e.summary.empty())
+      element(out, "    ", "summary", e.summary, " type=\"text\"");
     out += "    <link rel=\"alternate\" href=\"";
     append_xml(out, e.url);
     out += "\"/>\n";
@@ -170,7 +172,7 @@ std::string json_feed(const feed_info& info, const std::vector<feed_entry>& entr
     if (!usable(e))
       continue;
     auto title = clean_text(e.title);
-    items.push_back(
+    auto& item = items.emplace_back(json(
         {{"id", clean_text(entry_id(e))},
          {"url", clean_text(e.url)},
          {"title", title},
@@ -178,7 +180,9 @@ std::string json_feed(const feed_info& info, const std::vector<feed_entry>& entr
          {"date_published", format_utc(e.published_ms.value_or(e.first_seen_ms), rfc3339_millis)},
          {"date_modified", format_utc(std::max(e.first_seen_ms, e.last_seen_ms), rfc3339_millis)},
          {"authors", json::array({{{"name", clean_text(display_name(e))}}})},
-         {"tags", json::array({clean_text(e.site)})}});
+         {"tags", json::array({clean_text(e.site)})}}));
+    if (!e.summary.empty())
+      item["summary"] = clean_text(e.summary);
   }
   json out = {{"version", "https://jsonfeed.org/version/1.1"},
               {"title", clean_text(info.title)},

@@ -26,6 +26,9 @@ struct feed_entry {
   // Unix milliseconds the source says it was published; when set, it is the entry's published
   // (date_published) instead of first_seen_ms.
   std::optional<std::int64_t> published_ms;
+  // The line of summary its source gave (a feed item's description), as text; empty: none. Atom's
+  // <summary type="text">, JSON Feed's "summary".
+  std::string summary;
 };
 
 struct feed_info {

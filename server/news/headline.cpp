@@ -15,6 +15,13 @@ std::string iso8601_ms(std::int64_t unix_ms) {
   return format_utc(unix_ms, rfc3339_millis);
 }
 
+void to_json(nlohmann::json& j, const picture_ref& picture) {
+  if (picture.name.empty())
+    j = nullptr;
+  else
+    j = {{"name", picture.name}, {"width", picture.width}, {"height", picture.height}};
+}
+
 void to_json(nlohmann::json& j, const news_item& item) {
   j = {{"id", item.id},
        {"title", item.headline.title},
@@ -29,6 +36,8 @@ void to_json(nlohmann::json& j, const news_item& item) {
     j["first_look"] = true;
   if (!item.headline.summary.empty())
     j["summary"] = item.headline.summary;
+  if (!item.picture.name.empty())
+    j["picture"] = item.picture;
   if (item.headline.published_ms)
     j["published"] = iso8601(std::chrono::system_clock::time_point(
         std::chrono::milliseconds(*item.headline.published_ms)));

@@ -22,6 +22,14 @@
 
 namespace newsdesk::server {
 
+// A picture newsdesk made of a headline's image (server/pictures/), served at /pictures/NAME.
+struct picture_ref {
+  std::string name; // "<hash>.webp"; empty: none
+  int width = 0, height = 0;
+
+  friend bool operator==(const picture_ref&, const picture_ref&) = default;
+};
+
 // One headline as the outputs show it.
 struct news_item {
   scrapers::headline headline;
@@ -38,6 +46,8 @@ struct news_item {
   // Found by its site's first successful refresh: it was on the page before newsdesk first
   // looked, so when it has no published time it shows no age at all (not "just now").
   bool first_look = false;
+  // Its picture, once newsdesk made one of headline.image (pictures off: never).
+  picture_ref picture;
 };
 
 // Where a headline stands in the page's order: when it was first seen, made a minute older for
@@ -233,6 +243,8 @@ std::string iso8601_ms(std::int64_t unix_ms);
 // A headline's one JSON shape, shared by /news.json, the broker payload and /events:
 // {"id","title","url","site","first_seen","rank","new","story"} (first_seen as iso8601_ms gives
 // it).
+// {"name", "width", "height"}; null for none.
+void to_json(nlohmann::json& j, const picture_ref& picture);
 void to_json(nlohmann::json& j, const news_item& item);
 
 // A refresh's new headlines as the broker carries them to /events and other subscribers: a JSON

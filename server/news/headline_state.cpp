@@ -174,6 +174,9 @@ bool headline_state::apply_locked(const site_change& change, headline_update& up
         item.rank = i;
         item.batch_rank = batch[item.first_seen_ms]++;
         item.is_new = had_success && fresh.count(item.id) > 0;
+        if (!item.headline.image.empty())
+          if (auto found = pictures_.find(item.headline.image); found != pictures_.end())
+            item.picture = found->second;
         if (item.is_new) {
           added.push_back(item);
           announced = true;
@@ -308,6 +311,61 @@ void headline_state::set_icon(const std::string& site, const std::string& etag) 
     released = publish_locked(update);
   }
   deliver(std::move(released), std::move(update));
+}
+
+void headline_state::set_pictures(
+    const std::vector<std::pair<std::string, picture_ref>>& pictures) {
+  if (pictures.empty())
+    return;
+  std::lock_guard order(apply_order_);
+  std::deque<ready_waiter> released;
+  headline_update update;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [source, picture] : pictures)
+      if (picture.name.empty())
+        pictures_.erase(source);
+      else
+        pictures_[source] = picture;
+    bool changed = false;
+    for (std::size_t i = 0; i < entries_.size(); ++i) {
+      // Looked at before copied: a picture changes the few headlines that name its image.
+      const auto& held = *entries_[i].items;
+      if (std::none_of(held.begin(), held.end(), [&](const news_item& item) {
+            if (item.headline.image.empty())
+              return false;
+            auto found = pictures_.find(item.headline.image);
+            return item.picture != (found == pictures_.end() ? picture_ref{} : found->second);
+          }))
+        continue;
+      auto copy = held;
+      picture_locked(copy);
+      for (std::size_t j = 0; j < copy.size(); ++j)
+        if (copy[j].picture != held[j].picture)
+          update.pictured.push_back(copy[j]);
+      set_items_locked(i, std::make_shared<const site_items>(std::move(copy)));
+      entries_[i].changed = changed = true;
+    }
+    if (!changed)
+      return;
+    released = publish_locked(update);
+  }
+  deliver(std::move(released), std::move(update));
+}
+
+bool headline_state::picture_locked(site_items& items) const {
+  bool changed = false;
+  for (auto& item : items) {
+    if (item.headline.image.empty())
+      continue;
+    auto found = pictures_.find(item.headline.image);
+    const auto& picture = found == pictures_.end() ? picture_ref{} : found->second;
+    if (item.picture != picture) {
+      item.picture = picture;
+      changed = true;
+    }
+  }
+  return changed;
 }
 
 bool headline_state::has_succeeded(const std::string& site) const {

@@ -75,6 +75,10 @@ class headline_state {
   // The site's icon is stored with `etag`: a new snapshot shows it. Unknown sites and an
   // unchanged ETag change nothing.
   void set_icon(const std::string& site, const std::string& etag);
+  // Pictures made of these images (by source URL, scrapers::headline::image); an empty name
+  // takes a picture away. Headlines that name them, now and in later changes, show them; a new
+  // snapshot is published when any headline held changed.
+  void set_pictures(const std::vector<std::pair<std::string, picture_ref>>& pictures);
 
   // True once `site` has had a successful refresh (its new headlines are then news).
   bool has_succeeded(const std::string& site) const;
@@ -116,6 +120,8 @@ class headline_state {
   // Makes `items` entry i's headlines, keeping story_sites_ in step.
   void set_items_locked(std::size_t i, std::shared_ptr<const site_items> items);
   void count_stories_locked(std::size_t i, const site_items& items, bool add);
+  // Gives each of `items` the picture made of its image, if any; true when one changed.
+  bool picture_locked(site_items& items) const;
   void index_locked(); // entry_of_ and story_sites_ anew, after the sites changed
   // Applies `change` to its site's entry, appending what it announces to `added`; true when a
   // reader would see a difference (or times have waited long enough).
@@ -147,6 +153,8 @@ class headline_state {
   std::unordered_map<std::string, std::size_t> entry_of_; // a site's place in entries_
   // For each story: the entries holding its headlines, with how many each holds.
   std::unordered_map<std::int64_t, std::unordered_map<std::size_t, std::size_t>> story_sites_;
+  // The pictures made, by the image URL they were made of (set_pictures).
+  std::unordered_map<std::string, picture_ref> pictures_;
   std::deque<ready_waiter> ready_waiters_; // in arrival order, so deadlines ascend
   std::unique_ptr<news_clock::timer> cold_start_timer_;
   std::shared_ptr<const news_snapshot> snapshot_;

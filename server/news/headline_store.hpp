@@ -101,6 +101,9 @@ struct stored_headline {
   // A line of summary its source gives (a feed item's description), as text; "" when none.
   // Follows the source as its title does.
   std::string summary;
+  // The picture its source shows with it (scrapers::headline::image); "" when none. Follows the
+  // source as its title does.
+  std::string image;
 
   friend bool operator==(const stored_headline&, const stored_headline&) = default;
 };
@@ -151,6 +154,8 @@ struct store_limits {
   static constexpr std::size_t max_headlines_per_refresh = 2000;
   // Summaries are cut to this (scrapers keep less: a line under a story's lead).
   static constexpr std::size_t max_summary_bytes = 1000;
+  // A picture's URL longer than this is not kept (scrapers keep at most 2,048 bytes too).
+  static constexpr std::size_t max_image_url_bytes = 2048;
   // Error notices are cut to this; they are one-line summaries.
   static constexpr std::size_t max_error_bytes = 1000;
   // Site names come from the config ([a-z0-9_-]+); longer ones are refused (store_error).
@@ -215,6 +220,24 @@ struct site_icon {
 
   bool has_image() const { return !body.empty(); }
   friend bool operator==(const site_icon&, const site_icon&) = default;
+};
+
+// A picture as newsdesk fetched it for a headline (server/pictures/), by the URL its source
+// gave: made smaller and stored once, served at /pictures/NAME. A refused or failed attempt is
+// kept too (no body, its error), so the same URL is not fetched again; so is a picture dropped
+// to keep its site within its bytes (error says so).
+struct stored_picture {
+  std::string source;        // the image URL its site gave (the key)
+  std::string site;          // the site whose headline named it first
+  std::string name;          // "<hash>.webp" (or .jpg): where it is served; empty without a body
+  std::string content_type;  // of the body
+  std::string body;          // the picture's bytes; empty when refused, failed or dropped
+  int width = 0, height = 0; // of the body, in pixels
+  std::int64_t tried_ms = 0; // when it was fetched (Unix milliseconds)
+  std::string error;         // why there is no body; empty when there is one
+
+  bool has_image() const { return !name.empty(); }
+  friend bool operator==(const stored_picture&, const stored_picture&) = default;
 };
 
 class cluster_store;
@@ -310,6 +333,26 @@ class headline_store {
   // Every site's icon record without its body (what the page needs to know: which sites have
   // one, and when each was tried).
   virtual std::vector<site_icon> icons() const { return {}; }
+
+  // Records one attempt at `picture.source`, in one transaction, and keeps its site within
+  // `site_bytes`: while the site's pictures' bodies add up to more, the oldest lose their body
+  // (their record stays, saying so, so they are not fetched again). Returns the sources whose
+  // bodies were dropped. The stores here implement it; the default (test stores) keeps nothing.
+  virtual std::vector<std::string> record_picture(const stored_picture& picture,
+                                                  std::size_t site_bytes) {
+    (void)picture;
+    (void)site_bytes;
+    return {};
+  }
+
+  // The picture served as `name`, body included; nullopt when there is none.
+  virtual std::optional<stored_picture> picture(std::string_view name) const {
+    (void)name;
+    return std::nullopt;
+  }
+
+  // Every picture record without its body: what was tried, what can be shown.
+  virtual std::vector<stored_picture> pictures() const { return {}; }
 };
 
 // What a store shared by several instances adds: the refresh schedule and the log of committed

@@ -333,6 +333,21 @@ void live_events::publish_status(const std::vector<site_report>& sites) {
   });
 }
 
+void live_events::publish_pictures(const std::vector<news_item>& items) {
+  if (items.empty())
+    return;
+  std::string text;
+  for (const auto& item : items) {
+    const json data = {{"id", item.id}, {"picture", item.picture}};
+    text += "event: picture\ndata: " + state::line_of(data) + "\n\n";
+  }
+  net::post(state_->publish_strand, [st = state_, text = std::move(text)] {
+    std::lock_guard lock(st->mutex);
+    if (!st->stopped)
+      st->broadcast_locked(text);
+  });
+}
+
 void live_events::start() {
   net::dispatch(state_->strand, [st = state_] { st->schedule_heartbeat(); });
 }

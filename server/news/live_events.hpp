@@ -80,6 +80,13 @@ class live_events {
   // (news_page.hpp, status_of). Returns at once, sent after the batches published before it.
   void publish_status(const std::vector<site_report>& sites);
 
+  // Tells every client the picture each of `items` has now: an `event: picture` (no id, not
+  // replayed: a page missing one shows it on its next load) whose data is {"id", "picture":
+  // {"name", "width", "height"}} ("picture" null once dropped). A headline's picture is made
+  // after it arrived, so a card that becomes one on an open page gets it this way. Returns at
+  // once, sent after the batches published before it.
+  void publish_pictures(const std::vector<news_item>& items);
+
   // What a client starting over gets in its reset event: the headlines shown now (the newest
   // page_size of them its filter passes, as the page), and the newest id held (where its stream
   // goes on from). Set before start().

@@ -522,6 +522,15 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
       auto lead_entry = entry_of(lead);
       if (!lead.headline.summary.empty())
         lead_entry.set("summary", lead.headline.summary);
+      // Its picture, at its own size (the page keeps its room before it loads); the first row of
+      // cards loads at once, the rest when scrolled near.
+      if (const auto& picture = lead.picture; !picture.name.empty()) {
+        lead_entry.set("picture", picture.name);
+        lead_entry.set("picture_width", std::to_string(picture.width));
+        lead_entry.set("picture_height", std::to_string(picture.height));
+        lead_entry.set("picture_loading",
+                       top_stories.list_value().size() < eager_pictures ? "eager" : "lazy");
+      }
       tellings lines{{lead.headline.site}, html_of(lead_entry, "lead")};
       for (const auto* item : story.headlines)
         lines.add(*item, [&] {

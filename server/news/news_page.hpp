@@ -59,6 +59,10 @@ inline constexpr std::size_t max_site_chips = 30;
 // screen or two; more would push the flat list, where arrivals go, out of reach.
 inline constexpr std::size_t max_top_stories = 8;
 
+// The first this many cards' pictures load with the page (loading="eager"); the others when
+// scrolled near (lazy). Three cards make the first row at 1280 px; a phone shows one.
+inline constexpr std::size_t eager_pictures = 3;
+
 // Beneath a card's lead, at most this many other sites' headlines, one each (the first in the
 // page's order). A story told by a dozen sites, or one site's series that the stories group,
 // would otherwise make a card screens long; four keep it to the lead and a few lines, and the

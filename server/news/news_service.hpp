@@ -102,6 +102,10 @@ class news_service {
 
   // A site's icon is stored with `etag` (server/news/site_icons.hpp): the page shows it.
   void set_icon(const std::string& site, const std::string& etag) { state_.set_icon(site, etag); }
+  // Pictures made of headlines' images, by source URL (server/pictures/): the page shows them.
+  void set_pictures(const std::vector<std::pair<std::string, picture_ref>>& pictures) {
+    state_.set_pictures(pictures);
+  }
 
   // Loads the stored headlines, starts every site's first refresh and the retention pruning.
   // Reads the store: call it off the network threads.

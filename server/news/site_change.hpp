@@ -53,6 +53,9 @@ struct headline_update {
   // The sites whose state as a reader sees it changed (a failure, a recovery, a health verdict;
   // not the times of a refresh), as they stand now: an open page is told them live.
   std::vector<site_report> changed_status;
+  // The headlines whose picture this update changed (one was made of their image, or dropped),
+  // as they are now: an open page is told them live.
+  std::vector<news_item> pictured;
 };
 
 // A stored row as the outputs show it.
@@ -62,6 +65,7 @@ inline news_item item_of(const stored_headline& row) {
   item.first_look = row.first_look;
   item.headline.language = row.language;
   item.headline.summary = row.summary;
+  item.headline.image = row.image;
   return item;
 }
 

@@ -124,30 +124,26 @@ ALTER TABLE headlines ADD COLUMN language text NOT NULL DEFAULT '';
     R"sql(
 ALTER TABLE headlines ADD COLUMN summary text NOT NULL DEFAULT '';
 )sql",
+    // 8 -> 9: pictures. Each headline's picture URL, and the pictures fetched (server/pictures/):
+    // by source URL (fetched once), served by name, dropped oldest first per site.
+    R"sql(
+ALTER TABLE headlines ADD COLUMN image text NOT NULL DEFAULT '';
+CREATE TABLE pictures (
+  source text PRIMARY KEY,
+  site text NOT NULL,
+  name text NOT NULL DEFAULT '',
+  content_type text NOT NULL DEFAULT '',
+  body bytea NOT NULL DEFAULT '',
+  width integer NOT NULL DEFAULT 0,
+  height integer NOT NULL DEFAULT 0,
+  tried_ms bigint NOT NULL DEFAULT 0,
+  error text NOT NULL DEFAULT ''
+);
+CREATE INDEX pictures_name ON pictures (name);
+CREATE INDEX pictures_site ON pictures (site, tried_ms);
+)sql",
 };
 static_assert(std::size(migrations) == postgres_store::schema_version);
-
-// Bytes as hex and back: the icon's body travels as a text parameter (decode($n, 'hex')), so
-// its NUL bytes never meet libpq's C strings.
-std::string to_hex(std::string_view bytes) {
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (unsigned char c : bytes) {
-    out += digits[c >> 4];
-    out += digits[c & 15];
-  }
-  return out;
-}
-
-std::string from_hex(std::string_view hex) {
-  auto value = [](char c) { return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10; };
-  std::string out;
-  out.reserve(hex.size() / 2);
-  for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
-    out += static_cast<char>(value(hex[i]) * 16 + value(hex[i + 1]));
-  return out;
-}
 
 } // namespace
 
@@ -316,24 +312,26 @@ refresh_written postgres_store::record_refresh(std::string_view site,
       const std::string name(site);
       const auto seq = std::to_string(d.ensure_site(c, site) + 1);
       const auto now = std::to_string(record.now_ms);
-      std::vector<std::string> urls, titles, positions, summaries;
+      std::vector<std::string> urls, titles, positions, summaries, images;
       const bool first_look = seq == "1";
       for (std::size_t i = 0; i < rows.size(); ++i) {
         urls.push_back(without_nul(rows[i].url));
         titles.push_back(without_nul(rows[i].title));
         positions.push_back(std::to_string(i));
         summaries.push_back(without_nul(rows[i].summary));
+        images.push_back(without_nul(rows[i].image));
       }
       // Known links move on in one statement; what it did not touch is new.
       auto known = d.run(
           c,
-          "UPDATE headlines h SET title = v.title, summary = v.summary, last_seen_ms = $2, "
-          "seen_seq = $3, position = v.position FROM unnest($4::text[], $5::text[], $6::int[], "
-          "$7::text[]) AS v(url, title, position, summary) WHERE h.site = $1 AND h.url = v.url "
+          "UPDATE headlines h SET title = v.title, summary = v.summary, image = v.image, "
+          "last_seen_ms = $2, seen_seq = $3, position = v.position FROM unnest($4::text[], "
+          "$5::text[], $6::int[], $7::text[], $8::text[]) AS v(url, title, position, summary, "
+          "image) WHERE h.site = $1 AND h.url = v.url "
           "RETURNING h.url, h.id, h.first_seen_ms, h.story, coalesce(h.published_ms, 0), "
           "h.first_look, h.language",
           {name, now, seq, array_literal(urls), array_literal(titles), array_literal(positions),
-           array_literal(summaries)},
+           array_literal(summaries), array_literal(images)},
           "cannot update headlines");
       std::unordered_map<std::string, stored_headline> updated; // by url: the links seen before
       for (int i = 0; i < PQntuples(known.get()); ++i) {
@@ -355,6 +353,7 @@ refresh_written postgres_store::record_refresh(std::string_view site,
           row.title = titles[i];
           row.url = urls[i];
           row.summary = summaries[i];
+          row.image = images[i];
           written.current.push_back(std::move(row));
           continue;
         }
@@ -363,6 +362,7 @@ refresh_written postgres_store::record_refresh(std::string_view site,
         row.first_look = first_look;
         row.language = rows[i].language;
         row.summary = summaries[i];
+        row.image = images[i];
         d.keeper.assign(row, written.merges);
         written.current.push_back(row);
         written.added.push_back(std::move(row));
@@ -373,7 +373,7 @@ refresh_written postgres_store::record_refresh(std::string_view site,
       apply_merges(written.added, written.merges);
       if (!written.added.empty()) {
         std::vector<std::string> new_ids, new_urls, new_titles, new_positions, new_stories,
-            new_published, new_languages, new_summaries;
+            new_published, new_languages, new_summaries, new_images;
         for (std::size_t n = 0; n < new_rows.size(); ++n) {
           new_ids.push_back(std::to_string(written.added[n].id));
           new_urls.push_back(urls[new_rows[n]]);
@@ -383,19 +383,21 @@ refresh_written postgres_store::record_refresh(std::string_view site,
           new_published.push_back(std::to_string(written.added[n].published_ms.value_or(0)));
           new_languages.push_back(without_nul(written.added[n].language));
           new_summaries.push_back(summaries[new_rows[n]]);
+          new_images.push_back(images[new_rows[n]]);
         }
         d.run(c,
               "INSERT INTO headlines (id, site, url, title, first_seen_ms, last_seen_ms, "
-              "seen_seq, position, story, published_ms, first_look, language, summary) SELECT "
-              "v.id, $1, v.url, v.title, $2, $2, $3, v.position, v.story, "
-              "nullif(v.published, 0), $10::boolean, v.language, v.summary FROM "
+              "seen_seq, position, story, published_ms, first_look, language, summary, image) "
+              "SELECT v.id, $1, v.url, v.title, $2, $2, $3, v.position, v.story, "
+              "nullif(v.published, 0), $10::boolean, v.language, v.summary, v.image FROM "
               "unnest($4::bigint[], $5::text[], $6::text[], $7::int[], $8::bigint[], $9::bigint[], "
-              "$11::text[], $12::text[]) AS v(id, url, title, position, story, published, "
-              "language, summary)",
+              "$11::text[], $12::text[], $13::text[]) AS v(id, url, title, position, story, "
+              "published, language, summary, image)",
               {name, now, seq, array_literal(new_ids), array_literal(new_urls),
                array_literal(new_titles), array_literal(new_positions), array_literal(new_stories),
                array_literal(new_published), first_look ? "true" : "false",
-               array_literal(new_languages), array_literal(new_summaries)},
+               array_literal(new_languages), array_literal(new_summaries),
+               array_literal(new_images)},
               "cannot store headlines");
       }
       d.log_merges(c, written.merges, record.now_ms);

@@ -35,7 +35,7 @@ namespace newsdesk::server {
 class postgres_store final : public headline_store, public cluster_store {
  public:
   // The schema this program writes.
-  static constexpr int schema_version = 8;
+  static constexpr int schema_version = 9;
   // After PostgreSQL refused a connection for want of slots, how long the pool makes do with
   // those it has before it tries to open another: the slots come back when another client
   // leaves, and a try costs a connection attempt and the server a log line.
@@ -68,6 +68,10 @@ class postgres_store final : public headline_store, public cluster_store {
   void record_icon(const site_icon& icon) override;
   std::optional<site_icon> icon(std::string_view site) const override;
   std::vector<site_icon> icons() const override;
+  std::vector<std::string> record_picture(const stored_picture& picture,
+                                          std::size_t site_bytes) override;
+  std::optional<stored_picture> picture(std::string_view name) const override;
+  std::vector<stored_picture> pictures() const override;
   const std::string& location() const override;
   cluster_store* cluster() override { return this; }
 

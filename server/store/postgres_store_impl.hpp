@@ -34,8 +34,9 @@ namespace detail {
 constexpr long long writer_lock = 7'242'002;
 
 // The columns every headline read selects, in this order (headline_at reads them).
-constexpr const char* row_columns = "id, site, title, url, first_seen_ms, last_seen_ms, story, "
-                                    "coalesce(published_ms, 0), first_look, language, summary";
+constexpr const char* row_columns =
+    "id, site, title, url, first_seen_ms, last_seen_ms, story, "
+    "coalesce(published_ms, 0), first_look, language, summary, image";
 
 // PostgreSQL text cannot hold NUL bytes; scraped text might.
 inline std::string without_nul(std::string_view text) {
@@ -82,6 +83,7 @@ inline stored_headline headline_at(const result& r, int row) {
   h.first_look = text_at(r, row, 8) == "t";
   h.language = text_at(r, row, 9);
   h.summary = text_at(r, row, 10);
+  h.image = text_at(r, row, 11);
   return h;
 }
 
@@ -90,6 +92,28 @@ inline std::vector<stored_headline> headlines_of(const result& r) {
   std::vector<stored_headline> out;
   for (int i = 0; i < PQntuples(r.get()); ++i)
     out.push_back(headline_at(r, i));
+  return out;
+}
+
+// Bytes as hex and back: a body (an icon's, a picture's) travels as a text parameter (decode($n,
+// 'hex')), so its NUL bytes never meet libpq's C strings.
+inline std::string to_hex(std::string_view bytes) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  }
+  return out;
+}
+
+inline std::string from_hex(std::string_view hex) {
+  auto value = [](char c) { return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10; };
+  std::string out;
+  out.reserve(hex.size() / 2);
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
+    out += static_cast<char>(value(hex[i]) * 16 + value(hex[i + 1]));
   return out;
 }
 

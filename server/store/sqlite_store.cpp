@@ -104,6 +104,24 @@ ALTER TABLE headlines ADD COLUMN language TEXT NOT NULL DEFAULT '';
     R"sql(
 ALTER TABLE headlines ADD COLUMN summary TEXT NOT NULL DEFAULT '';
 )sql",
+    // 8 -> 9: pictures. Each headline's picture URL, and the pictures fetched (server/pictures/):
+    // by source URL (fetched once), served by name, dropped oldest first per site.
+    R"sql(
+ALTER TABLE headlines ADD COLUMN image TEXT NOT NULL DEFAULT '';
+CREATE TABLE pictures (
+  source TEXT PRIMARY KEY NOT NULL,
+  site TEXT NOT NULL,
+  name TEXT NOT NULL DEFAULT '',
+  content_type TEXT NOT NULL DEFAULT '',
+  body BLOB NOT NULL DEFAULT x'',
+  width INTEGER NOT NULL DEFAULT 0,
+  height INTEGER NOT NULL DEFAULT 0,
+  tried_ms INTEGER NOT NULL DEFAULT 0,
+  error TEXT NOT NULL DEFAULT ''
+) WITHOUT ROWID;
+CREATE INDEX pictures_name ON pictures (name);
+CREATE INDEX pictures_site ON pictures (site, tried_ms);
+)sql",
 };
 static_assert(std::size(migrations) == sqlite_store::schema_version);
 
@@ -190,10 +208,10 @@ void sqlite_store::impl::prepare_all() {
   // reused after pruning.
   prepare(insert_headline,
           "INSERT INTO headlines (id, site, url, title, first_seen_ms, last_seen_ms, seen_seq, "
-          "position, story, published_ms, first_look, language, summary) VALUES (?1, ?2, ?3, ?4, "
-          "?5, ?5, ?6, ?7, ?8, nullif(?9, 0), ?10, ?11, ?12)");
+          "position, story, published_ms, first_look, language, summary, image) VALUES (?1, ?2, "
+          "?3, ?4, ?5, ?5, ?6, ?7, ?8, nullif(?9, 0), ?10, ?11, ?12, ?13)");
   prepare(update_headline, "UPDATE headlines SET title = ?2, last_seen_ms = ?3, seen_seq = ?4, "
-                           "position = ?5, summary = ?6 WHERE id = ?1");
+                           "position = ?5, summary = ?6, image = ?7 WHERE id = ?1");
   prepare(select_current, std::string("SELECT ") + row_columns +
                               " FROM headlines WHERE site = ?1 AND seen_seq = (SELECT "
                               "refresh_seq FROM sites WHERE site = ?1) ORDER BY position");
@@ -356,7 +374,7 @@ refresh_written sqlite_store::record_refresh(std::string_view site,
       auto next_id = d.last_id();
       refresh_written written;
       std::int64_t position = 0;
-      for (const auto& [url, title, published_ms, language, summary] :
+      for (const auto& [url, title, published_ms, language, summary, image] :
            store_input::rows_of(found)) {
         stored_headline row{0,     std::string(site), std::string(title), std::string(url), now_ms,
                             now_ms};
@@ -364,6 +382,7 @@ refresh_written sqlite_store::record_refresh(std::string_view site,
         row.first_look = seq == 1;
         row.language = language;
         row.summary = summary;
+        row.image = image;
         {
           impl::use u(d.find_headline);
           d.bind(u.stmt, 1, site);
@@ -387,6 +406,7 @@ refresh_written sqlite_store::record_refresh(std::string_view site,
           d.bind(u.stmt, 4, seq);
           d.bind(u.stmt, 5, position);
           d.bind(u.stmt, 6, summary);
+          d.bind(u.stmt, 7, image);
           d.step(u.stmt, "cannot update a headline");
         } else {
           row.id = ++next_id;
@@ -404,6 +424,7 @@ refresh_written sqlite_store::record_refresh(std::string_view site,
           d.bind(u.stmt, 10, std::int64_t{row.first_look ? 1 : 0});
           d.bind(u.stmt, 11, row.language);
           d.bind(u.stmt, 12, row.summary);
+          d.bind(u.stmt, 13, row.image);
           d.step(u.stmt, "cannot store a headline");
           written.added.push_back(row);
         }

@@ -19,7 +19,7 @@ class sqlite_store final : public headline_store {
  public:
   // The schema this program writes (PRAGMA user_version). Files at a lower version are
   // migrated on open; files at a higher one are refused.
-  static constexpr int schema_version = 8;
+  static constexpr int schema_version = 9;
 
   // Opens or creates the store at `file` (":memory:" for a private in-memory store), brings its
   // schema to schema_version in one transaction and rebuilds the story assignment. Throws
@@ -53,6 +53,10 @@ class sqlite_store final : public headline_store {
   void record_icon(const site_icon& icon) override;
   std::optional<site_icon> icon(std::string_view site) const override;
   std::vector<site_icon> icons() const override;
+  std::vector<std::string> record_picture(const stored_picture& picture,
+                                          std::size_t site_bytes) override;
+  std::optional<stored_picture> picture(std::string_view name) const override;
+  std::vector<stored_picture> pictures() const override;
 
  private:
   struct impl; // sqlite_store_impl.hpp

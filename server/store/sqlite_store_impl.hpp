@@ -135,7 +135,7 @@ struct sqlite_store::impl {
   // The columns every headline read selects, in this order (row() reads them).
   static constexpr const char* row_columns =
       "id, site, title, url, first_seen_ms, last_seen_ms, story, coalesce(published_ms, 0), "
-      "first_look, language, summary";
+      "first_look, language, summary, image";
   static stored_headline row(sqlite3_stmt* s) {
     stored_headline h{sqlite3_column_int64(s, 0), text_column(s, 1),
                       text_column(s, 2),          text_column(s, 3),
@@ -146,6 +146,7 @@ struct sqlite_store::impl {
     h.first_look = sqlite3_column_int64(s, 8) != 0;
     h.language = text_column(s, 9);
     h.summary = text_column(s, 10);
+    h.image = text_column(s, 11);
     return h;
   }
 

@@ -22,6 +22,7 @@ struct row {
   // (words::headline_language). Decided here, once, so every backend stores the same.
   std::string language;
   std::string_view summary; // cut to max_summary_bytes
+  std::string_view image;   // "" when longer than max_image_url_bytes
 };
 
 // The headlines of one refresh as they are stored, in the site's order: URLs that are empty,
@@ -38,7 +39,9 @@ inline std::vector<row> rows_of(const std::vector<scrapers::headline>& found) {
     const auto title = cut_utf8(h.title, store_limits::max_title_bytes);
     rows.push_back({h.url, title, h.published_ms,
                     words::headline_language(h.language, title, h.url),
-                    cut_utf8(h.summary, store_limits::max_summary_bytes)});
+                    cut_utf8(h.summary, store_limits::max_summary_bytes),
+                    h.image.size() <= store_limits::max_image_url_bytes ? std::string_view(h.image)
+                                                                        : std::string_view()});
   }
   return rows;
 }

@@ -8,7 +8,9 @@
 // scrolling of the page), the search button's contrast with the page, the headings, right-to-left
 // titles, and every focus ring, reached by Tab: it must show, and contrast at least 3:1 with the
 // background it is drawn on (WCAG 2.4.7, 1.4.11), as must the "new" ring; each headline is one
-// tab stop. Screenshots of each go to $NEWSDESK_ARTIFACTS.
+// tab stop. The shared story's card shows its lead's picture, made and served by newsdesk (its
+// size and alt said), and the browser asks no other host for anything. Screenshots of each go to
+// $NEWSDESK_ARTIFACTS.
 import { assert, artifacts, cnnPage, eventually, join, launchBrowser, loadAxe, run, startNewsdesk, startStandin, watchedPage } from "./harness.mjs";
 
 const AxeBuilder = await loadAxe();
@@ -24,8 +26,13 @@ const sites = [
   { name: "broken", colour: "#7c3aed", display_name: "Broken Wire", stories: [] },
   { name: "down", colour: "#be185d", display_name: "Down Daily", stories: [] },
 ];
-const urlOf = (s) => `https://${s.name}.cnn.com/`;
-const pageOf = (s) => cnnPage(s.stories.map((t, i) => [`/2025/01/01/${s.name}-${i}/index.html`, t]));
+// Sites on an internal address, so that newsdesk may fetch their pictures from the stand-in (a
+// site on a public address gets pictures from public addresses only); their links are CNN's.
+const urlOf = (s) => `http://127.0.0.1/${s.name}/`;
+// Each site's lead story has a picture (its card's <img>): /origin/<site>.jpg on the stand-in.
+const pictures = {};
+const pageOf = (s) => cnnPage(s.stories.map((t, i) => [`https://${s.name}.cnn.com/2025/01/01/${s.name}-${i}/index.html`, t, pictures[s.name] && t === shared ? pictures[s.name] : undefined]));
+const shared = "Markets rally as inflation cools";
 
 // WCAG relative luminance and contrast of two "rgb(r, g, b)" colours.
 function luminance(rgb) {
@@ -83,6 +90,12 @@ async function check(browser, colorScheme, width, height, marks) {
     if (compact) localStorage.setItem("newsdesk:compact", "on");
   }, { ...marks, compact });
   const page = await watchedPage(context);
+  // Every request the page makes: to newsdesk, never to a site or its CDN.
+  const elsewhere = [];
+  page.on("request", (r) => {
+    const url = r.url();
+    if (!url.startsWith(`${newsdesk.base}/`) && !url.startsWith("data:")) elsewhere.push(url);
+  });
   await page.goto(`${newsdesk.base}/news`, { waitUntil: "load" });
   await page.locator("#live").filter({ hasText: "live" }).waitFor({ state: "visible", timeout: 10000 });
   // Before the details are opened: headings by section; the page never scrolls sideways; the
@@ -141,6 +154,18 @@ async function check(browser, colorScheme, width, height, marks) {
   const card = page.locator(".top-story", { has: page.locator("a.story", { hasText: "Markets rally as inflation cools" }) });
   assert((await card.count()) === 1 && (await card.locator("a.story").count()) === 2, `${label}: the shared story is one card with both headlines`);
   assert(/^2 sources/.test((await card.locator(".story-meta").textContent()).trim()), `${label}: the card says 2 sources`);
+  // Its lead's picture: newsdesk's, 480 x 270 (the 1600 x 900 original made small), the title
+  // as its alt, loaded, and laid out at its ratio (its room kept from its attributes).
+  const picture = card.locator(".lead > img.lead-picture");
+  assert((await picture.count()) === 1, `${label}: the card's lead has a picture`);
+  const shown = await picture.evaluate((img) => ({ src: img.getAttribute("src"), width: img.getAttribute("width"), height: img.getAttribute("height"), alt: img.alt, natural: [img.naturalWidth, img.naturalHeight], complete: img.complete, box: img.getBoundingClientRect().toJSON() }));
+  assert(/^\/pictures\/[0-9a-f]{32}\.webp$/.test(shown.src), `${label}: the picture is served by newsdesk: ${shown.src}`);
+  assert(shown.width === "480" && shown.height === "270", `${label}: the picture says its size: ${shown.width} x ${shown.height}`);
+  assert(shown.alt === shared, `${label}: the picture's alt is the title: ${shown.alt}`);
+  assert(shown.complete && shown.natural[0] === 480 && shown.natural[1] === 270, `${label}: the picture loaded at 480 x 270: ${shown.natural}`);
+  const expected = Math.min(shown.box.width * 270 / 480, 16 * 16); // at its ratio, at most 16rem
+  assert(Math.abs(shown.box.height - expected) < 2, `${label}: the picture is laid out ${shown.box.width} x ${shown.box.height}, not ${expected} high`);
+  assert(elsewhere.length === 0, `${label}: the page asked other hosts: ${elsewhere.join(", ")}`);
   assert((await page.locator("body.compact").count()) === (compact ? 1 : 0), `${label}: the list is ${compact ? "" : "not "}compact`);
   const results = await new AxeBuilder({ page }).withTags(axeTags).analyze();
   await page.screenshot({ path: join(artifacts, `news-${colorScheme}-${width}.png`), fullPage: true });
@@ -177,6 +202,7 @@ async function check(browser, colorScheme, width, height, marks) {
 
 await run(async () => {
   const standin = await startStandin();
+  for (const name of ["blue", "yellow"]) pictures[name] = await standin.setImage(`${name}.jpg`, 1600, 900);
   for (const s of sites) if (s.stories.length) await standin.setPage(urlOf(s), pageOf(s));
   await standin.setPage(urlOf(sites.find((s) => s.name === "broken")), "<html><body><p>Nothing here</p></body></html>");
   await standin.setError(urlOf(sites.find((s) => s.name === "down")), 504);
@@ -196,6 +222,8 @@ await run(async () => {
   // The page is built after the JSON (each view answers with its previous bytes until its next
   // ones are ready): wait until /news shows the stale site too, the last change.
   await eventually("the stale site on /news", async () => (await (await fetch(`${newsdesk.base}/news`)).text()).includes("is-stale"));
+  // The shared story's card has its picture once newsdesk has made it.
+  await eventually("the card's picture on /news", async () => (await (await fetch(`${newsdesk.base}/news`)).text()).includes('class="lead-picture"'));
 
   // Two headlines read, the newest three new since the last visit.
   const ids = (await newsdesk.json()).headlines.map((h) => h.id).sort((a, b) => a - b);

@@ -12,7 +12,7 @@
 //   - with the pointer on a box, an arrival waits behind "N new" and nothing moves; the masthead
 //     does not move when the live status grows; once the pointer leaves, it goes in;
 //   - a story that three sites come to tell while the page is open becomes the first card of Top
-//     stories within 10 s, without a reload;
+//     stories within 10 s, without a reload, and its lead's picture comes live once made;
 //   - a site that fails while the page is open is told on it: its notice and its chip.
 // Screenshots of the page at 1280x800 and 390x844, light and dark, go to $NEWSDESK_ARTIFACTS.
 import { artifacts, assert, cnnPage, eventually, join, launchBrowser, run, startNewsdesk, startStandin, watchedPage } from "./harness.mjs";
@@ -29,7 +29,9 @@ const sites = [
   { name: "middle", colour: "#9d174d", display_name: "Middle Daily" },
 ];
 const perSite = 60; // 9 x 60 = 540 headlines: the page shows 500
-const urlOf = (s) => `https://${s.name}.cnn.com/`;
+// Sites on an internal address, so that newsdesk may fetch their pictures from the stand-in (a
+// site on a public address gets pictures from public addresses only); their links are CNN's.
+const urlOf = (s) => `http://127.0.0.1/${s.name}/`;
 // Headlines in made-up words of their own, so no two sites' resemble each other.
 const word = (s, n) => s.name.slice(0, 3) + String.fromCharCode(97 + (Math.floor(n / 26) % 26), 97 + (n % 26));
 const titleOf = (s, i) => `${s.display_name} notes ${[0, 1, 2].map((k) => word(s, i * 3 + k)).join(" ")}`;
@@ -37,6 +39,8 @@ const shared = "Dam bursts above Porto, valley evacuated";
 const sharing = ["north", "east"];
 const volcano = "Volcano erupts near Naples, villages evacuated";
 const extra = {}; // site -> stories added at the top of its page
+// A site's page: its stories' links at CNN, a story's third element its card's picture.
+const pageOf = (s) => cnnPage(storiesOf(s).map(([href, title, image]) => [`https://${s.name}.cnn.com${href}`, title, image]));
 function storiesOf(s) {
   return [
     ...(extra[s.name] || []),
@@ -49,9 +53,9 @@ const total = sites.length * perSite + sharing.length;
 let newsdesk;
 let standin;
 
-async function addStory(s, href, title) {
-  extra[s.name] = [[href, title], ...(extra[s.name] || [])];
-  await standin.setPage(urlOf(s), cnnPage(storiesOf(s)));
+async function addStory(s, href, title, image) {
+  extra[s.name] = [[href, title, image], ...(extra[s.name] || [])];
+  await standin.setPage(urlOf(s), pageOf(s));
   await newsdesk.refresh(s.name);
 }
 
@@ -166,7 +170,11 @@ async function breakingNewsBecomesACard(browser) {
     ? await page.locator("#stories > .top-story .lead a.story").first().textContent() : "";
   assert(first === shared, `the two-site story is the first card: "${first}"`);
   const started = Date.now();
-  for (const name of ["upper", "lower", "inner"]) await addStory(sites.find((s) => s.name === name), `/2025/02/02/${name}-volcano/index.html`, volcano);
+  // Each site's story has its picture: the card's lead shows its own once newsdesk made it.
+  for (const name of ["upper", "lower", "inner"]) {
+    const image = await standin.setImage(`volcano-${name}.jpg`, 1200, 800);
+    await addStory(sites.find((s) => s.name === name), `/2025/02/02/${name}-volcano/index.html`, volcano, image);
+  }
   await eventually("the volcano as the first card", async () =>
     (await page.locator("#stories > .top-story").first().locator(".lead a.story").textContent()) === volcano, 10000);
   const took = Date.now() - started;
@@ -177,6 +185,15 @@ async function breakingNewsBecomesACard(browser) {
     (await card.locator(".story-meta a.sources").textContent()) === "3 sources", 10000);
   assert((await card.locator("li[data-id]").count()) === 3, "its three sites' headlines are in it");
   assert((await page.locator("#headlines a.story", { hasText: volcano }).count()) === 0, "and not in the list");
+  // The lead's picture arrives live too (made after its headline arrived): newsdesk's copy at
+  // 480 x 320, the title as its alt, loaded.
+  const picture = card.locator(".lead > img.lead-picture");
+  await eventually("the card's picture", async () =>
+    (await picture.count()) === 1 && (await picture.evaluate((img) => img.complete && img.naturalWidth === 480)), 15000);
+  const shown = await picture.evaluate((img) => ({ src: img.getAttribute("src"), width: img.width, height: img.height, alt: img.alt }));
+  assert(/^\/pictures\/[0-9a-f]{32}\.webp$/.test(shown.src) && shown.alt === volcano, `the picture is newsdesk's, its alt the title: ${JSON.stringify(shown)}`);
+  assert(await picture.evaluate((img) => getComputedStyle(img).display !== "none"), "the picture shows");
+  assert(await card.locator(".telling > .lead-picture").evaluateAll((imgs) => imgs.every((img) => getComputedStyle(img).display === "none")), "the lines beneath show none");
   assert(await page.evaluate(() => window.notReloaded === true), "without a reload");
   await page.screenshot({ path: join(artifacts, "front-page-live-card-1280.png") });
   assert(page.problems.length === 0, page.problems.join("\n"));
@@ -197,7 +214,7 @@ async function failureToldLive(browser) {
   assert(/chip-(stale|failed)/.test(await page.locator(`.chip[data-site="${s.name}"]`).getAttribute("class")), "the chip says it");
   assert(await page.evaluate(() => window.notReloaded === true), "without a reload");
   // It recovers: the notice goes.
-  await standin.setPage(urlOf(s), cnnPage(storiesOf(s)));
+  await standin.setPage(urlOf(s), pageOf(s));
   await newsdesk.refresh(s.name);
   await eventually("the notice to go", async () => (await page.locator("#problems li", { hasText: s.display_name }).count()) === 0, 20000);
   assert(await page.locator("#problems").isHidden(), "no problem left");
@@ -207,7 +224,7 @@ async function failureToldLive(browser) {
 
 await run(async () => {
   standin = await startStandin();
-  for (const s of sites) await standin.setPage(urlOf(s), cnnPage(storiesOf(s)));
+  for (const s of sites) await standin.setPage(urlOf(s), pageOf(s));
   newsdesk = await startNewsdesk(standin.splashUrl, {
     http: { max_streams_per_ip: 0 },
     refresh: { manual_min_interval: 0, jitter: 0, retries: 0 },
@@ -224,5 +241,5 @@ await run(async () => {
   await nothingMovesUnderThePointer(browser);
   const took = await breakingNewsBecomesACard(browser);
   await failureToldLive(browser);
-  console.log(`ok: nothing new on a fresh load past 500, times on every headline, chips in one row, scheme colours 3:1, rows that line up, nothing moves under the pointer, a 3-site story a card in ${took} ms without a reload, a failure told live; screenshots in ${artifacts}`);
+  console.log(`ok: nothing new on a fresh load past 500, times on every headline, chips in one row, scheme colours 3:1, rows that line up, nothing moves under the pointer, a 3-site story a card in ${took} ms without a reload with its picture, a failure told live; screenshots in ${artifacts}`);
 }, { log: () => (newsdesk ? newsdesk.log() : "") });

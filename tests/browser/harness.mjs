@@ -97,6 +97,12 @@ export async function startStandin() {
   return {
     splashUrl,
     setPage: (url, html) => control("set", url, html),
+    // A real JPEG of width x height at /origin/NAME on the stand-in; resolves with its URL.
+    setImage: async (name, width, height) => {
+      const res = await fetch(`${controlUrl}/control/image?name=${encodeURIComponent(name)}&width=${width}&height=${height}`, { method: "POST" });
+      assert(res.status === 200, `stand-in control answered ${res.status}`);
+      return `${splashUrl}/origin/${name}`;
+    },
     setError: (url, status) => control("error", url, String(status)),
   };
 }
@@ -169,11 +175,12 @@ export function assert(condition, message) {
 }
 
 // CNN's 2015 markup (the cnn scraper reads it), as the C++ end-to-end tests build it.
+// A story's third element, when given, is its card's picture (an <img> beside the headline).
 export function cnnPage(stories) {
   return (
     "<html><head><title>CNN</title></head><body>" +
     stories
-      .map(([href, title]) => `<article><h3 class="cd__headline"><a href="${href}"><span class="cd__headline-text">${title}</span></a></h3></article>`)
+      .map(([href, title, image]) => `<article>${image ? `<img src="${image}" width="640" height="360" alt="">` : ""}<h3 class="cd__headline"><a href="${href}"><span class="cd__headline-text">${title}</span></a></h3></article>`)
       .join("") +
     "</body></html>"
   );

@@ -12,9 +12,12 @@
 //                                   502's error text runs to N bytes (a Splash quoting a page)
 //   POST /control/lua               body: "on" or "off": Splash's /execute exists or not
 //   GET  /control/renders?url=URL   how many renders of URL the stand-in has answered
+//   POST /control/image?name=N&width=W&height=H
+//                                   a real W x H JPEG served at /origin/N from now on
 #include "server/http/http_message.hpp"
 #include "server/http/http_server.hpp"
 #include "tests/support/splash_standin.hpp"
+#include "tests/support/test_images.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -54,6 +57,16 @@ void control(splash_standin& standin, const http_request& req, const responder& 
     if (req.body != "on" && req.body != "off")
       return respond(text_response(400, "Bad Request: expected on or off"));
     standin.set_lua(req.body == "on");
+    return respond(text_response(200));
+  }
+  // A real JPEG (tests/support/test_images) served at /origin/NAME: a picture for a page to name.
+  if (req.path() == "/control/image" && req.method == "POST") {
+    const auto name = query_param(req.query(), "name");
+    const int width = std::atoi(query_param(req.query(), "width").c_str());
+    const int height = std::atoi(query_param(req.query(), "height").c_str());
+    if (name.empty() || width < 1 || width > 4000 || height < 1 || height > 4000)
+      return respond(text_response(400, "Bad Request: expected ?name=N&width=W&height=H"));
+    standin.set_origin(name, newsdesk::testing::test_jpeg(width, height));
     return respond(text_response(200));
   }
   auto url = query_param(req.query(), "url");

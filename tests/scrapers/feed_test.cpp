@@ -620,3 +620,41 @@ TEST_CASE("feeds: the mending before parsing leaves well-formed XML exactly as i
   CHECK(detail::mend_markup("a & b < c &#X41; &eacute x &copy=2 \x01") ==
         "a &amp; b &lt; c &#x41; &eacute; x &amp;copy=2 ");
 }
+
+TEST_CASE("feeds: an item's picture is its media:content image, thumbnail or image enclosure") {
+  auto rss = parse_feed(R"xml(<rss version="2.0" xmlns:media="http://search.yahoo.com/mrss/">
+    <channel><title>T</title>
+    <item><title>Media content</title><link>https://x/1</link>
+      <media:content url="https://img.x/1.jpg" medium="image" width="1024"/>
+      <media:thumbnail url="https://img.x/1-small.jpg"/></item>
+    <item><title>A video then a thumbnail</title><link>https://x/2</link>
+      <media:content url="https://img.x/2.mp4" type="video/mp4"/>
+      <media:thumbnail url="/thumbs/2.jpg"/></item>
+    <item><title>In a media group</title><link>https://x/3</link>
+      <media:group><media:content url="https://img.x/3.png" type="image/png"/></media:group></item>
+    <item><title>An image enclosure</title><link>https://x/4</link>
+      <enclosure url="https://img.x/4.webp" type="image/webp" length="100"/></item>
+    <item><title>A podcast</title><link>https://x/5</link>
+      <enclosure url="https://img.x/5.mp3" type="audio/mpeg" length="100"/></item>
+    <item><title>Not http</title><link>https://x/6</link>
+      <media:thumbnail url="javascript:alert(1)"/></item>
+    </channel></rss>)xml",
+                        "https://x/feed");
+  REQUIRE(rss.headlines.size() == 6);
+  CHECK(rss.headlines[0].image == "https://img.x/1.jpg");
+  CHECK(rss.headlines[1].image == "https://x/thumbs/2.jpg"); // resolved against the feed
+  CHECK(rss.headlines[2].image == "https://img.x/3.png");
+  CHECK(rss.headlines[3].image == "https://img.x/4.webp");
+  CHECK(rss.headlines[4].image.empty());
+  CHECK(rss.headlines[5].image.empty());
+
+  auto atom = parse_feed(R"(<feed xmlns="http://www.w3.org/2005/Atom"><title>A</title>
+    <entry><title>Entry</title><link href="https://x/a"/>
+      <link rel="enclosure" type="image/jpeg" href="https://img.x/a.jpg"/>
+      <content type="html">&lt;img src="https://img.x/inline.jpg"&gt;</content></entry>
+    <entry><title>No picture</title><link href="https://x/b"/></entry></feed>)",
+                         "https://x/atom");
+  REQUIRE(atom.headlines.size() == 2);
+  CHECK(atom.headlines[0].image == "https://img.x/a.jpg");
+  CHECK(atom.headlines[1].image.empty());
+}

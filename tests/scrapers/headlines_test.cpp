@@ -187,3 +187,56 @@ TEST_CASE("the collector takes a byline off the end of a title") {
   CHECK(c.headlines()[0].title == "Asia's winners and losers");
   CHECK(c.headlines()[1].title == "Man Crushed By Falling Tree");
 }
+
+namespace {
+
+// Each link of `html` added as add_link adds it: title, time and picture.
+std::vector<headline> illustrated(std::string_view html) {
+  auto page = dom::document::parse(html);
+  headline_collector c("t", "https://news.test/section/", page);
+  for (dom::node a : page.root().descendant_elements())
+    if (a.has_tag("a") && a.attr("href"))
+      c.add_link(a, *a.attr("href"));
+  return c.take();
+}
+
+} // namespace
+
+TEST_CASE("a headline's picture is the <img> inside its card, resolved; another card's is not") {
+  auto found = illustrated(R"(<main>
+    <article><a href="/quake"><img src="img/quake.jpg" width="640" height="360">
+      <h3>Quake shakes the coast overnight</h3></a></article>
+    <div class="card"><div class="media"><img data-src="//cdn.test/fire.jpg"
+      src="data:image/gif;base64,R0lGOD" alt=""></div>
+      <h3><a href="/fire">Fire spreads through the hills</a></h3></div>
+    <li><a href="/vote">Parliament votes on the budget today</a></li>
+    <section><img src="/banner.jpg">
+      <div><h3><a href="/a">First story of the section here</a></h3></div>
+      <div><h3><a href="/b">Second story of the section here</a></h3></div></section>
+    </main>)");
+  REQUIRE(found.size() == 5);
+  CHECK(found[0].image == "https://news.test/section/img/quake.jpg");
+  CHECK(found[1].image == "https://cdn.test/fire.jpg"); // the lazy loader's, not the placeholder
+  CHECK(found[2].image.empty());                        // no picture in its card
+  // The section's banner is above two cards: neither card holds it.
+  CHECK(found[3].image.empty());
+  CHECK(found[4].image.empty());
+}
+
+TEST_CASE("a picture from a srcset is the smallest at least 480 px wide; icons and SVG are none") {
+  auto found = illustrated(R"(<main>
+    <div><img srcset="s.jpg 240w, m.jpg 640w,l.jpg 1200w" src="fallback.jpg">
+      <a href="/1">A story with a srcset picture here</a></div>
+    <div><img data-srcset="https://cdn.test/a.webp 320w, https://cdn.test/b.webp 400w">
+      <a href="/2">A story with only small candidates</a></div>
+    <div><img src="/avatar.png" width="48" height="48"><img src="/logo.svg">
+      <a href="/3">A story with only an avatar and a logo</a></div>
+    <div><picture><source srcset="/p.avif"><img src="/p.jpg?w=800"></picture>
+      <a href="/4">A story with a picture element around it</a></div>
+    </main>)");
+  REQUIRE(found.size() == 4);
+  CHECK(found[0].image == "https://news.test/section/m.jpg");
+  CHECK(found[1].image == "https://cdn.test/b.webp"); // the widest there is
+  CHECK(found[2].image.empty());
+  CHECK(found[3].image == "https://news.test/p.jpg?w=800");
+}

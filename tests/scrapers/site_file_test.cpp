@@ -143,9 +143,12 @@ TEST_CASE("site files: bbc.json gives 41 unique links from 58 card headlines") {
   CHECK(t.link_matches - t.without_title == 58);
   CHECK(t.duplicates == 17);
   REQUIRE(t.headlines.size() == 41);
-  CHECK(t.headlines[0] == headline{"Funeral crowd reminded of Pope Francis' call to 'build "
-                                   "bridges not walls'",
-                                   "https://www.bbc.com/news/live/c62jldpz9wyt", "bbc"});
+  CHECK(t.headlines[0].title ==
+        "Funeral crowd reminded of Pope Francis' call to 'build bridges not walls'");
+  CHECK(t.headlines[0].url == "https://www.bbc.com/news/live/c62jldpz9wyt");
+  CHECK(t.headlines[0].site == "bbc");
+  CAPTURE(t.headlines[0].image);
+  CHECK(t.headlines[0].image.rfind("https://ichef.bbci.co.uk/", 0) == 0); // its card's picture
   CHECK(t.headlines[1].title == "Applause heard as Zelensky arrives for funeral");
   CHECK(t.headlines[1].url == "https://www.bbc.com/news/videos/c0r52gxqd55o");
   CHECK(t.headlines[40].title == "FA Cup or Champions League qualification - which means more?");
@@ -160,10 +163,15 @@ TEST_CASE("site files: reuters.json gives the 20 TitleLink stories") {
   auto got = try_site(testing::sites_dir() / "reuters.json", *page);
   REQUIRE(got.size() == 20);
   // The title is the heading span, not the aria-label ("..., includes video").
-  CHECK(got[0] == headline{"Trump threatens to hit Kharg Island oil network, Iran signals defiance",
-                           "https://www.reuters.com/world/middle-east/trump-threatens-strike-"
-                           "irans-kharg-island-oil-network-if-shipping-lanes-remain-2026-03-14/",
-                           "reuters", parse_date("2026-03-14T13:11:51.938Z")});
+  headline lead{"Trump threatens to hit Kharg Island oil network, Iran signals defiance",
+                "https://www.reuters.com/world/middle-east/trump-threatens-strike-"
+                "irans-kharg-island-oil-network-if-shipping-lanes-remain-2026-03-14/",
+                "reuters", parse_date("2026-03-14T13:11:51.938Z")};
+  // Its card's picture: the srcset's smallest candidate at least 480 px wide.
+  lead.image = "https://www.reuters.com/resizer/v2/XX5LXUSZOBP5XHKZE7XZ5CUCQA.jpg?auth="
+               "c5cbde7ca707ac33004b918920cd969a79a3ebccfe71fc1e5055823900ffe474&width=480&"
+               "quality=80";
+  CHECK(got[0] == lead);
   // Each card's own <time datetime> is its headline's published time (issue 28): 20 cards, 20
   // different times, never a neighbour's.
   std::set<std::int64_t> times;
@@ -185,11 +193,14 @@ TEST_CASE("site files: apnews.json leaves out the 5 trending-bar links: 88 match
   CHECK(t.link_matches == 88);
   CHECK(t.duplicates == 2);
   REQUIRE(t.headlines.size() == 86);
-  CHECK(t.headlines[0] ==
-        headline{"Iran targets Gulf States as US warns its campaign will intensify",
-                 "https://apnews.com/article/iran-israel-us-march-7-2026-"
-                 "d347fd6a03185f51d670bf4e7cbf5373",
-                 "apnews"});
+  headline lead{"Iran targets Gulf States as US warns its campaign will intensify",
+                "https://apnews.com/article/iran-israel-us-march-7-2026-"
+                "d347fd6a03185f51d670bf4e7cbf5373",
+                "apnews"};
+  lead.image = "https://dims.apnews.com/dims4/default/9221363/2147483647/strip/true/crop/"
+               "6000x4000+0+0/resize/727x485!/quality/90/?url=https%3A%2F%2Fassets.apnews.com%2F"
+               "08%2F8a%2F35561e27d4fa5abb2d40952f115f%2F27163be6167144b3b24f48c8ffa22228";
+  CHECK(t.headlines[0] == lead);
   CHECK(t.headlines[85].title == "2 pilots killed in Indian fighter jet crash");
   CHECK(!has_title(t.headlines, "Iran war"));
   CHECK(!has_title(t.headlines, "Michigan tornado"));

@@ -26,9 +26,14 @@ TEST_CASE("aljazeera: current gc__title cards give dated /news/ stories, once ea
   auto got =
       aljazeera().parse(own_fixture("aljazeera-2024-home.html"), "https://www.aljazeera.com/");
   REQUIRE(got.size() == 5);
-  CHECK(got[0] == headline{"Aid convoy reaches northern Gaza for first time in weeks",
-                           "https://www.aljazeera.com/news/2024/3/5/gaza-aid-convoy-reaches-north",
-                           "aljazeera", std::nullopt, "", "en"});
+  headline lead{"Aid convoy reaches northern Gaza for first time in weeks",
+                "https://www.aljazeera.com/news/2024/3/5/gaza-aid-convoy-reaches-north",
+                "aljazeera",
+                std::nullopt,
+                "",
+                "en"};
+  lead.image = "https://www.aljazeera.com/wp-content/uploads/2024/03/aid.jpg"; // its card's
+  CHECK(got[0] == lead);
   // An absolute href, kept with its trailing slash.
   CHECK(got[1] ==
         headline{"UN Security Council vote delayed again",
@@ -51,10 +56,13 @@ TEST_CASE("aljazeera: older pages give /news/ links ending in .html") {
   auto got =
       aljazeera().parse(own_fixture("aljazeera-2017-home.html"), "http://www.aljazeera.com/");
   REQUIRE(got.size() == 3);
-  CHECK(got[0] == headline{"Syria peace talks resume in Geneva",
-                           "http://www.aljazeera.com/news/2017/03/"
-                           "syria-peace-talks-resume-geneva-170305081522101.html",
-                           "aljazeera"});
+  headline lead{"Syria peace talks resume in Geneva",
+                "http://www.aljazeera.com/news/2017/03/"
+                "syria-peace-talks-resume-geneva-170305081522101.html",
+                "aljazeera"};
+  lead.image = "http://www.aljazeera.com/mritems/imagecache/mbdxxlarge/mritems/Images/2017/3/5/"
+               "geneva.jpg"; // its card's picture
+  CHECK(got[0] == lead);
   CHECK(got[1].title == "South Korea court rules on impeachment");
   CHECK(got[2].url == "http://www.aljazeera.com/news/middleeast/2017/03/"
                       "iraqi-forces-advance-west-mosul-170305110204567.html");

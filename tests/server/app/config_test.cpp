@@ -64,6 +64,20 @@ TEST_CASE("defaults, then environment, then flags") {
   CHECK(help);
 }
 
+TEST_CASE("pictures are on by default, off with NEWSDESK_PICTURES=false; their bytes are bounded") {
+  fake_env env;
+  bool help = false;
+  auto cfg = load_config({}, env.fn(), help);
+  CHECK(cfg.pictures);
+  CHECK(cfg.picture_bytes_per_site == 2 * 1024 * 1024);
+  env.vars = {{"NEWSDESK_PICTURES", "false"}, {"NEWSDESK_PICTURE_BYTES_PER_SITE", "500000"}};
+  cfg = load_config({}, env.fn(), help);
+  CHECK_FALSE(cfg.pictures);
+  CHECK(cfg.picture_bytes_per_site == 500'000);
+  env.vars = {{"NEWSDESK_PICTURE_BYTES_PER_SITE", "1000"}};
+  CHECK_THROWS_AS(load_config({}, env.fn(), help), std::exception);
+}
+
 TEST_CASE("bad flags and environment values name themselves") {
   fake_env env;
   bool help = false;

@@ -27,6 +27,13 @@ feed_info info() {
           "http://127.0.0.1:8080/news?sites=cnn,bbc", 1'700'000'100'000};
 }
 
+std::size_t count_of(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
+    ++n;
+  return n;
+}
+
 feed_entry entry(std::string title, std::string url, std::string site = "cnn") {
   return {"",    std::move(title),  std::move(url),   std::move(site),
           "CNN", 1'700'000'000'123, 1'700'000'050'000};
@@ -155,6 +162,19 @@ TEST_CASE("feeds: JSON Feed 1.1 items carry every field; bad text is cleaned, no
   CHECK(item.at("date_modified") == "2023-11-14T22:14:10.000Z");
   CHECK(item.at("tags") == json::array({"cnn"}));
   CHECK(item.at("authors")[0].at("name") == "CNN");
+}
+
+TEST_CASE("feeds: a headline's summary is Atom's <summary> and JSON Feed's \"summary\", escaped") {
+  auto with = entry("Dam bursts above Porto", "https://x.test/dam");
+  with.summary = "Thousands leave <b>their</b> homes & the Douro rises.";
+  auto without = entry("Bridge reopens", "https://x.test/bridge");
+  const auto atom = atom_feed(info(), {with, without});
+  CHECK(atom.find("<summary type=\"text\">Thousands leave &lt;b&gt;their&lt;/b&gt; homes &amp; "
+                  "the Douro rises.</summary>") != std::string::npos);
+  CHECK(count_of(atom, "<summary") == 1); // none for a headline without one
+  auto items = json::parse(json_feed(info(), {with, without})).at("items");
+  CHECK(items[0].at("summary") == with.summary);
+  CHECK_FALSE(items[1].contains("summary"));
 }
 
 // ---- A real feed reader reads what we write ----------------------------------------------

@@ -319,14 +319,16 @@ TEST_CASE("stories: a database of schema version 6 is migrated; its rows keep ''
     const auto file = dir.path / "old.db";
     sqlite_store::open(file)->record_refresh("a", page({{"A", "https://a/1"}}), at(1000));
     raw_exec(file, "ALTER TABLE headlines DROP COLUMN language; "
-                   "ALTER TABLE headlines DROP COLUMN summary; PRAGMA user_version = 6;");
+                   "ALTER TABLE headlines DROP COLUMN summary; ALTER TABLE headlines DROP COLUMN "
+                   "image; DROP TABLE pictures; PRAGMA user_version = 6;");
     check(*sqlite_store::open(file));
   }
   SUBCASE("postgresql") {
     auto& pg = postgres_cluster::shared();
     const auto url = pg.fresh_database();
     postgres_store::open(url)->record_refresh("a", page({{"A", "https://a/1"}}), at(1000));
-    pg.exec(database_of(url), "ALTER TABLE headlines DROP COLUMN language, DROP COLUMN summary; "
+    pg.exec(database_of(url), "ALTER TABLE headlines DROP COLUMN language, DROP COLUMN summary, "
+                              "DROP COLUMN image; DROP TABLE pictures; "
                               "UPDATE newsdesk_schema SET version = 6;");
     auto store = postgres_store::open(url);
     CHECK(pg.exec(database_of(url), "SELECT version FROM newsdesk_schema") ==
@@ -370,12 +372,13 @@ TEST_CASE("stories: an SQLite file of schema version 3 is migrated; each row is 
   temp_dir dir;
   const auto file = dir.path / "old.db";
   sqlite_store::open(file)->record_refresh("a", page({{"A", "https://a/1"}}), at(1000));
-  // Back to version 3: what versions 4 to 8 added, gone; then a row as version 3 wrote them.
+  // Back to version 3: what versions 4 to 9 added, gone; then a row as version 3 wrote them.
   raw_exec(
       file,
       "DROP TABLE site_icons; ALTER TABLE headlines DROP COLUMN published_ms; "
       "ALTER TABLE headlines DROP COLUMN first_look; ALTER TABLE headlines DROP COLUMN language; "
-      "ALTER TABLE headlines DROP COLUMN summary; "
+      "ALTER TABLE headlines DROP COLUMN summary; ALTER TABLE headlines DROP COLUMN image; "
+      "DROP TABLE pictures; "
       "DROP INDEX headlines_story; DROP "
       "INDEX headlines_first_seen; "
       "ALTER TABLE headlines DROP COLUMN story; DROP TABLE story_merges; "
@@ -399,12 +402,12 @@ TEST_CASE("stories: a PostgreSQL database of schema version 2 is migrated; each 
   auto& pg = postgres_cluster::shared();
   const auto url = pg.fresh_database();
   postgres_store::open(url)->record_refresh("a", page({{"A", "https://a/1"}}), at(1000));
-  // Back to version 2: what versions 3 to 8 added, gone; then a row as version 2 wrote them.
+  // Back to version 2: what versions 3 to 9 added, gone; then a row as version 2 wrote them.
   pg.exec(database_of(url),
           "DROP TABLE instances; ALTER TABLE schedule DROP COLUMN last_owner; "
           "DROP TABLE site_icons; "
           "ALTER TABLE headlines DROP COLUMN published_ms, DROP COLUMN first_look, "
-          "DROP COLUMN language, DROP COLUMN summary; "
+          "DROP COLUMN language, DROP COLUMN summary, DROP COLUMN image; DROP TABLE pictures; "
           "DROP TABLE story_merges; DROP INDEX headlines_first_seen; "
           "ALTER TABLE headlines DROP COLUMN story; "
           "ALTER TABLE newsdesk_meta DROP COLUMN last_merge; "
