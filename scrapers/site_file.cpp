@@ -1,31 +1,35 @@
+// Reading one site file: its JSON checked field by field (the value checks themselves are in
+// site_file_checks.cpp) into the site_info and rules of a scraper (site_file_scraper.hpp).
 #include "scrapers/site_file.hpp"
 
-#include "scrapers/charset.hpp"
 #include "scrapers/css/selector.hpp"
-#include "scrapers/detect.hpp"
-#include "scrapers/dom.hpp"
-#include "scrapers/feed.hpp"
 #include "scrapers/headlines.hpp"
-#include "scrapers/text.hpp"
+#include "scrapers/site_file_checks.hpp"
+#include "scrapers/site_file_scraper.hpp"
 #include "scrapers/url.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <array>
-#include <cctype>
-#include <cstdint>
 #include <fstream>
-#include <iterator>
-#include <map>
 #include <regex>
-#include <set>
-#include <sstream>
 #include <system_error>
-#include <unordered_map>
 #include <utility>
 
 namespace newsdesk::scrapers {
+
+using detail::colour_from;
+using detail::describe_json_error;
+using detail::display_name_from;
+using detail::feed_scraper;
+using detail::is_attribute_name;
+using detail::is_hex_colour;
+using detail::is_language_tag;
+using detail::json_error_text;
+using detail::rule;
+using detail::site_file_scraper;
+using detail::url_filter;
+
 namespace {
 
 using json = nlohmann::json;
@@ -33,311 +37,8 @@ using json = nlohmann::json;
 // Names a site can be referred to by in URLs and config; longer names are a mistake, not a site.
 constexpr std::size_t max_site_name_length = 64;
 
-struct url_filter {
-  std::vector<std::string> prefix;
-  std::vector<std::string> suffix;
-  std::vector<std::string> contains;
-  std::optional<std::regex> regex;
-
-  bool empty() const { return prefix.empty() && suffix.empty() && contains.empty() && !regex; }
-};
-
-bool any_prefix(const std::vector<std::string>& list, std::string_view url) {
-  return std::any_of(list.begin(), list.end(),
-                     [&](const std::string& p) { return url.starts_with(p); });
-}
-bool any_suffix(const std::vector<std::string>& list, std::string_view url) {
-  return std::any_of(list.begin(), list.end(),
-                     [&](const std::string& s) { return url.ends_with(s); });
-}
-bool any_substring(const std::vector<std::string>& list, std::string_view url) {
-  return std::any_of(list.begin(), list.end(),
-                     [&](const std::string& s) { return url.find(s) != std::string_view::npos; });
-}
-bool regex_finds(const std::regex& re, const std::string& url) {
-  return std::regex_search(url, re);
-}
-
-// include: every kind that is given must match (any entry of a list will do).
-bool included(const url_filter& f, const std::string& url) {
-  return (f.prefix.empty() || any_prefix(f.prefix, url)) &&
-         (f.suffix.empty() || any_suffix(f.suffix, url)) &&
-         (f.contains.empty() || any_substring(f.contains, url)) &&
-         (!f.regex || regex_finds(*f.regex, url));
-}
-
-// exclude: any single test that matches is enough.
-bool excluded(const url_filter& f, const std::string& url) {
-  return any_prefix(f.prefix, url) || any_suffix(f.suffix, url) || any_substring(f.contains, url) ||
-         (f.regex && regex_finds(*f.regex, url));
-}
-
-struct rule {
-  std::string field;     // how errors and hints name it: "link" or "rules[1].link"
-  std::string link_text; // the selector as written
-  css::selector_list link;
-  std::optional<css::selector_list> title;
-  bool title_fallback = false; // the link's own text when `title` finds nothing inside it
-  std::string url_attribute = "href";
-  url_filter include;
-  url_filter exclude;
-};
-
 // The most rules one file may list: each costs a test per element of the page.
 constexpr std::size_t max_rules = 20;
-
-class site_file_scraper final : public scraper {
- public:
-  site_file_scraper(site_info info, std::vector<rule> rules, std::string definition)
-      : info_(std::move(info))
-      , rules_(std::move(rules))
-      , definition_(std::move(definition)) {}
-
-  const site_info& site() const override { return info_; }
-  std::string definition() const override { return definition_; }
-
-  std::vector<headline> extract(const dom::document& page,
-                                std::string_view page_url) const override {
-    return run(page, page_url, nullptr, false);
-  }
-
-  // Selectors first; detection when the file has none, or when they find nothing (a redesign):
-  // the site keeps its headlines and the note tells the operator to update the file.
-  using scraper::parse;
-  std::vector<headline> parse(std::string_view html, std::string_view page_url, std::string* note,
-                              std::string_view content_type) const override {
-    site_trial trial;
-    const auto page = parse_page(html, content_type);
-    auto found = read(page, page_url, trial, false);
-    declare_language(found, page_language(page));
-    if (note)
-      *note = trial.method == fallback_method ? "found by detection; the selectors matched nothing"
-                                              : "";
-    return found;
-  }
-
-  // run(), then detection when the selectors found nothing; `s.method` says which. With
-  // `explain`, s.left_out lists every link left out and why (for --try-site; the service does
-  // without the list).
-  std::vector<headline> read(const dom::document& page, std::string_view page_url, site_trial& s,
-                             bool explain) const {
-    auto found = run(page, page_url, &s, explain);
-    if (found.empty() && s.method == "selectors") {
-      found = detect_headlines(page, page_url, info_.name, explain ? &s.left_out : nullptr);
-      if (!found.empty()) {
-        s.method = fallback_method;
-      }
-    }
-    return found;
-  }
-  static constexpr const char* fallback_method = "detection (the selectors matched nothing)";
-
-  // Never throws except std::bad_alloc (which terminates a noexcept caller as it would anyway).
-  std::vector<headline> run(const dom::document& page, std::string_view page_url, site_trial* stats,
-                            bool explain) const {
-    site_trial ignored;
-    site_trial& s = stats ? *stats : ignored;
-    std::vector<left_out_link>* left_out = stats && explain ? &s.left_out : nullptr;
-    if (rules_.empty()) { // a file with only a name and a URL: detection is its rule
-      s.method = "detection";
-      return detect_headlines(page, page_url, info_.name, left_out);
-    }
-    s.method = "selectors";
-    headline_collector collector(info_.name, page_url, page);
-    collector.report_left_out(left_out);
-    auto leave_out = [&](dom::node link, std::string_view url, const char* reason) {
-      if (left_out)
-        left_out->push_back({collapse_whitespace(cut_utf8(link.text(), max_left_out_title)),
-                             std::string(url), reason});
-    };
-    // Per rule: elements matched, and how many of those had no URL but hold a link.
-    std::map<const rule*, std::pair<std::size_t, std::size_t>> holders;
-    for (const auto& [link, r] : matches(page)) {
-      ++holders[r].first;
-      ++s.link_matches;
-      std::optional<std::string_view> href = link.attr(r->url_attribute);
-      std::optional<std::string> target = href ? collector.resolve(*href) : std::nullopt;
-      if (!target || !url::is_http_url(*target)) {
-        ++s.without_url;
-        leave_out(link, href ? *href : std::string_view(), "no usable URL");
-        if (!href && css::select_first(link, links_inside())) {
-          ++holders[r].second;
-        }
-        continue;
-      }
-      dom::node title = r->title ? css::select_first(link, *r->title) : link;
-      if (!title && r->title_fallback) {
-        title = link;
-      }
-      const auto parts = title ? split_title(title) : title_parts();
-      const std::string& text = parts.title;
-      if (text.empty()) {
-        ++s.without_title;
-        leave_out(link, *target, "bad title: the title selector found no text");
-        continue;
-      }
-      if (!passes_filters(*r, *target)) {
-        ++s.filtered_out;
-        leave_out(link, *target, "filtered out by include/exclude");
-        continue;
-      }
-      if (!collector.add(text, *href, time_near(link, collector.now_ms()), parts.kicker)) {
-        switch (collector.last_refusal()) {
-        case headline_collector::refusal::bad_title:
-          ++s.bad_titles;
-          break;
-        case headline_collector::refusal::not_http:
-          ++s.without_url;
-          break;
-        default:
-          ++s.duplicates;
-        }
-      } else {
-        collector.illustrate_last(image_near(link));
-      }
-    }
-    // A selector that matches the boxes around links rather than the links is the commonest
-    // mistake: say so, and how to fix it.
-    for (const auto& [r, count] : holders) {
-      if (count.first > 0 && count.second == count.first) {
-        s.hint = r->field + ": '" + r->link_text + "' matched " + std::to_string(count.first) +
-                 (count.first == 1 ? " element" : " elements") +
-                 " but none is a link (an <a href>); they contain links: try '" + r->link_text +
-                 " a'";
-        break;
-      }
-    }
-    return collector.take();
-  }
-
- private:
-  static const css::selector_list& links_inside() {
-    static const css::selector_list list = css::parse("a[href]");
-    return list;
-  }
-
-  // The elements the rules' link selectors match, in page order, each with the first rule that
-  // matches it (up to max_link_matches): headlines keep the page's order whichever rule found
-  // them.
-  std::vector<std::pair<dom::node, const rule*>> matches(const dom::document& page) const {
-    std::vector<std::pair<dom::node, const rule*>> out;
-    if (rules_.size() == 1) {
-      for (dom::node e : css::select(page.root(), rules_.front().link)) {
-        out.emplace_back(e, &rules_.front());
-      }
-    } else {
-      // One selection per rule (each linear in the page), then one walk to put the matches in
-      // page order: testing every element against every rule would walk each one's ancestors.
-      std::unordered_map<const void*, const rule*> first_rule;
-      for (const rule& r : rules_) {
-        for (dom::node e : css::select(page.root(), r.link)) {
-          first_rule.emplace(e.raw(), &r); // an earlier rule keeps an element it matched
-        }
-      }
-      for (dom::node e : page.root().descendant_elements()) {
-        if (out.size() > max_link_matches || out.size() == first_rule.size()) {
-          break;
-        }
-        if (auto it = first_rule.find(e.raw()); it != first_rule.end()) {
-          out.emplace_back(e, it->second);
-        }
-      }
-    }
-    if (out.size() > max_link_matches) {
-      out.resize(max_link_matches);
-    }
-    return out;
-  }
-
-  static bool passes_filters(const rule& r, const std::string& url) {
-    if (r.include.empty() && r.exclude.empty()) {
-      return true;
-    }
-    if (url.size() > max_filtered_url_bytes) {
-      return false;
-    }
-    // std::regex reports resource exhaustion (a pathological pattern) by throwing; extract()
-    // must not throw, and a link we cannot judge is better left out.
-    try {
-      return included(r.include, url) && !excluded(r.exclude, url);
-    } catch (const std::regex_error&) {
-      return false;
-    }
-  }
-
-  site_info info_;
-  std::vector<rule> rules_;
-  std::string definition_; // the file's JSON, dumped: keys sorted, no whitespace
-};
-
-// A site read from its RSS or Atom feed: the "page" it is given is the feed's bytes.
-class feed_scraper final : public scraper {
- public:
-  feed_scraper(site_info info, std::string definition)
-      : info_(std::move(info))
-      , definition_(std::move(definition)) {}
-
-  const site_info& site() const override { return info_; }
-  std::string definition() const override { return definition_; }
-  // A feed has no page to look at: its headlines come from parse().
-  std::vector<headline> extract(const dom::document&, std::string_view) const override {
-    return {};
-  }
-  using scraper::parse;
-  // A feed's warning (read in recovery mode, or in another encoding than it claims) is not
-  // passed on as the note: /news shows any note as "found by detection".
-  std::vector<headline> parse(std::string_view bytes, std::string_view feed_url, std::string* note,
-                              std::string_view content_type) const override {
-    if (note)
-      note->clear();
-    auto read = parse_feed(bytes, feed_url, info_.name, content_type);
-    declare_language(read.headlines, read.language);
-    return std::move(read.headlines);
-  }
-
- private:
-  site_info info_;
-  std::string definition_;
-};
-
-// A display name made from a site's name: "hacker_news" -> "Hacker News".
-std::string display_name_from(std::string_view name) {
-  std::string out;
-  bool word_start = true;
-  for (char c : name) {
-    if (c == '_' || c == '-') {
-      out += ' ';
-      word_start = true;
-    } else {
-      out += word_start && c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c;
-      word_start = false;
-    }
-  }
-  return out;
-}
-
-// A colour for a site file without one: picked by the name, so it stays the same across
-// restarts and machines. Mid-tone colours: the page picks black or white text for each.
-std::string colour_from(std::string_view name) {
-  static constexpr std::array<std::string_view, 12> palette{
-      "#c0392b", "#2471a3", "#1e8449", "#b9770e", "#7d3c98", "#117a65",
-      "#a04000", "#2e4053", "#c2185b", "#00838f", "#5d6d7e", "#6e2c00"};
-  std::uint32_t hash = 2166136261u; // FNV-1a
-  for (char c : name) {
-    hash = (hash ^ static_cast<unsigned char>(c)) * 16777619u;
-  }
-  return std::string(palette[hash % palette.size()]);
-}
-
-bool is_attribute_name(std::string_view name) {
-  if (name.empty()) {
-    return false;
-  }
-  return std::none_of(name.begin(), name.end(), [](char c) {
-    auto u = static_cast<unsigned char>(c);
-    return u <= 0x20 || u == 0x7F || c == '"' || c == '\'' || c == '>' || c == '/' || c == '=';
-  });
-}
 
 // Reads one site file's JSON object, naming the field in every error.
 class reader {
@@ -478,41 +179,7 @@ class reader {
   const std::filesystem::path& file_;
 };
 
-// A BCP 47 language tag's shape: a primary language of 2-3 letters, then subtags of 1-8 letters
-// or digits, separated by '-' ("de", "pt-BR", "zh-Hant-TW", "sr-Latn").
-bool is_language_tag(std::string_view tag) {
-  std::size_t part = 0;
-  while (!tag.empty()) {
-    const auto dash = tag.find('-');
-    const auto sub = tag.substr(0, dash);
-    tag = dash == std::string_view::npos ? std::string_view() : tag.substr(dash + 1);
-    const bool letters = std::all_of(sub.begin(), sub.end(), [](char c) {
-      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-    });
-    const bool alnum = std::all_of(sub.begin(), sub.end(), [](char c) {
-      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    });
-    if (part == 0 ? !(letters && sub.size() >= 2 && sub.size() <= 3)
-                  : !(alnum && !sub.empty() && sub.size() <= 8))
-      return false;
-    if (dash == std::string_view::npos)
-      return true;
-    if (tag.empty())
-      return false;
-    ++part;
-  }
-  return false;
-}
-
-bool is_hex_colour(std::string_view c) {
-  if ((c.size() != 4 && c.size() != 7) || c[0] != '#') {
-    return false;
-  }
-  return std::all_of(c.begin() + 1, c.end(), [](char ch) {
-    return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F');
-  });
-}
-
+// The fields a site file may have at its top level.
 const std::vector<std::string> known_fields{
     "name",          "display_name", "url",     "feed",    "colour",  "wait",
     "timeout",       "renderer",     "rules",   "link",    "title",   "title_fallback",
@@ -528,73 +195,6 @@ std::string joined(const std::vector<std::string>& words) {
     out += (out.empty() ? "" : ", ") + w;
   }
   return out;
-}
-
-// "line 4, column 7" of byte `at` in `text` (both counted from 1).
-std::string line_and_column(std::string_view text, std::size_t at) {
-  at = std::min(at, text.size());
-  const auto before = text.substr(0, at);
-  const auto line = std::count(before.begin(), before.end(), '\n') + 1;
-  const auto line_start = before.rfind('\n');
-  const auto column = at - (line_start == std::string_view::npos ? 0 : line_start + 1) + 1;
-  return "line " + std::to_string(line) + ", column " + std::to_string(column);
-}
-
-// A JSON syntax error at the mistake rather than where the parser noticed it: nlohmann reports
-// a trailing comma at the '}' after it (often the next line), and a missing comma at the next
-// member. Either is named, at the comma or the value it should follow.
-std::string describe_json_error(std::string_view text, const json::parse_error& e) {
-  std::string what = e.what();
-  // Drop nlohmann's "[json.exception.parse_error.101] " tag; the rest names line and column.
-  if (auto bracket = what.find("] "); what.starts_with("[") && bracket != std::string::npos) {
-    what.erase(0, bracket + 2);
-  }
-  if (e.byte == 0 || e.byte > text.size()) {
-    return what;
-  }
-  // e.byte ends the token the parser stopped at: back to that token's start.
-  const std::size_t at = e.byte - 1;
-  std::size_t start = at;
-  if (text[at] == '"') {
-    start = at > 0 ? text.rfind('"', at - 1) : 0;
-    start = start == std::string_view::npos ? at : start;
-  } else {
-    while (start > 0 &&
-           (std::isalnum(static_cast<unsigned char>(text[start - 1])) || text[start - 1] == '.' ||
-            text[start - 1] == '-' || text[start - 1] == '+')) {
-      --start;
-    }
-  }
-  std::size_t prev = start;
-  while (prev > 0 && std::string_view(" \t\r\n").find(text[prev - 1]) != std::string_view::npos) {
-    --prev;
-  }
-  if (prev == 0) {
-    return what;
-  }
-  const char stopped = text[at], last = text[prev - 1];
-  if ((stopped == '}' || stopped == ']') && last == ',') {
-    return line_and_column(text, prev - 1) + ": trailing comma before '" + stopped +
-           "' (JSON allows none: remove it)";
-  }
-  if ((what.find("expected '}'") != std::string::npos ||
-       what.find("expected ']'") != std::string::npos) &&
-      last != ',' && last != '{' && last != '[') {
-    return line_and_column(text, prev) + ": missing ',' after this value";
-  }
-  return what;
-}
-
-// Adds `s` to `r`, or throws naming whoever has the name already.
-void add_site(registry& r, std::unique_ptr<scraper> s, const std::filesystem::path& file) {
-  if (const scraper* taken = r.find(s->site().name)) {
-    const site_info& other = taken->site();
-    std::string by = !other.origin.empty() ? other.origin
-                                           : "the built-in scraper " + other.display_name + " (" +
-                                                 origin_of(other) + ")";
-    throw site_file_error(file, "name", json(s->site().name).dump() + " is already taken by " + by);
-  }
-  r.add(std::move(s));
 }
 
 } // namespace
@@ -618,12 +218,7 @@ std::unique_ptr<scraper> parse_site_file(std::string_view json_text,
     in.fail("", "not valid JSON: " + describe_json_error(json_text, e));
   } catch (const json::exception& e) {
     // parse_error, and out_of_range for a number too large for a double ("1E400").
-    std::string what = e.what();
-    // Drop nlohmann's "[json.exception.parse_error.101] " tag; the rest names line and column.
-    if (auto bracket = what.find("] "); what.starts_with("[") && bracket != std::string::npos) {
-      what.erase(0, bracket + 2);
-    }
-    in.fail("", "not valid JSON: " + what);
+    in.fail("", "not valid JSON: " + json_error_text(e));
   }
   if (!j.is_object()) {
     in.fail("", "expected a JSON object { ... }, got " + reader::describe(j));
@@ -801,92 +396,6 @@ std::unique_ptr<scraper> load_site_file(const std::filesystem::path& file) {
     throw site_file_error(file, "", "read error");
   }
   return parse_site_file(text, file);
-}
-
-void load_site_folder(const std::filesystem::path& dir, registry& r) {
-  for (const std::filesystem::path& file : site_files_in(dir)) {
-    add_site(r, load_site_file(file), file);
-  }
-}
-
-std::vector<std::filesystem::path> site_files_in(const std::filesystem::path& dir) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) {
-    throw site_file_error(dir, "",
-                          std::filesystem::exists(dir, ec) ? "not a folder" : "no such folder");
-  }
-  std::vector<std::filesystem::path> files;
-  std::filesystem::directory_iterator it(dir, ec);
-  if (ec) {
-    throw site_file_error(dir, "", "cannot list folder: " + ec.message());
-  }
-  for (const auto& entry : it) {
-    const std::filesystem::path& p = entry.path();
-    std::string name = p.filename().string();
-    if (p.extension() != ".json" || name.starts_with(".")) {
-      continue;
-    }
-    std::error_code type_ec;
-    if (entry.is_regular_file(type_ec)) {
-      files.push_back(p);
-    }
-  }
-  std::sort(files.begin(), files.end(),
-            [](const auto& a, const auto& b) { return a.filename() < b.filename(); });
-  return files;
-}
-
-std::vector<std::string> check_site_folder(const std::filesystem::path& dir) {
-  std::vector<std::string> errors;
-  std::vector<std::filesystem::path> files;
-  try {
-    files = site_files_in(dir);
-  } catch (const site_file_error& e) {
-    errors.push_back(e.what());
-    return errors;
-  }
-  registry r;
-  register_builtin_scrapers(r);
-  for (const std::filesystem::path& file : files) {
-    try {
-      add_site(r, load_site_file(file), file);
-    } catch (const site_file_error& e) {
-      errors.push_back(e.what());
-    }
-  }
-  return errors;
-}
-
-site_trial try_scraper(const scraper& s, std::string_view html, std::string_view page_url,
-                       std::string_view content_type) {
-  site_trial trial;
-  trial.site = s.site();
-  std::string base(page_url.empty() ? std::string_view(trial.site.url) : page_url);
-  if (const auto* site = dynamic_cast<const site_file_scraper*>(&s)) {
-    const auto utf8 = page_as_utf8(html, content_type); // as the service reads the page
-    trial.headlines =
-        site->read(dom::document::parse(utf8 ? std::string_view(*utf8) : html), base, trial, true);
-  } else if (dynamic_cast<const feed_scraper*>(&s)) {
-    // The feed read as the service reads it, and what it would warn about as the hint.
-    trial.method = "feed";
-    auto f = parse_feed(html, base, trial.site.name, content_type);
-    trial.headlines = std::move(f.headlines);
-    trial.hint = std::move(f.warning);
-  } else {
-    trial.method = "built-in scraper (" + origin_of(trial.site) + ")";
-    trial.headlines = s.parse(html, base, nullptr, content_type);
-  }
-  return trial;
-}
-
-site_trial try_site_file(const std::filesystem::path& file, std::string_view html,
-                         std::string_view page_url) {
-  return try_scraper(*load_site_file(file), html, page_url);
-}
-
-std::vector<headline> try_site(const std::filesystem::path& file, std::string_view html,
-                               std::string_view page_url) {
-  return try_site_file(file, html, page_url).headlines;
 }
 
 } // namespace newsdesk::scrapers
