@@ -340,4 +340,21 @@ bool none_match(std::string_view if_none_match, std::string_view etag) {
   return false;
 }
 
+http_response image_response(const http_request& request, std::string_view content_type,
+                             std::string_view body, const std::string& etag,
+                             const std::string& cache_control) {
+  http_response res;
+  if (auto match = request.header("If-None-Match"); match && none_match(*match, etag)) {
+    res.status = 304;
+  } else {
+    res.content_type = content_type;
+    res.body = body;
+  }
+  res.headers = {{"ETag", etag},
+                 {"Cache-Control", cache_control},
+                 {"X-Content-Type-Options", "nosniff"},
+                 {"Content-Security-Policy", "default-src 'none'"}};
+  return res;
+}
+
 } // namespace newsdesk::server

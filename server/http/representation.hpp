@@ -93,4 +93,12 @@ std::optional<std::int64_t> parse_http_date(std::string_view text);
 // (weak comparison, as RFC 9110 section 13.1.2 asks for GET and HEAD).
 bool none_match(std::string_view if_none_match, std::string_view etag);
 
+// An image newsdesk keeps and serves itself (a site's icon, a picture): `body` with its `etag`
+// and `cache_control`, or 304 when If-None-Match names the ETag; nosniff, and a
+// Content-Security-Policy under which the image, opened on its own, runs nothing (its bytes
+// were checked; this says it again).
+http_response image_response(const http_request& request, std::string_view content_type,
+                             std::string_view body, const std::string& etag,
+                             const std::string& cache_control);
+
 } // namespace newsdesk::server

@@ -4,6 +4,7 @@
 #include "scrapers/url.hpp"
 #include "server/core/log.hpp"
 #include "server/http/http_message.hpp"
+#include "server/http/representation.hpp"
 #include "server/news/headline_store.hpp"
 #include "server/render/http_client.hpp"
 
@@ -209,22 +210,9 @@ std::string icon_path_site(std::string_view path) {
 http_response icon_response(const site_icon* icon, const http_request& request) {
   if (!icon || !icon->has_image())
     return text_response(404).with_header("Cache-Control", "no-cache");
-  http_response res;
   const auto cache =
       "public, max-age=" + std::to_string(std::chrono::seconds(std::chrono::hours(24)).count());
-  if (auto match = request.header("If-None-Match");
-      match && match->find(icon->etag) != std::string_view::npos) {
-    res.status = 304;
-  } else {
-    res.content_type = icon->content_type;
-    res.body = icon->body;
-  }
-  res.with_header("ETag", icon->etag);
-  res.with_header("Cache-Control", cache);
-  res.with_header("X-Content-Type-Options", "nosniff");
-  // Opened on its own, an image runs nothing: the bytes were checked, this says it again.
-  res.with_header("Content-Security-Policy", "default-src 'none'");
-  return res;
+  return image_response(request, icon->content_type, icon->body, icon->etag, cache);
 }
 
 struct site_icons::impl : std::enable_shared_from_this<impl> {

@@ -3,6 +3,7 @@
 #include "scrapers/url.hpp"
 #include "server/core/log.hpp"
 #include "server/http/http_message.hpp"
+#include "server/http/representation.hpp"
 #include "server/news/headline_store.hpp"
 #include "server/news/news_page.hpp"
 #include "server/news/news_query.hpp"
@@ -60,21 +61,10 @@ std::string picture_path_name(std::string_view path) {
 http_response picture_response(const stored_picture* picture, const http_request& request) {
   if (!picture || !picture->has_image())
     return text_response(404).with_header("Cache-Control", "no-cache");
-  http_response res;
   const auto etag = "\"" + picture->name.substr(0, picture->name.find('.')) + "\"";
-  if (auto match = request.header("If-None-Match");
-      match && match->find(etag) != std::string_view::npos) {
-    res.status = 304;
-  } else {
-    res.content_type = picture->content_type;
-    res.body = picture->body;
-  }
-  res.with_header("ETag", etag);
   // Its name is its bytes' hash: what is served under it never changes.
-  res.with_header("Cache-Control", "public, max-age=31536000, immutable");
-  res.with_header("X-Content-Type-Options", "nosniff");
-  res.with_header("Content-Security-Policy", "default-src 'none'");
-  return res;
+  return image_response(request, picture->content_type, picture->body, etag,
+                        "public, max-age=31536000, immutable");
 }
 
 struct site_pictures::impl : std::enable_shared_from_this<impl> {
