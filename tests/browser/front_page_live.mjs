@@ -39,12 +39,13 @@ const shared = "Dam bursts above Porto, valley evacuated";
 const sharing = ["north", "east"];
 const volcano = "Volcano erupts near Naples, villages evacuated";
 const extra = {}; // site -> stories added at the top of its page
+const sharedImage = {}; // site -> the picture of its telling of the shared story
 // A site's page: its stories' links at CNN, a story's third element its card's picture.
 const pageOf = (s) => cnnPage(storiesOf(s).map(([href, title, image]) => [`https://${s.name}.cnn.com${href}`, title, image]));
 function storiesOf(s) {
   return [
     ...(extra[s.name] || []),
-    ...(sharing.includes(s.name) ? [[`/2025/02/02/${s.name}-dam/index.html`, shared]] : []),
+    ...(sharing.includes(s.name) ? [[`/2025/02/02/${s.name}-dam/index.html`, shared, sharedImage[s.name]]] : []),
     ...Array.from({ length: perSite }, (_, i) => [`/2025/02/02/${s.name}-${i}/index.html`, titleOf(s, i)]),
   ];
 }
@@ -224,6 +225,7 @@ async function failureToldLive(browser) {
 
 await run(async () => {
   standin = await startStandin();
+  for (const name of sharing) sharedImage[name] = await standin.setImage(`dam-${name}.jpg`, 1200, 800);
   for (const s of sites) await standin.setPage(urlOf(s), pageOf(s));
   newsdesk = await startNewsdesk(standin.splashUrl, {
     http: { max_streams_per_ip: 0 },
@@ -231,9 +233,11 @@ await run(async () => {
     sites: sites.map((s) => ({ name: s.name, scraper: "cnn", url: urlOf(s), display_name: s.display_name, colour: s.colour })),
   });
   await eventually("every headline in /news.json", async () => (await newsdesk.json("?limit=10000")).headlines.length === total, 30000);
-  await eventually("/news with the shared story", async () => {
+  // The shared story's card with its picture, so the screenshots show one.
+  await eventually("/news with the shared story and its picture", async () => {
     const html = await (await fetch(`${newsdesk.base}/news`)).text();
-    return html.includes('class="top-story') && html.includes(shared) && sites.every((s) => html.includes(`data-site="${s.name}"`));
+    return html.includes('class="top-story') && html.includes(shared) && html.includes('class="lead-picture"') &&
+      sites.every((s) => html.includes(`data-site="${s.name}"`));
   }, 30000);
   const browser = await launchBrowser();
   await freshLoadMarksNothing(browser);
