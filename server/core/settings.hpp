@@ -163,7 +163,9 @@ template <class Config, class T> setting field(T Config::*member, const spec& s)
   static_assert(type != kind::list, "field(): no row kind for this member type");
   setting row = detail::make_setting(s, type);
   const bool in_ms = row.unit == "ms";
+  // in_ms is read only for durations; the casts keep Clang from calling the capture unused.
   row.get = [member, in_ms](const void* c) -> nlohmann::json {
+    static_cast<void>(in_ms);
     const T& value = static_cast<const Config*>(c)->*member;
     if constexpr (std::is_same_v<T, milliseconds>)
       return in_ms ? nlohmann::json(value.count())
@@ -174,6 +176,7 @@ template <class Config, class T> setting field(T Config::*member, const spec& s)
       return value;
   };
   row.set = [member, in_ms](void* c, const nlohmann::json& v) {
+    static_cast<void>(in_ms);
     T& out = static_cast<Config*>(c)->*member;
     if constexpr (std::is_same_v<T, milliseconds>)
       out = in_ms ? milliseconds(v.get<long long>())

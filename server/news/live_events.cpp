@@ -5,9 +5,9 @@
 #include "server/core/log.hpp"
 #include "server/news/headline.hpp"
 #include "server/news/headline_store.hpp"
-#include "server/news/news_page.hpp"
 #include "server/news/news_query.hpp"
 #include "server/news/site_change.hpp"
+#include "server/news/site_status.hpp"
 #include "server/news/story_view.hpp"
 
 #include <boost/asio/io_context.hpp>

@@ -3,8 +3,10 @@
 #include "server/core/read_file.hpp"
 #include "server/core/utc_time.hpp"
 #include "server/http/http_message.hpp"
+#include "server/news/page_words.hpp"
+#include "server/news/site_colours.hpp"
+#include "server/news/site_status.hpp"
 #include "server/news/story_view.hpp"
-#include "server/render/renderers.hpp"
 
 #include "scrapers/url.hpp"
 
@@ -12,12 +14,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <array>
 #include <cctype>
-#include <cmath>
-#include <cstdio>
+#include <functional>
+#include <map>
 #include <mutex>
-#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -32,81 +32,7 @@ bool safe_link(const scrapers::headline& h) {
   return scrapers::url::is_http_url(h.url);
 }
 
-// The site's last refresh failed because of its renderer, not the site: the notice for all the
-// renderer's sites tells it.
-bool renderer_failed(const site_report& s) {
-  return !s.ok && !s.error.empty() && s.last_attempt_ms != 0 && info(s.failure).renderer_problem;
-}
-
 } // namespace
-
-namespace {
-
-// A "#rgb" or "#rrggbb" colour's channels, 0-255; nullopt for anything else.
-std::optional<std::array<int, 3>> channels_of(std::string_view colour) {
-  if ((colour.size() != 4 && colour.size() != 7) || colour[0] != '#')
-    return std::nullopt;
-  std::array<int, 3> out{};
-  for (int i = 0; i < 3; ++i) {
-    const auto digits = colour.size() == 4 ? std::string(2, colour[1 + i])
-                                           : std::string(colour.substr(1 + 2 * i, 2));
-    if (!std::isxdigit(static_cast<unsigned char>(digits[0])) ||
-        !std::isxdigit(static_cast<unsigned char>(digits[1])))
-      return std::nullopt;
-    out[i] = std::stoi(digits, nullptr, 16);
-  }
-  return out;
-}
-
-// WCAG relative luminance.
-double luminance_of(const std::array<int, 3>& c) {
-  auto linear = [](int v) {
-    const double x = v / 255.0;
-    return x <= 0.03928 ? x / 12.92 : std::pow((x + 0.055) / 1.055, 2.4);
-  };
-  return 0.2126 * linear(c[0]) + 0.7152 * linear(c[1]) + 0.0722 * linear(c[2]);
-}
-
-double contrast_of(double a, double b) {
-  return (std::max(a, b) + 0.05) / (std::min(a, b) + 0.05);
-}
-
-std::string hex_of(const std::array<int, 3>& c) {
-  char out[8];
-  std::snprintf(out, sizeof out, "#%02x%02x%02x", c[0], c[1], c[2]);
-  return out;
-}
-
-} // namespace
-
-std::string text_colour_for(std::string_view bg) {
-  const auto c = channels_of(bg);
-  if (!c)
-    return "#ffffff";
-  // WCAG contrast against white (1.05 / (L + 0.05)) vs against near-black: pick the larger.
-  // Pure black and white: at the crossover (L = 0.179) both give 4.58:1, so any colour gets at
-  // least WCAG AA's 4.5:1 (#111111 instead of black fell to 4.2:1 near it).
-  return luminance_of(*c) > 0.179 ? "#000000" : "#ffffff";
-}
-
-std::string colour_against(std::string_view colour, std::string_view background) {
-  const auto c = channels_of(colour);
-  const auto bg = channels_of(background);
-  if (!c || !bg)
-    return std::string(colour);
-  const double bg_luminance = luminance_of(*bg);
-  // Towards white on a dark background, towards black on a light one, a step at a time: the
-  // nearest colour of the same hue family that stands out 3:1 (WCAG 1.4.11, a control's edge).
-  const int towards = bg_luminance < 0.18 ? 255 : 0;
-  auto adjusted = *c;
-  for (int step = 0; step <= 20; ++step) {
-    for (int i = 0; i < 3; ++i)
-      adjusted[i] = static_cast<int>(std::lround((*c)[i] + (towards - (*c)[i]) * step / 20.0));
-    if (contrast_of(luminance_of(adjusted), bg_luminance) >= 3.0)
-      return step == 0 ? std::string(colour) : hex_of(adjusted);
-  }
-  return hex_of(adjusted);
-}
 
 // The templates, parsed once: the page, one headline (templates/headline.html: every kind, in the
 // list, a card's lead, a line beneath either) and a story's card (templates/story.html). A
@@ -144,37 +70,6 @@ news_page news_page::load(const std::filesystem::path& dir) {
 }
 
 namespace {
-
-std::string plural(std::size_t n, std::string_view one, std::string_view many) {
-  return std::to_string(n) + " " + std::string(n == 1 ? one : many);
-}
-
-// "19:25 UTC" and "Tue 24 Nov 2026, 19:25 UTC" for unix milliseconds.
-std::string clock_time(std::int64_t unix_ms) {
-  return format_utc(unix_ms, "%H:%M UTC");
-}
-std::string full_time(std::int64_t unix_ms) {
-  return format_utc(unix_ms, "%a %d %b %Y, %H:%M UTC");
-}
-
-std::string renderer_name(std::string_view renderer) {
-  const auto* known = find_renderer(renderer);
-  return std::string(known ? known->display_name() : renderer);
-}
-
-// "CNN", "CNN and BBC", "CNN, BBC and Reuters", "CNN, BBC and 4 more".
-std::string name_list(const std::vector<std::string>& names) {
-  std::string out;
-  const std::size_t shown = names.size() > 3 ? 2 : names.size();
-  for (std::size_t i = 0; i < shown; ++i) {
-    if (i > 0)
-      out += i + 1 == shown && shown == names.size() ? " and " : ", ";
-    out += names[i];
-  }
-  if (shown < names.size())
-    out += " and " + std::to_string(names.size() - shown) + " more";
-  return out;
-}
 
 // The sites that get a chip, in the order shown: every site, in the configuration's order, when
 // they fit or the query asks for all. Else the most active, so that the chips point at what the
@@ -227,131 +122,53 @@ std::vector<const site_report*> chip_sites(const news_snapshot& snapshot, const 
   return chosen;
 }
 
-} // namespace
+using sites_by_name = std::map<std::string_view, const site_report*>;
 
-site_status status_of(const site_report& s, std::int64_t now_ms) {
-  site_status out;
-  const bool failed = !s.ok && !s.stale && s.last_attempt_ms != 0 && !s.error.empty();
-  if (renderer_failed(s)) {
-    // Quiet: the chip keeps its colours, dashed, and says it to screen readers only.
-    out.state = "renderer";
-    out.state_text = "not updating";
-    out.quiet = true;
-  } else if (s.ok && !s.health.empty()) {
-    // It refreshes, but not as it used to: the reader may miss stories, the operator should look
-    // (the reason is the chip's title, and in the log).
-    out.state = "broken";
-    out.state_text = "looks broken";
-  } else {
-    out.state = s.ok ? "ok" : s.stale ? "stale" : failed ? "failed" : "pending";
-    out.state_text = s.ok      ? (s.note.empty() ? "" : "found by detection")
-                     : s.stale ? "not updating"
-                     : failed  ? "failed"
-                               : "loading…";
-  }
-  if (s.ok || s.error.empty() || s.last_attempt_ms == 0)
-    return out;
-  const auto words = describe_failure(s.failure);
-  if (words.renderer_problem) {
-    const auto renderer = renderer_name(s.renderer);
-    out.problem = "Couldn’t load " + s.display_name + ": " + words.summary + " (" + renderer +
-                  "). Check " + renderer + ": " + words.check;
-  } else {
-    out.problem = s.stale ? s.display_name + " isn’t updating (last updated " +
-                                age_text(s.last_success_ms, now_ms) + "): " + words.summary
-                          : "Couldn’t load " + s.display_name + ": " + words.summary;
-  }
-  return out;
+std::int64_t unix_ms_now() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
-failure_words describe_failure(failure_kind kind) {
-  const auto& f = info(kind);
-  // A site's failure recorded by an older version has no kind: words that fit any failure.
-  if (kind == failure_kind::none)
-    return {"something went wrong loading it", false, {}};
-  return {std::string(f.summary), f.renderer_problem, std::string(f.check)};
-}
-
-std::string public_detail(std::string_view error, std::string_view site_url) {
-  auto host_of = [](std::string_view url) {
-    auto parts = scrapers::url::split_http_url(url);
-    return parts ? parts->host : std::string();
-  };
-  const auto site_host = host_of(site_url);
-  std::string out;
-  std::size_t at = 0;
-  while (at < error.size()) {
-    auto start = error.find("://", at);
-    if (start == std::string_view::npos)
-      break;
-    // Back to the scheme's first letter, forward to the end of the address.
-    auto begin = start;
-    while (begin > at && std::isalpha(static_cast<unsigned char>(error[begin - 1])))
-      --begin;
-    auto end = start + 3;
-    while (end < error.size() && !std::isspace(static_cast<unsigned char>(error[end])) &&
-           error[end] != ')' && error[end] != '\'' && error[end] != '"')
-      ++end;
-    auto address = error.substr(begin, end - begin);
-    out.append(error.substr(at, begin - at));
-    const auto host = host_of(address);
-    out += !host.empty() && host == site_host ? std::string(address) : "(an internal address)";
-    at = end;
-  }
-  out.append(error.substr(at));
-  return out;
-}
-
-std::string news_page::render(const news_snapshot& snapshot, const news_query& query) const {
-  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                       std::chrono::system_clock::now().time_since_epoch())
-                       .count();
-  std::map<std::string_view, const site_report*> by_name;
-  for (const auto& s : snapshot.sites)
-    by_name[s.name] = &s;
-
-  // Every site's colours, light and dark, each standing out from that scheme's backgrounds: a
-  // headline of any site may arrive while the page is open.
-  mustache::data sites{mustache::data::type::list};
+// Every site's colours, light and dark, each standing out from that scheme's backgrounds: a
+// headline of any site may arrive while the page is open. The dark list holds only the sites
+// whose colour the dark scheme changes.
+std::pair<mustache::data, mustache::data> site_colours(const news_snapshot& snapshot) {
+  mustache::data light_sites{mustache::data::type::list};
   mustache::data dark_sites{mustache::data::type::list};
-  for (const auto& s : snapshot.sites) {
-    auto for_scheme = [&](const auto& backgrounds) {
-      std::string colour = s.colour;
-      for (auto background : backgrounds)
-        colour = colour_against(colour, background);
-      return colour;
-    };
-    const auto light = for_scheme(light_backgrounds);
-    const auto dark = for_scheme(dark_backgrounds);
+  auto site_of = [](const site_report& s, const std::string& colour) {
     mustache::data site;
     site.set("name", s.name);
-    site.set("colour", light);
-    site.set("text_colour", text_colour_for(light));
-    sites.push_back(site);
-    if (dark != light) {
-      mustache::data dark_site;
-      dark_site.set("name", s.name);
-      dark_site.set("colour", dark);
-      dark_site.set("text_colour", text_colour_for(dark));
-      dark_sites.push_back(dark_site);
-    }
-  }
-
-  // The site's icon where one is stored, else its initial on its colour (no image at all: the
-  // page never asks for an icon that is not there, and never shows a broken one).
-  auto set_mark = [](mustache::data& d, std::string_view icon, std::string_view display_name) {
-    d.set("has_icon", !icon.empty());
-    std::size_t n = display_name.empty() ? 0 : 1;
-    while (n < display_name.size() && (static_cast<unsigned char>(display_name[n]) & 0xC0) == 0x80)
-      ++n; // the whole first UTF-8 character
-    std::string initial(display_name.substr(0, n));
-    if (n == 1)
-      initial[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(initial[0])));
-    d.set("initial", initial);
+    site.set("colour", colour);
+    site.set("text_colour", text_colour_for(colour));
+    return site;
   };
+  for (const auto& s : snapshot.sites) {
+    const auto light = colour_for_scheme(s.colour, light_backgrounds);
+    const auto dark = colour_for_scheme(s.colour, dark_backgrounds);
+    light_sites.push_back(site_of(s, light));
+    if (dark != light)
+      dark_sites.push_back(site_of(s, dark));
+  }
+  return {std::move(light_sites), std::move(dark_sites)};
+}
 
-  // One line of chips: name, count, age.
-  const auto chosen = chip_sites(snapshot, query);
+// The site's icon where one is stored, else its initial on its colour (no image at all: the
+// page never asks for an icon that is not there, and never shows a broken one).
+void set_mark(mustache::data& d, std::string_view icon, std::string_view display_name) {
+  d.set("has_icon", !icon.empty());
+  std::size_t n = display_name.empty() ? 0 : 1;
+  while (n < display_name.size() && (static_cast<unsigned char>(display_name[n]) & 0xC0) == 0x80)
+    ++n; // the whole first UTF-8 character
+  std::string initial(display_name.substr(0, n));
+  if (n == 1)
+    initial[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(initial[0])));
+  d.set("initial", initial);
+}
+
+// One line of chips: name, count, age.
+mustache::data chips_of(const std::vector<const site_report*>& chosen, const news_query& query,
+                        std::int64_t now) {
   mustache::data chips{mustache::data::type::list};
   for (const auto* chip : chosen) {
     const auto& s = *chip;
@@ -374,147 +191,62 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
     site.set("updated_title", s.last_success_ms ? full_time(s.last_success_ms) : std::string());
     chips.push_back(site);
   }
+  return chips;
+}
 
-  // Problems in plain words, one per site, except that sites failed by the same renderer in the
-  // same way share one, listed first (it is the likelier cause to fix) and saying what to check;
-  // the raw error (internal addresses removed) is the detail on demand.
-  struct renderer_group {
-    std::string renderer; // display name
-    failure_words words;
-    std::vector<const site_report*> sites;
-  };
-  std::vector<renderer_group> renderer_groups; // a handful at most: one per renderer and kind
-  mustache::data site_problems{mustache::data::type::list};
-  for (const auto& s : snapshot.sites) {
-    if (s.ok || s.error.empty() || s.last_attempt_ms == 0)
-      continue;
-    auto words = describe_failure(s.failure);
-    if (words.renderer_problem) {
-      auto renderer = renderer_name(s.renderer);
-      auto group = std::find_if(renderer_groups.begin(), renderer_groups.end(), [&](auto& g) {
-        return g.renderer == renderer && g.words.summary == words.summary;
-      });
-      if (group == renderer_groups.end())
-        group = renderer_groups.insert(renderer_groups.end(),
-                                       {std::move(renderer), std::move(words), {}});
-      group->sites.push_back(&s);
-      continue;
-    }
-    mustache::data problem;
-    problem.set("summary", status_of(s, now).problem);
-    problem.set("sites", s.name);
-    mustache::data details{mustache::data::type::list};
-    details.push_back(public_detail(s.error, s.url) + " (via " + renderer_name(s.renderer) +
-                      ", tried " + clock_time(s.last_attempt_ms) + ")");
-    problem.set("details", details);
-    site_problems.push_back(problem);
-  }
+// The problems section's notices (site_status.hpp: problems_of).
+mustache::data problems_data(const news_snapshot& snapshot, std::int64_t now) {
   mustache::data problems{mustache::data::type::list};
-  for (const auto& group : renderer_groups) {
-    std::vector<std::string> names;
-    std::string site_names;
+  for (const auto& p : problems_of(snapshot.sites, now)) {
     mustache::data details{mustache::data::type::list};
-    for (const auto* s : group.sites) {
-      names.push_back(s->display_name);
-      site_names += (site_names.empty() ? "" : " ") + s->name;
-      details.push_back(s->display_name + ": " + public_detail(s->error, s->url) + " (tried " +
-                        clock_time(s->last_attempt_ms) + ")");
-    }
+    for (const auto& detail : p.details)
+      details.push_back(detail);
     mustache::data problem;
-    problem.set("summary", "Couldn’t load " + name_list(names) + ": " + group.words.summary + " (" +
-                               group.renderer + "). Check " + group.renderer + ": " +
-                               group.words.check);
+    problem.set("summary", p.summary);
+    problem.set("sites", p.sites);
     problem.set("details", details);
-    problem.set("sites", site_names);
     problems.push_back(problem);
   }
-  for (const auto& problem : site_problems.list_value())
-    problems.push_back(problem);
+  return problems;
+}
 
-  // A headline whose story other sites in the view tell too links to the story's whole coverage
-  // (not on that coverage's own view).
-  // The stories of the headlines shown (as /news.json counts them), once for the links and the
-  // cards below.
-  const auto linkable =
-      snapshot.headlines.select([](const news_item& item) { return safe_link(item.headline); });
-  const auto stories = query.story ? std::vector<story_summary>{} : stories_of(linkable);
-  std::unordered_map<std::int64_t, std::size_t> sources;
-  for (const auto& story : stories)
-    if (story.sources >= 2)
-      sources[story.id] = story.sources;
-  std::vector<std::string> story_sites; // a story's view: its sites' names, in order of appearance
+// A line beneath a card's lead or a box of the list: each other site's first headline of the
+// story, up to max_card_tellings; the story's other headlines are in its "N sources".
+struct tellings {
+  std::vector<std::string_view> sites; // the lead's or box's first
+  std::string html;
+  bool add(const news_item& item, const std::function<std::string()>& render) {
+    if (sites.size() > max_card_tellings ||
+        std::find(sites.begin(), sites.end(), item.headline.site) != sites.end())
+      return false;
+    sites.push_back(item.headline.site);
+    html += render();
+    return true;
+  }
+};
 
-  std::size_t shown = 0;
-  auto entry_of = [&](const news_item& item) {
-    const auto& h = item.headline;
-    auto it = by_name.find(h.site);
-    mustache::data entry;
-    entry.set("id", std::to_string(item.id));
-    entry.set("title", h.title);
-    entry.set("url", h.url);
-    entry.set("site", h.site);
-    entry.set("rank", std::to_string(item.rank));
-    entry.set("first_seen", iso8601_ms(item.first_seen_ms));
-    entry.set("page_time", iso8601_ms(page_time(item)));
-    entry.set("first_seen_title", full_time(item.first_seen_ms));
-    entry.set("first_seen_ago", age_text(item.first_seen_ms, now));
-    // Its time: when published, if the source said; else when seen, unless its site's first
-    // refresh found it (it was there before newsdesk looked: no age is known).
-    if (const auto& published = h.published_ms) {
-      entry.set("time_at", iso8601_ms(*published));
-      entry.set("time_label", "published");
-      entry.set("time_title", full_time(*published));
-      entry.set("time_text", "published " + published_text(*published, now));
-    } else if (!item.first_look) {
-      entry.set("time_at", iso8601_ms(item.first_seen_ms));
-      entry.set("time_label", "seen");
-      entry.set("time_title", full_time(item.first_seen_ms));
-      entry.set("time_text", "seen " + age_text(item.first_seen_ms, now));
-    } else {
-      // Found by its site's first refresh: it was on the page before newsdesk first looked, so
-      // all that is known is that it was there by then.
-      entry.set("time_at", iso8601_ms(item.first_seen_ms));
-      entry.set("time_label", "seen before");
-      entry.set("time_title", full_time(item.first_seen_ms));
-      entry.set("time_text", "seen before " + clock_time(item.first_seen_ms));
-    }
-    // Dashed "not updating" boxes tell a site's own failure; a renderer's is its notice's to tell.
-    entry.set("stale", it != by_name.end() && it->second->stale && !renderer_failed(*it->second));
-    entry.set("site_display_name", it != by_name.end() ? it->second->display_name : h.site);
-    set_mark(entry, it != by_name.end() ? std::string_view(it->second->icon) : std::string_view(),
-             it != by_name.end() ? std::string_view(it->second->display_name) : h.site);
-    entry.set("story", std::to_string(item.story));
-    ++shown;
-    return entry;
-  };
+// The page's headlines as markup: the story cards and the list, each headline from the headline
+// template. The templates are the caller's, held under its lock.
+class headline_markup {
+ public:
+  headline_markup(const sites_by_name& by_name, std::int64_t now, mustache::mustache& headline,
+                  mustache::mustache& story)
+      : by_name_(by_name)
+      , now_(now)
+      , headline_(headline)
+      , story_(story) {}
 
-  std::lock_guard lock(impl_->mutex); // every template below is rendered under it
-  auto html_of = [this](mustache::data& entry, const char* kind) {
-    entry.set("kind", kind);
-    return impl_->headline.render(entry);
-  };
-  // A line beneath a card's lead or a box of the list: each other site's first headline of the
-  // story, up to max_card_tellings; the story's other headlines are in its "N sources".
-  struct tellings {
-    std::vector<std::string_view> sites; // the lead's or box's first
-    std::string html;
-    bool add(const news_item& item, const std::function<std::string()>& render) {
-      if (sites.size() > max_card_tellings ||
-          std::find(sites.begin(), sites.end(), item.headline.site) != sites.end())
-        return false;
-      sites.push_back(item.headline.site);
-      html += render();
-      return true;
-    }
-  };
+  // Headlines shown, cards and list together.
+  std::size_t shown() const { return shown_; }
 
-  // Stories first, on the page everybody opens: a card per story that two sites or more tell.
+  // A card per story that two sites or more tell, most sources first, at most max_top_stories.
   // The lead is the story's first headline in the page's order (the newest, a site's lead before
   // its others): the one the flat list would have shown first. The story's starter may have left
   // the view or be a site's tenth headline; the first in order is always there and prominent.
-  mustache::data top_stories{mustache::data::type::list};
-  std::unordered_set<std::int64_t> carded; // the stories with a card: shown there only
-  if (!query.filters_headlines()) {
+  // `carded` gets the stories with a card: shown there only.
+  mustache::data cards(const std::vector<story_summary>& stories,
+                       std::unordered_set<std::int64_t>& carded) {
+    mustache::data top_stories{mustache::data::type::list};
     for (const auto& story : stories) {
       if (story.sources < 2 || top_stories.list_value().size() == max_top_stories)
         break; // most sources first: the rest are one site's, or beyond the bound
@@ -533,10 +265,7 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
       }
       tellings lines{{lead.headline.site}, html_of(lead_entry, "lead")};
       for (const auto* item : story.headlines)
-        lines.add(*item, [&] {
-          auto e = entry_of(*item);
-          return html_of(e, "telling");
-        });
+        lines.add(*item, [&] { return telling_of(*item); });
       carded.insert(story.id);
       mustache::data card;
       card.set("story", std::to_string(story.id));
@@ -545,145 +274,279 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
       card.set("last_seen", std::to_string(story.last_seen_ms));
       card.set("started_at", iso8601_ms(story.first_seen_ms));
       card.set("started_title", full_time(story.first_seen_ms));
-      card.set("started_ago", age_text(story.first_seen_ms, now));
+      card.set("started_ago", age_text(story.first_seen_ms, now_));
       // "updated" once it grew a minute or more after it started: sites' refreshes of one round
       // land seconds apart, and "started just now · updated just now" says nothing.
       if (story.last_seen_ms - story.first_seen_ms >= 60'000) {
         card.set("grew_at", iso8601_ms(story.last_seen_ms));
         card.set("grew_title", full_time(story.last_seen_ms));
-        card.set("grew_ago", age_text(story.last_seen_ms, now));
+        card.set("grew_ago", age_text(story.last_seen_ms, now_));
       }
       mustache::data rendered;
-      rendered.set("html", impl_->story.render(card));
+      rendered.set("html", story_.render(card));
       top_stories.push_back(rendered);
     }
+    return top_stories;
   }
 
-  // The latest headlines: every one but the cards' stories'. A story that several of them tell is
-  // shown once, as a box of its first headline in the page's order with a line for each other
-  // site's first beneath (as in a card); its other headlines, as a card's, are in "N sources".
-  struct box {
-    mustache::data entry;
-    tellings lines;
-  };
-  std::vector<box> boxes;
-  std::unordered_map<std::int64_t, std::size_t> box_of_story;
-  for (const auto& item : snapshot.headlines) {
-    const auto& h = item.headline;
-    if (!safe_link(h) || carded.count(item.story))
-      continue;
-    const auto told = sources.find(item.story);
-    if (told != sources.end()) {
-      if (auto at = box_of_story.find(item.story); at != box_of_story.end()) {
-        boxes[at->second].lines.add(item, [&] {
-          auto e = entry_of(item);
-          return html_of(e, "telling");
-        });
+  // The latest headlines: every one but the cards' stories'. A story that several of them tell
+  // (`sources`: story -> sources, for stories of two or more) is shown once, as a box of its
+  // first headline in the page's order with a line for each other site's first beneath (as in a
+  // card); its other headlines, as a card's, are in "N sources". `story_sites`, when given, gets
+  // the display names of the sites listed, in order of appearance (a story's view names them).
+  mustache::data list(const headline_list& headlines,
+                      const std::unordered_set<std::int64_t>& carded,
+                      const std::unordered_map<std::int64_t, std::size_t>& sources,
+                      std::vector<std::string>* story_sites) {
+    struct box {
+      mustache::data entry;
+      tellings lines;
+    };
+    std::vector<box> boxes;
+    std::unordered_map<std::int64_t, std::size_t> box_of_story;
+    for (const auto& item : headlines) {
+      const auto& h = item.headline;
+      if (!safe_link(h) || carded.count(item.story))
         continue;
+      const auto told = sources.find(item.story);
+      if (told != sources.end()) {
+        if (auto at = box_of_story.find(item.story); at != box_of_story.end()) {
+          boxes[at->second].lines.add(item, [&] { return telling_of(item); });
+          continue;
+        }
+        box_of_story[item.story] = boxes.size();
       }
-      box_of_story[item.story] = boxes.size();
+      auto entry = entry_of(item);
+      if (told != sources.end())
+        entry.set("sources", std::to_string(told->second));
+      if (story_sites) {
+        const auto& name = display_name_of(h.site);
+        if (std::find(story_sites->begin(), story_sites->end(), name) == story_sites->end())
+          story_sites->push_back(name);
+      }
+      boxes.push_back({std::move(entry), {{h.site}, {}}});
     }
-    auto entry = entry_of(item);
-    if (told != sources.end())
-      entry.set("sources", std::to_string(told->second));
-    auto it = by_name.find(h.site);
-    const auto& name = it != by_name.end() ? it->second->display_name : h.site;
-    if (query.story && std::find(story_sites.begin(), story_sites.end(), name) == story_sites.end())
-      story_sites.push_back(name);
-    boxes.push_back({std::move(entry), {{h.site}, {}}});
-  }
-  mustache::data headlines{mustache::data::type::list};
-  for (auto& b : boxes) {
-    b.entry.set("has_tellings", !b.lines.html.empty());
-    b.entry.set("tellings_html", b.lines.html);
-    mustache::data rendered;
-    rendered.set("html", html_of(b.entry, "headline"));
-    headlines.push_back(rendered);
+    mustache::data out{mustache::data::type::list};
+    for (auto& b : boxes) {
+      b.entry.set("has_tellings", !b.lines.html.empty());
+      b.entry.set("tellings_html", b.lines.html);
+      mustache::data rendered;
+      rendered.set("html", html_of(b.entry, "headline"));
+      out.push_back(rendered);
+    }
+    return out;
   }
 
-  // The same filters as a query string: "site=a&site=b&q=..." for /events (a section as its
-  // sites: the stream knows no sections), and with section= for the page's own and the feeds'
-  // links, plus "&limit=N" for the feed links.
-  std::string filters, events;
-  auto add_parameter = [](std::string& to, std::string_view name, std::string_view value) {
-    to += to.empty() ? "" : "&";
-    to.append(name).append("=").append(value);
-  };
-  mustache::data query_sites{mustache::data::type::list};
+ private:
+  const std::string& display_name_of(const std::string& site) const {
+    auto it = by_name_.find(site);
+    return it != by_name_.end() ? it->second->display_name : site;
+  }
+
+  std::string html_of(mustache::data& entry, const char* kind) {
+    entry.set("kind", kind);
+    return headline_.render(entry);
+  }
+
+  std::string telling_of(const news_item& item) {
+    auto entry = entry_of(item);
+    return html_of(entry, "telling");
+  }
+
+  mustache::data entry_of(const news_item& item) {
+    const auto& h = item.headline;
+    auto it = by_name_.find(h.site);
+    const site_report* site = it != by_name_.end() ? it->second : nullptr;
+    mustache::data entry;
+    entry.set("id", std::to_string(item.id));
+    entry.set("title", h.title);
+    entry.set("url", h.url);
+    entry.set("site", h.site);
+    entry.set("rank", std::to_string(item.rank));
+    entry.set("first_seen", iso8601_ms(item.first_seen_ms));
+    entry.set("page_time", iso8601_ms(page_time(item)));
+    entry.set("first_seen_title", full_time(item.first_seen_ms));
+    entry.set("first_seen_ago", age_text(item.first_seen_ms, now_));
+    // Its time: when published, if the source said; else when seen, unless its site's first
+    // refresh found it (it was on the page before newsdesk first looked: all that is known is
+    // that it was there by then).
+    if (const auto& published = h.published_ms) {
+      entry.set("time_at", iso8601_ms(*published));
+      entry.set("time_label", "published");
+      entry.set("time_title", full_time(*published));
+      entry.set("time_text", "published " + published_text(*published, now_));
+    } else {
+      entry.set("time_at", iso8601_ms(item.first_seen_ms));
+      entry.set("time_label", item.first_look ? "seen before" : "seen");
+      entry.set("time_title", full_time(item.first_seen_ms));
+      entry.set("time_text", item.first_look ? "seen before " + clock_time(item.first_seen_ms)
+                                             : "seen " + age_text(item.first_seen_ms, now_));
+    }
+    // Dashed "not updating" boxes tell a site's own failure; a renderer's is its notice's to tell.
+    entry.set("stale", site && site->stale && !renderer_failed(*site));
+    entry.set("site_display_name", site ? site->display_name : h.site);
+    set_mark(entry, site ? std::string_view(site->icon) : std::string_view(),
+             site ? std::string_view(site->display_name) : std::string_view(h.site));
+    entry.set("story", std::to_string(item.story));
+    ++shown_;
+    return entry;
+  }
+
+  const sites_by_name& by_name_;
+  const std::int64_t now_;
+  mustache::mustache& headline_;
+  mustache::mustache& story_;
+  std::size_t shown_ = 0;
+};
+
+void add_parameter(std::string& to, std::string_view name, std::string_view value) {
+  to += to.empty() ? "" : "&";
+  to.append(name).append("=").append(value);
+}
+
+// The view's filters as query strings.
+struct view_queries {
+  std::string filters; // "section=..." or "site=a&site=b", then "q=...", "story=..."
+  std::string events;  // the same for /events: a section as its sites (the stream knows none)
+  std::string feeds;   // filters and "limit=N": the feeds' links
+  std::string page;    // feeds and "chips=all": the page's own links (next page, chips)
+  mustache::data sites{mustache::data::type::list}; // the sites the search form keeps
+};
+
+view_queries queries_of(const news_query& query) {
+  view_queries out;
   if (!query.section.empty())
-    add_parameter(filters, "section", form_encode(query.section));
+    add_parameter(out.filters, "section", form_encode(query.section));
   for (const auto& site : query.sites) {
-    add_parameter(events, "site", site);
+    add_parameter(out.events, "site", site);
     if (query.section.empty()) {
-      add_parameter(filters, "site", site);
-      query_sites.push_back(site);
+      add_parameter(out.filters, "site", site);
+      out.sites.push_back(site);
     }
   }
-  for (auto* to : {&filters, &events}) {
+  for (auto* to : {&out.filters, &out.events}) {
     if (!query.q.empty())
       add_parameter(*to, "q", form_encode(query.q));
     if (query.story)
       add_parameter(*to, "story", std::to_string(query.story));
   }
-  std::string feed_query = filters;
+  out.feeds = out.filters;
   if (query.limit)
-    add_parameter(feed_query, "limit", std::to_string(query.limit));
-  // The page's own links (the next page, every chip) keep its chips=all; the feeds have no chips.
-  std::string page_query = feed_query;
+    add_parameter(out.feeds, "limit", std::to_string(query.limit));
+  out.page = out.feeds;
   if (query.all_chips)
-    add_parameter(page_query, "chips", "all");
+    add_parameter(out.page, "chips", "all");
+  return out;
+}
 
-  // What the view is: all sites, one site (in its own order), a search, or several.
-  std::string view_name;
-  std::string view_heading = "Latest headlines";
+// What the view is: all sites, one site (in its own order, with the way to the site itself), a
+// section, a search, several sites or one story.
+struct view_words {
+  std::string name; // "" for every site's
+  std::string heading = "Latest headlines";
   std::string home_href, home_text;
+};
+
+view_words words_of(const news_query& query, const sites_by_name& by_name,
+                    const std::vector<std::string>& story_sites) {
+  view_words out;
   if (query.one_site()) {
     auto it = by_name.find(query.sites.front());
-    view_name = it != by_name.end() ? it->second->display_name : query.sites.front();
-    view_heading = view_name + ", in the site's own order";
-    // The way to the site itself: its home page (a feed site's file names it beside the feed).
+    out.name = it != by_name.end() ? it->second->display_name : query.sites.front();
+    out.heading = out.name + ", in the site's own order";
+    // Its home page (a feed site's file names it beside the feed).
     const auto* home_url = it == by_name.end()        ? nullptr
                            : it->second->home.empty() ? &it->second->url
                                                       : &it->second->home;
     if (home_url)
       if (auto home = scrapers::url::split_http_url(*home_url)) {
-        home_href = *home_url;
-        home_text = home->host.starts_with("www.") ? home->host.substr(4) : home->host;
+        out.home_href = *home_url;
+        out.home_text = home->host.starts_with("www.") ? home->host.substr(4) : home->host;
       }
   } else if (!query.section.empty()) {
-    view_name = query.section;
-    view_heading = query.section;
+    out.name = query.section;
+    out.heading = query.section;
   } else if (!query.sites.empty()) {
     std::vector<std::string> names;
     for (const auto& site : query.sites)
       names.push_back(by_name.count(site) ? by_name.at(site)->display_name : site);
-    view_name = name_list(names);
-    view_heading = "Latest from " + view_name;
+    out.name = name_list(names);
+    out.heading = "Latest from " + out.name;
   }
   if (!query.q.empty()) {
-    view_heading = (query.sites.empty() ? std::string("Headlines") : view_heading + ",") +
-                   " matching “" + query.q + "”";
-    if (view_name.empty())
-      view_name = "“" + query.q + "”";
+    out.heading = (query.sites.empty() ? std::string("Headlines") : out.heading + ",") +
+                  " matching “" + query.q + "”";
+    if (out.name.empty())
+      out.name = "“" + query.q + "”";
   }
   if (query.story) {
-    view_heading = "One story, told by " + name_list(story_sites);
-    if (view_name.empty())
-      view_name = "one story";
+    out.heading = "One story, told by " + name_list(story_sites);
+    if (out.name.empty())
+      out.name = "one story";
   }
+  return out;
+}
+
+// The sections the sites declare, as chips: every headline, or one section's.
+mustache::data section_chips_of(const news_snapshot& snapshot, const news_query& query) {
+  mustache::data chips{mustache::data::type::list};
+  for (const auto& name : snapshot.sections) {
+    mustache::data chip;
+    chip.set("name", name);
+    chip.set("href", "/news?section=" + form_encode(name));
+    chip.set("current", name == query.section);
+    chips.push_back(chip);
+  }
+  return chips;
+}
+
+} // namespace
+
+std::string news_page::render(const news_snapshot& snapshot, const news_query& query) const {
+  const auto now = unix_ms_now();
+  sites_by_name by_name;
+  for (const auto& s : snapshot.sites)
+    by_name[s.name] = &s;
+  const auto chosen = chip_sites(snapshot, query);
+  const auto problems = problems_data(snapshot, now);
+
+  // The stories of the headlines shown (as /news.json counts them), once for the cards and for
+  // the list's boxes, whose headline links to its story's whole coverage when other sites in the
+  // view tell it too (not on that coverage's own view).
+  const auto linkable =
+      snapshot.headlines.select([](const news_item& item) { return safe_link(item.headline); });
+  const auto stories = query.story ? std::vector<story_summary>{} : stories_of(linkable);
+  std::unordered_map<std::int64_t, std::size_t> sources;
+  for (const auto& story : stories)
+    if (story.sources >= 2)
+      sources[story.id] = story.sources;
+
+  std::lock_guard lock(impl_->mutex); // every template below is rendered under it
+  headline_markup markup(by_name, now, impl_->headline, impl_->story);
+  // Stories first, on the page everybody opens.
+  std::unordered_set<std::int64_t> carded;
+  const auto top_stories = query.filters_headlines() ? mustache::data{mustache::data::type::list}
+                                                     : markup.cards(stories, carded);
+  std::vector<std::string> story_sites;
+  const auto headlines =
+      markup.list(snapshot.headlines, carded, sources, query.story ? &story_sites : nullptr);
+  const auto queries = queries_of(query);
+  const auto view = words_of(query, by_name, story_sites);
+  const auto shown = markup.shown();
 
   const auto generated_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                 snapshot.generated_at.time_since_epoch())
                                 .count();
   mustache::data page;
-  page.set("page_title", view_name.empty() ? std::string("newsdesk") : "newsdesk: " + view_name);
-  page.set("feed_title", query.one_site() ? "newsdesk: " + view_name : std::string("newsdesk"));
+  page.set("page_title", view.name.empty() ? std::string("newsdesk") : "newsdesk: " + view.name);
+  page.set("feed_title", query.one_site() ? "newsdesk: " + view.name : std::string("newsdesk"));
+  auto [sites, dark_sites] = site_colours(snapshot);
   page.set("sites", sites);
   page.set("dark_sites", dark_sites);
-  page.set("chips", chips);
+  page.set("chips", chips_of(chosen, query, now));
   // Chips left out: the last one links to this view with all of them.
   if (chosen.size() < snapshot.sites.size()) {
-    std::string all = feed_query;
+    std::string all = queries.feeds;
     if (query.paged())
       add_parameter(all, "before",
                     std::to_string(query.before_ms) + "." + std::to_string(query.before_id));
@@ -711,38 +574,29 @@ std::string news_page::render(const news_snapshot& snapshot, const news_query& q
   page.set("notice", snapshot.notice);
   page.set("has_notice", !snapshot.notice.empty());
   page.set("q", query.q);
-  page.set("query_sites", query_sites);
+  page.set("query_sites", queries.sites);
   page.set("filtered", query.filters_headlines());
-  page.set("view_heading", view_heading);
+  page.set("view_heading", view.heading);
   if (!query.q.empty() && query.sites.size() == 1)
     page.set("search_all_href", "/news?q=" + form_encode(query.q));
-  if (!home_href.empty()) {
-    page.set("home_href", home_href);
-    page.set("home_text", home_text);
+  if (!view.home_href.empty()) {
+    page.set("home_href", view.home_href);
+    page.set("home_text", view.home_text);
   }
   page.set("order", query.one_site() ? "site" : "latest");
-  page.set("events_query", events);
+  page.set("events_query", queries.events);
   page.set("query_section", query.section);
   page.set("has_section", !query.section.empty());
-  // The sections the sites declare, as chips: every headline, or one section's.
-  mustache::data section_chips{mustache::data::type::list};
-  for (const auto& name : snapshot.sections) {
-    mustache::data chip;
-    chip.set("name", name);
-    chip.set("href", "/news?section=" + form_encode(name));
-    chip.set("current", name == query.section);
-    section_chips.push_back(chip);
-  }
-  page.set("section_chips", section_chips);
+  page.set("section_chips", section_chips_of(snapshot, query));
   page.set("has_sections", !snapshot.sections.empty());
   page.set("all_sections_current", query.empty());
-  page.set("feed_query", feed_query.empty() ? std::string() : "?" + feed_query);
+  page.set("feed_query", queries.feeds.empty() ? std::string() : "?" + queries.feeds);
   // The stream starts after the newest headline held, not the newest shown: a page cut at 500
   // left newer ids to its next pages, which are not news to this reader.
   page.set("last_id", std::to_string(snapshot.last_id));
   // A page cut at page_size links to the next one, with the same filters.
   if (!snapshot.next.empty()) {
-    std::string next = page_query;
+    std::string next = queries.page;
     add_parameter(next, "before", snapshot.next);
     page.set("next_href", "/news?" + next);
   }
@@ -800,23 +654,6 @@ std::string news_json(const news_snapshot& snapshot) {
     out["next"] = snapshot.next;
   // Scraped text is usually UTF-8 but not always; replace invalid bytes rather than throw.
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-std::string age_text(std::int64_t then_ms, std::int64_t now_ms) {
-  auto seconds = std::max<std::int64_t>(0, (now_ms - then_ms) / 1000);
-  if (seconds < 60)
-    return "just now";
-  if (seconds < 3600)
-    return std::to_string(seconds / 60) + " min ago";
-  if (seconds < 2 * 86400)
-    return std::to_string(seconds / 3600) + " h ago";
-  return std::to_string(seconds / 86400) + " days ago";
-}
-
-std::string published_text(std::int64_t then_ms, std::int64_t now_ms) {
-  if (now_ms - then_ms < 86'400'000)
-    return age_text(then_ms, now_ms);
-  return format_utc(then_ms, "%d %b %Y");
 }
 
 } // namespace newsdesk::server
