@@ -190,23 +190,8 @@ settings::table<refresh_settings> make_refresh_table() {
   }});
 }
 
-settings::table<config> make_table() {
-  static const auto http_table = make_http_table();
-  static const auto refresh_table = make_refresh_table();
-  auto log_level_row = settings::custom<config>(
-      {.path = "log_level",
-       .flag = "--log-level LEVEL",
-       .choices = {"debug", "info", "warn", "error"},
-       .help = "the least severe lines logged"},
-      kind::text, [](const config& c) { return json(std::string(to_string(c.level))); },
-      [](config& c, const json& v) { c.level = parse_log_level(v.get<std::string>()); });
-  auto log_target_row = settings::custom<config>(
-      {.path = "log_target",
-       .flag = "--log-target T",
-       .choices = {"stdout", "stderr"},
-       .help = "where log lines go"},
-      kind::text, [](const config& c) { return json(c.log_to_stderr ? "stderr" : "stdout"); },
-      [](config& c, const json& v) { c.log_to_stderr = v == "stderr"; });
+// The server's own rows: where it listens and what it serves, its store, its sites and alerts.
+std::vector<setting> server_rows() {
   // Absent (null) means every registered scraper, which the printed file leaves out rather than
   // spell as an empty list (which would mean none).
   auto sites_row = settings::custom<config>(
@@ -224,6 +209,106 @@ settings::table<config> make_table() {
                "config.example.json and README, Alerts). In the environment: a JSON array"},
       kind::list, [](const config& c) { return c.alerts ? *c.alerts : json::array(); },
       [](config& c, const json& v) { c.alerts = std::make_shared<const json>(v); });
+  using c = config;
+  return {
+      field(&c::address, {.path = "address", .flag = "--address ADDR", .help = "listen address"}),
+      field(&c::port,
+            {.path = "port", .flag = "--port N", .help = "listen port (0: any free one)"}),
+      field(&c::threads, {.path = "threads",
+                          .flag = "--threads N",
+                          .max = 256,
+                          .help = "network threads (0: one per core)"}),
+      field(&c::event_loops,
+            {.path = "event_loops",
+             .help = "HTTP connections each on one network thread's event loop: less CPU "
+                     "per request, but a preempted thread's connections wait for it"}),
+      field(
+          &c::templates_dir,
+          {.path = "templates_dir", .flag = "--templates DIR", .help = "folder holding news.html"}),
+      field(&c::static_dir,
+            {.path = "static_dir", .flag = "--static DIR", .help = "folder served under /static"}),
+      and_then(field(&c::site_files_dir,
+                     {.path = "site_files_dir",
+                      .flag = "--sites-dir DIR",
+                      .help = "folder of site files (*.json); must exist when named"}),
+               [](config& cfg) { cfg.site_files_dir_given = true; }),
+      field(&c::store_path,
+            {.path = "store_path",
+             .flag = "--store FILE|URL",
+             .help = "the headline store: an SQLite file (:memory: keeps nothing), or a "
+                     "postgresql://user@host:port/db URL that several instances share"}),
+      field(&c::store_max_connections,
+            {.path = "store_max_connections",
+             .min = 2,
+             .max = 1000,
+             .help = "PostgreSQL store: connections this instance opens at most, its LISTEN "
+                     "connection included (the rest serve queries); every instance's fit "
+                     "in the server's max_connections. SQLite ignores it"}),
+      field(&c::store_timeout,
+            {.path = "store_timeout",
+             .min = 0.1,
+             .max = 600,
+             .help = "PostgreSQL store: each query, connection start or wait for a free "
+                     "connection may take this long; then it is cancelled and the store "
+                     "reported unreachable (a frozen server is told as a stopped one). "
+                     "SQLite ignores it"}),
+      field(&c::public_url,
+            {.path = "public_url",
+             .flag = "--public-url URL",
+             .help = "where readers reach newsdesk, e.g. https://news.example.org: feeds' "
+                     "absolute links start with it (unset: the request's Host header)"}),
+      field(&c::allowed_hosts,
+            {.path = "allowed_hosts",
+             .flag = "--allowed-hosts LIST",
+             .help = "without public_url, the Host names readers use (comma-separated "
+                     "host or host:port): another gets the first one in feeds' links"}),
+      field(&c::reject_unknown_hosts,
+            {.path = "reject_unknown_hosts",
+             .help = "answer 400 to a request whose Host is not in allowed_hosts (health "
+                     "checks and /metrics excepted)"}),
+      field(&c::pictures,
+            {.path = "pictures",
+             .help = "a picture per Top stories card, from the image its source gives, "
+                     "fetched once, made small and served by newsdesk (false: none fetched, "
+                     "none shown)"}),
+      field(&c::picture_bytes_per_site,
+            {.path = "picture_bytes_per_site",
+             .unit = "bytes",
+             .min = 64 * 1024,
+             .max = 1024.0 * 1024 * 1024,
+             .help = "each site's stored pictures together at most (the oldest are "
+                     "dropped first)"}),
+      sites_row,
+      alerts_row,
+  };
+}
+
+std::vector<setting> logging_rows() {
+  auto log_level_row = settings::custom<config>(
+      {.path = "log_level",
+       .flag = "--log-level LEVEL",
+       .choices = {"debug", "info", "warn", "error"},
+       .help = "the least severe lines logged"},
+      kind::text, [](const config& c) { return json(std::string(to_string(c.level))); },
+      [](config& c, const json& v) { c.level = parse_log_level(v.get<std::string>()); });
+  auto log_target_row = settings::custom<config>(
+      {.path = "log_target",
+       .flag = "--log-target T",
+       .choices = {"stdout", "stderr"},
+       .help = "where log lines go"},
+      kind::text, [](const config& c) { return json(c.log_to_stderr ? "stderr" : "stdout"); },
+      [](config& c, const json& v) { c.log_to_stderr = v == "stderr"; });
+  using c = config;
+  return {
+      log_level_row,
+      log_target_row,
+      field(&c::access_log, {.path = "access_log", .help = "one log line per HTTP request"}),
+      field(&c::metrics, {.path = "metrics", .help = "GET /metrics and the counting behind it"}),
+  };
+}
+
+// The renderer, the default wait and timeout, and each renderer's own options.
+std::vector<setting> rendering_rows() {
   using c = config;
   const std::string renderer_help = renderer_choice_help();
   std::vector<setting> rendering{
@@ -243,90 +328,16 @@ settings::table<config> make_table() {
   };
   for (auto& row : renderer_settings())
     rendering.push_back(settings::project(std::move(row), &config::renderers));
+  return rendering;
+}
+
+settings::table<config> make_table() {
+  static const auto http_table = make_http_table();
+  static const auto refresh_table = make_refresh_table();
   return settings::table<config>({
-      {"server",
-       {
-           field(&c::address,
-                 {.path = "address", .flag = "--address ADDR", .help = "listen address"}),
-           field(&c::port,
-                 {.path = "port", .flag = "--port N", .help = "listen port (0: any free one)"}),
-           field(&c::threads, {.path = "threads",
-                               .flag = "--threads N",
-                               .max = 256,
-                               .help = "network threads (0: one per core)"}),
-           field(&c::event_loops,
-                 {.path = "event_loops",
-                  .help = "HTTP connections each on one network thread's event loop: less CPU "
-                          "per request, but a preempted thread's connections wait for it"}),
-           field(&c::templates_dir, {.path = "templates_dir",
-                                     .flag = "--templates DIR",
-                                     .help = "folder holding news.html"}),
-           field(&c::static_dir, {.path = "static_dir",
-                                  .flag = "--static DIR",
-                                  .help = "folder served under /static"}),
-           and_then(field(&c::site_files_dir,
-                          {.path = "site_files_dir",
-                           .flag = "--sites-dir DIR",
-                           .help = "folder of site files (*.json); must exist when named"}),
-                    [](config& cfg) { cfg.site_files_dir_given = true; }),
-           field(&c::store_path,
-                 {.path = "store_path",
-                  .flag = "--store FILE|URL",
-                  .help = "the headline store: an SQLite file (:memory: keeps nothing), or a "
-                          "postgresql://user@host:port/db URL that several instances share"}),
-           field(&c::store_max_connections,
-                 {.path = "store_max_connections",
-                  .min = 2,
-                  .max = 1000,
-                  .help = "PostgreSQL store: connections this instance opens at most, its LISTEN "
-                          "connection included (the rest serve queries); every instance's fit "
-                          "in the server's max_connections. SQLite ignores it"}),
-           field(&c::store_timeout,
-                 {.path = "store_timeout",
-                  .min = 0.1,
-                  .max = 600,
-                  .help = "PostgreSQL store: each query, connection start or wait for a free "
-                          "connection may take this long; then it is cancelled and the store "
-                          "reported unreachable (a frozen server is told as a stopped one). "
-                          "SQLite ignores it"}),
-           field(&c::public_url,
-                 {.path = "public_url",
-                  .flag = "--public-url URL",
-                  .help = "where readers reach newsdesk, e.g. https://news.example.org: feeds' "
-                          "absolute links start with it (unset: the request's Host header)"}),
-           field(&c::allowed_hosts,
-                 {.path = "allowed_hosts",
-                  .flag = "--allowed-hosts LIST",
-                  .help = "without public_url, the Host names readers use (comma-separated "
-                          "host or host:port): another gets the first one in feeds' links"}),
-           field(&c::reject_unknown_hosts,
-                 {.path = "reject_unknown_hosts",
-                  .help = "answer 400 to a request whose Host is not in allowed_hosts (health "
-                          "checks and /metrics excepted)"}),
-           field(&c::pictures,
-                 {.path = "pictures",
-                  .help = "a picture per Top stories card, from the image its source gives, "
-                          "fetched once, made small and served by newsdesk (false: none fetched, "
-                          "none shown)"}),
-           field(&c::picture_bytes_per_site,
-                 {.path = "picture_bytes_per_site",
-                  .unit = "bytes",
-                  .min = 64 * 1024,
-                  .max = 1024.0 * 1024 * 1024,
-                  .help = "each site's stored pictures together at most (the oldest are "
-                          "dropped first)"}),
-           sites_row,
-           alerts_row,
-       }},
-      {"logging and observability",
-       {
-           log_level_row,
-           log_target_row,
-           field(&c::access_log, {.path = "access_log", .help = "one log line per HTTP request"}),
-           field(&c::metrics,
-                 {.path = "metrics", .help = "GET /metrics and the counting behind it"}),
-       }},
-      {"rendering", std::move(rendering)},
+      {"server", server_rows()},
+      {"logging and observability", logging_rows()},
+      {"rendering", rendering_rows()},
       settings::embed("http", &config::http, http_table),
       settings::embed("refresh", &config::refresh, refresh_table),
       settings::embed("broker", &config::broker, broker::config_table()),

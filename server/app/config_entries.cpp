@@ -3,6 +3,7 @@
 #include "server/app/config.hpp"
 
 #include "server/app/config_reading.hpp"
+#include "server/core/settings.hpp"
 
 #include "scrapers/registry.hpp"
 #include "scrapers/scraper.hpp"
@@ -90,6 +91,78 @@ bool is_hex_colour(std::string_view c) {
          });
 }
 
+// The registered scraper `name`; fails at `where`, listing the registered ones, when none is.
+const scrapers::scraper& scraper_named(const scrapers::registry& registry, const std::string& name,
+                                       const std::string& where) {
+  if (const auto* scraper = registry.find(name))
+    return *scraper;
+  std::string known;
+  for (const auto* s : registry.all())
+    known += (known.empty() ? "" : ", ") + s->site().name;
+  fail(where, "no scraper named '" + name + "' (registered: " + known + ")");
+}
+
+// A site's name is its key everywhere (URLs, the store, topics): [a-z0-9_-]+ and unique.
+void check_site_name(const std::string& name, const std::string& where,
+                     std::set<std::string>& names) {
+  if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+      }))
+    fail(where, "expected [a-z0-9_-]+, got '" + name + "'");
+  if (!names.insert(name).second)
+    fail(where, "duplicate site name '" + name + "'");
+}
+
+// An alert's webhook object: its keys, ranges and defaults as a settings table (the same
+// machinery, messages and defaults as the service's settings: each key spelt once).
+const settings::table<alerts::webhook_config>& webhook_table() {
+  using w = alerts::webhook_config;
+  using settings::field;
+  static const settings::table<w> table({{
+      "webhook",
+      {
+          field(&w::url, {.path = "url", .help = "where matches are POSTed (http or https)"}),
+          settings::custom<w>(
+              {.path = "format",
+               .choices = {"json", "ntfy"},
+               .help = "the body: newsdesk's JSON, or ntfy's headers and text"},
+              settings::kind::text,
+              [](const w& c) {
+                return json(c.format == alerts::webhook_format::ntfy ? "ntfy" : "json");
+              },
+              [](w& c, const json& v) {
+                c.format =
+                    v == "ntfy" ? alerts::webhook_format::ntfy : alerts::webhook_format::json;
+              }),
+          field(&w::secret, {.path = "secret", .help = "signs every POST with HMAC-SHA256"}),
+          field(&w::timeout, {.path = "timeout",
+                              .unit = "seconds",
+                              .min = 0.1,
+                              .max = 300,
+                              .help = "each attempt's deadline"}),
+          field(&w::attempts, {.path = "attempts",
+                               .min = 1,
+                               .max = 100,
+                               .help = "attempts per match, the first included"}),
+          field(&w::retry_base, {.path = "retry_base",
+                                 .unit = "seconds",
+                                 .min = 0.01,
+                                 .max = 3600,
+                                 .help = "the first retry's wait; each one doubles it"}),
+          field(&w::retry_max, {.path = "retry_max",
+                                .unit = "seconds",
+                                .min = 0.01,
+                                .max = 86400,
+                                .help = "the longest wait between attempts"}),
+          field(&w::queue, {.path = "queue",
+                            .min = 1,
+                            .max = 1'000'000,
+                            .help = "matches waiting at most; the oldest is dropped beyond"}),
+      },
+  }});
+  return table;
+}
+
 } // namespace
 
 std::vector<site_config> resolve_sites(const config& cfg,
@@ -135,17 +208,10 @@ std::vector<site_config> resolve_sites(const config& cfg,
       fail(where, "missing \"scraper\"");
     bool enabled = true;
     read(entry, "enabled", enabled, where);
-    const auto* scraper = registry->find(scraper_name);
-    if (!scraper) {
-      std::string known;
-      for (const auto* s : registry->all())
-        known += (known.empty() ? "" : ", ") + s->site().name;
-      fail(where + ".scraper",
-           "no scraper named '" + scraper_name + "' (registered: " + known + ")");
-    }
+    const auto& scraper = scraper_named(*registry, scraper_name, where + ".scraper");
     if (!enabled)
       continue;
-    const auto& info = scraper->site();
+    const auto& info = scraper.site();
     // A bad value is reported where it was written: this config entry, else the site file (or
     // C++ scraper) that supplied it, else the service-wide default.
     auto source = [&](const char* key, bool from_site, std::string_view fallback) {
@@ -156,7 +222,7 @@ std::vector<site_config> resolve_sites(const config& cfg,
       return std::string(fallback);
     };
     site_config site;
-    site.scraper = std::shared_ptr<const scrapers::scraper>(registry, scraper);
+    site.scraper = std::shared_ptr<const scrapers::scraper>(registry, &scraper);
     site.name = info.name;
     site.display_name = info.display_name;
     site.url = info.url;
@@ -183,12 +249,7 @@ std::vector<site_config> resolve_sites(const config& cfg,
     if (read(entry, "interval", interval, where) && !(interval >= 1 && interval <= 7 * 24 * 3600.0))
       fail(where + ".interval", "expected seconds from 1 to 604800");
 
-    if (site.name.empty() || !std::all_of(site.name.begin(), site.name.end(), [](char c) {
-          return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
-        }))
-      fail(where + ".name", "expected [a-z0-9_-]+, got '" + site.name + "'");
-    if (!names.insert(site.name).second)
-      fail(where + ".name", "duplicate site name '" + site.name + "'");
+    check_site_name(site.name, where + ".name", names);
     if (site.display_name.empty())
       site.display_name = site.name;
     if (!scrapers::url::is_http_url(site.url))
@@ -272,38 +333,18 @@ std::vector<alerts::alert_config> resolve_alerts(const config& cfg,
       const std::string at = where + ".webhook";
       if (!hook->is_object())
         fail(at, "expected an object with a url");
-      reject_unknown_keys(
-          *hook, at,
-          {"url", "format", "secret", "timeout", "attempts", "retry_base", "retry_max", "queue"});
       alerts::webhook_config w;
-      if (!read(*hook, "url", w.url, at))
+      try {
+        webhook_table().apply_json(w, *hook);
+      } catch (const settings::error& e) {
+        throw config_error(at + "." + e.what()); // the message starts with the key
+      }
+      if (w.url.empty())
         fail(at, "missing \"url\"");
       if (!scrapers::url::is_http_url(w.url))
         fail(at + ".url", "expected an http:// or https:// URL, got '" + w.url + "'");
-      std::string format = "json";
-      read(*hook, "format", format, at);
-      if (format == "ntfy")
-        w.format = alerts::webhook_format::ntfy;
-      else if (format != "json")
-        fail(at + ".format", "unknown format '" + format + "' (known: json, ntfy)");
-      read(*hook, "secret", w.secret, at);
-      auto seconds = [&](const char* key, std::chrono::milliseconds& value_ms, double min,
-                         double max) {
-        double value = static_cast<double>(value_ms.count()) / 1000.0;
-        if (read(*hook, key, value, at) && !(value >= min && value <= max))
-          fail(at + "." + key, "expected seconds from " + settings::format_number(min) + " to " +
-                                   settings::format_number(max));
-        value_ms = seconds_to_ms(value);
-      };
-      seconds("timeout", w.timeout, 0.1, 300);
-      seconds("retry_base", w.retry_base, 0.01, 3600);
-      seconds("retry_max", w.retry_max, 0.01, 86400);
       if (w.retry_max < w.retry_base)
         fail(at + ".retry_max", "expected at least retry_base");
-      if (read(*hook, "attempts", w.attempts, at) && (w.attempts < 1 || w.attempts > 100))
-        fail(at + ".attempts", "expected a whole number from 1 to 100");
-      if (read(*hook, "queue", w.queue, at) && (w.queue < 1 || w.queue > 1'000'000))
-        fail(at + ".queue", "expected a whole number from 1 to 1000000");
       alert.webhook = std::move(w);
     }
     if (enabled)

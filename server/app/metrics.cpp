@@ -30,6 +30,19 @@ void sample(std::string& out, std::string_view name, std::string_view labels, do
   out.append(" ").append(number(value)).append("\n");
 }
 
+// A metric of one sample without labels: its header and its value.
+void single(std::string& out, std::string_view name, std::string_view type, std::string_view help,
+            double value) {
+  header(out, name, type, help);
+  sample(out, name, "", value);
+}
+void counter(std::string& out, std::string_view name, std::string_view help, std::uint64_t n) {
+  single(out, name, "counter", help, static_cast<double>(n));
+}
+void gauge(std::string& out, std::string_view name, std::string_view help, double value) {
+  single(out, name, "gauge", help, value);
+}
+
 // Label values come from config and code, but escape anyway.
 std::string label(std::string_view key, std::string_view value) {
   std::string out(key);
@@ -122,6 +135,127 @@ void metrics::observe_fetch(const std::string& site, std::chrono::milliseconds l
   h->observe(std::chrono::duration<double>(latency).count());
 }
 
+namespace {
+
+void render_sites(std::string& out, const std::vector<site_report>& sites) {
+  header(out, "newsdesk_site_headlines", "gauge", "Headlines shown for a site.");
+  for (const auto& s : sites)
+    sample(out, "newsdesk_site_headlines", label("site", s.name),
+           static_cast<double>(s.headline_count));
+  header(out, "newsdesk_site_last_success_timestamp_seconds", "gauge",
+         "Unix time of a site's last successful refresh (0: never).");
+  for (const auto& s : sites)
+    sample(out, "newsdesk_site_last_success_timestamp_seconds", label("site", s.name),
+           static_cast<double>(s.last_success_ms) / 1000.0);
+  header(out, "newsdesk_site_up", "gauge", "1 when a site's last refresh succeeded.");
+  for (const auto& s : sites)
+    sample(out, "newsdesk_site_up", label("site", s.name), s.ok ? 1 : 0);
+  header(out, "newsdesk_site_health", "gauge",
+         "0 when a site looks broken (nothing found, far fewer than usual, nothing new for far "
+         "longer than usual, selectors that stopped matching; the log says why), else 1.");
+  for (const auto& s : sites)
+    sample(out, "newsdesk_site_health", label("site", s.name), s.health.empty() ? 1 : 0);
+}
+
+void render_service(std::string& out, const metrics::connection_gauges& connections,
+                    const metrics::refresh_gauges& refreshes, const metrics::store_gauges& store) {
+  gauge(out, "newsdesk_sse_clients", "Open /events streams.",
+        static_cast<double>(connections.sse_clients));
+  gauge(out, "newsdesk_http_open_connections",
+        "Open HTTP connections: plain, streaming and being refused.",
+        static_cast<double>(connections.open_connections));
+  counter(out, "newsdesk_http_refused_total",
+          "Connections and streams answered 503 (or closed) because a budget was full.",
+          connections.refused);
+  gauge(out, "newsdesk_refresh_waiting",
+        "Refreshes waiting for a render slot (or for room in the parse queue).",
+        static_cast<double>(refreshes.waiting));
+  gauge(out, "newsdesk_refresh_oldest_wait_seconds",
+        "How long the first refresh waiting for a render slot has waited.",
+        refreshes.oldest_wait_seconds);
+  counter(out, "newsdesk_refresh_behind_total",
+          "Refreshes that waited for a render slot longer than half their site's interval.",
+          refreshes.behind);
+  gauge(out, "newsdesk_parse_queue_pages",
+        "Rendered pages waiting for a parse thread or being parsed.",
+        static_cast<double>(refreshes.parse_pages));
+  gauge(out, "newsdesk_parse_queue_bytes",
+        "Bytes of those pages; no render starts while it is at refresh.max_parse_queue_bytes.",
+        static_cast<double>(refreshes.parse_bytes));
+  counter(out, "newsdesk_parse_queue_full_total",
+          "Refreshes that waited to render because the parse queue was full.",
+          refreshes.parse_full);
+  counter(out, "newsdesk_refresh_not_modified_total",
+          "Refreshes whose site answered 304 Not Modified: the last read kept, no parse.",
+          refreshes.not_modified);
+  gauge(out, "newsdesk_degraded",
+        "1 while the shared store is down and this instance serves from memory.",
+        store.degraded ? 1 : 0);
+  if (store.shared) {
+    gauge(out, "newsdesk_cluster_sites_elsewhere",
+          "Sites in the shared schedule that this instance does not have but a running one "
+          "renders.",
+          static_cast<double>(store.sites_elsewhere));
+    gauge(out, "newsdesk_cluster_sites_orphaned",
+          "Sites in the shared schedule that no running instance has (overdue, no live lease).",
+          static_cast<double>(store.sites_orphaned));
+  }
+}
+
+void render_broker(std::string& out, const broker::stats_snapshot& b) {
+  gauge(out, "newsdesk_broker_connections", "Open broker connections.",
+        static_cast<double>(b.connections_current));
+  counter(out, "newsdesk_broker_connections_total", "Broker connections accepted.",
+          b.connections_total);
+  counter(out, "newsdesk_broker_connections_rejected_total",
+          "Broker connections refused over the limit.", b.connections_rejected);
+  counter(out, "newsdesk_broker_connections_rejected_per_address_total",
+          "MQTT connections refused because their address held its cap.",
+          b.connections_rejected_per_address);
+  gauge(out, "newsdesk_broker_channels", "Broker channels with subscribers or backlog.",
+        static_cast<double>(b.channels_current));
+  gauge(out, "newsdesk_broker_subscribers", "Broker subscribers.",
+        static_cast<double>(b.subscribers_current));
+  counter(out, "newsdesk_broker_messages_total", "Messages published to the broker.",
+          b.messages_in);
+  counter(out, "newsdesk_broker_deliveries_total", "Message copies queued to subscribers.",
+          b.deliveries);
+  gauge(out, "newsdesk_broker_queued_bytes", "Bytes waiting in subscriber queues.",
+        static_cast<double>(b.queued_bytes));
+  gauge(out, "newsdesk_broker_backlog_messages", "Messages waiting in /queue backlogs.",
+        static_cast<double>(b.backlog_messages));
+  header(out, "newsdesk_broker_drops_total", "counter", "Messages dropped, by reason.");
+  const std::pair<const char*, std::uint64_t> drops[] = {{"no_subscriber", b.drops.no_subscriber},
+                                                         {"queue_full", b.drops.queue_full},
+                                                         {"backlog_full", b.drops.backlog_full},
+                                                         {"disconnected", b.drops.disconnected},
+                                                         {"shutdown", b.drops.shutdown}};
+  for (const auto& [reason, n] : drops)
+    sample(out, "newsdesk_broker_drops_total", label("reason", reason), static_cast<double>(n));
+  header(out, "newsdesk_broker_disconnects_total", "counter",
+         "Broker connections closed, by reason.");
+  const auto& d = b.disconnects;
+  const std::pair<const char*, std::uint64_t> closes[] = {
+      {"client_closed", d.client_closed},
+      {"done", d.done},
+      {"truncated_frame", d.truncated_frame},
+      {"frame_too_large", d.frame_too_large},
+      {"channel_name_too_long", d.channel_name_too_long},
+      {"slow_consumer", d.slow_consumer},
+      {"hard_limit", d.hard_limit},
+      {"write_timeout", d.write_timeout},
+      {"partial_frame_timeout", d.partial_frame_timeout},
+      {"first_frame_timeout", d.first_frame_timeout},
+      {"unidentified_limit", d.unidentified_limit},
+      {"io_error", d.io_error},
+      {"shutdown", d.shutdown}};
+  for (const auto& [reason, n] : closes)
+    sample(out, "newsdesk_broker_disconnects_total", label("reason", reason),
+           static_cast<double>(n));
+}
+
+} // namespace
+
 std::string metrics::render(const std::vector<site_report>& sites,
                             const broker::stats_snapshot* broker,
                             const connection_gauges& connections, const refresh_gauges& refreshes,
@@ -154,146 +288,29 @@ std::string metrics::render(const std::vector<site_report>& sites,
              label("site", key.first) + "," + label("kind", key.second), static_cast<double>(n));
   }
 
-  header(out, "newsdesk_site_headlines", "gauge", "Headlines shown for a site.");
-  for (const auto& s : sites)
-    sample(out, "newsdesk_site_headlines", label("site", s.name),
-           static_cast<double>(s.headline_count));
-  header(out, "newsdesk_site_last_success_timestamp_seconds", "gauge",
-         "Unix time of a site's last successful refresh (0: never).");
-  for (const auto& s : sites)
-    sample(out, "newsdesk_site_last_success_timestamp_seconds", label("site", s.name),
-           static_cast<double>(s.last_success_ms) / 1000.0);
-  header(out, "newsdesk_site_up", "gauge", "1 when a site's last refresh succeeded.");
-  for (const auto& s : sites)
-    sample(out, "newsdesk_site_up", label("site", s.name), s.ok ? 1 : 0);
-  header(out, "newsdesk_site_health", "gauge",
-         "0 when a site looks broken (nothing found, far fewer than usual, nothing new for far "
-         "longer than usual, selectors that stopped matching; the log says why), else 1.");
-  for (const auto& s : sites)
-    sample(out, "newsdesk_site_health", label("site", s.name), s.health.empty() ? 1 : 0);
-
-  header(out, "newsdesk_sse_clients", "gauge", "Open /events streams.");
-  sample(out, "newsdesk_sse_clients", "", static_cast<double>(connections.sse_clients));
-  header(out, "newsdesk_http_open_connections", "gauge",
-         "Open HTTP connections: plain, streaming and being refused.");
-  sample(out, "newsdesk_http_open_connections", "",
-         static_cast<double>(connections.open_connections));
-  header(out, "newsdesk_http_refused_total", "counter",
-         "Connections and streams answered 503 (or closed) because a budget was full.");
-  sample(out, "newsdesk_http_refused_total", "", static_cast<double>(connections.refused));
-  header(out, "newsdesk_refresh_waiting", "gauge",
-         "Refreshes waiting for a render slot (or for room in the parse queue).");
-  sample(out, "newsdesk_refresh_waiting", "", static_cast<double>(refreshes.waiting));
-  header(out, "newsdesk_refresh_oldest_wait_seconds", "gauge",
-         "How long the first refresh waiting for a render slot has waited.");
-  sample(out, "newsdesk_refresh_oldest_wait_seconds", "", refreshes.oldest_wait_seconds);
-  header(out, "newsdesk_refresh_behind_total", "counter",
-         "Refreshes that waited for a render slot longer than half their site's interval.");
-  sample(out, "newsdesk_refresh_behind_total", "", static_cast<double>(refreshes.behind));
-  header(out, "newsdesk_parse_queue_pages", "gauge",
-         "Rendered pages waiting for a parse thread or being parsed.");
-  sample(out, "newsdesk_parse_queue_pages", "", static_cast<double>(refreshes.parse_pages));
-  header(out, "newsdesk_parse_queue_bytes", "gauge",
-         "Bytes of those pages; no render starts while it is at refresh.max_parse_queue_bytes.");
-  sample(out, "newsdesk_parse_queue_bytes", "", static_cast<double>(refreshes.parse_bytes));
-  header(out, "newsdesk_parse_queue_full_total", "counter",
-         "Refreshes that waited to render because the parse queue was full.");
-  sample(out, "newsdesk_parse_queue_full_total", "", static_cast<double>(refreshes.parse_full));
-  header(out, "newsdesk_refresh_not_modified_total", "counter",
-         "Refreshes whose site answered 304 Not Modified: the last read kept, no parse.");
-  sample(out, "newsdesk_refresh_not_modified_total", "",
-         static_cast<double>(refreshes.not_modified));
-  header(out, "newsdesk_degraded", "gauge",
-         "1 while the shared store is down and this instance serves from memory.");
-  sample(out, "newsdesk_degraded", "", store.degraded ? 1 : 0);
-  if (store.shared) {
-    header(out, "newsdesk_cluster_sites_elsewhere", "gauge",
-           "Sites in the shared schedule that this instance does not have but a running one "
-           "renders.");
-    sample(out, "newsdesk_cluster_sites_elsewhere", "", static_cast<double>(store.sites_elsewhere));
-    header(out, "newsdesk_cluster_sites_orphaned", "gauge",
-           "Sites in the shared schedule that no running instance has (overdue, no live lease).");
-    sample(out, "newsdesk_cluster_sites_orphaned", "", static_cast<double>(store.sites_orphaned));
-  }
-
-  if (broker) {
-    const auto& b = *broker;
-    auto gauge = [&](const char* name, const char* help, std::uint64_t v) {
-      header(out, name, "gauge", help);
-      sample(out, name, "", static_cast<double>(v));
-    };
-    auto counter = [&](const char* name, const char* help, std::uint64_t v) {
-      header(out, name, "counter", help);
-      sample(out, name, "", static_cast<double>(v));
-    };
-    gauge("newsdesk_broker_connections", "Open broker connections.", b.connections_current);
-    counter("newsdesk_broker_connections_total", "Broker connections accepted.",
-            b.connections_total);
-    counter("newsdesk_broker_connections_rejected_total",
-            "Broker connections refused over the limit.", b.connections_rejected);
-    counter("newsdesk_broker_connections_rejected_per_address_total",
-            "MQTT connections refused because their address held its cap.",
-            b.connections_rejected_per_address);
-    gauge("newsdesk_broker_channels", "Broker channels with subscribers or backlog.",
-          b.channels_current);
-    gauge("newsdesk_broker_subscribers", "Broker subscribers.", b.subscribers_current);
-    counter("newsdesk_broker_messages_total", "Messages published to the broker.", b.messages_in);
-    counter("newsdesk_broker_deliveries_total", "Message copies queued to subscribers.",
-            b.deliveries);
-    gauge("newsdesk_broker_queued_bytes", "Bytes waiting in subscriber queues.", b.queued_bytes);
-    gauge("newsdesk_broker_backlog_messages", "Messages waiting in /queue backlogs.",
-          b.backlog_messages);
-    header(out, "newsdesk_broker_drops_total", "counter", "Messages dropped, by reason.");
-    const std::pair<const char*, std::uint64_t> drops[] = {{"no_subscriber", b.drops.no_subscriber},
-                                                           {"queue_full", b.drops.queue_full},
-                                                           {"backlog_full", b.drops.backlog_full},
-                                                           {"disconnected", b.drops.disconnected},
-                                                           {"shutdown", b.drops.shutdown}};
-    for (const auto& [reason, n] : drops)
-      sample(out, "newsdesk_broker_drops_total", label("reason", reason), static_cast<double>(n));
-    header(out, "newsdesk_broker_disconnects_total", "counter",
-           "Broker connections closed, by reason.");
-    const auto& d = b.disconnects;
-    const std::pair<const char*, std::uint64_t> closes[] = {
-        {"client_closed", d.client_closed},
-        {"done", d.done},
-        {"truncated_frame", d.truncated_frame},
-        {"frame_too_large", d.frame_too_large},
-        {"channel_name_too_long", d.channel_name_too_long},
-        {"slow_consumer", d.slow_consumer},
-        {"hard_limit", d.hard_limit},
-        {"write_timeout", d.write_timeout},
-        {"partial_frame_timeout", d.partial_frame_timeout},
-        {"first_frame_timeout", d.first_frame_timeout},
-        {"unidentified_limit", d.unidentified_limit},
-        {"io_error", d.io_error},
-        {"shutdown", d.shutdown}};
-    for (const auto& [reason, n] : closes)
-      sample(out, "newsdesk_broker_disconnects_total", label("reason", reason),
-             static_cast<double>(n));
-  }
+  render_sites(out, sites);
+  render_service(out, connections, refreshes, store);
+  if (broker)
+    render_broker(out, *broker);
   return out;
 }
 
 std::string render_fetch_metrics(const http_client::counters& fetching) {
   std::string out;
-  auto counter = [&](const char* name, const char* help, std::uint64_t v) {
-    header(out, name, "counter", help);
-    sample(out, name, "", static_cast<double>(v));
-  };
-  counter("newsdesk_fetches_total",
+  counter(out, "newsdesk_fetches_total",
           "HTTP fetches of pages, feeds, icons, webhooks and renderers, finished or failed.",
           fetching.fetches);
-  counter("newsdesk_fetch_connections_opened_total", "New connections (TCP, and TLS on it).",
+  counter(out, "newsdesk_fetch_connections_opened_total", "New connections (TCP, and TLS on it).",
           fetching.connections_opened);
-  counter("newsdesk_fetch_connections_reused_total",
+  counter(out, "newsdesk_fetch_connections_reused_total",
           "Fetches sent over a connection kept from an earlier one.", fetching.connections_reused);
-  counter("newsdesk_fetch_wire_bytes_total",
+  counter(out, "newsdesk_fetch_wire_bytes_total",
           "Bytes of answers as received (headers and bodies, compressed or not).",
           fetching.wire_bytes);
-  counter("newsdesk_fetch_body_bytes_total", "Bytes of answers' bodies once decoded.",
+  counter(out, "newsdesk_fetch_body_bytes_total", "Bytes of answers' bodies once decoded.",
           fetching.body_bytes);
-  counter("newsdesk_fetch_not_modified_total", "Answers 304 Not Modified.", fetching.not_modified);
+  counter(out, "newsdesk_fetch_not_modified_total", "Answers 304 Not Modified.",
+          fetching.not_modified);
   return out;
 }
 

@@ -239,7 +239,7 @@ TEST_CASE("alerts are read with /news's q= and site=, and a bad one is refused b
   fails(R"([{"name": "a", "q": "x", "webhook": {"url": "file:///etc/passwd"}}])",
         "alerts[0].webhook.url: expected an http:// or https:// URL, got 'file:///etc/passwd'");
   fails(R"([{"name": "a", "q": "x", "webhook": {"url": "http://h/", "format": "slack"}}])",
-        "alerts[0].webhook.format: unknown format 'slack' (known: json, ntfy)");
+        "alerts[0].webhook.format: expected one of json, ntfy, got 'slack'");
   fails(R"([{"name": "a", "q": "x", "webhook": {"url": "http://h/", "attempts": 0}}])",
         "alerts[0].webhook.attempts: expected a whole number from 1 to 100");
   fails(R"([{"name": "a", "q": "x", "webhook": {"url": "http://h/", "timeout": 0}}])",
@@ -248,6 +248,10 @@ TEST_CASE("alerts are read with /news's q= and site=, and a bad one is refused b
         "alerts[0].webhook.retry_max: expected at least retry_base");
   fails(R"([{"name": "a", "q": "x", "webhook": {"url": "http://h/", "queue": 0}}])",
         "alerts[0].webhook.queue: expected a whole number from 1 to 1000000");
+  fails(R"([{"name": "a", "q": "x", "webhook": {"url": "http://h/", "retry": 3}}])",
+        "alerts[0].webhook.retry: unknown key");
+  fails(R"([{"name": "a", "q": "x", "webhook": {"url": "http://h/", "retry_base": "soon"}}])",
+        "alerts[0].webhook.retry_base: expected");
   fails(R"([42])", "alerts[0]: expected an object");
   // A disabled entry is checked all the same.
   fails(R"([{"name": "a/b", "q": "x", "enabled": false}])", "alerts[0].name");
