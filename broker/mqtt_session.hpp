@@ -63,8 +63,7 @@ class mqtt_session : public mqtt_connection {
   /// and then `n` new bytes; `buf` has room for the core's read_buffer(). Handles every complete
   /// packet and keeps the rest in in_. Returns whether to go on reading.
   bool received(char* buf, std::size_t have, std::size_t n);
-  /// The queue was written out: close now if that was all that was left to do.
-  void written_all();
+  void written_all() override;
 
   std::string in_; // bytes of an incomplete packet
   bool draining_ = false;

@@ -2,8 +2,6 @@
 // core's shared buffer and written with gathered non-blocking writes, as the frame protocol's.
 #include <cstring>
 
-#include <boost/asio/post.hpp>
-
 #include "broker/core.hpp"
 #include "broker/mqtt_session.hpp"
 #include "broker/reactor.hpp"
@@ -26,7 +24,6 @@ class mqtt_tcp_session final : public mqtt_session {
 
  private:
   void close_transport(bool graceful) override { close_socket(graceful); }
-  void wait_write();
 };
 
 void mqtt_tcp_session::start() {
@@ -71,43 +68,7 @@ void mqtt_tcp_session::do_read() {
 }
 
 void mqtt_tcp_session::do_write() {
-  core& c = *core_;
-  for (int round = 0; round < 16; ++round) {
-    if (out_.empty())
-      break;
-    auto& iov = c.iov_scratch();
-    iov.clear();
-    const std::size_t asked = gather(iov, core::max_iov);
-    error_code ec;
-    const std::size_t n = write_some(fd_, iov, ec);
-    if (ec == net::error::would_block || ec == net::error::try_again)
-      return wait_write();
-    if (ec == net::error::timed_out)
-      return close(close_reason::write_timeout);
-    if (ec) {
-      if (!is_expected_close(ec))
-        broker::detail::fail(ec, "mqtt write");
-      return close(close_reason::io_error);
-    }
-    sent(n);
-    if (n < asked)
-      return wait_write();
-  }
-  if (!out_.empty()) {
-    net::post(c.strand(), [self = shared_from_this()] {
-      if (!self->closed_ && !self->waiting_write_)
-        self->do_write();
-    });
-    return;
-  }
-  written_all();
-}
-
-void mqtt_tcp_session::wait_write() {
-  waiting_write_ = true;
-  if (stalled_since_ == steady::time_point{})
-    stalled_since_ = steady::now();
-  // The reactor says when the socket takes more (on_io).
+  write_to_socket("mqtt write");
 }
 
 } // namespace

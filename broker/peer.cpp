@@ -43,6 +43,46 @@ void peer::close_socket(bool shutdown_send) {
     boost::asio::post(core_->strand(), [last = std::move(registered_)] {});
 }
 
+void peer::write_to_socket(const char* step) {
+  namespace error = boost::asio::error;
+  core& c = *core_;
+  // While the socket takes no more: the reactor says when it does (on_io).
+  auto wait_write = [this] {
+    waiting_write_ = true;
+    if (stalled_since_ == steady::time_point{})
+      stalled_since_ = steady::now();
+  };
+  for (int round = 0; round < 16; ++round) {
+    if (out_.empty())
+      break;
+    auto& iov = c.iov_scratch();
+    iov.clear();
+    const std::size_t asked = gather(iov, core::max_iov);
+    boost::system::error_code ec;
+    const std::size_t n = write_some(fd_, iov, ec);
+    if (ec == error::would_block || ec == error::try_again)
+      return wait_write();
+    if (ec == error::timed_out) // TCP_USER_TIMEOUT (prepare_socket)
+      return close(close_reason::write_timeout);
+    if (ec) {
+      if (!is_expected_close(ec))
+        fail(ec, step);
+      return close(close_reason::io_error);
+    }
+    sent(n);
+    if (n < asked)
+      return wait_write();
+  }
+  if (!out_.empty()) {
+    boost::asio::post(c.strand(), [self = shared_from_this()] {
+      if (!self->closed_ && !self->waiting_write_)
+        self->do_write();
+    });
+    return;
+  }
+  written_all();
+}
+
 void peer::on_io(std::uint32_t events) {
   if (closed_)
     return;

@@ -80,6 +80,8 @@ class peer : public std::enable_shared_from_this<peer> {
   /// more (takes no more), sets waiting_read_ (waiting_write_) for on_io to go on.
   virtual void do_read() = 0;
   virtual void do_write() = 0;
+  /// The queue is written out: the protocol closes now if that was all that was left to do.
+  virtual void written_all() = 0;
 
   /// Readiness of its socket (epoll events) from the core's reactor (reactor.hpp): a wait that
   /// was pending goes on. EPOLLERR and EPOLLHUP end either wait, so the next system call reports
@@ -127,6 +129,12 @@ class peer : public std::enable_shared_from_this<peer> {
   /// Accounts `n` bytes written from the front of the queue: frees finished slices and lets a
   /// /queue channel waiting for room in this queue move on.
   void sent(std::size_t n);
+
+  /// The write loop of a protocol that writes the queued bytes to its socket as they are (the
+  /// broker's framed protocol, MQTT over TCP): writes in at most 16 rounds, so one fast peer
+  /// cannot monopolise the strand (the rest is posted); when the socket takes no more, waits for
+  /// the reactor (on_io); once the queue is empty, written_all(). `step` names the write in logs.
+  void write_to_socket(const char* step);
 
   std::shared_ptr<core> core_;
   std::shared_ptr<peer> registered_; // itself, while its socket is in the reactor

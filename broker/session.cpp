@@ -4,8 +4,6 @@
 #include <optional>
 #include <string>
 
-#include <boost/asio/post.hpp>
-
 #include "broker/core.hpp"
 #include "broker/frame.hpp"
 #include "broker/peer.hpp"
@@ -33,8 +31,6 @@ class session final : public peer {
   std::optional<close_reason> read_overdue(steady::time_point now) const override;
 
  private:
-  std::shared_ptr<session> self() { return std::static_pointer_cast<session>(shared_from_this()); }
-
   // Read side
   void do_read() override;
   void process(std::size_t have, bool fresh);
@@ -45,7 +41,7 @@ class session final : public peer {
 
   // Write side
   void do_write() override;
-  void wait_write();
+  void written_all() override;
 
   // The flags first: they fill peer's tail padding (see there).
   bool subscribed_ = false;    // read its subscribe frame
@@ -296,48 +292,15 @@ void session::flush() {
 }
 
 void session::do_write() {
-  core& c = *core_;
-  // Bounded so one fast peer cannot monopolise the strand; the rest is posted.
-  for (int round = 0; round < 16; ++round) {
-    if (out_.empty())
-      break;
-    auto& iov = c.iov_scratch();
-    iov.clear();
-    const std::size_t asked = gather(iov, core::max_iov);
-    error_code ec;
-    const std::size_t n = write_some(fd_, iov, ec);
-    if (ec == net::error::would_block || ec == net::error::try_again)
-      return wait_write();
-    if (ec == net::error::timed_out) // TCP_USER_TIMEOUT: see start()
-      return close(close_reason::write_timeout);
-    if (ec) {
-      if (!is_expected_close(ec))
-        fail(ec, "write");
-      return close(close_reason::io_error);
-    }
-    sent(n);
-    if (n < asked)
-      return wait_write();
-  }
-  if (!out_.empty()) {
-    net::post(c.strand(), [self = self()] {
-      if (!self->closed_ && !self->waiting_write_)
-        self->do_write();
-    });
-    return;
-  }
+  write_to_socket("write");
+}
+
+void session::written_all() {
   owed_dropped_ = 0;
   if (done_)
     close(close_reason::done);
   else if (draining_)
     close(close_reason::shutdown);
-}
-
-void session::wait_write() {
-  waiting_write_ = true;
-  if (stalled_since_ == steady::time_point{})
-    stalled_since_ = steady::now();
-  // The reactor says when the socket takes more (on_io).
 }
 
 // ---------------------------------------------------------------------------------------------

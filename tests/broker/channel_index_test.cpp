@@ -26,6 +26,7 @@ class bare_peer final : public detail::peer {
   void close(detail::close_reason) override {}
   void do_read() override {}
   void do_write() override {}
+  void written_all() override {}
   std::optional<detail::close_reason> read_overdue(detail::steady::time_point) const override {
     return std::nullopt;
   }
