@@ -36,7 +36,7 @@
     return n + " " + (plurals.select(n) === "one" ? one : many);
   }
 
-  // The server's wording (news_page.cpp age_text), so a page built a minute ago reads the same.
+  // The server's wording (page_words.cpp age_text), so a page built a minute ago reads the same.
   function ago(then, now) {
     const seconds = Math.max(0, Math.floor((now - then) / 1000));
     if (seconds < 60) return "just now";

@@ -77,7 +77,7 @@ class live_events {
   // an `event: site` (no id, not replayed: a page missing one shows the state of its next load)
   // whose data
   // is {"site", "display_name", "state", "state_text", "quiet", "problem"} in the page's words
-  // (news_page.hpp, status_of). Returns at once, sent after the batches published before it.
+  // (site_status.hpp, status_of). Returns at once, sent after the batches published before it.
   void publish_status(const std::vector<site_report>& sites);
 
   // Tells every client the picture each of `items` has now: an `event: picture` (no id, not

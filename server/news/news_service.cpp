@@ -61,13 +61,13 @@ std::vector<std::string> names_of(const std::vector<site_config>& sites) {
 
 news_service::news_service(boost::asio::io_context& ioc, std::vector<site_config> sites,
                            std::map<std::string, renderer*> renderers,
-                           boost::asio::thread_pool& parse_pool,
+                           boost::asio::thread_pool& worker_pool,
                            boost::asio::any_io_executor scrape, headline_store* store,
                            refresh_settings settings, news_service_seams seams)
     : ioc_(ioc)
     , own_clock_(seams.clock ? nullptr : std::make_unique<asio_clock>(ioc))
     , clock_(seams.clock ? seams.clock : own_clock_.get())
-    , parse_pool_(parse_pool)
+    , worker_pool_(worker_pool)
     , store_(store)
     , cluster_(store ? store->cluster() : nullptr)
     , settings_(settings)
@@ -75,7 +75,7 @@ news_service::news_service(boost::asio::io_context& ioc, std::vector<site_config
              [&ioc](std::function<void()> fn) { boost::asio::post(ioc, std::move(fn)); })
     , refresh_(ioc, std::move(scrape), *clock_, std::move(renderers), settings,
                seams.seed ? *seams.seed : std::random_device{}())
-    , schedule_(*clock_, parse_pool, cluster_, make_instance_name(), settings,
+    , schedule_(*clock_, worker_pool, cluster_, make_instance_name(), settings,
                 seams.seed ? *seams.seed + 1 : std::random_device{}()) {
   check_renderers(sites);
   state_.set_sites(sites);
@@ -170,7 +170,7 @@ void news_service::prune_history() {
     std::lock_guard lock(mutex_);
     if (!store_ || stopped_) // without a store (unit tests) nothing ages
       return;
-    boost::asio::post(parse_pool_, [this, cutoff = now_ms() - settings_.retention.count()] {
+    boost::asio::post(worker_pool_, [this, cutoff = now_ms() - settings_.retention.count()] {
       try {
         // In a cluster one instance prunes per period, whichever claims it.
         if (cluster_ && !cluster_->claim_prune(schedule_.owner(), prune_period))
@@ -214,7 +214,7 @@ void news_service::refresh(const site_schedule::ticket& t,
       site, [this, t] { return schedule_.wanted(t); },
       [this, t, site](refresh_result result) {
         // The store is written on the worker pool, never on a network thread.
-        boost::asio::post(parse_pool_, [this, t, site, result = std::move(result)]() mutable {
+        boost::asio::post(worker_pool_, [this, t, site, result = std::move(result)]() mutable {
           record(t, *site, std::move(result));
         });
       });

@@ -72,11 +72,11 @@ class news_service {
 
   // `renderers` maps the renderer names `sites` use; `store` may be null (no history). All must
   // outlive the service. Renders start and ready views are answered on `ioc`'s threads; the
-  // store is written and listeners are called on `parse_pool` (the worker pool); pages are
+  // store is written and listeners are called on `worker_pool` (the worker pool); pages are
   // parsed on `scrape` (it may be the same pool's; production gives parsing threads of its own,
   // below serving's priority).
   news_service(boost::asio::io_context& ioc, std::vector<site_config> sites,
-               std::map<std::string, renderer*> renderers, boost::asio::thread_pool& parse_pool,
+               std::map<std::string, renderer*> renderers, boost::asio::thread_pool& worker_pool,
                boost::asio::any_io_executor scrape, headline_store* store,
                refresh_settings settings, news_service_seams seams = {});
   ~news_service();
@@ -192,7 +192,7 @@ class news_service {
   boost::asio::io_context& ioc_;
   std::unique_ptr<news_clock> own_clock_; // the default clock, when none was given
   news_clock* clock_;
-  boost::asio::thread_pool& parse_pool_;
+  boost::asio::thread_pool& worker_pool_;
   headline_store* store_;
   cluster_store* cluster_; // store_->cluster(): null for a store of one instance
   refresh_settings settings_;
