@@ -38,6 +38,23 @@ struct site_schedule::slot {
 };
 
 namespace {
+
+const char* name_of(claim_status status) {
+  switch (status) {
+  case claim_status::claimed:
+    return "claimed";
+  case claim_status::not_due:
+    return "not_due";
+  case claim_status::leased:
+    return "leased";
+  case claim_status::rate_limited:
+    return "rate_limited";
+  case claim_status::deferred:
+    return "deferred";
+  }
+  return "unknown";
+}
+
 // A reload builds every scraper anew: the same one is the same kind (type), for the same site
 // and file, with the same rules.
 bool same_scraper(const scrapers::scraper* a, const scrapers::scraper* b) {
@@ -286,7 +303,13 @@ void site_schedule::claim(const ticket& s, bool manual) {
     if (result.status == claim_status::leased)
       retry = std::min(retry, s->site->interval / 2);
     std::uniform_int_distribution<long long> spread(0, 250);
-    schedule_locked(s, retry + milliseconds(spread(random_)));
+    retry += milliseconds(spread(random_));
+    schedule_locked(s, retry);
+    lock.unlock();
+    // Told for tests and operators following a cluster's hand-overs (log_level debug).
+    log(log_level::debug, "msg=\"claim not granted\" site=" + name + " status=" +
+                              std::string(claimed ? "handed_back" : name_of(result.status)) +
+                              " retry_ms=" + std::to_string(retry.count()));
     return;
   }
   s->leased = true;

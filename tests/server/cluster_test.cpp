@@ -150,13 +150,16 @@ TEST_CASE("a killed lease holder's site is taken over within the lease time") {
   splash_standin splash;
   // The first render hangs: the instance that claims it holds the lease while it dies.
   splash.set("https://a.cnn.com/", standin_page::hang());
-  const auto config =
+  auto config =
       cluster_config(splash, {site("a", "cnn", "https://a.cnn.com/", {{"interval", 600}})},
                      {{"lease", 3}, {"retries", 0}});
+  config["log_level"] = "debug"; // the refused claim's line
   auto holder = instance(config, store);
   REQUIRE(eventually([&] { return splash.renders("https://a.cnn.com/") == 1; }, 10s));
   auto other = instance(config, store);
-  std::this_thread::sleep_for(1s); // the second instance tried its claim and was told to wait
+  // The second instance tries its claim and is told the site is leased: it does not render.
+  REQUIRE_MESSAGE(other->process->wait_for_log("msg=\"claim not granted\" site=a status=leased"),
+                  other->log());
   CHECK(splash.renders("https://a.cnn.com/") == 1);
 
   splash.set("https://a.cnn.com/", standin_page::page(cnn_page({{"/a/index.html", "Taken over"}})));
