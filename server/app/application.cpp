@@ -12,14 +12,14 @@
 #include "server/http/event_loops.hpp"
 #include "server/http/http_server.hpp"
 #include "server/http/static_files.hpp"
+#include "server/live/live_events.hpp"
 #include "server/news/headline_store.hpp"
-#include "server/news/live_events.hpp"
-#include "server/news/news_page.hpp"
 #include "server/news/news_service.hpp"
 #include "server/news/site_icons.hpp"
 #include "server/pictures/site_pictures.hpp"
 #include "server/render/renderers.hpp"
 #include "server/store/change_listener.hpp"
+#include "server/views/news_page.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>

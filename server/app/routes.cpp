@@ -1,12 +1,12 @@
 #include "server/app/routes.hpp"
 
 #include "server/app/low_priority_pool.hpp"
-#include "server/app/news_views.hpp"
 #include "server/core/log.hpp"
 #include "server/http/static_files.hpp"
-#include "server/news/news_page.hpp"
 #include "server/news/news_query.hpp"
 #include "server/news/news_service.hpp"
+#include "server/views/news_page.hpp"
+#include "server/views/news_views.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>

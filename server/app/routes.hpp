@@ -5,9 +5,9 @@
 #pragma once
 
 #include "server/app/config.hpp"
-#include "server/app/representation_cache.hpp"
 #include "server/app/route_table.hpp"
 #include "server/http/http_message.hpp"
+#include "server/views/representation_cache.hpp"
 
 #include <atomic>
 #include <chrono>

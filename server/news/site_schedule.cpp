@@ -39,20 +39,12 @@ struct site_schedule::slot {
 
 namespace {
 
+// A claim's outcome as the log names it.
 const char* name_of(claim_status status) {
-  switch (status) {
-  case claim_status::claimed:
-    return "claimed";
-  case claim_status::not_due:
-    return "not_due";
-  case claim_status::leased:
-    return "leased";
-  case claim_status::rate_limited:
-    return "rate_limited";
-  case claim_status::deferred:
-    return "deferred";
-  }
-  return "unknown";
+  static constexpr const char* names[] = {"claimed", "not_due", "leased", "rate_limited",
+                                          "deferred"}; // claim_status's order
+  const auto i = static_cast<std::size_t>(status);
+  return i < std::size(names) ? names[i] : "unknown";
 }
 
 // A reload builds every scraper anew: the same one is the same kind (type), for the same site

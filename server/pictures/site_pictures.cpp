@@ -5,12 +5,12 @@
 #include "server/http/http_message.hpp"
 #include "server/http/representation.hpp"
 #include "server/news/headline_store.hpp"
-#include "server/news/news_page.hpp"
 #include "server/news/news_query.hpp"
-#include "server/news/story_view.hpp"
 #include "server/pictures/picture_codec.hpp"
 #include "server/render/address_rules.hpp"
 #include "server/render/http_client.hpp"
+#include "server/views/news_page.hpp"
+#include "server/views/story_view.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>

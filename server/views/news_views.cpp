@@ -1,10 +1,10 @@
-#include "server/app/news_views.hpp"
+#include "server/views/news_views.hpp"
 
 #include "scrapers/feed.hpp"
 #include "server/core/yield_point.hpp"
 #include "server/http/http_message.hpp"
-#include "server/news/feeds.hpp"
-#include "server/news/news_page.hpp"
+#include "server/views/feeds.hpp"
+#include "server/views/news_page.hpp"
 
 #include <algorithm>
 #include <map>

@@ -1,8 +1,8 @@
 // Stories as the outputs show them: the summaries of a view's headlines, story= in the query, the
 // "stories" array of /news.json and the page's link to a story's coverage.
-#include "server/news/news_page.hpp"
 #include "server/news/news_query.hpp"
-#include "server/news/story_view.hpp"
+#include "server/views/news_page.hpp"
+#include "server/views/story_view.hpp"
 #include "tests/support/page_text.hpp"
 #include "tests/support/test_paths.hpp"
 

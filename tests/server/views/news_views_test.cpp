@@ -1,4 +1,4 @@
-#include "server/app/news_views.hpp"
+#include "server/views/news_views.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "server/news/page_words.hpp"
+#include "server/views/page_words.hpp"
 
 #include "server/core/utc_time.hpp"
 

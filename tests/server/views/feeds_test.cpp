@@ -1,4 +1,4 @@
-#include "server/news/feeds.hpp"
+#include "server/views/feeds.hpp"
 
 #include "tests/support/harness.hpp"
 

@@ -1,7 +1,7 @@
 #include "server/core/utc_time.hpp"
-#include "server/news/news_page.hpp"
-#include "server/news/site_colours.hpp"
-#include "server/news/site_status.hpp"
+#include "server/views/news_page.hpp"
+#include "server/views/site_colours.hpp"
+#include "server/views/site_status.hpp"
 #include "tests/support/page_text.hpp"
 #include "tests/support/test_paths.hpp"
 

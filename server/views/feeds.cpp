@@ -1,4 +1,4 @@
-#include "server/news/feeds.hpp"
+#include "server/views/feeds.hpp"
 
 #include "server/core/utc_time.hpp"
 #include "server/core/utf8.hpp"

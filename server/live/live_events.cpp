@@ -1,4 +1,4 @@
-#include "server/news/live_events.hpp"
+#include "server/live/live_events.hpp"
 
 #include "scrapers/url.hpp"
 #include "server/core/free_memory.hpp"
@@ -7,8 +7,8 @@
 #include "server/news/headline_store.hpp"
 #include "server/news/news_query.hpp"
 #include "server/news/site_change.hpp"
-#include "server/news/site_status.hpp"
-#include "server/news/story_view.hpp"
+#include "server/views/site_status.hpp"
+#include "server/views/story_view.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>

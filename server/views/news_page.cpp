@@ -1,12 +1,12 @@
-#include "server/news/news_page.hpp"
+#include "server/views/news_page.hpp"
 
 #include "server/core/read_file.hpp"
 #include "server/core/utc_time.hpp"
 #include "server/http/http_message.hpp"
-#include "server/news/page_words.hpp"
-#include "server/news/site_colours.hpp"
-#include "server/news/site_status.hpp"
-#include "server/news/story_view.hpp"
+#include "server/views/page_words.hpp"
+#include "server/views/site_colours.hpp"
+#include "server/views/site_status.hpp"
+#include "server/views/story_view.hpp"
 
 #include "scrapers/url.hpp"
 

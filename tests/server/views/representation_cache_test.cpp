@@ -1,4 +1,4 @@
-#include "server/app/representation_cache.hpp"
+#include "server/views/representation_cache.hpp"
 
 #include <boost/asio/thread_pool.hpp>
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-#include "server/news/site_colours.hpp"
+#include "server/views/site_colours.hpp"
 
 #include <algorithm>
 #include <array>

@@ -1,5 +1,5 @@
 // Live events as a client of /events reads them: the stream handed to the route's responder.
-#include "server/news/live_events.hpp"
+#include "server/live/live_events.hpp"
 
 #include "server/news/headline_store.hpp"
 

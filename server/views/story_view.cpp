@@ -1,4 +1,4 @@
-#include "server/news/story_view.hpp"
+#include "server/views/story_view.hpp"
 
 #include <nlohmann/json.hpp>
 

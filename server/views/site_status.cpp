@@ -1,7 +1,7 @@
-#include "server/news/site_status.hpp"
+#include "server/views/site_status.hpp"
 
-#include "server/news/page_words.hpp"
 #include "server/render/renderers.hpp"
+#include "server/views/page_words.hpp"
 
 #include "scrapers/url.hpp"
 

@@ -4,8 +4,8 @@
 // thread; routes.cpp decides when to build and serve them.
 #pragma once
 
-#include "server/app/representation_cache.hpp"
 #include "server/news/news_query.hpp"
+#include "server/views/representation_cache.hpp"
 
 #include <cstdint>
 #include <string>
