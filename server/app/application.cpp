@@ -29,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sched.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -46,8 +47,18 @@ namespace net = boost::asio;
 
 namespace {
 
+// One thread per core the process may run on: its CPU affinity (taskset, a container's cpuset),
+// not the machine's count, which would put two network threads on each allowed core to take
+// turns at it.
 unsigned thread_count(const config& cfg) {
-  return cfg.threads ? cfg.threads : std::max(1u, std::thread::hardware_concurrency());
+  if (cfg.threads)
+    return cfg.threads;
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (::sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+    if (const int n = CPU_COUNT(&allowed); n > 0)
+      return static_cast<unsigned>(n);
+  return std::max(1u, std::thread::hardware_concurrency());
 }
 
 // Raises the soft open-file limit to the hard one (the soft one is often 1,024) and fits the

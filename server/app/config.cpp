@@ -217,7 +217,7 @@ std::vector<setting> server_rows() {
       field(&c::threads, {.path = "threads",
                           .flag = "--threads N",
                           .max = 256,
-                          .help = "network threads (0: one per core)"}),
+                          .help = "network threads (0: one per core the process may use)"}),
       field(&c::event_loops,
             {.path = "event_loops",
              .help = "HTTP connections each on one network thread's event loop: less CPU "

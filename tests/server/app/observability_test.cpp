@@ -4,12 +4,14 @@
 
 #include <doctest/doctest.h>
 
+#include <sched.h>
 #include <signal.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -221,4 +223,34 @@ TEST_CASE("each thread is named for its role, and the background ones run below 
       CHECK(seen.policy == sched_other);
     }
   }
+}
+
+TEST_CASE("with threads unset, one thread of each pool per core the process may run on") {
+  // The child inherits the CPU affinity of the thread that starts it: one core (as taskset or a
+  // container's cpuset gives), then the test's own again.
+  cpu_set_t own;
+  REQUIRE(::sched_getaffinity(0, sizeof own, &own) == 0);
+  int first = 0;
+  while (!CPU_ISSET(first, &own))
+    ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  REQUIRE(::sched_setaffinity(0, sizeof one, &one) == 0);
+  std::unique_ptr<newsdesk_process> pinned;
+  try {
+    pinned =
+        std::make_unique<newsdesk_process>(json{{"renderer", "direct"}, {"sites", json::array()}});
+  } catch (...) {
+    ::sched_setaffinity(0, sizeof own, &own);
+    throw;
+  }
+  REQUIRE(::sched_setaffinity(0, sizeof own, &own) == 0);
+  REQUIRE_MESSAGE(pinned->port != 0, pinned->log());
+  CHECK_MESSAGE(pinned->process->output().find(" threads=1\n") != std::string::npos, pinned->log());
+
+  newsdesk_process unpinned(json{{"renderer", "direct"}, {"sites", json::array()}});
+  REQUIRE_MESSAGE(unpinned.port != 0, unpinned.log());
+  const auto cores = " threads=" + std::to_string(CPU_COUNT(&own)) + "\n";
+  CHECK_MESSAGE(unpinned.process->output().find(cores) != std::string::npos, unpinned.log());
 }
