@@ -1,5 +1,7 @@
 #include "server/words/language.hpp"
 
+#include "server/core/utf8.hpp"
+
 // CLD2's public header uses FILE without including <cstdio>.
 #include <cstdio>
 
@@ -164,9 +166,16 @@ std::string cld2_guess(std::string_view title, std::string_view url) {
   double score3[3];
   int text_bytes = 0;
   bool reliable = false;
+  // CLD2 takes its input to be valid UTF-8 and reads past the end of a buffer that is not (a
+  // fuzzed title, invalid bytes after a NUL, crashed it in its script scanner): it gets the title
+  // with each invalid sequence replaced and NULs as spaces, followed by zero bytes.
+  std::string text = replace_invalid_utf8(title);
+  std::replace(text.begin(), text.end(), '\0', ' ');
+  const auto length = static_cast<int>(text.size());
+  text.append(8, '\0');
   const auto guess =
-      CLD2::ExtDetectLanguageSummary(title.data(), static_cast<int>(title.size()), true, &hints, 0,
-                                     top3, percent3, score3, nullptr, &text_bytes, &reliable);
+      CLD2::ExtDetectLanguageSummary(text.data(), length, true, &hints, 0, top3, percent3, score3,
+                                     nullptr, &text_bytes, &reliable);
   // Unsure (a short title), CLD2 answers "unknown" but still ranks the languages it saw.
   const auto best = guess != CLD2::UNKNOWN_LANGUAGE ? guess : top3[0];
   if (best == CLD2::UNKNOWN_LANGUAGE)
