@@ -137,24 +137,27 @@ void metrics::observe_fetch(const std::string& site, std::chrono::milliseconds l
 
 namespace {
 
+// A gauge with one sample per site, `value_of(site)`.
+template <class ValueOf>
+void per_site(std::string& out, const std::vector<site_report>& sites, std::string_view name,
+              std::string_view help, ValueOf value_of) {
+  header(out, name, "gauge", help);
+  for (const auto& s : sites)
+    sample(out, name, label("site", s.name), value_of(s));
+}
+
 void render_sites(std::string& out, const std::vector<site_report>& sites) {
-  header(out, "newsdesk_site_headlines", "gauge", "Headlines shown for a site.");
-  for (const auto& s : sites)
-    sample(out, "newsdesk_site_headlines", label("site", s.name),
-           static_cast<double>(s.headline_count));
-  header(out, "newsdesk_site_last_success_timestamp_seconds", "gauge",
-         "Unix time of a site's last successful refresh (0: never).");
-  for (const auto& s : sites)
-    sample(out, "newsdesk_site_last_success_timestamp_seconds", label("site", s.name),
-           static_cast<double>(s.last_success_ms) / 1000.0);
-  header(out, "newsdesk_site_up", "gauge", "1 when a site's last refresh succeeded.");
-  for (const auto& s : sites)
-    sample(out, "newsdesk_site_up", label("site", s.name), s.ok ? 1 : 0);
-  header(out, "newsdesk_site_health", "gauge",
-         "0 when a site looks broken (nothing found, far fewer than usual, nothing new for far "
-         "longer than usual, selectors that stopped matching; the log says why), else 1.");
-  for (const auto& s : sites)
-    sample(out, "newsdesk_site_health", label("site", s.name), s.health.empty() ? 1 : 0);
+  per_site(out, sites, "newsdesk_site_headlines", "Headlines shown for a site.",
+           [](const site_report& s) { return static_cast<double>(s.headline_count); });
+  per_site(out, sites, "newsdesk_site_last_success_timestamp_seconds",
+           "Unix time of a site's last successful refresh (0: never).",
+           [](const site_report& s) { return static_cast<double>(s.last_success_ms) / 1000.0; });
+  per_site(out, sites, "newsdesk_site_up", "1 when a site's last refresh succeeded.",
+           [](const site_report& s) { return s.ok ? 1.0 : 0.0; });
+  per_site(out, sites, "newsdesk_site_health",
+           "0 when a site looks broken (nothing found, far fewer than usual, nothing new for far "
+           "longer than usual, selectors that stopped matching; the log says why), else 1.",
+           [](const site_report& s) { return s.health.empty() ? 1.0 : 0.0; });
 }
 
 void render_service(std::string& out, const metrics::connection_gauges& connections,
